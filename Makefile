@@ -1,0 +1,29 @@
+# The two commands of the README's quick start: `make run` and `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: run test lint bench install
+
+$(STAMP): requirements.txt constraints.txt
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	# torch first, so the CPU wheel is taken and nothing pulls a CUDA build.
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -r requirements.txt -c constraints.txt
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/python launch.py serve
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+bench: $(STAMP)
+	for f in bench/render.py bench/vet.py bench/store.py bench/app.py; do $(BIN)/python $$f || exit 1; done

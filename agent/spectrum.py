@@ -1,0 +1,177 @@
+"""The `Spectrum` record and the one entry point that reads spectra from files.
+
+Wavelengths are always Angstrom. `frame` says whether they are vacuum (SDSS, LAMOST,
+DESI) or air (most stellar libraries); the catalogue in `agent.lines` is in vacuum, so
+code that compares against it uses `Spectrum.vacuum_wavelength()`.
+
+Readers for each survey layout live in `agent.formats`; `read_spectra` picks one by
+content, not by file name alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+Frame = Literal["vacuum", "air"]
+
+
+class SpectrumError(ValueError):
+    """Any problem reading or validating a spectrum; the message names the source and the problem."""
+
+    def __init__(self, source: str | Path | None, problem: str):
+        self.source = str(source) if source is not None else "<memory>"
+        self.problem = problem
+        super().__init__(f"{self.source}: {problem}")
+
+
+@dataclass
+class SpectrumMeta:
+    id: str = ""
+    survey: str = ""  # "LAMOST", "SDSS", "DESI", "MILES", "simulated", ...
+    obsid: str | None = None
+    ra: float | None = None
+    dec: float | None = None
+    snr: float | None = None
+    survey_class: str | None = None
+    survey_subclass: str | None = None
+    source: str | None = None  # file path the spectrum was read from
+    hdu: int | str | None = None
+    row: int | None = None
+    simulated: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Spectrum:
+    """One 1-D spectrum with explicit units.
+
+    `mask` is True where a pixel is bad (NaN/inf flux, ivar <= 0, survey mask bits);
+    bad pixels are never drawn or measured as real data.
+    """
+
+    wavelength: np.ndarray  # Angstrom, strictly increasing
+    flux: np.ndarray
+    ivar: np.ndarray | None = None
+    mask: np.ndarray | None = None
+    frame: Frame = "vacuum"
+    redshift: float = 0.0
+    flux_unit: str = "arbitrary"
+    meta: SpectrumMeta = field(default_factory=SpectrumMeta)
+
+    def __post_init__(self) -> None:
+        self.wavelength = np.asarray(self.wavelength, dtype=np.float64)
+        self.flux = np.asarray(self.flux, dtype=np.float64)
+        src = self.meta.source or self.meta.id or None
+        if self.wavelength.ndim != 1 or self.flux.shape != self.wavelength.shape:
+            raise SpectrumError(
+                src,
+                f"wavelength and flux must be 1-D of equal length "
+                f"(got {self.wavelength.shape} and {self.flux.shape})",
+            )
+        if self.wavelength.size < 2:
+            raise SpectrumError(src, f"too few pixels ({self.wavelength.size})")
+        if not np.all(np.isfinite(self.wavelength)):
+            raise SpectrumError(src, "wavelength array contains NaN or inf")
+        if np.any(np.diff(self.wavelength) <= 0):
+            raise SpectrumError(src, "wavelength is not strictly increasing")
+        if self.ivar is not None:
+            self.ivar = np.asarray(self.ivar, dtype=np.float64)
+            if self.ivar.shape != self.flux.shape:
+                raise SpectrumError(src, "ivar and flux differ in length")
+        bad = ~np.isfinite(self.flux)
+        if self.ivar is not None:
+            bad |= ~np.isfinite(self.ivar) | (self.ivar <= 0)
+        if self.mask is not None:
+            m = np.asarray(self.mask).astype(bool)
+            if m.shape != self.flux.shape:
+                raise SpectrumError(src, "mask and flux differ in length")
+            bad |= m
+        self.mask = bad
+        if bad.all():
+            raise SpectrumError(src, "no valid flux pixels (all NaN, inf, masked or ivar<=0)")
+        if not np.isfinite(self.redshift):
+            raise SpectrumError(src, f"redshift is not finite ({self.redshift})")
+
+    # -- derived views -------------------------------------------------------------
+    @property
+    def id(self) -> str:
+        return self.meta.id
+
+    @property
+    def good(self) -> np.ndarray:
+        return ~self.mask
+
+    def vacuum_wavelength(self) -> np.ndarray:
+        return air_to_vacuum(self.wavelength) if self.frame == "air" else self.wavelength
+
+    def rest_wavelength(self) -> np.ndarray:
+        """Vacuum rest-frame wavelength: what the zoom tool's ranges refer to."""
+        return self.vacuum_wavelength() / (1.0 + self.redshift)
+
+    def error(self) -> np.ndarray | None:
+        if self.ivar is None:
+            return None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            err = np.where(self.ivar > 0, 1.0 / np.sqrt(self.ivar), np.nan)
+        return err
+
+    def replace(self, **changes: Any) -> Spectrum:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form (lists), used by RL exports and SpecVI-Bench-like rows."""
+        return {
+            "wavelength": self.wavelength.tolist(),
+            "flux": np.where(self.mask, np.nan, self.flux).tolist(),
+            "ivar": None if self.ivar is None else self.ivar.tolist(),
+            "frame": self.frame,
+            "redshift": float(self.redshift),
+            "meta": dataclasses.asdict(self.meta),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Spectrum:
+        meta = SpectrumMeta(**(d.get("meta") or {}))
+        flux = np.array([np.nan if v is None else v for v in d["flux"]], dtype=float)
+        ivar = d.get("ivar")
+        return cls(
+            wavelength=np.asarray(d["wavelength"], dtype=float),
+            flux=flux,
+            ivar=None if ivar is None else np.asarray(ivar, dtype=float),
+            frame=d.get("frame", "vacuum"),
+            redshift=float(d.get("redshift") or 0.0),
+            meta=meta,
+        )
+
+
+def air_to_vacuum(wave_air: np.ndarray) -> np.ndarray:
+    """Air to vacuum wavelengths (Angstrom), the IAU standard (Morton 1991 / Ciddor)."""
+    wave_air = np.asarray(wave_air, dtype=np.float64)
+    sigma2 = (1e4 / wave_air) ** 2
+    n = 1.0 + 6.4328e-5 + 2.94981e-2 / (146.0 - sigma2) + 2.5540e-4 / (41.0 - sigma2)
+    # Below 2000 A the convention keeps vacuum wavelengths as they are.
+    return np.where(wave_air >= 2000.0, wave_air * n, wave_air)
+
+
+def vacuum_to_air(wave_vac: np.ndarray) -> np.ndarray:
+    wave_vac = np.asarray(wave_vac, dtype=np.float64)
+    sigma2 = (1e4 / wave_vac) ** 2
+    n = 1.0 + 8.34254e-5 + 2.406147e-2 / (130.0 - sigma2) + 1.5998e-4 / (38.9 - sigma2)
+    return np.where(wave_vac >= 2000.0, wave_vac / n, wave_vac)
+
+
+def read_spectra(
+    source: str | Path, hdu: int | str | None = None, row: int | None = None
+) -> list[Spectrum]:
+    """Every spectrum in `source` (a file), or the one at `hdu`/`row`.
+
+    Raises `SpectrumError` naming the file and the problem for anything unreadable.
+    """
+    from agent.formats import read_file
+
+    return read_file(Path(source), hdu=hdu, row=row)

@@ -1,0 +1,77 @@
+#!/usr/bin/env python
+"""Loupe's one entry point.
+
+    python launch.py                 # = serve: the vetting app on http://127.0.0.1:7860
+    python launch.py COMMAND --help  # every flag of one command
+
+Each command lives in the module that owns it; that module defines
+`add_arguments(parser)` and `main(args) -> int`. Modules are imported only when their
+command runs, so `vet --policy rules` never imports torch or gradio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# command -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("app.main", "Serve the vetting web app (the default command)."),
+    "demo": ("agent.demo", "Generate the simulated demo spectra (and optionally their labels)."),
+    "vet": ("db.vet", "Run an agent policy over candidates; write JSONL or record into --db."),
+    "ingest": ("db.ingest", "Load candidates (files, globs, folders, catalogue CSV, parquet) into the store."),
+    "import-labels": ("annotate.importer", "Record earlier verdicts from a CSV as an expert's reviews."),
+    "export": ("annotate.export", "Export reviewed decisions as SFT, RL or preference-pair data."),
+    "add-expert": ("annotate.experts", "Create or update an expert account (name, role, password)."),
+    "evaluate": ("training.evaluate", "Score one or more policies on a labelled set, side by side."),
+    "degrade": ("training.degrade", "Turn library spectra into survey-like LAMOST files plus a catalogue."),
+}
+
+
+def build_parser(command: str) -> argparse.ArgumentParser:
+    module_name, help_text = COMMANDS[command]
+    module = importlib.import_module(module_name)
+    parser = argparse.ArgumentParser(
+        prog=f"launch.py {command}",
+        description=(module.__doc__ or help_text).strip().splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    module.add_arguments(parser)
+    parser.set_defaults(_main=module.main)
+    return parser
+
+
+def top_help() -> str:
+    width = max(len(c) for c in COMMANDS)
+    lines = [
+        "usage: launch.py [COMMAND] [ARGS...]",
+        "",
+        "Loupe: vet rare-object candidates in survey spectra with a zooming agent and its experts.",
+        "With no command, `serve` runs on the demo database.",
+        "",
+        "commands:",
+    ]
+    lines += [f"  {c.ljust(width)}  {h}" for c, (_, h) in COMMANDS.items()]
+    lines += ["", "`launch.py COMMAND --help` documents every flag of a command."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("-h", "--help", "help"):
+        print(top_help())
+        return 0
+    command = "serve"
+    if argv and not argv[0].startswith("-"):
+        command = argv.pop(0)
+        if command not in COMMANDS:
+            print(f"launch.py: unknown command {command!r}\n\n{top_help()}", file=sys.stderr)
+            return 2
+    parser = build_parser(command)
+    args = parser.parse_args(argv)
+    return int(args._main(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
