@@ -1,0 +1,107 @@
+"""Readers for every spectrum layout Loupe accepts, chosen by content, not by file name.
+
+`read_file` sniffs the first bytes (FITS, gzip, parquet 'PAR1', text) and hands the file to
+the reader for its layout; `load_one` insists on exactly one spectrum; `expand_candidates`
+turns catalogues, parquet files, files, folders and globs into `CandidateRef`s; and
+`write_lamost_fits` writes LAMOST files for simulated or degraded spectra.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.formats.common import (
+    FITS_MAGIC,
+    GZIP_MAGIC,
+    LIMITS,
+    PARQUET_MAGIC,
+    LayoutError,
+    LimitError,
+    Limits,
+    check_file,
+    open_fits,
+    pick_hdu,
+    read_capped,
+)
+from agent.formats.lamost import write_lamost_fits
+from agent.spectrum import Spectrum, SpectrumError
+
+__all__ = [
+    "LIMITS",
+    "LayoutError",
+    "LimitError",
+    "Limits",
+    "expand_candidates",
+    "load_one",
+    "read_file",
+    "sniff",
+    "write_lamost_fits",
+]
+
+
+def sniff(path: Path) -> str:
+    """'fits', 'parquet' or 'text' from the file's first bytes (gzip is looked inside)."""
+    check_file(path)
+    with open(path, "rb") as fh:
+        head = fh.read(16)
+    if head.startswith(GZIP_MAGIC):
+        head = read_capped(path)[:16]
+    if head.startswith(FITS_MAGIC):
+        return "fits"
+    if head.startswith(PARQUET_MAGIC):
+        return "parquet"
+    if b"\x00" in head:
+        raise LayoutError(path, "unknown binary format (not FITS, gzip or parquet)")
+    return "text"
+
+
+def read_file(path: Path, hdu: int | str | None = None, row: int | None = None) -> list[Spectrum]:
+    """Every spectrum in `path`, or the one at `hdu`/`row`."""
+    path = Path(path)
+    kind = sniff(path)
+    if kind == "fits":
+        return _read_fits(path, hdu, row)
+    if kind == "parquet":
+        from agent.formats.specvi import read_parquet
+
+        return read_parquet(path, row=row)
+    from agent.formats.generic import read_text
+
+    return read_text(path, row=row)
+
+
+def _read_fits(path: Path, hdu: int | str | None, row: int | None) -> list[Spectrum]:
+    from agent.formats import lamost
+
+    with open_fits(path) as hdul:
+        index = pick_hdu(path, hdul, hdu)
+        if lamost.is_lamost(hdul):
+            if lamost.is_lamost_image(hdul) and index in (None, 0):
+                return lamost.read_image(path, hdul)
+            table = lamost.find_table(hdul) if index in (None, 0) else index
+            if table is not None:
+                return lamost.read_table(path, hdul, table)
+        from agent.formats import desi, generic, sdss
+
+        if desi.is_desi(hdul):
+            return desi.read(path, hdul, row=row)
+        if sdss.is_sdss_spec(hdul) and index in (None, 0, sdss.coadd_index(hdul)):
+            return sdss.read(path, hdul)
+        return generic.read_fits(path, hdul, index, row)
+
+
+def load_one(path: Path, hdu: int | str | None = None, row: int | None = None) -> Spectrum:
+    """Exactly one spectrum: refuses a multi-spectrum file unless `hdu`/`row` picks one."""
+    spectra = read_file(Path(path), hdu=hdu, row=row)
+    if len(spectra) != 1:
+        raise SpectrumError(path, f"holds {len(spectra)} spectra; give an hdu or row to choose one")
+    return spectra[0]
+
+
+def expand_candidates(
+    sources: list[str], task: str | None, roots: list[Path] | None = None
+) -> list:
+    """Catalogue CSVs, SpecVI-Bench parquet, files, folders and globs -> `CandidateRef`s."""
+    from agent.formats.catalogue import expand
+
+    return expand(sources, task=task, roots=roots)

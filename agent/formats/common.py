@@ -1,0 +1,352 @@
+"""What every reader shares: size limits, safe opening, and building a validated `Spectrum`.
+
+Readers never trust a header: pixel counts are checked against `LIMITS` before any data
+array is touched, gzip streams are inflated with a cap, and astropy's own warnings about
+truncated files become `SpectrumError`s instead of silently short arrays.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import warnings
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from astropy.io import fits
+
+from agent.spectrum import Frame, Spectrum, SpectrumError, SpectrumMeta
+
+
+@dataclass
+class Limits:
+    """Upper bounds a file must respect before Loupe allocates anything for it."""
+
+    max_pixels: int = int(os.environ.get("LOUPE_MAX_PIXELS", 10_000_000))
+    max_file_bytes: int = int(os.environ.get("LOUPE_MAX_FILE_BYTES", 512 * 2**20))
+
+
+LIMITS = Limits()
+
+FITS_MAGIC = b"SIMPLE  ="
+GZIP_MAGIC = b"\x1f\x8b"
+PARQUET_MAGIC = b"PAR1"
+
+
+class LayoutError(SpectrumError):
+    """The file is readable but holds no spectrum layout Loupe knows."""
+
+
+class LimitError(SpectrumError):
+    """The file (or what its header claims) is larger than `LIMITS` allows."""
+
+
+def check_file(path: Path) -> int:
+    """Size of `path` in bytes, refusing missing, empty, non-regular and oversized files."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise SpectrumError(path, "file not found") from None
+    except OSError as exc:
+        raise SpectrumError(path, f"cannot stat file ({exc.strerror or exc})") from None
+    if path.is_dir():
+        raise SpectrumError(path, "is a folder, not a spectrum file")
+    if st.st_size == 0:
+        raise SpectrumError(path, "file is empty (0 bytes)")
+    if st.st_size > LIMITS.max_file_bytes:
+        raise LimitError(
+            path, f"file is {st.st_size} bytes, over the {LIMITS.max_file_bytes}-byte limit"
+        )
+    return st.st_size
+
+
+def read_capped(path: Path) -> bytes:
+    """The file's bytes, inflated if gzipped; a gzip stream may not inflate past the limit."""
+    check_file(path)
+    raw = path.read_bytes()
+    if not raw.startswith(GZIP_MAGIC):
+        return raw
+    cap = LIMITS.max_file_bytes
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as gz:
+            data = gz.read(cap + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise SpectrumError(path, f"corrupt or truncated gzip stream ({exc})") from None
+    if len(data) > cap:
+        raise LimitError(path, f"gzip stream inflates beyond the {cap}-byte limit (gzip bomb?)")
+    if not data:
+        raise SpectrumError(path, "gzip stream is empty")
+    return data
+
+
+def header_pixels(header: fits.Header) -> int:
+    """Elements the header claims its data holds (image pixels or table cells)."""
+    naxis = int(header.get("NAXIS", 0) or 0)
+    if naxis <= 0:
+        return 0
+    n = 1
+    for i in range(1, naxis + 1):
+        n *= max(int(header.get(f"NAXIS{i}", 0) or 0), 0)
+    if header.get("XTENSION", "").strip() in ("BINTABLE", "TABLE"):
+        n //= 4  # NAXIS1 is the row width in bytes; count 4-byte cells
+    return n
+
+
+@contextmanager
+def open_fits(path: Path) -> Iterator[fits.HDUList]:
+    """Open a (possibly gzipped) FITS file with limits checked on every header."""
+    data = read_capped(path)
+    if not data.startswith(FITS_MAGIC):
+        raise SpectrumError(path, "not a FITS file (no SIMPLE card at the start)")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            hdul = fits.open(io.BytesIO(data), memmap=False, lazy_load_hdus=False)
+        except Exception as exc:  # astropy raises OSError, ValueError, IndexError, ...
+            raise SpectrumError(path, f"corrupt FITS file ({_short(exc)})") from None
+    for w in caught:
+        if "truncated" in str(w.message).lower():
+            hdul.close()
+            raise SpectrumError(path, f"FITS file is truncated ({_short(w.message)})")
+    try:
+        for i, h in enumerate(hdul):
+            n = header_pixels(h.header)
+            if n > LIMITS.max_pixels:
+                raise LimitError(
+                    path, f"HDU {i} header claims {n} elements, over the {LIMITS.max_pixels} limit"
+                )
+        yield hdul
+    finally:
+        hdul.close()
+
+
+def hdu_data(path: Path, hdul: fits.HDUList, index: int) -> Any:
+    """`hdul[index].data`, with astropy's read errors turned into a `SpectrumError`."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return hdul[index].data
+    except Exception as exc:
+        raise SpectrumError(path, f"HDU {index}: unreadable data ({_short(exc)})") from None
+
+
+def pick_hdu(path: Path, hdul: fits.HDUList, hdu: int | str | None) -> int | None:
+    """Resolve a user's HDU (index or EXTNAME) to an index; None stays None."""
+    if hdu is None or hdu == "":
+        return None
+    if isinstance(hdu, str) and hdu.strip().lstrip("-").isdigit():
+        hdu = int(hdu)
+    if isinstance(hdu, int):
+        if not 0 <= hdu < len(hdul):
+            raise SpectrumError(path, f"HDU {hdu} does not exist (file has {len(hdul)} HDUs)")
+        return hdu
+    for i, h in enumerate(hdul):
+        if h.name.upper() == str(hdu).upper():
+            return i
+    names = [h.name for h in hdul]
+    raise SpectrumError(path, f"HDU {hdu!r} does not exist (HDUs: {names})")
+
+
+def frame_from_header(header: fits.Header | None, default: Frame) -> Frame:
+    """The wavelength frame a header declares; `default` when it says nothing."""
+    if header is None:
+        return default
+    for key in ("AIRORVAC", "WAVEFRAM", "VACORAIR"):
+        val = str(header.get(key, "")).strip().lower()
+        if val.startswith("vac"):
+            return "vacuum"
+        if val.startswith("air"):
+            return "air"
+    if "VACUUM" in header:
+        return "vacuum" if bool(header["VACUUM"]) else "air"
+    ctype = str(header.get("CTYPE1", "")).strip().upper()
+    # FITS WCS paper III: WAVE is vacuum, AWAV is air.
+    if ctype.startswith("AWAV"):
+        return "air"
+    if ctype.startswith("WAVE"):
+        return "vacuum"
+    history = " ".join(str(v) for v in header.get("HISTORY", [])).lower()
+    if "wavelengths are vacuum" in history:
+        return "vacuum"
+    if "wavelengths are air" in history:
+        return "air"
+    return default
+
+
+_ANGSTROM_ALIASES = {"angstrom", "angstroms", "a", "aa", "ang", "0.1 nm", "å"}
+
+
+def angstrom_factor(path: Path, unit: str | None) -> float:
+    """Multiplier taking wavelengths in `unit` to Angstrom (1 when the unit is unstated)."""
+    if not unit:
+        return 1.0
+    u = str(unit).strip().lower()
+    if u in _ANGSTROM_ALIASES:
+        return 1.0
+    from astropy import units
+
+    try:
+        return float(units.Unit(unit).to(units.AA))
+    except Exception:
+        raise SpectrumError(path, f"wavelength unit {unit!r} is not a length") from None
+
+
+def _short(exc: object, n: int = 160) -> str:
+    s = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return s if len(s) <= n else s[: n - 3] + "..."
+
+
+def where(path: Path, hdu: int | str | None = None, row: int | None = None) -> str:
+    """`path [HDU 1, row 3]`: how error messages point at one spectrum inside a file."""
+    parts = []
+    if hdu is not None:
+        parts.append(f"HDU {hdu}")
+    if row is not None:
+        parts.append(f"row {row}")
+    return f"{path} [{', '.join(parts)}]" if parts else str(path)
+
+
+def as_1d(path: Path, name: str, values: Any, what: str) -> np.ndarray:
+    """A float64 1-D array from a column or image row, or a clear error."""
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise SpectrumError(path, f"{what}: {name} is not numeric") from None
+    arr = np.squeeze(arr) if arr.ndim > 1 and 1 in arr.shape else arr
+    if arr.ndim != 1:
+        raise SpectrumError(path, f"{what}: {name} has shape {arr.shape}, expected 1-D")
+    return arr
+
+
+def make_spectrum(
+    path: Path,
+    wavelength: Any,
+    flux: Any,
+    *,
+    ivar: Any = None,
+    mask: Any = None,
+    frame: Frame,
+    hdu: int | str | None = None,
+    row: int | None = None,
+    redshift: float = 0.0,
+    flux_unit: str = "arbitrary",
+    **meta: Any,
+) -> Spectrum:
+    """Validate arrays and build a `Spectrum`; every failure names the file and the problem.
+
+    Descending wavelengths are reversed (some libraries store red to blue); duplicated or
+    unordered ones are refused because no single flux belongs to a repeated wavelength.
+    NaN/inf flux and ivar <= 0 are masked by `Spectrum` itself.
+    """
+    loc = where(path, hdu, row)
+    wave = as_1d(path, "wavelength", wavelength, loc)
+    flx = as_1d(path, "flux", flux, loc)
+    if wave.size == 0 or flx.size == 0:
+        raise SpectrumError(loc, "zero-length spectrum (no pixels)")
+    if wave.size > LIMITS.max_pixels:
+        raise LimitError(loc, f"{wave.size} pixels, over the {LIMITS.max_pixels} limit")
+    if wave.shape != flx.shape:
+        raise SpectrumError(
+            loc, f"wavelength ({wave.size} pixels) and flux ({flx.size}) differ in length"
+        )
+    iv = None if ivar is None else as_1d(path, "ivar", ivar, loc)
+    if iv is not None and iv.shape != flx.shape:
+        raise SpectrumError(loc, f"ivar ({iv.size} pixels) and flux ({flx.size}) differ in length")
+    msk = None if mask is None else np.asarray(mask).astype(bool).reshape(-1)
+    if msk is not None and msk.shape != flx.shape:
+        raise SpectrumError(loc, f"mask ({msk.size}) and flux ({flx.size}) differ in length")
+    if not np.all(np.isfinite(wave)):
+        bad = int(np.flatnonzero(~np.isfinite(wave))[0])
+        raise SpectrumError(loc, f"wavelength contains NaN or inf (first at pixel {bad})")
+    if wave.size < 2:
+        raise SpectrumError(loc, f"too few pixels ({wave.size})")
+    step = np.diff(wave)
+    if np.any(step == 0):
+        i = int(np.flatnonzero(step == 0)[0])
+        n = int(np.count_nonzero(step == 0))
+        raise SpectrumError(
+            loc, f"duplicated wavelength values ({n} repeats, first {wave[i]:g} A at pixel {i})"
+        )
+    if np.all(step < 0):
+        wave, flx = wave[::-1], flx[::-1]
+        iv = None if iv is None else iv[::-1]
+        msk = None if msk is None else msk[::-1]
+    elif np.any(step < 0):
+        i = int(np.flatnonzero(step < 0)[0])
+        raise SpectrumError(
+            loc,
+            f"wavelength is not monotonic (drops from {wave[i]:g} to {wave[i + 1]:g} A "
+            f"at pixel {i + 1})",
+        )
+    if wave[0] <= 0:
+        raise SpectrumError(loc, f"wavelength starts at {wave[0]:g} A (must be positive)")
+    if not np.isfinite(redshift):
+        redshift = 0.0
+    info = SpectrumMeta(source=str(path), hdu=hdu, row=row)
+    extra = meta.pop("extra", None) or {}
+    for key, val in meta.items():
+        if val is not None and val != "":
+            setattr(info, key, val)
+    info.extra.update(extra)
+    if not info.id:
+        info.id = path.name.split(".")[0]
+    try:
+        return Spectrum(
+            wavelength=wave,
+            flux=flx,
+            ivar=iv,
+            mask=msk,
+            frame=frame,
+            redshift=float(redshift),
+            flux_unit=flux_unit,
+            meta=info,
+        )
+    except SpectrumError as exc:
+        raise SpectrumError(loc, exc.problem) from None
+
+
+def header_value(header: fits.Header | None, *keys: str, cast: type = str) -> Any:
+    """The first of `keys` the header holds with a usable value, cast; else None."""
+    if header is None:
+        return None
+    for key in keys:
+        if key in header:
+            val = header[key]
+            if val is None or (isinstance(val, str) and not val.strip()):
+                continue
+            try:
+                out = cast(val.strip() if isinstance(val, str) else val)
+            except (TypeError, ValueError):
+                continue
+            if isinstance(out, float) and not np.isfinite(out):
+                continue
+            return out
+    return None
+
+
+def rows_to_read(path: Path, row: int | str | None, n: int, what: str) -> list[int]:
+    """Every row index of a `what` with `n` rows, or just `row` (refusing one not there)."""
+    if row is None or row == "":
+        return list(range(n))
+    try:
+        r = int(row)
+    except (TypeError, ValueError):
+        raise SpectrumError(path, f"row {row!r} is not an integer") from None
+    if not 0 <= r < n:
+        raise SpectrumError(path, f"row {r} does not exist ({what} has {n} rows)")
+    return [r]
+
+
+def plausible_redshift(z: Any) -> float | None:
+    """A pipeline redshift, or None for sentinels such as -9999."""
+    try:
+        z = float(z)
+    except (TypeError, ValueError):
+        return None
+    return z if np.isfinite(z) and -0.1 < z < 12 else None
