@@ -74,15 +74,11 @@ def _corpus() -> list[str]:
 
 
 def chat_template() -> str:
-    """A hermes tool-capable Qwen-VL template (TRL's), which renders Spec-o3 messages as is.
+    """The tool-capable Spec-o3 template (`training.chat_template`): it renders Spec-o3
+    messages exactly as the stock Qwen2.5-VL template does and also accepts `tools=`."""
+    from training.chat_template import SPECO3_CHAT_TEMPLATE
 
-    Spec-o3 puts the `# Tools` block in the system text and tool results in user turns, so
-    without `tools=` this renders exactly like the stock Qwen2.5-VL template; with `tools=`
-    (TRL's GRPO) it writes the same hermes block itself.
-    """
-    from trl.chat_template_utils import qwen3_vl_chat_template
-
-    return qwen3_vl_chat_template
+    return SPECO3_CHAT_TEMPLATE
 
 
 def build_tokenizer():
