@@ -97,6 +97,87 @@ class Trajectory:
         d["steps"] = [Step.from_dict(s) for s in d.get("steps") or []]
         return cls(**d)
 
+    # -- the Spec-o3 chat form ---------------------------------------------------------
+    def to_messages(self, global_image: str | None = None) -> list[dict[str, Any]]:
+        """The run as the Spec-o3 conversation (Qwen2.5-VL chat, hermes tools).
+
+        system + `# Tools` block; user: global view image + task prompt; then per step the
+        assistant's raw text and, after a tool call, a user turn `<tool_response>` image +
+        text `</tool_response>`. Images are references (`observation_image`), which
+        `agent.tool` renders on demand.
+        """
+        from agent.prompts import assistant_turn, system_message, tool_response_turn, user_turn
+
+        ref = global_image or self.params.get("global_image") or _global_reference(self.renderer)
+        messages = [system_message(), user_turn(self.task, ref)]
+        for step in self.steps:
+            messages.append(assistant_turn(step.raw))
+            if step.tool_call is not None and step.answer is None:
+                messages.append(
+                    tool_response_turn(step.observation_text or "", step.observation_image)
+                )
+        return messages
+
+    @classmethod
+    def from_messages(cls, messages: list[dict[str, Any]], **fields: Any) -> Trajectory:
+        """Rebuild a run from Spec-o3 messages; `fields` set what chat does not hold (id, ...).
+
+        Assistant texts are re-parsed exactly as the agent loop parses them, so malformed
+        text becomes recorded format errors here too. Never raises on odd content.
+        """
+        from agent.parse import parse_turn
+        from agent.tasks import TASKS
+
+        msgs = [m for m in messages if isinstance(m, dict)]
+        params = dict(fields.pop("params", {}) or {})
+        task = fields.pop("task", None)
+        users = [m for m in msgs if m.get("role") == "user"]
+        if users:
+            first_text = "".join(_texts(users[0]))
+            gimg = next(iter(_images(users[0])), None)
+            if gimg is not None:
+                params.setdefault("global_image", gimg)
+            if task is None:
+                from agent.prompts import task_prompt
+
+                task = next((t for t in TASKS if task_prompt(t) in first_text), "")
+        steps: list[Step] = []
+        i = 0
+        seen_first_user = False
+        while i < len(msgs):
+            m = msgs[i]
+            role = m.get("role")
+            if role == "user" and not seen_first_user:
+                seen_first_user = True
+            elif role == "assistant":
+                raw = "".join(_texts(m))
+                step = step_from_parsed(parse_turn(raw))
+                nxt = msgs[i + 1] if i + 1 < len(msgs) else None
+                if (
+                    step.tool_call is not None
+                    and nxt is not None
+                    and nxt.get("role") in ("user", "tool")
+                    and "<tool_response>" in "".join(_texts(nxt))
+                ):
+                    text = "".join(_texts(nxt))
+                    text = text.replace("<tool_response>", "", 1).rsplit("</tool_response>", 1)[0]
+                    imgs = _images(nxt)
+                    image = imgs[0] if imgs else None
+                    text = text[1:] if text.startswith("\n") else text
+                    if image is not None and text.startswith("\n"):
+                        text = text[1:]
+                    text = text[:-1] if text.endswith("\n") else text
+                    window = _window_from_reference(image) if image is not None else None
+                    record_observation(step, text, image, window, tool_error=image is None)
+                    i += 1
+                steps.append(step)
+            i += 1
+        traj = cls(id=fields.pop("id", ""), task=task or "", steps=steps, params=params)
+        finish(traj)
+        for k, v in fields.items():
+            setattr(traj, k, v)
+        return traj
+
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, allow_nan=False, default=_jsonable)
 
@@ -112,3 +193,113 @@ def _jsonable(o: Any) -> Any:
     if isinstance(o, tuple):
         return list(o)
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+# -- shared by the agent loop and from_messages, so both build identical records ---------
+def step_from_parsed(parsed: Any) -> Step:
+    """A Step from an `agent.parse.ParsedTurn` (before any tool observation)."""
+    return Step(
+        thought=parsed.thought,
+        tool_call=None if parsed.is_answer else parsed.tool_call,
+        answer=parsed.answer,
+        explanation=parsed.explanation,
+        raw=parsed.raw,
+        error=parsed.error,
+    )
+
+
+def record_observation(
+    step: Step,
+    text: str,
+    image: str | None,
+    window: tuple[float, float] | None,
+    tool_error: bool,
+) -> None:
+    """Attach the tool's reply to `step`; a refused call is also recorded as the step's error."""
+    step.observation_text = text
+    step.observation_image = image
+    step.window = window
+    if tool_error:
+        msg = f"tool error: {text}"
+        step.error = f"{step.error}; {msg}" if step.error else msg
+
+
+def finish(traj: Trajectory, max_turns: int | None = None) -> None:
+    """Derive verdict, explanation, format_ok and state from the steps.
+
+    format_ok follows Spec-o3's reward: every turn well formed and the run ends in exactly
+    one boxed YES/NO answer. A run that never answered is "max_turns" when it used its
+    turns on tool calls, else "done" with a format error (the model stopped making sense).
+    """
+    steps = traj.steps
+    last = steps[-1] if steps else None
+    traj.verdict = last.answer if last is not None else None
+    traj.explanation = (last.explanation or "") if last is not None else ""
+    parse_ok = all(_turn_format_ok(s) for s in steps)
+    answered = last is not None and last.answer is not None
+    traj.format_ok = bool(parse_ok and answered)
+    if traj.state == "error":
+        return
+    if last is not None and last.tool_call is not None and last.answer is None:
+        traj.state = "max_turns"
+    else:
+        traj.state = "done"
+
+
+def _turn_format_ok(step: Step) -> bool:
+    # A refused tool call is the tool's error, not the model's format error.
+    if not step.error:
+        return True
+    return all(part.startswith("tool error:") for part in step.error.split("; "))
+
+
+def _texts(message: dict[str, Any]) -> list[str]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [content]
+    out = []
+    for item in content or []:
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict) and item.get("type", "text") == "text" and "text" in item:
+            out.append(str(item["text"]))
+    return out
+
+
+def _images(message: dict[str, Any]) -> list[Any]:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return []
+    return [
+        item.get("image")
+        for item in content
+        if isinstance(item, dict) and (item.get("type") == "image" or "image" in item)
+    ]
+
+
+def _global_reference(renderer: str) -> str:
+    try:
+        from agent.tool import image_reference
+
+        return image_reference(renderer, None)
+    except ImportError:
+        return f"render:{renderer}:global"
+
+
+def _window_from_reference(ref: Any) -> tuple[float, float] | None:
+    if not isinstance(ref, str):
+        return None
+    try:
+        from agent.tool import parse_reference
+
+        parsed = parse_reference(ref)
+        return parsed[1] if parsed else None
+    except ImportError:
+        pass
+    parts = ref.split(":")
+    if len(parts) == 4 and parts[0] == "render":
+        try:
+            return (float(parts[2]), float(parts[3]))
+        except ValueError:
+            return None
+    return None
