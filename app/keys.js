@@ -1,0 +1,106 @@
+// Keyboard-first vetting. Keys press the page's own buttons (found by elem_id), so a key
+// does exactly what a click does. Keys are ignored while the expert types in a text field.
+(() => {
+  if (window.__loupeKeys) return;
+  window.__loupeKeys = true;
+
+  const KEYS = {
+    a: "btn-accept",
+    r: "btn-reject",
+    c: "btn-correct",
+    s: "btn-skip",
+    f: "btn-flag",
+    j: "btn-next",
+    k: "btn-prev",
+  };
+
+  const visible = (el) => !!el && el.offsetParent !== null;
+
+  const typing = (ev) => {
+    const t = ev.target;
+    if (!t) return false;
+    if (t.isContentEditable) return true;
+    const tag = (t.tagName || "").toLowerCase();
+    if (tag === "textarea" || tag === "select") return true;
+    if (tag === "input") {
+      const type = (t.getAttribute("type") || "text").toLowerCase();
+      return !["checkbox", "radio", "button", "range", "submit"].includes(type);
+    }
+    return false;
+  };
+
+  const cheat = () => document.getElementById("loupe-cheatsheet");
+
+  const toggleCheat = (show) => {
+    const el = cheat();
+    if (!el) return;
+    const on = show === undefined ? el.style.display !== "block" : show;
+    el.style.display = on ? "block" : "none";
+  };
+
+  document.addEventListener(
+    "keydown",
+    (ev) => {
+      if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+      if (ev.key === "Escape") {
+        toggleCheat(false);
+        if (typing(ev)) ev.target.blur();
+        return;
+      }
+      if (typing(ev)) return;
+      if (ev.key === "?") {
+        toggleCheat();
+        ev.preventDefault();
+        return;
+      }
+      const id = KEYS[ev.key.toLowerCase()];
+      if (!id) return;
+      const btn = document.getElementById(id);
+      // Only on the vet page: hidden buttons (another tab is open) are not pressed.
+      if (!visible(btn) || btn.disabled) return;
+      ev.preventDefault();
+      btn.click();
+      if (ev.key.toLowerCase() === "c") {
+        // Correct opens its panel; put the cursor where the expert will type.
+        setTimeout(() => {
+          const box = document.querySelector("#correct-explanation textarea");
+          if (box) box.focus();
+        }, 150);
+      }
+    },
+    true
+  );
+
+  // Author page: dragging a horizontal selection on the global plot fills the range boxes.
+  const setBox = (elemId, value) => {
+    const input = document.querySelector(`#${elemId} input`);
+    if (!input) return;
+    const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, "value").set;
+    setter.call(input, String(Math.round(value * 10) / 10));
+    input.dispatchEvent(new Event("input", { bubbles: true }));
+    input.dispatchEvent(new Event("change", { bubbles: true }));
+  };
+
+  const onSelected = (ev) => {
+    if (!ev || !ev.range || !ev.range.x) return;
+    const [lo, hi] = ev.range.x;
+    setBox("author-lo", Math.min(lo, hi));
+    setBox("author-hi", Math.max(lo, hi));
+  };
+
+  // A redraw (Plotly.newPlot) drops listeners, so check the emitter, not a flag.
+  const hookPlot = (gd) => {
+    if (typeof gd.on !== "function") return;
+    const ev = gd._ev;
+    if (ev && ev.listeners && ev.listeners("plotly_selected").includes(onSelected)) return;
+    gd.on("plotly_selected", onSelected);
+  };
+
+  const scan = () => {
+    document.querySelectorAll("#author-global .js-plotly-plot").forEach(hookPlot);
+  };
+  new MutationObserver(scan).observe(document.documentElement, {
+    childList: true,
+    subtree: true,
+  });
+})();

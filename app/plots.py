@@ -1,0 +1,466 @@
+"""Plotly figures of a candidate and its trajectory, built as plain figure dicts.
+
+Dicts, not `go.Figure`: building and validating graph objects costs tens of milliseconds per
+panel, and switching candidates must stay well under 300 ms with up to eight panels. The
+dicts follow Plotly's schema (the tests validate them with `go.Figure`).
+
+- The global panel decimates to `GLOBAL_POINTS` with a min/max envelope per bin, so narrow
+  lines and spikes stay visible however long the spectrum is; zoom panels keep every pixel.
+- Large traces are WebGL (`scattergl`); small ones stay SVG, because a page only gets a
+  handful of WebGL contexts and a zoom window rarely holds more than a few hundred pixels.
+- Wavelengths are shown in the rest frame (vacuum, what the zoom tool's ranges refer to)
+  or in the observed frame of the file; windows and markers follow the chosen frame.
+- Masked pixels (NaN flux, ivar <= 0, survey mask) become gaps, never data.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from agent.spectrum import Spectrum, vacuum_to_air
+from agent.trajectory import Step, Trajectory
+
+Frame = Literal["rest", "observed"]
+
+GLOBAL_POINTS = 4000  # points drawn in the global panel at most (min/max pairs)
+WEBGL_ABOVE = 1500  # traces with more points than this use scattergl
+
+FLUX_COLOUR = "#1f3b73"
+ERROR_COLOUR = "rgba(31,59,115,0.18)"
+SMOOTH_COLOUR = "#d1495b"
+WINDOW_COLOURS = ["#f4a261", "#2a9d8f", "#e76f51", "#8ab17d", "#b56576", "#6d597a", "#e9c46a"]
+MARKER_COLOURS = {"line": "#3a86ff", "band": "#7b2cbf", "telluric": "#8d99ae"}
+BAND_SPAN = 90.0  # Angstrom of a band's shading beyond its head
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A diagnostic feature to draw: a line at `wave`, or a band from `wave` to `end`."""
+
+    name: str
+    wave: float  # rest-frame vacuum Angstrom
+    end: float | None = None  # other edge of a band (the side the band degrades to)
+    kind: str = "line"  # "line" | "band" | "telluric"
+
+
+def markers_for(task: str) -> list[Marker]:
+    """The task's diagnostic lines and bands from the feature catalogue, as plot markers.
+
+    Bands are shaded from the head towards the side they degrade to; telluric regions over
+    their whole extent.
+    """
+    from agent.lines import features_for
+
+    try:
+        feats = features_for(task)
+    except ValueError:
+        return []
+    out = []
+    for f in feats:
+        if f.kind == "band":
+            end = f.wavelength + (-BAND_SPAN if f.degrade == "blue" else BAND_SPAN)
+            out.append(Marker(f.label, f.wavelength, end, "band"))
+        elif f.kind == "telluric":
+            out.append(Marker(f.label, float(f.window[0]), float(f.window[1]), "telluric"))
+        else:
+            out.append(Marker(f.label, f.wavelength, None, "line"))
+    return out
+
+
+# -- numerics ---------------------------------------------------------------------------
+
+
+def minmax_decimate(x: np.ndarray, y: np.ndarray, max_points: int) -> tuple[np.ndarray, np.ndarray]:
+    """At most `max_points` points keeping each bin's minimum and maximum, in x order.
+
+    NaN (masked) pixels are kept as gaps: a bin with any NaN emits one NaN between its
+    extremes, so the line breaks where the data has holes.
+    """
+    n = x.size
+    if n <= max_points:
+        return x, y
+    n_bins = max(1, max_points // 2)
+    edges = np.linspace(0, n, n_bins + 1).astype(int)
+    xs: list[float] = []
+    ys: list[float] = []
+    for a, b in zip(edges[:-1], edges[1:]):
+        if b <= a:
+            continue
+        seg = y[a:b]
+        finite = np.isfinite(seg)
+        if not finite.any():
+            xs.append(float(x[a]))
+            ys.append(np.nan)
+            continue
+        idx = np.flatnonzero(finite)
+        lo = idx[np.argmin(seg[idx])]
+        hi = idx[np.argmax(seg[idx])]
+        first, second = (lo, hi) if lo <= hi else (hi, lo)
+        xs.append(float(x[a + first]))
+        ys.append(float(seg[first]))
+        if not finite.all():
+            xs.append(float(x[a + (first + second) // 2]))
+            ys.append(np.nan)
+        if second != first:
+            xs.append(float(x[a + second]))
+            ys.append(float(seg[second]))
+    return np.asarray(xs), np.asarray(ys)
+
+
+def smooth(flux: np.ndarray, bad: np.ndarray, width: int) -> np.ndarray:
+    """Boxcar of `width` pixels that ignores bad pixels (normalised convolution)."""
+    if width <= 1:
+        return np.where(bad, np.nan, flux)
+    good = (~bad) & np.isfinite(flux)
+    kernel = np.ones(int(width), dtype=float)
+    num = np.convolve(np.where(good, flux, 0.0), kernel, mode="same")
+    den = np.convolve(good.astype(float), kernel, mode="same")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = num / den
+    out[~good] = np.nan
+    return out
+
+
+def to_frame(spec: Spectrum, rest_wave: np.ndarray | float, frame: Frame) -> np.ndarray:
+    """Rest-frame vacuum wavelengths as the chosen frame shows them."""
+    w = np.asarray(rest_wave, dtype=float)
+    if frame == "rest":
+        return w
+    obs = w * (1.0 + spec.redshift)
+    return vacuum_to_air(obs) if spec.frame == "air" else obs
+
+
+def frame_wavelength(spec: Spectrum, frame: Frame) -> np.ndarray:
+    return spec.rest_wavelength() if frame == "rest" else spec.wavelength
+
+
+def _ylimits(y: np.ndarray, err: np.ndarray | None = None) -> list[float] | None:
+    f = y[np.isfinite(y)]
+    if f.size == 0:
+        return None
+    lo, hi = np.percentile(f, [0.5, 99.5]) if f.size > 50 else (f.min(), f.max())
+    pad = 0.08 * (hi - lo) if hi > lo else max(abs(hi), 1.0) * 0.1
+    return [float(lo - pad), float(hi + pad)]
+
+
+def _list(a: np.ndarray, digits: int = 6) -> list[float | None]:
+    # JSON has no NaN; Plotly reads null as a gap.
+    r = np.round(a.astype(float), digits)
+    return [None if not np.isfinite(v) else float(v) for v in r]
+
+
+# -- traces -------------------------------------------------------------------------------
+
+
+def _trace_type(n: int) -> str:
+    return "scattergl" if n > WEBGL_ABOVE else "scatter"
+
+
+def _spectrum_traces(
+    spec: Spectrum,
+    x: np.ndarray,
+    sel: slice | np.ndarray,
+    *,
+    smooth_width: int,
+    show_error: bool,
+    max_points: int | None,
+) -> list[dict[str, Any]]:
+    bad = spec.mask
+    flux = np.where(bad, np.nan, spec.flux)
+    xs, ys = x[sel], flux[sel]
+    traces: list[dict[str, Any]] = []
+    err = spec.error()
+    if show_error and err is not None:
+        e = np.where(bad, np.nan, err)[sel]
+        lo, hi = ys - e, ys + e
+        ex = xs
+        if max_points:
+            ex, lo = minmax_decimate(xs, lo, max_points)
+            ex2, hi = minmax_decimate(xs, hi, max_points)
+            if ex2.size != ex.size:  # keep the band's two edges on one x grid
+                hi = np.interp(ex, ex2, np.nan_to_num(hi, nan=np.nanmedian(hi)))
+        t = _trace_type(ex.size)
+        common = {"x": _list(ex), "mode": "lines", "line": {"width": 0}, "hoverinfo": "skip"}
+        traces.append({"type": t, "y": _list(lo), "name": "-1σ", "showlegend": False, **common})
+        traces.append(
+            {
+                "type": t,
+                "y": _list(hi),
+                "name": "±1σ (ivar)",
+                "fill": "tonexty",
+                "fillcolor": ERROR_COLOUR,
+                **common,
+            }
+        )
+    fx, fy = minmax_decimate(xs, ys, max_points) if max_points else (xs, ys)
+    traces.append(
+        {
+            "type": _trace_type(fx.size),
+            "x": _list(fx),
+            "y": _list(fy),
+            "mode": "lines",
+            "name": "flux",
+            "line": {"color": FLUX_COLOUR, "width": 1},
+            "hovertemplate": "%{x:.1f} Å<br>%{y:.4g}<extra></extra>",
+        }
+    )
+    if smooth_width and smooth_width > 1:
+        sm = smooth(spec.flux, bad, smooth_width)[sel]
+        sx, sy = minmax_decimate(xs, sm, max_points) if max_points else (xs, sm)
+        traces.append(
+            {
+                "type": _trace_type(sx.size),
+                "x": _list(sx),
+                "y": _list(sy),
+                "mode": "lines",
+                "name": f"smoothed ({smooth_width} px)",
+                "line": {"color": SMOOTH_COLOUR, "width": 1.5},
+                "hoverinfo": "skip",
+            }
+        )
+    return traces
+
+
+def _marker_shapes(
+    spec: Spectrum, markers: list[Marker], frame: Frame, xr: tuple[float, float]
+) -> tuple[list[dict], list[dict]]:
+    shapes: list[dict] = []
+    notes: list[dict] = []
+    lo, hi = xr
+    row = 0
+    for m in markers:
+        a = float(to_frame(spec, m.wave, frame))
+        b = float(to_frame(spec, m.end, frame)) if m.end is not None else None
+        colour = MARKER_COLOURS.get(m.kind, MARKER_COLOURS["line"])
+        if b is None:
+            if not lo <= a <= hi:
+                continue
+            shapes.append(
+                {
+                    "type": "line", "xref": "x", "yref": "paper", "x0": a, "x1": a, "y0": 0,
+                    "y1": 1, "line": {"color": colour, "width": 1, "dash": "dot"},
+                }
+            )  # fmt: skip
+        else:
+            a0, b0 = min(a, b), max(a, b)
+            if b0 < lo or a0 > hi:
+                continue
+            shapes.append(
+                {
+                    "type": "rect", "xref": "x", "yref": "paper", "x0": a0, "x1": b0, "y0": 0,
+                    "y1": 1, "fillcolor": colour, "opacity": 0.07, "line": {"width": 0},
+                    "layer": "below",
+                }
+            )  # fmt: skip
+            if m.kind == "telluric":
+                a = a0
+            else:  # the band head: where the absorption starts sharply
+                shapes.append(
+                    {
+                        "type": "line", "xref": "x", "yref": "paper", "x0": a, "x1": a, "y0": 0,
+                        "y1": 1, "line": {"color": colour, "width": 1},
+                    }
+                )  # fmt: skip
+        notes.append(
+            {
+                "x": a, "xref": "x", "y": 0.02 + 0.07 * (row % 3), "yref": "paper",
+                "text": m.name, "showarrow": False, "textangle": -90, "xanchor": "right",
+                "yanchor": "bottom", "font": {"size": 9, "color": colour},
+            }
+        )  # fmt: skip
+        row += 1
+    return shapes, notes
+
+
+def _layout(title: str, xlabel: str, height: int) -> dict[str, Any]:
+    return {
+        "title": {"text": title, "font": {"size": 13}, "x": 0.01, "xanchor": "left"},
+        "height": height,
+        "margin": {"l": 55, "r": 10, "t": 30, "b": 40},
+        "xaxis": {"title": {"text": xlabel}, "showgrid": True, "gridcolor": "#eee"},
+        "yaxis": {"title": {"text": "flux"}, "showgrid": True, "gridcolor": "#eee"},
+        "plot_bgcolor": "white",
+        "paper_bgcolor": "white",
+        "showlegend": False,
+        "hovermode": "x",
+        "uirevision": title,
+    }
+
+
+def _xlabel(spec: Spectrum, frame: Frame) -> str:
+    if frame == "rest":
+        return "rest-frame vacuum wavelength (Å)"
+    return f"observed {spec.frame} wavelength (Å), z = {spec.redshift:.4f}"
+
+
+def global_figure(
+    spec: Spectrum,
+    traj: Trajectory | None = None,
+    *,
+    markers: list[Marker] | None = None,
+    frame: Frame = "rest",
+    smooth_width: int = 0,
+    show_error: bool = True,
+    max_points: int = GLOBAL_POINTS,
+    highlight: int | None = None,
+    windows: list[tuple[float, float]] | None = None,
+    select: bool = False,
+    height: int = 320,
+) -> dict[str, Any]:
+    """The whole spectrum with every zoom window shaded and numbered (1 = first zoom).
+
+    `windows` overrides the trajectory's windows (the author page's draft steps);
+    `select=True` makes dragging select an x range instead of zooming.
+    """
+    x = frame_wavelength(spec, frame)
+    traces = _spectrum_traces(
+        spec, x, slice(None), smooth_width=smooth_width, show_error=show_error,
+        max_points=max_points,
+    )  # fmt: skip
+    layout = _layout(
+        f"{spec.id or 'spectrum'}: whole spectrum" + (f" ({traj.task})" if traj else ""),
+        _xlabel(spec, frame),
+        height,
+    )
+    yl = _ylimits(np.where(spec.mask, np.nan, spec.flux))
+    if yl:
+        layout["yaxis"]["range"] = yl
+    xr = (float(x[0]), float(x[-1]))
+    layout["xaxis"]["range"] = [xr[0], xr[1]]
+    shapes: list[dict] = []
+    notes: list[dict] = []
+    if windows is None:
+        windows = [s.window for s in (traj.steps if traj else []) if s.window is not None]
+    for i, (lo, hi) in enumerate(windows):
+        a, b = (float(v) for v in to_frame(spec, np.array([lo, hi]), frame))
+        colour = WINDOW_COLOURS[i % len(WINDOW_COLOURS)]
+        strong = highlight is not None and highlight == i
+        shapes.append(
+            {
+                "type": "rect", "xref": "x", "yref": "paper", "x0": a, "x1": b, "y0": 0, "y1": 1,
+                "fillcolor": colour, "opacity": 0.35 if strong else 0.18, "layer": "below",
+                "line": {"color": colour, "width": 2 if strong else 1},
+            }
+        )  # fmt: skip
+        notes.append(
+            {
+                "x": (a + b) / 2, "xref": "x", "y": 1.0, "yref": "paper", "yanchor": "top",
+                "text": f"<b>{i + 1}</b>", "showarrow": False,
+                "font": {"size": 13, "color": "white"}, "bgcolor": colour, "borderpad": 2,
+            }
+        )  # fmt: skip
+    if markers:
+        s2, n2 = _marker_shapes(spec, markers, frame, xr)
+        shapes += s2
+        notes += n2
+    layout["shapes"] = shapes
+    layout["annotations"] = notes
+    if select:
+        layout["dragmode"] = "select"
+        layout["selectdirection"] = "h"
+    return {"data": traces, "layout": layout}
+
+
+def window_figure(
+    spec: Spectrum,
+    window: tuple[float, float],
+    *,
+    title: str,
+    markers: list[Marker] | None = None,
+    frame: Frame = "rest",
+    smooth_width: int = 0,
+    show_error: bool = True,
+    height: int = 260,
+) -> dict[str, Any]:
+    """One window (rest-frame Angstrom) at full resolution."""
+    lo, hi = float(min(window)), float(max(window))
+    rest = spec.rest_wavelength()
+    sel = (rest >= lo) & (rest <= hi)
+    x = frame_wavelength(spec, frame)
+    traces = _spectrum_traces(
+        spec, x, sel, smooth_width=smooth_width, show_error=show_error, max_points=None
+    )
+    layout = _layout(title, _xlabel(spec, frame), height)
+    a, b = (float(v) for v in to_frame(spec, np.array([lo, hi]), frame))
+    layout["xaxis"]["range"] = [a, b]
+    if sel.any():
+        flux = np.where(spec.mask, np.nan, spec.flux)[sel]
+        yl = _ylimits(flux)
+        if yl:
+            layout["yaxis"]["range"] = yl
+    else:
+        layout["annotations"] = [
+            {
+                "text": "no pixels in this window", "x": 0.5, "y": 0.5, "xref": "paper",
+                "yref": "paper", "showarrow": False,
+            }
+        ]  # fmt: skip
+    if markers:
+        s2, n2 = _marker_shapes(spec, markers, frame, (a, b))
+        layout["shapes"] = s2
+        layout["annotations"] = layout.get("annotations", []) + n2
+    return {"data": traces, "layout": layout}
+
+
+def step_title(index: int, step: Step) -> str:
+    label = ""
+    if step.tool_call:
+        label = str((step.tool_call.get("arguments") or {}).get("label") or "")
+    lo, hi = step.window or (0.0, 0.0)
+    return f"{index + 1}. {lo:.0f}–{hi:.0f} Å" + (f" · {label}" if label else "")
+
+
+def step_figures(
+    spec: Spectrum,
+    traj: Trajectory,
+    *,
+    markers: list[Marker] | None = None,
+    frame: Frame = "rest",
+    smooth_width: int = 0,
+    show_error: bool = True,
+) -> list[tuple[Step, dict[str, Any] | None]]:
+    """Each step with its window panel (None for a step with no window: the answer, errors)."""
+    out: list[tuple[Step, dict[str, Any] | None]] = []
+    n = 0
+    for step in traj.steps:
+        if step.window is None:
+            out.append((step, None))
+            continue
+        fig = window_figure(
+            spec, step.window, title=step_title(n, step), markers=markers, frame=frame,
+            smooth_width=smooth_width, show_error=show_error,
+        )  # fmt: skip
+        out.append((step, fig))
+        n += 1
+    return out
+
+
+def empty_figure(message: str, height: int = 200) -> dict[str, Any]:
+    return {
+        "data": [],
+        "layout": {
+            "height": height,
+            "xaxis": {"visible": False},
+            "yaxis": {"visible": False},
+            "annotations": [
+                {
+                    "text": message,
+                    "x": 0.5,
+                    "y": 0.5,
+                    "xref": "paper",
+                    "yref": "paper",
+                    "showarrow": False,
+                    "font": {"size": 14},
+                }
+            ],  # fmt: skip
+            "plot_bgcolor": "white",
+        },
+    }
+
+
+def to_json(fig: dict[str, Any]) -> str:
+    return json.dumps(fig, separators=(",", ":"), allow_nan=False)

@@ -1,0 +1,151 @@
+"""Plot builders: valid Plotly figures, decimation that keeps features, frames, markers."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from agent.spectrum import Spectrum, SpectrumMeta
+from agent.trajectory import Step, Trajectory
+from app import plots
+from app.render_md import render_md
+
+
+def _spec(n: int = 4000, z: float = 0.0, frame: str = "vacuum", seed: int = 0) -> Spectrum:
+    rng = np.random.default_rng(seed)
+    w = np.linspace(3700.0, 9100.0, n)
+    f = 1.0 + 0.02 * rng.normal(size=n)
+    ivar = np.full(n, 2500.0)
+    f[200:210] = np.nan  # a masked stretch
+    return Spectrum(w, f, ivar, frame=frame, redshift=z, meta=SpectrumMeta(id="obj-1"))
+
+
+def _traj() -> Trajectory:
+    def zoom(lo, hi, label):
+        return Step(
+            thought=f"look at {label}",
+            tool_call={
+                "name": "spectral_visualization_tool",
+                "arguments": {"wavelength_range": [lo, hi], "label": label},
+            },  # fmt: skip
+            window=(lo, hi),
+        )
+
+    return Trajectory(
+        id="obj-1", task="wd",
+        steps=[zoom(4800, 4950, "Hβ"), zoom(6480, 6650, "Hα"),
+               Step(thought="done", answer="YES", explanation="broad Balmer")],
+        verdict="YES", confidence=0.8, policy="rules",
+    )  # fmt: skip
+
+
+def test_minmax_decimation_keeps_extremes_and_bounds_size():
+    x = np.arange(100_000, dtype=float)
+    y = np.zeros_like(x)
+    y[54_321] = 50.0  # a one-pixel spike must survive
+    y[77_777] = -30.0
+    dx, dy = plots.minmax_decimate(x, y, 4000)
+    assert dx.size <= 4000 + 10
+    assert dy.max() == 50.0 and dy.min() == -30.0
+    assert 54_321.0 in dx
+    assert np.all(np.diff(dx) >= 0)
+
+
+def test_decimation_keeps_gaps():
+    x = np.arange(10_000, dtype=float)
+    y = np.ones_like(x)
+    y[5000:5100] = np.nan
+    _, dy = plots.minmax_decimate(x, y, 1000)
+    assert np.isnan(dy).any()
+
+
+def test_global_figure_is_valid_plotly_with_numbered_windows():
+    spec, traj = _spec(20_000), _traj()
+    fig = plots.global_figure(spec, traj, markers=plots.markers_for("wd"), smooth_width=5)
+    go.Figure(fig)  # raises on anything outside Plotly's schema
+    flux = next(t for t in fig["data"] if t["name"] == "flux")
+    assert flux["type"] == "scattergl"  # large: WebGL
+    assert len(flux["x"]) <= plots.GLOBAL_POINTS + 10
+    assert None in flux["y"]  # masked pixels are gaps, not data
+    rects = [
+        s for s in fig["layout"]["shapes"] if s["type"] == "rect" and s.get("opacity", 0) > 0.1
+    ]
+    assert [(r["x0"], r["x1"]) for r in rects] == [(4800, 4950), (6480, 6650)]
+    texts = [a["text"] for a in fig["layout"]["annotations"]]
+    assert "<b>1</b>" in texts and "<b>2</b>" in texts
+    assert any(t == "Hβ" for t in texts)  # diagnostic markers
+    assert any(t["name"].startswith("smoothed") for t in fig["data"])
+    assert any(t.get("fill") == "tonexty" for t in fig["data"])  # ivar band
+
+
+def test_step_panels_are_full_resolution_and_follow_the_frame():
+    spec = _spec(20_000, z=0.01)
+    traj = _traj()
+    panels = plots.step_figures(spec, traj, frame="rest")
+    (s1, f1), (s2, f2), (s3, f3) = panels
+    assert f3 is None and s3.answer == "YES"
+    go.Figure(f1)
+    flux = next(t for t in f1["data"] if t["name"] == "flux")
+    rest = spec.rest_wavelength()
+    assert len(flux["x"]) == int(((rest >= 4800) & (rest <= 4950)).sum())
+    assert f1["layout"]["xaxis"]["range"] == [4800.0, 4950.0]
+    obs = plots.step_figures(spec, traj, frame="observed")[0][1]
+    lo, hi = obs["layout"]["xaxis"]["range"]
+    assert lo == pytest.approx(4800 * 1.01) and hi == pytest.approx(4950 * 1.01)
+
+
+def test_markers_only_inside_window_and_air_frame_shift():
+    spec = _spec(frame="air")
+    m = [plots.Marker("Hβ", 4862.7), plots.Marker("TiO", 7054.0, 7144.0, "band")]
+    fig = plots.window_figure(spec, (4800, 4950), title="t", markers=m, frame="observed")
+    names = [a["text"] for a in fig["layout"]["annotations"]]
+    assert names == ["Hβ"]
+    x = fig["layout"]["shapes"][0]["x0"]
+    assert x < 4862.7  # air wavelengths are shorter than vacuum
+    assert x == pytest.approx(4862.7 / 1.000279, abs=0.2)
+
+
+def test_smooth_ignores_bad_pixels():
+    f = np.array([1.0, 1.0, 100.0, 1.0, 1.0])
+    bad = np.array([False, False, True, False, False])
+    out = plots.smooth(f, bad, 3)
+    assert np.isnan(out[2]) and out[1] == pytest.approx(1.0) and out[3] == pytest.approx(1.0)
+
+
+def test_empty_window_says_so():
+    fig = plots.window_figure(_spec(), (100, 200), title="outside")
+    assert "no pixels" in fig["layout"]["annotations"][0]["text"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<script>alert(1)</script>",
+        "<img src=x onerror=alert(1)>",
+        "[x](javascript:alert(1))",
+        '<a href="javascript:alert(1)">y</a>',
+        "<iframe src=//evil></iframe>",
+        "<svg onload=alert(1)>",
+    ],
+)
+def test_model_text_is_inert(text):
+    from html.parser import HTMLParser
+
+    found: list[tuple[str, list]] = []
+
+    class P(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            found.append((tag, attrs))
+
+    P().feed(render_md("Thought: " + text))
+    for tag, attrs in found:
+        assert tag in {"p", "a", "code", "em", "strong"}, tag
+        for k, v in attrs:
+            assert not k.startswith("on")
+            assert not (v or "").lower().startswith("javascript")
+
+
+def test_markdown_formatting_survives():
+    out = render_md("**Hβ** FWHM `62 Å`\n\n- broad\n- deep")
+    assert "<strong>Hβ</strong>" in out and "<code>62 Å</code>" in out and "<li>broad</li>" in out
