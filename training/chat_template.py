@@ -47,17 +47,30 @@ SPECO3_CHAT_TEMPLATE = (
         {{- content -}}
     {%- elif content is not none -%}
         {%- for item in content -%}
+            {#- Arrow-backed datasets give every item every key (None where unused), so the
+                `type` field decides; key presence is only a fallback for untyped items. -#}
             {%- if item is string -%}
+                {%- set kind = 'string' -%}
+            {%- elif item.type is defined and item.type -%}
+                {%- set kind = item.type -%}
+            {%- elif 'image' in item or 'image_url' in item -%}
+                {%- set kind = 'image' -%}
+            {%- elif 'video' in item -%}
+                {%- set kind = 'video' -%}
+            {%- else -%}
+                {%- set kind = 'text' -%}
+            {%- endif -%}
+            {%- if kind == 'string' -%}
                 {{- item -}}
-            {%- elif item.type == 'image' or 'image' in item or 'image_url' in item -%}
+            {%- elif kind == 'image' or kind == 'image_url' -%}
                 {%- set image_count.value = image_count.value + 1 -%}
                 {%- if add_vision_id -%}{{- 'Picture ' ~ image_count.value ~ ': ' -}}{%- endif -%}
                 {{- '<|vision_start|><|image_pad|><|vision_end|>' -}}
-            {%- elif item.type == 'video' or 'video' in item -%}
+            {%- elif kind == 'video' -%}
                 {%- set video_count.value = video_count.value + 1 -%}
                 {%- if add_vision_id -%}{{- 'Video ' ~ video_count.value ~ ': ' -}}{%- endif -%}
                 {{- '<|vision_start|><|video_pad|><|vision_end|>' -}}
-            {%- elif 'text' in item -%}
+            {%- elif item.text is defined and item.text is not none -%}
                 {{- item.text -}}
             {%- endif -%}
         {%- endfor -%}
