@@ -1,0 +1,466 @@
+"""Two spectrum renderers behind one function, `render`.
+
+- `speco3` reproduces the published Spec-o3 tool's plots (matplotlib Agg; figure size by
+  window width; blue line, width 1.0, alpha 0.8; grid; "Wavelength (Å)" / "Flux"; a stats
+  box in the emptiest corner; PNG at 80 dpi with a tight box), so the published checkpoints
+  see what they were trained on. Figures are kept per size and cleared between plots; the
+  pixels are the same as from a fresh figure (tests check this).
+- `fast` rasterises with numpy and PIL: axes, grid, tick labels and axis labels a VLM can
+  read, 448x448 by default, an order of magnitude faster. Each pixel column is drawn from
+  the first, min, max and last flux that fall in it, so a line one pixel wide is never lost
+  however many pixels share a column.
+
+Both draw masked and non-finite flux as gaps: the line stops on each side and nothing is
+drawn for the bad pixels. Markers for catalogue features (`agent.lines`) are optional and
+off by default, because models were not trained with them.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import threading
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import Literal
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+from agent.lines import FEATURES, TASKS, Feature, features_in
+
+Renderer = Literal["fast", "speco3"]
+RENDERERS: tuple[str, ...] = ("fast", "speco3")
+DEFAULT_SIZE = (448, 448)
+
+# marker colours by feature kind (RGB)
+_MARKER_RGB = {"line": (200, 30, 30), "band": (20, 140, 60), "telluric": (130, 130, 130)}
+
+Markers = bool | str | Iterable[Feature] | None
+
+
+def render(
+    wave: np.ndarray,
+    flux: np.ndarray,
+    *,
+    renderer: str = "fast",
+    title: str | None = None,
+    markers: Markers = None,
+    size: tuple[int, int] | None = None,
+    mask: np.ndarray | None = None,
+    window: tuple[float, float] | None = None,
+) -> Image.Image:
+    """Plot `flux` against `wave` (Angstrom) over `window` (default: all of it) as an RGB image.
+
+    `mask` (True = bad) and non-finite flux are gaps. `markers`: None/False (none), True (every
+    catalogue feature in the window), a task name (that task's features), or Features.
+    `size` is (width, height) in pixels for `fast`; `speco3` sizes its figure itself.
+    """
+    wave = np.asarray(wave, dtype=np.float64)
+    flux = np.asarray(flux, dtype=np.float64)
+    if wave.ndim != 1 or wave.shape != flux.shape:
+        raise ValueError(f"wave and flux must be 1-D of equal length ({wave.shape}, {flux.shape})")
+    if mask is not None:
+        flux = np.where(np.asarray(mask, dtype=bool), np.nan, flux)
+    if window is None:
+        lo, hi = float(np.nanmin(wave)), float(np.nanmax(wave))
+    else:
+        lo, hi = float(window[0]), float(window[1])
+    if not (np.isfinite(lo) and np.isfinite(hi) and hi > lo):
+        raise ValueError(f"window must be finite with min < max, got ({lo}, {hi})")
+    sel = (wave >= lo) & (wave <= hi)
+    w, f = wave[sel], flux[sel]
+    feats = resolve_markers(markers, lo, hi)
+    if renderer == "fast":
+        return _render_fast(w, f, lo, hi, title=title, markers=feats, size=size or DEFAULT_SIZE)
+    if renderer == "speco3":
+        return _render_speco3(w, f, lo, hi, title=title, markers=feats)
+    raise ValueError(f"unknown renderer {renderer!r}; choose one of {', '.join(RENDERERS)}")
+
+
+def resolve_markers(markers: Markers, lo: float, hi: float) -> list[Feature]:
+    """The catalogue features to mark inside [lo, hi]."""
+    if markers is None or markers is False:
+        return []
+    if markers is True:
+        return features_in(lo, hi)
+    if isinstance(markers, str):
+        if markers not in TASKS:
+            raise ValueError(f"markers: unknown task {markers!r}; known: {', '.join(TASKS)}")
+        return features_in(lo, hi, task=markers)
+    chosen = list(markers)
+    return [
+        f
+        for f in chosen
+        if (lo <= f.wavelength <= hi) or (f.kind == "telluric" and f.window[1] >= lo and f.window[0] <= hi)
+    ]
+
+
+# ---------------------------------------------------------------------------------------
+# speco3: the published tool's matplotlib plot
+# ---------------------------------------------------------------------------------------
+
+
+def speco3_figsize(width_angstrom: float) -> tuple[float, float]:
+    """Figure size (inches) by window width, as the published tool chooses it."""
+    if width_angstrom < 50:
+        return (6.0, 4.0)
+    if width_angstrom < 200:
+        return (7.0, 4.5)
+    if width_angstrom < 1000:
+        return (8.0, 5.0)
+    if width_angstrom <= 3000:
+        return (9.0, 5.5)
+    return (10.0, 6.0)
+
+
+_FIG_LOCK = threading.Lock()
+_FIGS: dict[tuple[float, float], object] = {}
+
+
+def _figure(figsize: tuple[float, float], reuse: bool):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    if reuse and figsize in _FIGS:
+        fig = _FIGS[figsize]
+        fig.axes[0].cla()
+        return fig
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    fig.add_subplot(111)
+    if reuse:
+        _FIGS[figsize] = fig
+    return fig
+
+
+def emptiest_corner(x: np.ndarray, y: np.ndarray, xlim: Sequence[float], ylim: Sequence[float]) -> str:
+    """The axes corner ("upper right", "upper left", "lower left", "lower right") with the
+    fewest data points in a 30% x 25% box; ties go in that order."""
+    corners = ("upper right", "upper left", "lower left", "lower right")
+    ok = np.isfinite(x) & np.isfinite(y)
+    if not ok.any() or xlim[1] <= xlim[0] or ylim[1] <= ylim[0]:
+        return corners[0]
+    u = (x[ok] - xlim[0]) / (xlim[1] - xlim[0])
+    v = (y[ok] - ylim[0]) / (ylim[1] - ylim[0])
+    right, left, top, bottom = u >= 0.70, u <= 0.30, v >= 0.75, v <= 0.25
+    counts = (
+        int(np.sum(right & top)),
+        int(np.sum(left & top)),
+        int(np.sum(left & bottom)),
+        int(np.sum(right & bottom)),
+    )
+    return corners[int(np.argmin(counts))]
+
+
+_CORNER_XY = {
+    "upper right": (0.98, 0.97, "right", "top"),
+    "upper left": (0.02, 0.97, "left", "top"),
+    "lower left": (0.02, 0.03, "left", "bottom"),
+    "lower right": (0.98, 0.03, "right", "bottom"),
+}
+
+
+def _render_speco3(
+    w: np.ndarray,
+    f: np.ndarray,
+    lo: float,
+    hi: float,
+    *,
+    title: str | None,
+    markers: list[Feature],
+    reuse: bool = True,
+) -> Image.Image:
+    figsize = speco3_figsize(hi - lo)
+    with _FIG_LOCK:
+        fig = _figure(figsize, reuse)
+        ax = fig.axes[0]
+        ax.plot(w, f, color="blue", linewidth=1.0, alpha=0.8)
+        ax.set_xlim(lo, hi)
+        ax.set_xlabel("Wavelength (Å)")
+        ax.set_ylabel("Flux")
+        if title:
+            ax.set_title(title)
+        ax.grid(True, alpha=0.3)
+        good = np.isfinite(f)
+        if good.any():
+            fg = f[good]
+            stats = (
+                f"Data points: {int(good.sum())}\n"
+                f"Wavelength range: {w[good].min():.1f} - {w[good].max():.1f} Å\n"
+                f"Flux range: {fg.min():.2f} - {fg.max():.2f}"
+            )
+        else:
+            stats = "Data points: 0"
+        corner = emptiest_corner(w, f, ax.get_xlim(), ax.get_ylim())
+        tx, ty, ha, va = _CORNER_XY[corner]
+        ax.text(
+            tx, ty, stats, transform=ax.transAxes, ha=ha, va=va, fontsize=9,
+            bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.8},
+        )
+        for feat in markers:
+            _mpl_marker(ax, feat)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
+        if not reuse:
+            fig.clf()
+    buf.seek(0)
+    img = Image.open(buf)
+    img.load()
+    return img.convert("RGB")
+
+
+def _mpl_marker(ax, feat: Feature) -> None:
+    rgb = tuple(c / 255 for c in _MARKER_RGB[feat.kind])
+    trans = ax.get_xaxis_transform()
+    if feat.kind == "telluric":
+        ax.axvspan(feat.window[0], feat.window[1], color=rgb, alpha=0.12, lw=0)
+    else:
+        ax.axvline(feat.wavelength, color=rgb, ls="--", lw=0.8, alpha=0.7)
+        if feat.degrade:
+            lo, hi = ax.get_xlim()
+            dx = 0.06 * (hi - lo) * (-1 if feat.degrade == "blue" else 1)
+            ax.annotate(
+                "", xy=(feat.wavelength + dx, 0.93), xytext=(feat.wavelength, 0.93),
+                xycoords=trans, arrowprops={"arrowstyle": "->", "color": rgb, "lw": 0.8},
+            )
+    ax.text(feat.wavelength, 0.99, feat.label, transform=trans, ha="center", va="top",
+            fontsize=8, color=rgb)
+
+
+# ---------------------------------------------------------------------------------------
+# fast: numpy + PIL rasteriser
+# ---------------------------------------------------------------------------------------
+
+_BLUE = (31, 60, 220)
+_GRID = (225, 225, 225)
+_AXIS = (0, 0, 0)
+_TEXT = (20, 20, 20)
+
+
+@lru_cache(maxsize=1)
+def _font_path() -> str | None:
+    # DejaVu Sans (shipped with matplotlib) has the Å glyph that PIL's default font lacks.
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("matplotlib")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(root) / "mpl-data" / "fonts" / "ttf" / "DejaVuSans.ttf"
+        if path.is_file():
+            return str(path)
+    return None
+
+
+@lru_cache(maxsize=16)
+def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    path = _font_path()
+    if path is not None:
+        return ImageFont.truetype(path, size=size)
+    return ImageFont.load_default(size=size)
+
+
+@lru_cache(maxsize=8)
+def _rotated_label(text: str, size: int) -> Image.Image:
+    font = _font(size)
+    _, _, r, b = font.getbbox(text)
+    im = Image.new("L", (r + 2, b + 2), 0)
+    ImageDraw.Draw(im).text((1, 1), text, font=font, fill=255)
+    return im.rotate(90, expand=True)
+
+
+def nice_ticks(lo: float, hi: float, target: int = 6) -> tuple[np.ndarray, float]:
+    """Round tick values (1, 2, 2.5, 5 x 10^k steps) inside [lo, hi], about `target` of them."""
+    span = hi - lo
+    if not np.isfinite(span) or span <= 0:
+        return np.array([lo]), 1.0
+    raw = span / max(target, 1)
+    mag = 10.0 ** math.floor(math.log10(raw))
+    step = mag
+    for m in (1.0, 2.0, 2.5, 5.0, 10.0):
+        if m * mag >= raw:
+            step = m * mag
+            break
+    first = math.ceil(lo / step - 1e-9) * step
+    ticks = np.arange(first, hi + step * 1e-9, step)
+    return ticks, step
+
+
+def _decimals(step: float) -> int:
+    if step >= 1:
+        return 0
+    d = -math.floor(math.log10(step))
+    return d + (1 if round(step / 10.0 ** -d, 6) not in (1.0, 2.0, 5.0) else 0)
+
+
+def _tick_labels(ticks: np.ndarray, step: float) -> tuple[list[str], str]:
+    """Labels for `ticks`, and a scale note ("×1e-17") when values are tiny or huge."""
+    big = float(np.max(np.abs(ticks))) if ticks.size else 0.0
+    scale_note = ""
+    if big and (big >= 1e6 or big < 1e-3):
+        k = int(math.floor(math.log10(big)))
+        ticks, step = ticks / 10.0**k, step / 10.0**k
+        scale_note = f"×1e{k}"
+    d = _decimals(step)
+    return [f"{t:.{d}f}".replace("-0", "0") if abs(t) < 0.5 * step else f"{t:.{d}f}" for t in ticks], scale_note
+
+
+def _pixel_polylines(
+    xs: np.ndarray, ys: np.ndarray, run: np.ndarray
+) -> list[list[int]]:
+    """Flat [x0, y0, x1, y1, ...] polylines, one per unbroken run, decimated per pixel column."""
+    col = np.rint(xs).astype(np.int64)
+    yi = np.rint(ys).astype(np.int64)
+    key = run * (1 << 20) + col  # non-decreasing: wavelength order within increasing runs
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    ends = np.r_[starts[1:], key.size]
+    gx = col[starts]
+    first, last = yi[starts], yi[ends - 1]
+    ymin = np.minimum.reduceat(yi, starts)
+    ymax = np.maximum.reduceat(yi, starts)
+    pts = np.empty((starts.size, 4, 2), dtype=np.int64)
+    pts[:, :, 0] = gx[:, None]
+    pts[:, 0, 1], pts[:, 1, 1], pts[:, 2, 1], pts[:, 3, 1] = first, ymin, ymax, last
+    grun = run[starts]
+    cuts = np.flatnonzero(grun[1:] != grun[:-1]) + 1
+    return [seg.reshape(-1).tolist() for seg in np.split(pts, cuts)]
+
+
+def _render_fast(
+    w: np.ndarray,
+    f: np.ndarray,
+    lo: float,
+    hi: float,
+    *,
+    title: str | None,
+    markers: list[Feature],
+    size: tuple[int, int],
+) -> Image.Image:
+    width, height = int(size[0]), int(size[1])
+    if width < 64 or height < 64:
+        raise ValueError(f"size must be at least 64x64, got {width}x{height}")
+    fs = max(9, round(min(width, height) / 36))
+    font, lfont = _font(fs), _font(fs + 1)
+    img = Image.new("RGB", (width, height), (255, 255, 255))
+    draw = ImageDraw.Draw(img)
+
+    good = np.isfinite(f)
+    if good.any():
+        fmin, fmax = float(f[good].min()), float(f[good].max())
+    else:
+        fmin, fmax = 0.0, 1.0
+    if fmax <= fmin:
+        pad = abs(fmin) * 0.05 or 1.0
+        fmin, fmax = fmin - pad, fmax + pad
+    pad = 0.05 * (fmax - fmin)
+    ylo, yhi = fmin - pad, fmax + pad
+
+    yticks, ystep = nice_ticks(ylo, yhi, target=max(3, height // 80))
+    ylabels, ynote = _tick_labels(yticks, ystep)
+    xticks, xstep = nice_ticks(lo, hi, target=max(3, width // 85))
+    xlabels, _ = _tick_labels(xticks, xstep)
+
+    asc = font.getbbox("0")[3]
+    ytext_w = max((font.getlength(s) for s in ylabels), default=0)
+    lab_h = lfont.getbbox("Flux")[3]
+    left = int(ytext_w) + 5 + lab_h + 10
+    right = max(10, int(font.getlength(xlabels[-1]) / 2) + 2) if xlabels else 10
+    top = (lfont.getbbox("Ag")[3] + 10) if title else max(8, asc // 2 + 4)
+    if ynote:
+        top = max(top, asc + 8)
+    bottom = asc + 6 + lab_h + 12
+    x0, y0 = left, top
+    x1, y1 = width - right - 1, height - bottom - 1
+    pw, ph = x1 - x0, y1 - y0
+    if pw < 16 or ph < 16:
+        raise ValueError(f"size {width}x{height} leaves no room for the plot")
+    sx = pw / (hi - lo)
+    sy = ph / (yhi - ylo)
+
+    # grid, ticks and tick labels
+    for t, s in zip(xticks, xlabels):
+        px = int(round(x0 + (t - lo) * sx))
+        draw.line((px, y0 + 1, px, y1 - 1), fill=_GRID)
+        draw.line((px, y1, px, y1 + 4), fill=_AXIS)
+        draw.text((px, y1 + 6), s, font=font, fill=_TEXT, anchor="mt")
+    for t, s in zip(yticks, ylabels):
+        py = int(round(y1 - (t - ylo) * sy))
+        draw.line((x0 + 1, py, x1 - 1, py), fill=_GRID)
+        draw.line((x0 - 4, py, x0, py), fill=_AXIS)
+        draw.text((x0 - 6, py), s, font=font, fill=_TEXT, anchor="rm")
+    if ynote:
+        draw.text((x0, y0 - 3), ynote, font=font, fill=_TEXT, anchor="lb")
+
+    label_right: list[int] = []  # right edge of the last label on each text row
+    for feat in markers:
+        _pil_marker(draw, feat, lo, hi, x0, y0, x1, y1, sx, font, label_right)
+
+    # the spectrum
+    if good.any():
+        run = np.cumsum(~good)[good]
+        xs = x0 + (w[good] - lo) * sx
+        ys = y1 - (f[good] - ylo) * sy
+        for seg in _pixel_polylines(xs, ys, run):
+            if len(seg) == 8 and seg[0:2] == seg[6:8] and seg[3] == seg[5]:
+                draw.point(seg[0:2], fill=_BLUE)
+            else:
+                draw.line(seg, fill=_BLUE, width=1)
+
+    draw.rectangle((x0, y0, x1, y1), outline=_AXIS)
+    draw.text(((x0 + x1) // 2, height - 4), "Wavelength (Å)", font=lfont, fill=_TEXT, anchor="md")
+    ylab = _rotated_label("Flux", fs + 1)
+    img.paste(_TEXT, (3, (y0 + y1 - ylab.height) // 2), ylab)
+    if title:
+        text = title
+        while lfont.getlength(text) > width - 8 and len(text) > 4:
+            text = text[:-4] + "…"
+        draw.text((width // 2, 4), text, font=lfont, fill=_TEXT, anchor="mt")
+    return img
+
+
+def _pil_marker(draw, feat: Feature, lo, hi, x0, y0, x1, y1, sx, font, label_right) -> None:
+    rgb = _MARKER_RGB[feat.kind]
+    if feat.kind == "telluric":
+        a = int(round(x0 + (max(feat.window[0], lo) - lo) * sx))
+        b = int(round(x0 + (min(feat.window[1], hi) - lo) * sx))
+        for px in range(a, b + 1, 3):
+            draw.line((px, y1 - 6, px, y1 - 1), fill=rgb)
+        draw.text(((a + b) // 2, y1 - 8), feat.label, font=font, fill=rgb, anchor="mb")
+        return
+    px = int(round(x0 + (feat.wavelength - lo) * sx))
+    for py in range(y0 + 14, y1, 6):
+        draw.line((px, py, px, min(py + 3, y1 - 1)), fill=rgb)
+    # labels that would overlap the previous one go one text row lower
+    half = int(font.getlength(feat.label) / 2) + 2
+    row = next((i for i, r in enumerate(label_right) if px - half > r), len(label_right))
+    if row == len(label_right):
+        label_right.append(0)
+    label_right[row] = px + half
+    draw.text((px, y0 + 2 + row * (getattr(font, "size", 11) + 2)), feat.label, font=font, fill=rgb, anchor="mt")
+    if feat.degrade:
+        d = -1 if feat.degrade == "blue" else 1
+        tip = px + d * 14
+        yy = y0 + 18
+        draw.line((px, yy, tip, yy), fill=rgb)
+        draw.line((tip, yy, tip - d * 4, yy - 3), fill=rgb)
+        draw.line((tip, yy, tip - d * 4, yy + 3), fill=rgb)
+
+
+def to_png(img: Image.Image, compress_level: int = 1) -> bytes:
+    """PNG bytes of a rendered image (fast compression: these images are re-rendered anyway)."""
+    buf = io.BytesIO()
+    img.save(buf, format="PNG", compress_level=compress_level)
+    return buf.getvalue()
+
+
+__all__ = [
+    "DEFAULT_SIZE",
+    "FEATURES",
+    "RENDERERS",
+    "emptiest_corner",
+    "nice_ticks",
+    "render",
+    "resolve_markers",
+    "speco3_figsize",
+    "to_png",
+]
