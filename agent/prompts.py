@@ -12,36 +12,10 @@ import json
 from typing import Any
 
 from agent.tasks import get_task
+from agent.tool import TOOL_NAME, TOOL_SCHEMA
 
-TOOL_NAME = "spectral_visualization_tool"
-
-TOOL_SCHEMA: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": TOOL_NAME,
-        "description": (
-            "Plot the observed spectrum over a rest-frame wavelength window to inspect "
-            "spectral lines and molecular bands in detail. Returns the plot as an image."
-        ),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "wavelength_range": {
-                    "type": "array",
-                    "items": {"type": "number"},
-                    "minItems": 2,
-                    "maxItems": 2,
-                    "description": "[min, max] of the window in rest-frame Angstrom.",
-                },
-                "label": {
-                    "type": "string",
-                    "description": "What the window is meant to show, e.g. 'H-alpha region'.",
-                },
-            },
-            "required": ["wavelength_range"],
-        },
-    },
-}
+# One schema for the tool, defined beside the tool itself.
+__all__ = ["TOOL_NAME", "TOOL_SCHEMA"]
 
 SYSTEM_TEXT = (
     "You are an expert spectroscopist who vets candidate rare objects in optical survey "

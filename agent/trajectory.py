@@ -257,8 +257,10 @@ def _texts(message: dict[str, Any]) -> list[str]:
     content = message.get("content")
     if isinstance(content, str):
         return [content]
+    if not isinstance(content, list):
+        return []
     out = []
-    for item in content or []:
+    for item in content:
         if isinstance(item, str):
             out.append(item)
         elif isinstance(item, dict) and item.get("type", "text") == "text" and "text" in item:
