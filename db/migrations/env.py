@@ -1,0 +1,44 @@
+"""Alembic environment. The store runs `upgrade head` itself on open, passing its own
+connection in `config.attributes["connection"]`; the `alembic` command line works too with
+`-x url=sqlite:///loupe.db`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from alembic import context
+from sqlalchemy import create_engine
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the `alembic` command line
+
+from db.models import Base  # noqa: E402
+
+config = context.config
+target_metadata = Base.metadata
+
+
+def _configure(connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        # SQLite alters tables by copying them; batch mode does that for later migrations.
+        render_as_batch=connection.dialect.name == "sqlite",
+        compare_type=True,
+    )
+
+
+connection = config.attributes.get("connection")
+if connection is not None:
+    _configure(connection)
+    with context.begin_transaction():
+        context.run_migrations()
+else:
+    url = context.get_x_argument(as_dictionary=True).get("url") or config.get_main_option(
+        "sqlalchemy.url"
+    )
+    engine = create_engine(url or "sqlite:///loupe.db")
+    with engine.begin() as conn:
+        _configure(conn)
+        with context.begin_transaction():
+            context.run_migrations()
