@@ -202,6 +202,22 @@ def _short(exc: object, n: int = 160) -> str:
     return s if len(s) <= n else s[: n - 3] + "..."
 
 
+_KNOWN_SUFFIXES = {
+    ".gz", ".fits", ".fit", ".fts", ".txt", ".csv", ".ecsv", ".dat", ".tsv", ".asc",
+    ".parquet",
+}  # fmt: skip
+
+
+def file_stem(path: Path) -> str:
+    """`spec-1.fits.gz` -> `spec-1`; keeps dots inside names such as `MILES_res2.50_x`."""
+    name = path.name
+    while True:
+        suffix = Path(name).suffix.lower()
+        if suffix not in _KNOWN_SUFFIXES:
+            return name
+        name = name[: -len(suffix)]
+
+
 def where(path: Path, hdu: int | str | None = None, row: int | None = None) -> str:
     """`path [HDU 1, row 3]`: how error messages point at one spectrum inside a file."""
     parts = []
@@ -295,7 +311,7 @@ def make_spectrum(
             setattr(info, key, val)
     info.extra.update(extra)
     if not info.id:
-        info.id = path.name.split(".")[0]
+        info.id = file_stem(path)
     try:
         return Spectrum(
             wavelength=wave,

@@ -17,6 +17,7 @@ from astropy.io import fits
 
 from agent.formats.common import (
     LayoutError,
+    file_stem,
     frame_from_header,
     hdu_data,
     header_value,
@@ -25,7 +26,10 @@ from agent.formats.common import (
 )
 from agent.spectrum import Spectrum, SpectrumError, air_to_vacuum
 
-LOG_STEP = 1e-4  # LAMOST and SDSS pixel width in log10(lambda)
+LOG_STEP = 1e-4
+# and-mask bits that make a pixel unusable: BADCCD (1), BADPROFILE (2), BADCENTER (16),
+# NODATA (32). NOSKY and BRIGHTSKY pixels are still measured and stay visible.
+BAD_PIXEL_BITS = 1 | 2 | 16 | 32  # LAMOST and SDSS pixel width in log10(lambda)
 
 
 def is_lamost(hdul: fits.HDUList) -> bool:
@@ -58,7 +62,7 @@ def _meta(path: Path, header: fits.Header) -> dict:
     obsid = header_value(header, "OBSID", cast=str)
     z = plausible_redshift(header_value(header, "Z", cast=float))
     return {
-        "id": obsid or path.name.split(".")[0],
+        "id": obsid or file_stem(path),
         "obsid": obsid,
         "survey": "LAMOST",
         "ra": header_value(header, "RA", "RA_OBS", cast=float),
@@ -87,7 +91,7 @@ def read_image(path: Path, hdul: fits.HDUList) -> list[Spectrum]:
     if c0 is None or c1 is None or c1 <= 0:
         raise SpectrumError(path, "LAMOST image lacks a usable COEFF0/COEFF1 wavelength solution")
     wave = 10.0 ** (c0 + c1 * np.arange(npix))
-    mask = data[3] != 0 if data.shape[0] > 3 else None
+    mask = (data[3].astype(np.int64) & BAD_PIXEL_BITS) != 0 if data.shape[0] > 3 else None
     return [
         make_spectrum(
             path,
@@ -129,7 +133,7 @@ def read_table(path: Path, hdul: fits.HDUList, hdu: int) -> list[Spectrum]:
             col("WAVELENGTH"),
             col("FLUX"),
             ivar=col("IVAR"),
-            mask=None if andmask is None else andmask != 0,
+            mask=None if andmask is None else (andmask.astype(np.int64) & BAD_PIXEL_BITS) != 0,
             frame=frame_from_header(header, "vacuum"),
             hdu=hdu,
             **_meta(path, header),
@@ -197,7 +201,7 @@ def write_lamost_fits(
     h["TELESCOP"] = ("LAMOST", "GuoShouJing Telescope")
     h["ORIGIN"] = "NAOC-LAMOST"
     h["VACUUM"] = (True, "Wavelengths are in vacuum")
-    h["OBSID"] = str(m.obsid or m.id or path.name.split(".")[0])
+    h["OBSID"] = str(m.obsid or m.id or file_stem(path))
     for key, val in (("RA", m.ra), ("DEC", m.dec), ("SNRR", m.snr)):
         if val is not None:
             h[key] = float(val)

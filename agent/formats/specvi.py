@@ -1,0 +1,135 @@
+"""SpecVI-Bench parquet files: one LAMOST candidate per row, with its task and label.
+
+Row schema: `data_source` (carbon/cc, cv, gm, ss, wd), `reward_model.ground_truth`
+("YES"/"NO"), `extra_info.name` (the spectrum's file name), `extra_info.index`, and
+`extra_info.tools_kwargs.spectral_visualization_tool.create_kwargs` = {flux, wavelength,
+redshift}. Struct columns may also arrive as JSON strings; both are accepted. The spectra
+are LAMOST low-resolution, so vacuum wavelengths.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from agent.formats.common import (
+    LayoutError,
+    check_file,
+    file_stem,
+    make_spectrum,
+    plausible_redshift,
+    rows_to_read,
+)
+from agent.spectrum import Spectrum, SpectrumError
+
+# SpecVI-Bench task names (data_source and file names) -> Loupe task names.
+SPECVI_TASKS = {
+    "carbon": "carbon", "cc": "carbon", "cv": "cv", "gm": "m_giant", "ss": "s_type", "wd": "wd",
+}  # fmt: skip
+NEEDED = ("data_source", "reward_model", "extra_info")
+
+
+def _table(path: Path, columns: list[str] | None = None):
+    import pyarrow.parquet as pq
+
+    check_file(path)
+    try:
+        pf = pq.ParquetFile(path)
+        names = pf.schema_arrow.names
+        missing = [c for c in (columns or ["extra_info"]) if c not in names]
+        if missing:
+            raise LayoutError(
+                path, f"parquet lacks SpecVI-Bench column(s) {', '.join(missing)} (has {names})"
+            )
+        return pf.read(columns=columns or ["extra_info"])
+    except SpectrumError:
+        raise
+    except Exception as exc:
+        raise SpectrumError(path, f"unreadable parquet file ({str(exc)[:160]})") from None
+
+
+def _struct(path: Path, value: Any, what: str, r: int) -> dict:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise SpectrumError(path, f"row {r}: {what} is not valid JSON") from None
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise SpectrumError(path, f"row {r}: {what} is not a record")
+    return value
+
+
+def rows(path: Path) -> list[dict[str, Any]]:
+    """Per row: task (Loupe name), label, name and index, without reading the spectra."""
+    import pyarrow.parquet as pq
+
+    check_file(path)
+    try:
+        names = pq.ParquetFile(path).schema_arrow.names
+    except Exception as exc:
+        raise SpectrumError(path, f"unreadable parquet file ({str(exc)[:160]})") from None
+    cols = [c for c in NEEDED if c in names]
+    if "extra_info" not in cols:
+        raise LayoutError(path, f"parquet lacks the SpecVI-Bench column extra_info (has {names})")
+    table = _table(path, cols).to_pylist()
+    out = []
+    for r, rec in enumerate(table):
+        info = _struct(path, rec.get("extra_info"), "extra_info", r)
+        reward = _struct(path, rec.get("reward_model"), "reward_model", r)
+        source = str(rec.get("data_source") or "").strip().lower()
+        out.append(
+            {
+                "task": SPECVI_TASKS.get(source, source or None),
+                "label": reward.get("ground_truth"),
+                "name": info.get("name"),
+                "index": info.get("index"),
+            }
+        )
+    return out
+
+
+def read_parquet(path: Path, row: int | None = None) -> list[Spectrum]:
+    import pyarrow.parquet as pq
+
+    check_file(path)
+    try:
+        nrows = pq.ParquetFile(path).metadata.num_rows
+    except Exception as exc:
+        raise SpectrumError(path, f"unreadable parquet file ({str(exc)[:160]})") from None
+    wanted = rows_to_read(path, row, nrows, "parquet file")
+    table = _table(path)
+    if len(wanted) == 1:
+        table = table.slice(wanted[0], 1)
+    records = table.column("extra_info").to_pylist()
+    out = []
+    for r, value in zip(wanted, records):
+        info = _struct(path, value, "extra_info", r)
+        try:
+            kw = info["tools_kwargs"]["spectral_visualization_tool"]["create_kwargs"]
+        except (KeyError, TypeError):
+            raise LayoutError(
+                path,
+                f"row {r}: no extra_info.tools_kwargs.spectral_visualization_tool."
+                "create_kwargs (not a SpecVI-Bench row)",
+            ) from None
+        kw = _struct(path, kw, "create_kwargs", r)
+        if "flux" not in kw or "wavelength" not in kw:
+            raise LayoutError(path, f"row {r}: create_kwargs lacks flux or wavelength")
+        name = str(info.get("name") or f"{file_stem(path)}-{r}")
+        out.append(
+            make_spectrum(
+                path,
+                [float("nan") if v is None else v for v in (kw["wavelength"] or [])],
+                [float("nan") if v is None else v for v in (kw["flux"] or [])],
+                frame="vacuum",
+                row=r,
+                redshift=plausible_redshift(kw.get("redshift")) or 0.0,
+                id=file_stem(Path(name)),
+                survey="LAMOST",
+                extra={"specvi_name": name, "specvi_index": info.get("index")},
+            )
+        )
+    return out
