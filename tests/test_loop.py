@@ -1,0 +1,163 @@
+"""The agent loop with the scripted policy: answers, zooms, tool errors, format errors,
+turn exhaustion, backend failures and bad files all end as recorded trajectories."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from agent.catalog import CandidateRef
+from agent.loop import run_batch, run_episode
+from agent.policies import get_policy
+from agent.policies.base import Reply
+from agent.policies.scripted import ScriptedPolicy
+from agent.spectrum import Spectrum, SpectrumMeta
+from agent.tool import image_reference
+from agent.trajectory import Trajectory
+
+ANSWER_YES = "<think>Broad Balmer emission.</think><answer>\\boxed{YES} H-alpha emission.</answer>"
+
+
+def zoom(lo, hi, label="H-alpha"):
+    call = {"name": "spectral_visualization_tool", "arguments": {"wavelength_range": [lo, hi], "label": label}}
+    return f"<think>Look at {label}.</think>\n<tool_call>\n{json.dumps(call)}\n</tool_call>"
+
+
+def synthetic(seed: int = 0, name: str = "syn") -> Spectrum:
+    rng = np.random.default_rng(seed)
+    wave = np.linspace(3700.0, 9100.0, 3900)
+    flux = 1.0 + 0.3 * np.exp(-0.5 * ((wave - 6564.6) / 8.0) ** 2) + rng.normal(0, 0.02, wave.size)
+    return Spectrum(wave, flux, meta=SpectrumMeta(id=name, source=f"{name}.fits"))
+
+
+def test_answer_directly_with_confidence():
+    pol = ScriptedPolicy([ANSWER_YES], p_yes=0.83)
+    t = run_episode(synthetic(), "cv", pol)
+    assert (t.state, t.verdict, t.format_ok, t.confidence) == ("done", "YES", True, 0.83)
+    assert t.id == "syn" and t.task == "cv" and t.policy == "scripted"
+    assert t.explanation == "H-alpha emission."
+    assert len(t.steps) == 1 and t.steps[0].seconds >= 0 and t.seconds > 0
+    assert t.params["global_image"].startswith("render:fast:")
+
+
+def test_confidence_is_none_when_unknown():
+    t = run_episode(synthetic(), "cv", ScriptedPolicy([ANSWER_YES]))
+    assert t.verdict == "YES" and t.confidence is None
+
+
+def test_zoom_then_answer_records_observation_and_messages():
+    seen = []
+
+    def script(ep):
+        seen.append(list(ep.messages))
+        return zoom(6500, 6620) if ep.turn == 0 else ANSWER_YES
+
+    t = run_episode(synthetic(), "cv", ScriptedPolicy(script), renderer="fast")
+    assert t.state == "done" and t.format_ok and len(t.steps) == 2
+    s = t.steps[0]
+    assert s.window == (6500.0, 6620.0)
+    assert s.observation_image == image_reference("fast", s.window)
+    assert s.observation_text.startswith("Generated spectral visualization focused on")
+    assert s.error is None
+    # what the policy saw: real images, and the tool response as a user turn
+    second = seen[1]
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
+    assert isinstance(second[1]["content"][0]["image"], Image.Image)
+    assert isinstance(second[3]["content"][1]["image"], Image.Image)
+    # the stored record gives the same conversation with references instead of pixels
+    msgs = t.to_messages()
+    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user", "assistant"]
+    assert msgs[3]["content"][1]["image"] == s.observation_image
+    again = Trajectory.from_messages(msgs, id=t.id)
+    assert [x.window for x in again.steps] == [x.window for x in t.steps]
+
+
+def test_tool_error_is_recorded_and_run_goes_on():
+    pol = ScriptedPolicy([zoom(20000, 21000), zoom(4800, 4900, label="H-beta"), ANSWER_YES])
+    t = run_episode(synthetic(), "cv", pol)
+    assert t.state == "done" and t.verdict == "YES"
+    bad = t.steps[0]
+    assert bad.window is None and bad.observation_image is None
+    assert bad.error.startswith("tool error:")
+    assert t.format_ok  # a refused zoom is not the model's format error
+    assert t.steps[1].window is not None
+
+
+def test_unknown_tool_and_bad_arguments_are_tool_errors():
+    bad_name = '<think>a</think><tool_call>{"name": "rm", "arguments": {}}</tool_call>'
+    bad_args = '<think>a</think><tool_call>{"name": "spectral_visualization_tool", "arguments": {"wavelength_range": "x"}}</tool_call>'
+    t = run_episode(synthetic(), "cv", ScriptedPolicy([bad_name, bad_args, ANSWER_YES]))
+    assert [s.error is not None for s in t.steps] == [True, True, False]
+    assert t.verdict == "YES"
+
+
+def test_format_error_ends_the_run_without_a_verdict():
+    t = run_episode(synthetic(), "wd", ScriptedPolicy(["I think it's a white dwarf."], p_yes=0.9))
+    assert t.state == "done" and t.verdict is None and not t.format_ok
+    assert t.confidence is None
+    assert "missing <think>" in t.steps[0].error
+
+
+def test_max_turns():
+    t = run_episode(synthetic(), "cv", ScriptedPolicy([zoom(6500, 6620)]), max_turns=3)
+    assert t.state == "max_turns" and len(t.steps) == 3 and t.verdict is None
+    assert not t.format_ok and t.params["max_turns"] == 3
+
+
+def test_backend_error_and_exception_are_recorded():
+    t = run_episode(synthetic(), "cv", ScriptedPolicy([Reply(text="", error="HTTP 503 after 3 tries")]))
+    assert t.state == "error" and t.error == "HTTP 503 after 3 tries"
+
+    class Boom:
+        name, model_id, renderer = "boom", None, "fast"
+
+        def act(self, episodes):
+            raise RuntimeError("CUDA out of memory")
+
+    t = run_episode(synthetic(), "cv", Boom())
+    assert t.state == "error" and "CUDA out of memory" in t.error
+
+
+def test_batch_keeps_order_and_batches_turns():
+    pol = ScriptedPolicy(
+        scripts={
+            "a": [ANSWER_YES],
+            "b": [zoom(6500, 6620), ANSWER_YES],
+            "c": [zoom(6500, 6620), zoom(4800, 4900), "<think>x</think><answer>\\boxed{NO}</answer>"],
+        }
+    )
+    items = [(synthetic(i, n), "cv") for i, n in enumerate("abc")]
+    out = run_batch(items, pol, max_turns=8)
+    assert [t.id for t in out] == ["a", "b", "c"]
+    assert [len(t.steps) for t in out] == [1, 2, 3]
+    assert [t.verdict for t in out] == ["YES", "YES", "NO"]
+    assert pol.calls == 3  # one batched call per turn, not per episode
+
+
+def test_bad_candidate_file_and_bad_task_are_error_trajectories(tmp_path):
+    bad = tmp_path / "broken.fits"
+    bad.write_bytes(b"not a fits file at all")
+    items = [
+        CandidateRef(id="bad", task="cv", path=str(bad)),
+        (synthetic(), "quasar"),
+        (synthetic(1, "ok"), "cc"),
+    ]
+    out = run_batch(items, ScriptedPolicy([ANSWER_YES]))
+    assert out[0].state == "error" and "broken.fits" in out[0].error
+    assert out[1].state == "error" and "unknown task" in out[1].error
+    assert out[2].state == "done" and out[2].task == "carbon"
+
+
+def test_speco3_renderer_is_used_when_asked():
+    t = run_episode(synthetic(), "cv", ScriptedPolicy([zoom(6500, 6620), ANSWER_YES]), renderer="speco3")
+    assert t.renderer == "speco3" and t.steps[0].observation_image.startswith("render:speco3:")
+
+
+def test_get_policy():
+    pol = get_policy("scripted", script=[ANSWER_YES])
+    assert pol.name == "scripted"
+    with pytest.raises(ValueError, match="unknown policy"):
+        get_policy("nope")
