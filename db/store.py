@@ -19,8 +19,9 @@ Public methods (all take/return plain values, dataclasses or detached rows):
 - queue: `next_item`, `claim`, `release`, `leases`, `auto_accept`, `set_setting`, `setting`
 - reviews: `record_review`, `reviews`, `review`, `review_history`, `adjudicate`,
   `conflicts`
-- experts: `create_expert`, `update_expert`, `expert`, `experts`, `add_session`,
-  `session_expert`, `end_session` (password hashing lives in annotate.experts)
+- experts: `create_expert`, `update_expert`, `ensure_expert`, `expert` (= `get_expert`),
+  `experts` (= `list_experts`), `set_password`, `verify_password`, `login` -> token,
+  `session_expert(token)` -> name, `logout` (argon2id hashes; only token hashes are kept)
 - authored trajectories: `create_authored`, `update_authored`, `submit_authored`,
   `review_authored`, `authored`, `list_authored`
 - exports: `labelled_candidates`, `exported_items`, `record_export`, `export_batches`
@@ -32,10 +33,12 @@ Errors: `StoreError` (bad input, names the item), `NotFound`, `StorePermissionEr
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import hashlib
 import json
 import math
+import secrets
 import subprocess
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -197,6 +200,49 @@ def run_fingerprint(policy: str, model: str | None, renderer: str, params: dict[
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+_hasher = None
+
+
+def hash_password(password: str) -> str:
+    """An argon2id hash (slow on purpose) of a non-empty password."""
+    global _hasher
+    if not password:
+        raise StoreError("password is empty")
+    from argon2 import PasswordHasher
+
+    _hasher = _hasher or PasswordHasher()
+    return _hasher.hash(password)
+
+
+_DUMMY_HASH: str | None = None
+
+
+def verify_password_hash(password_hash: str | None, password: str) -> bool:
+    """True if `password` matches; an account without a hash never matches (but costs the
+    same time, so a missing name cannot be told from a wrong password)."""
+    global _hasher, _DUMMY_HASH
+    from argon2 import PasswordHasher
+    from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+
+    _hasher = _hasher or PasswordHasher()
+    if password_hash is None:
+        _DUMMY_HASH = _DUMMY_HASH or _hasher.hash("not a password")
+        password_hash, password = _DUMMY_HASH, password + "\0"
+        try:
+            _hasher.verify(password_hash, password)
+        except (VerifyMismatchError, VerificationError, InvalidHashError):
+            pass
+        return False
+    try:
+        return _hasher.verify(password_hash, password)
+    except (VerifyMismatchError, VerificationError, InvalidHashError):
+        return False
+
+
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
 def _ref_key(path: str, hdu: Any, row: Any) -> str:
     return f"{path}|{'' if hdu is None else hdu}|{'' if row is None else row}"
 
@@ -284,6 +330,8 @@ class Filters:
     status: str | None = None  # unreviewed / reviewed / conflict / flagged
     survey: str | None = None
     split: str | None = None
+    max_reviews: int | None = None  # only items with at most this many label-setting reviews
+    gold: bool | None = None  # only gold items (True) or only others (False)
 
 
 @dataclass
@@ -698,6 +746,10 @@ class Store:
             q = q.where(m.Candidate.survey == filters.survey)
         if filters.split is not None:
             q = q.where(m.Candidate.split == filters.split)
+        if filters.max_reviews is not None:
+            q = q.where(m.Candidate.review_count <= filters.max_reviews)
+        if filters.gold is not None:
+            q = q.where(m.Candidate.is_gold.is_(filters.gold))
         st = filters.status
         if st == "unreviewed":
             q = q.where(m.Candidate.review_count == 0)
@@ -1095,28 +1147,63 @@ class Store:
         with self._ro() as s:
             return list(s.scalars(select(m.Expert).order_by(m.Expert.name)))
 
-    def add_session(self, who: str | int, token_hash: str, expires) -> None:
-        with self._tx() as s:
-            e = self._expert(s, who)
-            s.add(m.ExpertSession(token_hash=token_hash, expert_id=e.id, expires=expires))
-            s.execute(delete(m.ExpertSession).where(m.ExpertSession.expires < utcnow()))
-            self._audit(s, e.name, "login", "expert", e.id)
+    def ensure_expert(self, name: str, role: str = "expert") -> m.Expert:
+        """The expert called `name`, created (without a password) if absent."""
+        e = self.expert(name)
+        if e is not None:
+            return e
+        try:
+            return self.create_expert(name, role)
+        except StoreError:  # created meanwhile by another process
+            e = self.expert(name)
+            if e is None:
+                raise
+            return e
 
-    def session_expert(self, token_hash: str) -> m.Expert | None:
-        """The active expert owning this unexpired session, else None."""
+    def set_password(self, name: str, password: str, actor: str = "admin") -> m.Expert:
+        return self.update_expert(name, password_hash=hash_password(password), actor=actor)
+
+    def verify_password(self, name: str, password: str) -> m.Expert | None:
+        """The active expert if `password` is theirs, else None (same cost either way)."""
+        e = self.expert(name) if name else None
+        ok = verify_password_hash(e.password_hash if e is not None else None, password or "")
+        return e if ok and e is not None and e.active else None
+
+    def login(self, name: str, password: str, ttl_seconds: float = 12 * 3600) -> str | None:
+        """A new session token for a correct name and password, else None."""
+        e = self.verify_password(name, password)
+        if e is None:
+            with self._tx() as s:
+                self._audit(s, name or "", "login_failed", "expert", None)
+            return None
+        token = secrets.token_urlsafe(32)
+        expires = utcnow() + dt.timedelta(seconds=ttl_seconds)
+        with self._tx() as s:
+            s.execute(delete(m.ExpertSession).where(m.ExpertSession.expires < utcnow()))
+            s.add(m.ExpertSession(token_hash=_token_hash(token), expert_id=e.id, expires=expires))
+            self._audit(s, e.name, "login", "expert", e.id)
+        return token
+
+    def session_expert(self, token: str | None) -> str | None:
+        """The name of the active expert owning this unexpired session token, else None."""
+        if not token:
+            return None
         with self._ro() as s:
-            row = s.get(m.ExpertSession, token_hash)
+            row = s.get(m.ExpertSession, _token_hash(token))
             if row is None or row.expires <= utcnow():
                 return None
             e = s.get(m.Expert, row.expert_id)
-            return e if e is not None and e.active else None
+            return e.name if e is not None and e.active else None
 
-    def end_session(self, token_hash: str) -> None:
+    def logout(self, token: str) -> None:
         with self._tx() as s:
-            row = s.get(m.ExpertSession, token_hash)
+            row = s.get(m.ExpertSession, _token_hash(token))
             if row is not None:
                 s.delete(row)
                 self._audit(s, str(row.expert_id), "logout", "expert", row.expert_id)
+
+    get_expert = expert
+    list_experts = experts
 
     # -- queue --------------------------------------------------------------------------
     def next_item(
@@ -1195,8 +1282,6 @@ class Store:
         return q.order_by(C.review_count, C.priority, C.id).limit(1)
 
     def _lease(self, s: Session, cid: int, expert_id: int, now, seconds: float) -> None:
-        import datetime as dt
-
         expires = now + dt.timedelta(seconds=seconds)
         # One item at a time per expert: serving a new one releases the previous lease.
         s.execute(

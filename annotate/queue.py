@@ -1,0 +1,60 @@
+"""The hand-off queue: which candidate each expert sees next.
+
+Order: fewest reviews so far (every item gets its first look before any gets a second),
+then closest to the decision threshold (|P(YES) - threshold|, in bands of 0.05), and within
+a band the items where two policies or an expert and the agent disagree. Gold-standard
+items are mixed in at `gold_rate` to measure each expert; `overlap` k asks for k reviews of
+each item; items the agent is at least `auto_accept` sure of are not served; a served item
+is leased to its expert for `lease_seconds`, so two experts get the same item only when
+overlap asks for it. The selection runs in the store (one indexed query inside the lease
+transaction); this module is the API the app calls.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from db.store import CandidateInfo, Filters, QueueConfig, Store, queue_priority
+
+__all__ = ["Queue", "QueueConfig", "Filters", "queue_priority"]
+
+
+@dataclass
+class Queue:
+    store: Store
+    config: QueueConfig = field(default_factory=QueueConfig)
+
+    @classmethod
+    def from_settings(cls, store: Store) -> Queue:
+        """A queue configured by the team's stored settings (overlap, gold_rate, ...)."""
+        cfg = QueueConfig(
+            overlap=int(store.setting("overlap", 1)),
+            gold_rate=float(store.setting("gold_rate", 0.0)),
+            auto_accept=store.setting("auto_accept", None),
+            lease_seconds=float(store.setting("lease_seconds", 600.0)),
+        )
+        return cls(store, cfg)
+
+    def next(self, expert: str, filters: Filters | None = None) -> CandidateInfo | None:
+        """Lease and return the next item for `expert`, or None when nothing is left."""
+        cid = self.store.next_item(expert, self.config, filters)
+        return None if cid is None else self.store.candidate(cid)
+
+    def jump(
+        self, expert: str, key: str, task: str | None = None
+    ) -> tuple[CandidateInfo | None, list[str]]:
+        """Open a chosen candidate by id: (the candidate or None, other experts holding it)."""
+        info = self.store.find_candidate(key, task)
+        if info is None:
+            return None, []
+        others = self.store.claim(expert, info.id, self.config.lease_seconds)
+        return info, others
+
+    def release(self, expert: str) -> None:
+        self.store.release(expert)
+
+    def remaining(self, filters: Filters | None = None) -> int:
+        """Items still short of `overlap` reviews (ignoring leases and auto-accept)."""
+        f = dataclasses.replace(filters or Filters(), max_reviews=self.config.overlap - 1)
+        return self.store.count_candidates(f)
