@@ -197,6 +197,19 @@ def angstrom_factor(path: Path, unit: str | None) -> float:
         raise SpectrumError(path, f"wavelength unit {unit!r} is not a length") from None
 
 
+def pow10_wavelength(path: Path, loglam: Any) -> np.ndarray:
+    """Angstrom from log10(Angstrom), refusing values no spectrum has (1 to 1e7 A)."""
+    loglam = np.asarray(loglam, dtype=np.float64)
+    finite = loglam[np.isfinite(loglam)]
+    if finite.size and (finite.max() > 7 or finite.min() < 1):
+        raise SpectrumError(
+            path,
+            f"log10 wavelength values {finite.min():g}..{finite.max():g} are out of range "
+            "(expected 1 to 7)",
+        )
+    return 10.0**loglam
+
+
 def _short(exc: object, n: int = 160) -> str:
     s = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return s if len(s) <= n else s[: n - 3] + "..."

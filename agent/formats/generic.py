@@ -33,6 +33,7 @@ from agent.formats.common import (
     hdu_data,
     header_value,
     make_spectrum,
+    pow10_wavelength,
     rows_to_read,
 )
 from agent.spectrum import Frame, Spectrum, SpectrumError
@@ -113,7 +114,7 @@ def image_wavelength(path: Path, header: fits.Header, npix: int) -> tuple[np.nda
     c1 = header_value(header, "COEFF1", cast=float)
     if c0 is not None and c1 is not None:
         # SDSS/LAMOST convention: log10(lambda) = COEFF0 + COEFF1 * i, vacuum.
-        return _pow10(path, c0 + c1 * pix), frame_from_header(header, "vacuum")
+        return pow10_wavelength(path, c0 + c1 * pix), frame_from_header(header, "vacuum")
     ctype = str(header.get("CTYPE1", "")).strip().upper()
     if ctype[:4] in ("WAVE", "AWAV") and "-" in ctype:
         return _wcs_wavelength(path, header, npix), frame_from_header(header, "air")
@@ -132,15 +133,9 @@ def image_wavelength(path: Path, header: fits.Header, npix: int) -> tuple[np.nda
     dcflag = header_value(header, "DC-FLAG", cast=int)
     # DC-FLAG = 1 marks a log10 axis (IRAF); a CRVAL1 below 5 can only be log10(Angstrom).
     if dcflag == 1 or (dcflag is None and 2.0 < crval < 5.0 and abs(delta) < 0.01):
-        return _pow10(path, axis), frame_from_header(header, "air")
+        return pow10_wavelength(path, axis), frame_from_header(header, "air")
     unit = header.get("CUNIT1") or _wat_units(header)
     return axis * angstrom_factor(path, unit), frame_from_header(header, "air")
-
-
-def _pow10(path: Path, loglam: np.ndarray) -> np.ndarray:
-    if not np.all(np.isfinite(loglam)) or loglam.max() > 7 or loglam.min() < 1:
-        raise SpectrumError(path, "log-lambda wavelength solution gives wavelengths out of range")
-    return 10.0**loglam
 
 
 def _wat_units(header: fits.Header) -> str | None:
@@ -289,7 +284,7 @@ def _columns_to_spectra(
 
     wave = arr(wave_key or log_key)
     if log_key:
-        wave = _pow10(path, wave)
+        wave = pow10_wavelength(path, wave)
     else:
         wave = wave * angstrom_factor(path, units.get(wave_key))
     flux, ivar, err, mask = arr(flux_key), arr(ivar_key), arr(err_key), arr(mask_key)

@@ -21,6 +21,7 @@ from agent.formats.common import (
     header_value,
     make_spectrum,
     plausible_redshift,
+    pow10_wavelength,
 )
 from agent.spectrum import Spectrum
 
@@ -85,9 +86,7 @@ def read(path: Path, hdul: fits.HDUList) -> list[Spectrum]:
         raise LayoutError(path, f"HDU {index}: COADD table has no rows")
     cols = {c.lower(): c for c in table.columns.names}
     header = hdul[0].header
-    loglam = np.asarray(table[cols["loglam"]], dtype=np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):
-        wave = 10.0**loglam
+    wave = pow10_wavelength(path, table[cols["loglam"]])
     ivar = table[cols["ivar"]] if "ivar" in cols else None
     mask_col = cols.get("and_mask") or cols.get("mask")
     mask = (
