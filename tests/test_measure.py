@@ -1,0 +1,109 @@
+"""Measurements on synthetic lines and bands whose EW, FWHM and depth are known exactly."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from agent.measure import (
+    Arrays,
+    band_depth,
+    continuum_slope,
+    der_snr,
+    head_jump,
+    measure_line,
+    snr_estimate,
+    tolerance,
+)
+from agent.spectrum import Spectrum
+
+SIG = 2.3548
+
+
+def _arrays(w, f, ivar=None):
+    return Arrays(w, f, np.isfinite(f), ivar)
+
+
+def _gauss_line(w, center, fwhm, depth, cont=1.0):
+    sigma = fwhm / SIG
+    return cont * (1.0 - depth * np.exp(-0.5 * ((w - center) / sigma) ** 2))
+
+
+@pytest.mark.parametrize("fwhm,depth", [(4.0, 0.5), (20.0, 0.3), (60.0, 0.5)])
+def test_absorption_line_depth_fwhm_ew(fwhm, depth):
+    w = np.arange(4500.0, 5300.0, 0.5)
+    f = _gauss_line(w, 4862.7, fwhm, depth)
+    hw = 2.5 * fwhm
+    side = max(3 * fwhm, 20.0)
+    line = measure_line(
+        _arrays(w, f),
+        "Hb",
+        4862.7,
+        hw,
+        [(4862.7 - side - 20, 4862.7 - side), (4862.7 + side, 4862.7 + side + 20)],
+        smooth_px=1,
+    )
+    true_ew = depth * fwhm / SIG * math.sqrt(2 * math.pi)
+    assert line is not None and not line.emission
+    assert line.depth == pytest.approx(depth, abs=0.02)
+    assert line.fwhm == pytest.approx(fwhm, rel=0.05)
+    assert line.ew == pytest.approx(true_ew, rel=0.05)
+
+
+def test_emission_line_and_rv_shift_within_tolerance():
+    w = np.arange(6300.0, 6800.0, 1.0)
+    shift = tolerance(6564.6, 300.0)
+    f = 2.0 - _gauss_line(w, 6564.6 + shift, 20.0, 1.5, cont=1.0) - 1.0 + 1.0
+    # f = 1 + 1.5 * gaussian: emission with peak 1.5 above the continuum
+    line = measure_line(_arrays(w, f), "Ha", 6564.6, 50.0, [(6380, 6440), (6700, 6760)])
+    assert line is not None and line.emission
+    assert line.peak == pytest.approx(1.5, abs=0.05)
+    assert line.center == pytest.approx(6564.6 + shift, abs=1.5)
+    assert line.fwhm == pytest.approx(20.0, rel=0.08)
+    assert line.ew == pytest.approx(-1.5 * 20.0 / SIG * math.sqrt(2 * math.pi), rel=0.05)
+
+
+def test_line_off_the_data_is_none_and_sidebands_fall_back():
+    w = np.arange(6425.0, 6725.0, 0.5)
+    f = 1 + 2.0 * np.exp(-0.5 * ((w - 6564.6) / 8.0) ** 2)
+    a = _arrays(w, f)
+    assert measure_line(a, "Hb", 4862.7, 40.0, [(4700, 4750)]) is None
+    line = measure_line(a, "Ha", 6564.6, 60.0, [(6300, 6350), (6800, 6850)])
+    assert line is not None and line.emission and line.peak > 1.5
+
+
+def test_band_depth_and_head_jump_sense():
+    w = np.arange(5000.0, 5400.0, 1.0)
+    c2 = np.where((w < 5165) & (w > 5050), 0.5, 1.0)  # degrades to the blue
+    tio = np.where((w > 5167) & (w < 5280), 0.5, 1.0)  # degrades to the red
+    assert head_jump(_arrays(w, c2), 5165, "blue") == pytest.approx(math.log(2), abs=0.01)
+    assert head_jump(_arrays(w, tio), 5167, "blue") < -0.5
+    assert band_depth(_arrays(w, c2), (5100, 5160), [(5200, 5250)]) == pytest.approx(0.5, abs=0.01)
+    assert head_jump(_arrays(w, c2), 7000, "blue") is None
+
+
+def test_snr_estimates_match_injected_noise():
+    rng = np.random.default_rng(1)
+    w = np.linspace(4000, 8000, 4000)
+    f = 50 + 10 * np.sin(w / 300) + rng.normal(0, 2.5, w.size)
+    assert der_snr(f) == pytest.approx(20, rel=0.1)
+    ivar = np.full_like(w, 1 / 2.5**2)
+    assert snr_estimate(Arrays(w, f, np.ones_like(w, bool), ivar)) == pytest.approx(20, rel=0.1)
+
+
+def test_continuum_slope_of_blue_and_red_bodies():
+    w = np.linspace(3700, 9100, 3000)
+    hot = Arrays(w, (w / 5000.0) ** -3, np.ones_like(w, bool))
+    cool = Arrays(w, (w / 5000.0) ** 3, np.ones_like(w, bool))
+    assert continuum_slope(hot)["b_r"] > 0.2 > -0.2 > continuum_slope(cool)["b_r"]
+
+
+def test_arrays_of_uses_rest_vacuum_frame():
+    from agent.measure import arrays_of
+
+    w = np.linspace(6000, 7000, 500)
+    s = Spectrum(w, np.ones_like(w), frame="air", redshift=0.01)
+    a = arrays_of(s)
+    assert a.wave[0] == pytest.approx(6000 * 1.000277 / 1.01, rel=2e-5)

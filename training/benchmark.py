@@ -1,0 +1,346 @@
+"""The survey-like benchmark built from real library spectra, and the accuracy report.
+
+    python -m training.benchmark --out data/bench --report docs/accuracy.md
+
+reads ../shared/spectra/manifest.csv, picks for each task its positives and hard
+negatives, degrades every source spectrum (`training.degrade.degrade`) into several
+LAMOST-like realisations (random RV within +-300 km/s, a 10% flux-calibration error,
+noise at SNR 10, 20 and 50), writes them as LAMOST FITS with a labelled catalogue per
+split (`tune/catalog.csv`, `test/catalog.csv`), then scores the `rules` policy on both
+splits with `training.evaluate` and writes the report. Splits are by source OBJECT: one
+star observed by two libraries (MILES and STELIB, CALSPEC and STELIB) or several times
+(U Gem) lands in one split only, and objects whose labels disagree between libraries are
+left out. `--fit-calibration` refits the inspector's per-task logistic calibration on the
+tune split and prints the constants for `agent/policies/rules.py`.
+
+Sources whose positives are templates rather than single observed stars are flagged
+`template=1` in the catalogue and counted in the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import re
+import sys
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_SPECTRA = REPO.parent / "shared" / "spectra"
+SNRS = (10.0, 20.0, 50.0)
+
+# Manifest label -> tasks it is a positive for / a hard negative for.
+POSITIVE: dict[str, tuple[str, ...]] = {
+    "wd": ("wd",),
+    "cv": ("cv",),
+    "cv_pca_component": ("cv",),
+    "carbon": ("carbon",),
+    "s_type": ("s_type",),
+    "m_giant": ("m_giant",),
+}
+NEGATIVE: dict[str, tuple[str, ...]] = {
+    "a_star": ("wd",),
+    "ob_star": ("wd",),
+    "hot_subdwarf": ("wd",),
+    "emission_star": ("cv",),
+    "qso": ("cv",),
+    "m_dwarf": ("cv", "m_giant"),
+    "m_star": ("cv", "m_giant"),
+    "fgk_giant": ("carbon", "m_giant"),
+    "m_giant": ("carbon", "s_type"),
+    "s_type": ("carbon",),
+    "carbon": ("s_type", "m_giant"),
+    "wd": ("carbon",),  # DQ white dwarfs show C2 too
+}
+# At most this many source objects per (negative label, task), so one plentiful class
+# does not swamp a task.
+MAX_NEG_SOURCES = 24
+# Approximate resolving power of each library (None: much higher than LAMOST's).
+SOURCE_R = {
+    "miles": 2000.0,
+    "stelib": 1700.0,
+    "pickles": 1000.0,
+    "calspec": 800.0,
+    "sdss": 2000.0,
+    "sdss-templates": 2000.0,
+    "lamost": 1800.0,
+    "ugem": None,
+}
+
+
+@dataclass
+class Source:
+    file: str
+    hdu: int | None
+    row: int | None
+    label: str
+    spectral_type: str
+    library: str
+    obj: str  # object identity used for the split
+    template: bool  # a template / PCA mean rather than one observed star
+
+    @property
+    def key(self) -> str:
+        stem = re.sub(r"\.(fits|fit|txt)(\.gz)?$", "", Path(self.file).name).replace(".", "_")
+        return f"{self.library}-{stem}" + (f"-r{self.row}" if self.row is not None else "")
+
+
+def _object_id(r: dict[str, str]) -> str:
+    """One name per physical object, so cross-library duplicates share it."""
+    lib = r["file"].split("/")[0]
+    text = f"{Path(r['file']).name} {r['spectral_type']}".upper()
+    m = re.search(r"HD[ _]?0*(\d+)", text)
+    if m:
+        return f"HD{int(m.group(1))}"
+    m = re.search(r"(FEIGE|GD|BD|LDS|LTT|HZ|G)[ _]?(\d+)", text)
+    if m and lib in ("calspec", "stelib"):
+        return f"{m.group(1)}{m.group(2)}"
+    if lib == "ugem":
+        return "UGEM"
+    if lib == "sdss" and r["label"] == "qso":
+        return "QSO"  # two of the three are one quasar re-observed; keep them together
+    return f"{lib}:{Path(r['file']).name}:{r['row']}"
+
+
+def load_sources(spectra: Path) -> list[Source]:
+    with open(spectra / "manifest.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    out = []
+    labels_of: dict[str, set[str]] = defaultdict(set)
+    for r in rows:
+        lbl = r["label"]
+        if lbl not in POSITIVE and lbl not in NEGATIVE:
+            continue
+        if lbl == "cv_pca_component" and r["row"] not in ("0",):
+            continue  # eigenvectors (negative flux) are not spectra; row 0 is the mean CV
+        lib = r["file"].split("/")[0]
+        obj = _object_id(r)
+        labels_of[obj].add(lbl)
+        out.append(
+            Source(
+                file=r["file"],
+                hdu=int(r["hdu"]) if r["hdu"] not in ("", None) else None,
+                row=int(r["row"]) if r["row"] not in ("", None) else None,
+                label=lbl,
+                spectral_type=r["spectral_type"],
+                library=lib,
+                obj=obj,
+                template=lib == "sdss-templates",
+            )
+        )
+    conflicted = {o for o, ls in labels_of.items() if len(ls) > 1}
+    return [s for s in out if s.obj not in conflicted]
+
+
+def _h(text: str) -> int:
+    return int(hashlib.sha1(text.encode()).hexdigest()[:8], 16)
+
+
+def assign_splits(sources: list[Source]) -> dict[str, str]:
+    """object -> 'tune' | 'test'. Rare positive classes alternate so both splits get some."""
+    split: dict[str, str] = {}
+    # Positives are grouped by task (U Gem and the CV template are both "cv"), real
+    # stars before templates, and alternate test/tune so each split gets some.
+    pos_groups: dict[str, list[Source]] = defaultdict(list)
+    for s in sources:
+        if s.label in POSITIVE:
+            pos_groups[POSITIVE[s.label][0]].append(s)
+    for task in sorted(pos_groups):
+        objs: list[str] = []
+        for s in sorted(pos_groups[task], key=lambda s: (s.template, _h(s.obj))):
+            if s.obj not in objs:
+                objs.append(s.obj)
+        for i, o in enumerate(objs):
+            split.setdefault(o, "test" if i % 2 == 0 else "tune")
+    for s in sources:
+        split.setdefault(s.obj, "test" if _h("split:" + s.obj) % 2 == 0 else "tune")
+    return split
+
+
+def plan(sources: list[Source]) -> dict[str, list[tuple[str, str]]]:
+    """source key -> [(task, YES|NO)]."""
+    tasks: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    neg_count: Counter = Counter()
+    for s in sorted(sources, key=lambda s: _h(s.key)):
+        for t in POSITIVE.get(s.label, ()):
+            tasks[s.key].append((t, "YES"))
+        for t in NEGATIVE.get(s.label, ()):
+            if neg_count[(s.label, t)] < MAX_NEG_SOURCES:
+                neg_count[(s.label, t)] += 1
+                tasks[s.key].append((t, "NO"))
+    return tasks
+
+
+def build(
+    out: Path,
+    spectra: Path = DEFAULT_SPECTRA,
+    snrs: tuple[float, ...] = SNRS,
+    realisations: int = 2,
+    seed: int = 0,
+) -> dict[str, Path]:
+    """Degrade every chosen source and write `out/{tune,test}/catalog.csv` plus FITS files."""
+    from agent.formats import load_one, write_lamost_fits
+    from training.degrade import degrade
+
+    sources = load_sources(spectra)
+    split = assign_splits(sources)
+    tasks = plan(sources)
+    rows: dict[str, list[dict]] = {"tune": [], "test": []}
+    skipped = []
+    for s in sources:
+        if not tasks.get(s.key):
+            continue
+        try:
+            spec = load_one(spectra / s.file, hdu=s.hdu, row=s.row)
+        except Exception as exc:
+            skipped.append(f"{s.file}[{s.row}]: {exc}")
+            continue
+        sp = split[s.obj]
+        for snr in snrs:
+            for k in range(realisations):
+                rng = np.random.default_rng(_h(f"{seed}:{s.key}:{snr}:{k}"))
+                rv = float(rng.uniform(-300.0, 300.0))
+                try:
+                    d = degrade(spec, snr=snr, rv_kms=rv, flux_cal_error=0.1,
+                                source_resolution=SOURCE_R.get(s.library), rng=rng)
+                except Exception as exc:
+                    skipped.append(f"{s.file}[{s.row}]: {exc}")
+                    break
+                name = f"{s.key}_snr{int(snr)}_{k}"
+                d.meta.id = name
+                rel = Path(f"snr{int(snr)}") / f"{name}.fits"
+                write_lamost_fits(d, out / sp / rel)
+                for task, label in tasks[s.key]:
+                    rows[sp].append({
+                        "path": str(rel), "task": task, "id": f"{name}:{task}", "label": label,
+                        "snr": int(snr), "source": s.file, "row": "" if s.row is None else s.row,
+                        "class": s.label, "object": s.obj, "template": int(s.template),
+                        "rv_kms": round(rv, 1),
+                    })
+    paths = {}
+    for sp, rs in rows.items():
+        (out / sp).mkdir(parents=True, exist_ok=True)
+        p = out / sp / "catalog.csv"
+        with open(p, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rs[0].keys()))
+            w.writeheader()
+            w.writerows(rs)
+        paths[sp] = p
+    for msg in skipped:
+        print(f"benchmark: skipped {msg}", file=sys.stderr)
+    return paths
+
+
+def composition(catalog: Path) -> list[dict]:
+    """Per task and split: source objects and spectra, positives from templates."""
+    with open(catalog, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    out = []
+    for task in sorted({r["task"] for r in rows}):
+        rs = [r for r in rows if r["task"] == task]
+        pos = [r for r in rs if r["label"] == "YES"]
+        neg = [r for r in rs if r["label"] == "NO"]
+        out.append({
+            "task": task,
+            "pos_objects": len({r["object"] for r in pos}),
+            "pos_template_objects": len({r["object"] for r in pos if r["template"] == "1"}),
+            "neg_objects": len({r["object"] for r in neg}),
+            "pos_spectra": len(pos),
+            "neg_spectra": len(neg),
+            "neg_classes": ", ".join(sorted({r["class"] for r in neg})),
+        })
+    return out
+
+
+# -- calibration ---------------------------------------------------------------------------
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2, iters: int = 100) -> tuple[float, float]:
+    """Logistic regression y ~ sigmoid(a x + b) by Newton's method, with a small ridge.
+
+    >>> x = np.array([-2., -1., -0.5, 0.5, 1., 2.]); y = np.array([0, 0, 1, 0, 1, 1])
+    >>> a, b = fit_logistic(x, y); a > 0
+    True
+    """
+    a, b = 1.0, 0.0
+    for _ in range(iters):
+        p = 1.0 / (1.0 + np.exp(-(a * x + b)))
+        g = np.array([np.sum((p - y) * x) + l2 * a, np.sum(p - y)])
+        w = p * (1 - p)
+        h = np.array([[np.sum(w * x * x) + l2, np.sum(w * x)], [np.sum(w * x), np.sum(w) + 1e-9]])
+        step = np.linalg.solve(h, g)
+        a, b = a - step[0], b - step[1]
+        if np.max(np.abs(step)) < 1e-8:
+            break
+    return float(a), float(b)
+
+
+def score_catalog(catalog: Path) -> list[dict]:
+    """The inspector's raw evidence for every row of a catalogue (no conversation)."""
+    from agent.formats import load_one
+    from agent.policies.rules import inspect, measure_all
+
+    with open(catalog, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    cache: dict[str, dict] = {}
+    out = []
+    for r in rows:
+        p = catalog.parent / r["path"]
+        if r["path"] not in cache:
+            spec = load_one(p)
+            cache[r["path"]] = (spec, measure_all(spec))
+        spec, m = cache[r["path"]]
+        v = inspect(spec, r["task"], m)
+        out.append({**r, "score": v.evidence.score, "coverage": v.evidence.coverage, "p_yes": v.p_yes})
+    return out
+
+
+def fit_calibration(catalog: Path) -> dict[str, tuple[float, float]]:
+    scored = score_catalog(catalog)
+    out = {}
+    for task in sorted({r["task"] for r in scored}):
+        rs = [r for r in scored if r["task"] == task]
+        x = np.array([r["score"] * (0.4 + 0.6 * r["coverage"]) for r in rs])
+        y = np.array([1.0 if r["label"] == "YES" else 0.0 for r in rs])
+        # Weight classes equally so the fitted threshold is not set by the imbalance alone.
+        out[task] = fit_logistic(x, y)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument("--spectra", default=str(DEFAULT_SPECTRA), help="Folder holding manifest.csv.")
+    ap.add_argument("--out", default="data/bench", help="Where the benchmark is written.")
+    ap.add_argument("--realisations", type=int, default=2, help="Noisy copies per source and SNR.")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--skip-build", action="store_true", help="Reuse an existing --out.")
+    ap.add_argument("--fit-calibration", action="store_true", help="Print refitted CALIBRATION.")
+    ap.add_argument("--report", help="Evaluate `rules` on both splits and write this markdown file.")
+    ap.add_argument("--policy", action="append", help="Policies for the report (default: rules).")
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    if not args.skip_build:
+        paths = build(out, Path(args.spectra), realisations=args.realisations, seed=args.seed)
+        for sp, p in paths.items():
+            print(f"benchmark: {sp}: {p}")
+    if args.fit_calibration:
+        cal = fit_calibration(out / "tune" / "catalog.csv")
+        print("CALIBRATION = {")
+        for t, (a, b) in cal.items():
+            print(f'    "{t}": ({a:.3f}, {b:.3f}),')
+        print("}")
+    if args.report:
+        from training.evaluate import benchmark_report
+
+        benchmark_report(out, Path(args.report), policies=args.policy or ["rules"],
+                         command=" ".join(["python -m training.benchmark", *(argv or sys.argv[1:])]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,263 @@
+"""Turn a library spectrum into a survey-like (LAMOST) one.
+
+    python launch.py degrade --input lib/*.fits --task m_giant --label YES --snr 20 --out survey/
+    python launch.py degrade --catalog labelled.csv --snr 10 --snr 20 --realisations 3 --out survey/
+
+`degrade()` applies, in order: air -> vacuum (when the source is in air), a radial-velocity
+shift, a Gaussian convolution to the target resolving power (accounting for the source's
+own resolution when known), resampling onto the LAMOST log-linear grid (3700-9100 A,
+log10 step 1e-4), a smooth multiplicative flux-calibration error, and Gaussian noise at the
+chosen median SNR per pixel (ivar set). Grid pixels the source does not cover are masked
+(ivar 0), as are pixels the source itself marks bad. The command writes LAMOST-format FITS
+files and a labelled catalogue CSV (`path,task,id,label`, paths relative to the CSV).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from agent.spectrum import Spectrum
+
+C_KMS = 299_792.458
+LAMOST_COEFF0 = 3.5682  # log10 of the first pixel's wavelength (3700.0 A)
+LAMOST_COEFF1 = 1e-4  # log10 step per pixel
+LAMOST_NPIX = 3909  # reaches ~9100 A
+
+
+def lamost_grid(npix: int = LAMOST_NPIX) -> np.ndarray:
+    """The LAMOST DR log-linear vacuum wavelength grid.
+
+    >>> g = lamost_grid()
+    >>> round(float(g[0]), 1), len(g), 9090 < float(g[-1]) < 9110
+    (3700.0, 3909, True)
+    """
+    return 10.0 ** (LAMOST_COEFF0 + LAMOST_COEFF1 * np.arange(npix))
+
+
+GRIDS = {"lamost": lamost_grid}
+
+
+def _fine_log_grid(wave: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    # Sample at least as finely as the source (and as LAMOST / 4) in ln(lambda).
+    dln = np.diff(np.log(wave))
+    step = min(float(np.median(dln)) if dln.size else 1e-4, LAMOST_COEFF1 * math.log(10) / 4)
+    step = max(step, 1e-6)
+    n = int(math.ceil(math.log(hi / lo) / step)) + 1
+    return np.exp(np.log(lo) + step * np.arange(n))
+
+
+def convolve_to_resolution(
+    wave: np.ndarray, flux: np.ndarray, resolution: float, source_resolution: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Flux on a fine log grid convolved to resolving power `resolution` (FWHM = lambda/R).
+
+    If the source already has `source_resolution`, only the missing width is added.
+    """
+    fine = _fine_log_grid(wave, float(wave[0]), float(wave[-1]))
+    f = np.interp(fine, wave, flux)
+    step = math.log(fine[1] / fine[0])
+    fwhm_ln = 1.0 / resolution
+    if source_resolution:
+        src = 1.0 / source_resolution
+        fwhm_ln = math.sqrt(max(fwhm_ln**2 - src**2, 0.0))
+    sigma_px = fwhm_ln / 2.3548 / step
+    if sigma_px > 0.3:
+        half = int(math.ceil(4 * sigma_px))
+        x = np.arange(-half, half + 1)
+        k = np.exp(-0.5 * (x / sigma_px) ** 2)
+        k /= k.sum()
+        num = np.convolve(f, k, mode="same")
+        den = np.convolve(np.ones_like(f), k, mode="same")  # no darkening at the edges
+        f = num / den
+    return fine, f
+
+
+def flux_calibration_error(
+    wave: np.ndarray, amplitude: float, rng: np.random.Generator
+) -> np.ndarray:
+    """A smooth multiplicative error: exp of a random cubic Legendre series in wavelength.
+
+    `amplitude` is the rms fractional error (0.1 = ~10% tilts and bends over the range).
+    """
+    if amplitude <= 0:
+        return np.ones_like(wave)
+    x = np.linspace(-1.0, 1.0, wave.size)
+    coeffs = rng.normal(0.0, amplitude / 2.0, 4)
+    coeffs[0] = 0.0
+    return np.exp(np.polynomial.legendre.legval(x, coeffs))
+
+
+def degrade(
+    spectrum: Spectrum,
+    *,
+    snr: float,
+    rv_kms: float = 0.0,
+    resolution: float = 1800.0,
+    grid: str | np.ndarray = "lamost",
+    flux_cal_error: float = 0.1,
+    source_resolution: float | None = None,
+    rng: np.random.Generator | int | None = None,
+) -> Spectrum:
+    """A survey-like copy of `spectrum`: vacuum, shifted, blurred, regridded, mis-calibrated, noisy.
+
+    `snr` is the median signal-to-noise per output pixel over the covered pixels; noise is
+    Poisson-like (sigma grows as sqrt(flux)), so absorption troughs get noisier in relative
+    terms, as in real data. Pixels outside the source's coverage are masked.
+    """
+    if snr <= 0:
+        raise ValueError(f"snr must be positive (got {snr})")
+    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    src = spectrum.meta.source or spectrum.meta.id or "<memory>"
+    good = spectrum.good
+    wave = spectrum.vacuum_wavelength()[good]
+    flux = spectrum.flux[good]
+    if wave.size < 10:
+        raise ValueError(f"{src}: too few good pixels to degrade ({wave.size})")
+    # Observed wavelengths stay where they are (a QSO keeps its redshift); the star's RV is
+    # added on top, as a survey pipeline would see it.
+    wave = wave * (1.0 + rv_kms / C_KMS)
+    out_wave = GRIDS[grid]() if isinstance(grid, str) else np.asarray(grid, dtype=float)
+
+    fine, fconv = convolve_to_resolution(wave, flux, resolution, source_resolution)
+    # Average the fine samples into each output pixel (flux-conserving for smooth input).
+    edges = np.sqrt(out_wave[1:] * out_wave[:-1])
+    edges = np.concatenate(
+        [[out_wave[0] ** 2 / edges[0]], edges, [out_wave[-1] ** 2 / edges[-1]]]
+    )
+    idx = np.searchsorted(edges, fine) - 1
+    inside = (idx >= 0) & (idx < out_wave.size)
+    sums = np.bincount(idx[inside], weights=fconv[inside], minlength=out_wave.size)
+    counts = np.bincount(idx[inside], minlength=out_wave.size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+    # Pixels the source does not cover (outside its range or inside its own gaps).
+    covered = (out_wave >= wave[0]) & (out_wave <= wave[-1]) & (counts > 0)
+    big_gap = _source_gaps(wave, out_wave)
+    covered &= ~big_gap
+    out = np.where(covered, out, np.nan)
+    out = out * flux_calibration_error(out_wave, flux_cal_error, rng)
+
+    level = float(np.nanmedian(np.abs(out[covered]))) if covered.any() else 1.0
+    if not np.isfinite(level) or level <= 0:
+        level = 1.0
+    # Poisson-like: sigma = level/snr * sqrt(f/level), floored so that dark troughs keep noise.
+    rel = np.clip(np.abs(np.nan_to_num(out)) / level, 0.05, None)
+    sigma = level / snr * np.sqrt(rel)
+    noisy = out + rng.normal(0.0, 1.0, out.size) * sigma
+    ivar = np.where(covered, 1.0 / sigma**2, 0.0)
+    noisy = np.where(covered, noisy, 0.0)
+
+    meta = replace(
+        spectrum.meta,
+        survey="LAMOST-like",
+        snr=float(snr),
+        simulated=True,
+        extra={
+            **spectrum.meta.extra,
+            "degraded_from": src,
+            "rv_kms": float(rv_kms),
+            "resolution": float(resolution),
+            "flux_cal_error": float(flux_cal_error),
+        },
+    )
+    return Spectrum(
+        wavelength=out_wave,
+        flux=noisy,
+        ivar=ivar,
+        mask=~covered,
+        frame="vacuum",
+        redshift=float(spectrum.redshift),
+        flux_unit=spectrum.flux_unit,
+        meta=meta,
+    )
+
+
+def _source_gaps(wave: np.ndarray, out_wave: np.ndarray) -> np.ndarray:
+    """Output pixels that fall in a hole of the source sampling (> 5 source steps wide)."""
+    d = np.diff(wave)
+    typical = np.median(d)
+    holes = np.flatnonzero(d > max(5 * typical, 0.0))
+    bad = np.zeros(out_wave.size, dtype=bool)
+    for i in holes:
+        bad |= (out_wave > wave[i]) & (out_wave < wave[i + 1])
+    return bad
+
+
+# -- command line -------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--input", nargs="*", default=[], help="Spectrum files, globs or folders.")
+    parser.add_argument("--catalog", help="A labelled catalogue CSV (path,task[,id,hdu,row,label]).")
+    parser.add_argument("--task", help="Task for --input spectra (cv, carbon, s_type, m_giant, wd).")
+    parser.add_argument("--label", choices=["YES", "NO"], help="Label for --input spectra.")
+    parser.add_argument("--snr", type=float, action="append", help="Target SNR (repeatable).")
+    parser.add_argument("--realisations", type=int, default=1, help="Noisy copies per SNR.")
+    parser.add_argument("--rv-max", type=float, default=300.0, help="|RV| drawn uniformly up to this (km/s).")
+    parser.add_argument("--resolution", type=float, default=1800.0, help="Target resolving power.")
+    parser.add_argument("--source-resolution", type=float, default=None, help="Resolving power of the input, if known.")
+    parser.add_argument("--flux-cal-error", type=float, default=0.1, help="RMS fractional flux-calibration error.")
+    parser.add_argument("--seed", type=int, default=0, help="Random seed.")
+    parser.add_argument("--out", required=True, help="Output folder (FITS files + catalog.csv).")
+
+
+def main(args: argparse.Namespace) -> int:
+    from agent.catalog import read_candidates
+    from agent.formats import write_lamost_fits
+
+    cands = []
+    if args.catalog:
+        cands += read_candidates(args.catalog)
+    if args.input:
+        if not args.task:
+            print("degrade: --input needs --task")
+            return 2
+        cands += read_candidates(args.input, task=args.task)
+    if not cands:
+        print("degrade: nothing to degrade (give --input or --catalog)")
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(args.seed)
+    rows, failed = [], 0
+    for c in cands:
+        try:
+            spec = c.load()
+        except Exception as exc:  # a bad file is reported and skipped
+            print(f"degrade: skipping {c.path}: {exc}")
+            failed += 1
+            continue
+        label = c.label or args.label or ""
+        for snr in args.snr or [20.0]:
+            for k in range(args.realisations):
+                rv = float(rng.uniform(-args.rv_max, args.rv_max))
+                d = degrade(
+                    spec,
+                    snr=snr,
+                    rv_kms=rv,
+                    resolution=args.resolution,
+                    flux_cal_error=args.flux_cal_error,
+                    source_resolution=args.source_resolution,
+                    rng=rng,
+                )
+                name = f"{_safe(c.id)}_snr{int(round(snr))}_{k}"
+                d.meta.id = name
+                write_lamost_fits(d, out / f"{name}.fits")
+                rows.append({"path": f"{name}.fits", "task": c.task, "id": name, "label": label})
+    with open(out / "catalog.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=["path", "task", "id", "label"])
+        w.writeheader()
+        w.writerows(rows)
+    print(f"degrade: wrote {len(rows)} spectra and {out / 'catalog.csv'} ({failed} inputs skipped)")
+    return 0 if rows else 1
+
+
+def _safe(s: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in s)[:80] or "spectrum"
+
