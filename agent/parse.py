@@ -138,10 +138,22 @@ def _after_open_think(text: str) -> str:
     return (rest[: m.start()] if m else rest).strip()
 
 
+# Strict JSON: NaN/Infinity and overflowing numbers would make the record unserialisable.
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"number {text[:20]} is out of range")
+    return value
+
+
 def _decode_call(body: str) -> tuple[dict[str, Any] | None, str | None]:
     body = body.strip()
     try:
-        obj = json.loads(body)
+        obj = json.loads(body, parse_constant=_reject_constant, parse_float=_finite_float)
     except (ValueError, RecursionError) as exc:
         return None, f"tool call is not valid JSON ({str(exc)[:80]})"
     if not isinstance(obj, dict):
@@ -152,7 +164,7 @@ def _decode_call(body: str) -> tuple[dict[str, Any] | None, str | None]:
     args = obj.get("arguments", obj.get("parameters", {}))
     if isinstance(args, str):  # OpenAI style: arguments as a JSON string
         try:
-            args = json.loads(args)
+            args = json.loads(args, parse_constant=_reject_constant, parse_float=_finite_float)
         except (ValueError, RecursionError):
             return None, "tool call arguments are not valid JSON"
     if not isinstance(args, dict):
