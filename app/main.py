@@ -1,0 +1,188 @@
+"""Serve the vetting web app (vet, author, dashboard, export, experts).
+
+    python launch.py                              # demo database, http://127.0.0.1:7860
+    python launch.py serve --db postgresql+psycopg://... --host 0.0.0.0 --login
+
+With no candidates in the database, the demo set is generated, ingested and vetted by
+the `--policy` agent first, so the first page already shows real trajectories.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DEFAULT_DB = "sqlite:///data/loupe.db"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", default=DEFAULT_DB, help="SQLAlchemy database URL.")
+    parser.add_argument("--port", type=int, default=7860, help="Port to listen on.")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="Address to listen on; 0.0.0.0 exposes the app to the network (use --login).",
+    )
+    parser.add_argument(
+        "--login",
+        action="store_true",
+        help="Require experts to log in (accounts from `launch.py add-expert`).",
+    )
+    parser.add_argument(
+        "--data-root",
+        action="append",
+        default=None,
+        help="Folder uploads are stored in and server paths may be read from (repeatable); "
+        "default: data/.",
+    )
+    parser.add_argument(
+        "--policy",
+        default="rules",
+        help="Agent policy that vets the demo set when the database is empty, and new uploads.",
+    )
+    parser.add_argument(
+        "--export-dir", default="exports", help="Folder exports are written to (download links)."
+    )
+    parser.add_argument(
+        "--max-upload-mb", type=float, default=50.0, help="Largest spectrum file accepted."
+    )
+    parser.add_argument(
+        "--no-seed", action="store_true", help="Do not seed an empty database with the demo set."
+    )
+
+
+def make_context(
+    db: str,
+    *,
+    login: bool = False,
+    data_roots: list[str] | None = None,
+    policy: str = "rules",
+    export_dir: str = "exports",
+    max_upload_mb: float = 50.0,
+):
+    from app.handlers import Context
+    from db.store import Store
+
+    if db.startswith("sqlite:///") and not db.startswith("sqlite:///:memory:"):
+        Path(db.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    roots = [Path(r).resolve() for r in (data_roots or ["data"])]
+    for r in roots:
+        r.mkdir(parents=True, exist_ok=True)
+    store = Store(db)
+    ctx = Context(
+        store=store,
+        login=login,
+        data_roots=roots,
+        policy=policy,
+        export_dir=Path(export_dir).resolve(),
+        max_upload_bytes=int(max_upload_mb * 1024 * 1024),
+    )
+    if not login and store.expert(ctx.local_expert) is None:
+        from annotate.experts import create_expert
+
+        create_expert(store, ctx.local_expert, "admin", None, actor="serve")
+    return ctx
+
+
+def seed_demo(ctx, out_dir: Path, policy: str = "rules", n_per_class: int | None = None) -> int:
+    """Generate, ingest and vet the demo set; returns the number of candidates vetted."""
+    from agent.demo import generate_demo
+    from app.handlers import ingest_and_vet
+
+    kwargs: dict[str, Any] = {}
+    if n_per_class is not None:
+        kwargs["n_per_class"] = n_per_class
+    rows = generate_demo(out_dir, **kwargs)
+    return ingest_and_vet(ctx, rows, policy=policy, actor="demo")
+
+
+@dataclass
+class Server:
+    url: str
+    thread: threading.Thread
+    server: Any
+
+    def close(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def build_app(ctx):
+    """The FastAPI app: Gradio at / and, with login on, /login and /logout."""
+    import gradio as gr
+    from fastapi import FastAPI
+
+    from app import auth
+    from app.ui import CSS, KEYS_JS, build
+
+    demo = build(ctx)
+    demo.queue(default_concurrency_limit=8)
+    api = FastAPI()
+    kwargs: dict[str, Any] = dict(
+        css=CSS,
+        js=f"() => {{ {KEYS_JS} }}",
+        max_file_size=ctx.max_upload_bytes,
+        allowed_paths=[str(ctx.export_dir)],
+        footer_links=[],
+    )
+    if ctx.login:
+        auth.install(api, ctx.store)
+        kwargs["auth_dependency"] = lambda request: auth.user_for_request(ctx.store, request)
+    return gr.mount_gradio_app(api, demo, path="/", **kwargs), demo
+
+
+def serve(ctx, host: str = "127.0.0.1", port: int | None = None) -> Server:
+    """Start the app in a background thread; returns once it answers."""
+    import uvicorn
+
+    app, _ = build_app(ctx)
+    port = port or free_port(host)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True, name="loupe-app")
+    thread.start()
+    deadline = time.time() + 60
+    while not server.started:
+        if not thread.is_alive() or time.time() > deadline:
+            raise RuntimeError(f"the app did not start on {host}:{port}")
+        time.sleep(0.05)
+    return Server(f"http://{host}:{port}", thread, server)
+
+
+def main(args: argparse.Namespace) -> int:
+    ctx = make_context(
+        args.db,
+        login=args.login,
+        data_roots=args.data_root,
+        policy=args.policy,
+        export_dir=args.export_dir,
+        max_upload_mb=args.max_upload_mb,
+    )
+    if not args.no_seed and ctx.store.count_candidates() == 0:
+        print("empty database: generating, ingesting and vetting the demo set ...")
+        t0 = time.time()
+        n = seed_demo(ctx, ctx.data_roots[0] / "demo", policy=args.policy)
+        print(f"seeded {n} candidates in {time.time() - t0:.1f} s")
+    if args.login and not ctx.store.experts():
+        print("login is on but there are no experts: `launch.py add-expert NAME --role admin`")
+    if args.host not in ("127.0.0.1", "localhost", "::1") and not args.login:
+        print("warning: serving beyond localhost without --login; anyone who can reach it writes")
+    srv = serve(ctx, args.host, args.port)
+    print(f"Loupe is running on {srv.url}  (Ctrl+C to stop)")
+    try:
+        while srv.thread.is_alive():
+            srv.thread.join(0.5)
+    except KeyboardInterrupt:
+        srv.close()
+    return 0

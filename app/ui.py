@@ -1,0 +1,459 @@
+"""The Gradio page: vet, author, dashboard, export and experts tabs.
+
+Layout and wiring only; every callback is a one-line call into `app.handlers`, which does
+the work on plain values. Step panels are a fixed set of slots shown or hidden per
+candidate, so switching candidates is one round trip with no re-layout.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+from gradio.components.plot import PlotData
+
+from agent.tasks import TASKS
+from app import handlers as H
+from app.plots import to_json
+
+MAX_SLOTS = 8
+KEYS_JS = (Path(__file__).parent / "keys.js").read_text()
+
+CSS = """
+#loupe-cheatsheet {display:none; position:fixed; top:12%; left:50%; transform:translateX(-50%);
+  z-index:1000; background:#fff; border:1px solid #999; border-radius:8px; padding:16px 24px;
+  box-shadow:0 8px 30px rgba(0,0,0,.25); font-size:15px; min-width:320px}
+#loupe-cheatsheet kbd {display:inline-block; min-width:1.6em; text-align:center; padding:1px 5px;
+  border:1px solid #aaa; border-radius:4px; background:#f6f6f6; font-family:monospace}
+.loupe-head {display:flex; flex-wrap:wrap; gap:18px; align-items:center; font-size:14px}
+.loupe-head .id {font-size:18px; font-weight:700}
+.loupe-conf {display:inline-block; width:220px; height:16px; border-radius:8px; position:relative;
+  background:linear-gradient(90deg,#c1121f 0%,#f4a261 50%,#2a9d8f 100%)}
+.loupe-conf .tick {position:absolute; top:-4px; width:4px; height:24px; background:#111;
+  border-radius:2px}
+.loupe-verdict {font-weight:700; padding:2px 8px; border-radius:4px; color:#fff}
+.loupe-verdict.YES {background:#2a9d8f} .loupe-verdict.NO {background:#c1121f}
+.loupe-verdict.none {background:#777}
+.loupe-thought {font-size:14px; line-height:1.45; max-height:260px; overflow:auto}
+.loupe-answer {border-left:4px solid #1f3b73; padding:6px 12px; background:#f5f7fb}
+#vet-actions button {min-width:90px}
+"""
+
+CHEATSHEET = """
+<div id="loupe-cheatsheet" role="dialog" aria-label="Keyboard shortcuts">
+<h3 style="margin-top:0">Keyboard</h3>
+<table>
+<tr><td><kbd>a</kbd></td><td>accept the agent's verdict</td></tr>
+<tr><td><kbd>r</kbd></td><td>reject it (the label flips)</td></tr>
+<tr><td><kbd>c</kbd></td><td>correct: choose the label, edit the explanation, mark the wrong step</td></tr>
+<tr><td><kbd>s</kbd></td><td>skip</td></tr>
+<tr><td><kbd>f</kbd></td><td>flag for discussion</td></tr>
+<tr><td><kbd>j</kbd> / <kbd>k</kbd></td><td>next / previous candidate</td></tr>
+<tr><td><kbd>?</kbd></td><td>show or hide this sheet</td></tr>
+<tr><td><kbd>Esc</kbd></td><td>close it, leave a text box</td></tr>
+</table>
+<p style="color:#555;margin-bottom:0">Every action is saved at once. Keys are off while you type.</p>
+</div>
+"""
+
+CONF_BANDS = ["all", "0.0-0.2", "0.2-0.4", "0.4-0.6", "0.6-0.8", "0.8-1.0"]
+STATUSES = ["any", "unreviewed", "reviewed", "conflict", "flagged"]
+SPLITS = ["all", "train", "test", "holdout"]
+
+
+def plot(fig: dict[str, Any] | None) -> PlotData | None:
+    # Our figures are plain dicts: hand Gradio the JSON directly, skipping graph objects.
+    return None if fig is None else PlotData(type="plotly", plot=to_json(fig))
+
+
+def build(ctx: H.Context) -> gr.Blocks:
+    tasks = ["all", *TASKS]
+    with gr.Blocks(title="Loupe") as demo:
+        gr.HTML(CHEATSHEET)
+        state = gr.State(H.new_state())
+        who = gr.Markdown(elem_id="whoami")
+        with gr.Tabs():
+            # ---------------------------------------------------------------- vet
+            with gr.Tab("Vet", id="vet"):
+                with gr.Row(equal_height=True):
+                    f_task = gr.Dropdown(tasks, value="all", label="task", scale=1)
+                    f_band = gr.Dropdown(
+                        CONF_BANDS, value="all", label="confidence P(YES)", scale=1
+                    )
+                    f_status = gr.Dropdown(STATUSES, value="any", label="status", scale=1)
+                    f_survey = gr.Dropdown(["all"], value="all", label="survey", scale=1,
+                                           allow_custom_value=True)  # fmt: skip
+                    f_split = gr.Dropdown(SPLITS, value="all", label="split", scale=1)
+                    jump_id = gr.Textbox(label="jump to id", placeholder="candidate id", scale=2,
+                                         elem_id="jump-id")  # fmt: skip
+                    jump_btn = gr.Button("Go", scale=0, min_width=60)
+                header = gr.HTML(elem_id="vet-header")
+                with gr.Row():
+                    o_markers = gr.Checkbox(value=True, label="line & band markers")
+                    o_error = gr.Checkbox(value=True, label="ivar error band")
+                    o_smooth = gr.Slider(0, 25, value=0, step=1, label="smoothing (px)")
+                    o_frame = gr.Radio(["rest", "observed"], value="rest", label="frame")
+                    o_images = gr.Checkbox(value=False, label="show the images the model saw")
+                g_plot = gr.Plot(elem_id="vet-global", show_label=False)
+                slots: list[tuple[Any, Any, Any, Any]] = []
+                for i in range(MAX_SLOTS):
+                    with gr.Row(visible=False, elem_classes=["loupe-step"]) as row:
+                        p = gr.Plot(show_label=False, scale=3, elem_id=f"vet-step-{i}")
+                        with gr.Column(scale=2):
+                            t = gr.HTML(elem_classes=["loupe-thought"], elem_id=f"vet-thought-{i}")
+                            im = gr.Image(visible=False, show_label=False, type="pil",
+                                          height=300, elem_id=f"vet-image-{i}")  # fmt: skip
+                    slots.append((row, p, t, im))
+                answer = gr.HTML(elem_id="vet-answer")
+                with gr.Row(elem_id="vet-actions"):
+                    b_accept = gr.Button("Accept (a)", variant="primary", elem_id="btn-accept")
+                    b_reject = gr.Button("Reject (r)", variant="stop", elem_id="btn-reject")
+                    b_correct = gr.Button("Correct (c)", elem_id="btn-correct")
+                    b_skip = gr.Button("Skip (s)", elem_id="btn-skip")
+                    b_flag = gr.Button("Flag (f)", elem_id="btn-flag")
+                    b_prev = gr.Button("◀ Prev (k)", elem_id="btn-prev")
+                    b_next = gr.Button("Next (j) ▶", elem_id="btn-next")
+                with gr.Group(visible=False, elem_id="correct-panel") as correct_panel:
+                    with gr.Row():
+                        c_label = gr.Radio(
+                            ["YES", "NO"], label="correct label", elem_id="correct-label"
+                        )
+                        c_step = gr.Dropdown(["none"], value="none", label="wrong step",
+                                             elem_id="correct-step")  # fmt: skip
+                    c_expl = gr.Textbox(label="explanation", lines=3, elem_id="correct-explanation")
+                    c_save = gr.Button(
+                        "Save correction", variant="primary", elem_id="btn-save-correct"
+                    )
+                with gr.Row():
+                    comment = gr.Textbox(label="comment", lines=1, scale=4, elem_id="vet-comment")
+                    comment_btn = gr.Button("Add comment", scale=1, elem_id="btn-comment")
+                message = gr.Markdown(elem_id="vet-message")
+
+            # ---------------------------------------------------------------- author
+            with gr.Tab("Author", id="author"):
+                astate = gr.State(H.new_draft())
+                with gr.Row(equal_height=True):
+                    a_cid = gr.Textbox(label="candidate id", scale=2, elem_id="author-cid")
+                    a_start = gr.Radio(["blank", "agent draft"], value="blank", label="start from",
+                                       scale=2)  # fmt: skip
+                    a_load = gr.Button("Load", scale=1, elem_id="btn-author-load")
+                    a_current = gr.Button("Use the candidate on the vet page", scale=1)
+                a_head = gr.HTML()
+                gr.Markdown("Drag across the plot to choose a window, or type its range.")
+                a_global = gr.Plot(elem_id="author-global", show_label=False)
+                with gr.Row(equal_height=True):
+                    a_lo = gr.Number(label="from (Å, rest)", elem_id="author-lo")
+                    a_hi = gr.Number(label="to (Å, rest)", elem_id="author-hi")
+                    a_lab = gr.Textbox(label="label (optional)", elem_id="author-label")
+                    a_zoom = gr.Button("Zoom", elem_id="btn-author-zoom")
+                with gr.Row():
+                    a_img = gr.Image(label="what the model will see", type="pil", height=320,
+                                     elem_id="author-image")  # fmt: skip
+                    a_win = gr.Plot(show_label=False, elem_id="author-window")
+                a_thought = gr.Textbox(
+                    label="thought for this step", lines=3, elem_id="author-thought"
+                )
+                with gr.Row():
+                    a_add = gr.Button("Add step", variant="primary", elem_id="btn-author-add")
+                    a_stepno = gr.Number(label="step #", precision=0, value=1, minimum=1)
+                    a_edit = gr.Button("Load step into form")
+                    a_update = gr.Button("Replace step")
+                    a_up = gr.Button("Move up")
+                    a_down = gr.Button("Move down")
+                    a_del = gr.Button("Delete step")
+                a_steps = gr.Dataframe(headers=["#", "window (Å)", "label", "thought"],
+                                       interactive=False, wrap=True, elem_id="author-steps")  # fmt: skip
+                with gr.Row():
+                    a_verdict = gr.Radio(["YES", "NO"], label="verdict", elem_id="author-verdict")
+                    a_expl = gr.Textbox(label="explanation", lines=2, scale=3,
+                                        elem_id="author-explanation")  # fmt: skip
+                with gr.Row():
+                    a_save = gr.Button("Save draft", elem_id="btn-author-save")
+                    a_submit = gr.Button("Submit for audit", variant="primary",
+                                         elem_id="btn-author-submit")  # fmt: skip
+                a_msg = gr.Markdown(elem_id="author-message")
+                gr.Markdown("### Audit: trajectories written by others")
+                with gr.Row(equal_height=True):
+                    au_pick = gr.Dropdown([], label="submitted trajectory", scale=3,
+                                          elem_id="audit-pick")  # fmt: skip
+                    au_refresh = gr.Button("Refresh", scale=1)
+                au_view = gr.HTML()
+                au_comment = gr.Textbox(label="audit comment", lines=2)
+                with gr.Row():
+                    au_ok = gr.Button("Approve", variant="primary", elem_id="btn-audit-approve")
+                    au_back = gr.Button("Send back", variant="stop", elem_id="btn-audit-back")
+                au_msg = gr.Markdown()
+
+            # ---------------------------------------------------------------- dashboard
+            with gr.Tab("Dashboard", id="dashboard"):
+                with gr.Row():
+                    d_task = gr.Dropdown(tasks, value="all", label="task")
+                    d_prec = gr.Slider(0.5, 1.0, value=0.95, step=0.01, label="target precision")
+                    d_go = gr.Button("Refresh", variant="primary")
+                d_summary = gr.Markdown()
+                with gr.Row():
+                    d_progress = gr.Plot(show_label=False)
+                    d_rates = gr.Plot(show_label=False)
+                with gr.Row():
+                    d_conf = gr.Plot(show_label=False)
+                    d_rel = gr.Plot(show_label=False)
+                with gr.Row():
+                    d_speed = gr.Plot(show_label=False)
+                    d_gold = gr.Plot(show_label=False)
+                d_table = gr.Dataframe(label="per task: agent vs experts", interactive=False)
+                d_kappa = gr.Dataframe(label="agreement between experts", interactive=False)
+
+            # ---------------------------------------------------------------- export
+            with gr.Tab("Export", id="export"):
+                gr.Markdown("Exports include only what is new since the last batch of that kind.")
+                with gr.Row():
+                    e_kind = gr.Radio(["sft", "rl", "pairs"], value="sft", label="export")
+                    e_go = gr.Button("Run export", variant="primary", elem_id="btn-export")
+                e_counts = gr.Markdown()
+                e_manifest = gr.JSON(label="manifest")
+                e_files = gr.File(label="download", file_count="multiple", interactive=False)
+                e_hist = gr.Dataframe(label="earlier batches", interactive=False)
+
+            # ---------------------------------------------------------------- experts
+            with gr.Tab("Experts", id="experts"):
+                x_list = gr.Dataframe(label="experts", interactive=False)
+                with gr.Row():
+                    x_name = gr.Textbox(label="name")
+                    x_role = gr.Radio(["expert", "admin"], value="expert", label="role")
+                    x_pw = gr.Textbox(label="password", type="password")
+                    x_add = gr.Button("Add or update expert")
+                x_msg = gr.Markdown()
+                gr.Markdown("### Add candidates")
+                with gr.Row():
+                    u_files = gr.File(label="spectrum files", file_count="multiple",
+                                      file_types=[".fits", ".fit", ".gz", ".csv", ".txt",
+                                                  ".ecsv", ".parquet"])  # fmt: skip
+                    with gr.Column():
+                        u_task = gr.Dropdown(list(TASKS), value=next(iter(TASKS)), label="task")
+                        u_path = gr.Textbox(
+                            label="or a path under a data root (file, folder, glob)"
+                        )
+                        u_go = gr.Button("Ingest and run the agent", variant="primary")
+                u_msg = gr.Markdown()
+
+        # ------------------------------------------------------------------ wiring
+        filters = [f_task, f_band, f_status, f_survey, f_split]
+        display = [o_markers, o_error, o_smooth, o_frame, o_images]
+        slot_outs = [c for s in slots for c in s]
+        view_outs = [state, header, g_plot, *slot_outs, answer, c_label, c_step, c_expl,
+                     correct_panel, message, f_survey]  # fmt: skip
+
+        def show(st: dict, view: H.VetView) -> list[Any]:
+            out: list[Any] = [st, view.header_html, plot(view.global_fig)]
+            for i in range(MAX_SLOTS):
+                if i < len(view.steps):
+                    sv = view.steps[i]
+                    out += [
+                        gr.Row(visible=True),
+                        plot(sv.fig),
+                        sv.thought_html,
+                        gr.Image(value=sv.image, visible=sv.image is not None),
+                    ]
+                else:
+                    out += [gr.Row(visible=False), None, "", gr.Image(value=None, visible=False)]
+            out += [
+                view.answer_html,
+                gr.Radio(value=view.correct_label),
+                gr.Dropdown(choices=view.step_choices, value="none"),
+                gr.Textbox(value=view.explanation),
+                gr.Group(visible=False),
+                view.message,
+                gr.Dropdown(choices=["all", *view.surveys]),
+            ]
+            return out
+
+        def on_load(st, *args, request: gr.Request):
+            ex = H.expert_for(ctx, request)
+            st, view = H.vet_next(ctx, ex, st, H.Filters(*args[:5]), H.Display(*args[5:]))
+            return [H.whoami(ctx, ex), *show(st, view)]
+
+        demo.load(on_load, [state, *filters, *display], [who, *view_outs], api_name="open")
+
+        def nav(kind: str):
+            def fn(st, *args, request: gr.Request):
+                ex = H.expert_for(ctx, request)
+                f, d = H.Filters(*args[:5]), H.Display(*args[5:])
+                if kind == "next":
+                    st, view = H.vet_next(ctx, ex, st, f, d)
+                elif kind == "prev":
+                    st, view = H.vet_prev(ctx, ex, st, f, d)
+                else:
+                    st, view = H.vet_refresh(ctx, ex, st, d)
+                return show(st, view)
+
+            return fn
+
+        b_next.click(nav("next"), [state, *filters, *display], view_outs, api_name="next")
+        b_prev.click(nav("prev"), [state, *filters, *display], view_outs, api_name="prev")
+        for comp in display:
+            comp.change(nav("refresh"), [state, *filters, *display], view_outs, api_name=False)
+        for comp in filters[:3] + filters[4:]:
+            comp.input(nav("next"), [state, *filters, *display], view_outs, api_name=False)
+        f_survey.input(nav("next"), [state, *filters, *display], view_outs, api_name=False)
+
+        def on_jump(st, cid, *args, request: gr.Request):
+            ex = H.expert_for(ctx, request)
+            st, view = H.vet_jump(ctx, ex, st, cid, H.Display(*args[5:]))
+            return show(st, view)
+
+        jump_btn.click(on_jump, [state, jump_id, *filters, *display], view_outs, api_name="jump")
+        jump_id.submit(on_jump, [state, jump_id, *filters, *display], view_outs, api_name=False)
+
+        def act(action: str):
+            def fn(st, *args, request: gr.Request):
+                ex = H.expert_for(ctx, request)
+                st, view = H.vet_act(
+                    ctx, ex, st, action, H.Filters(*args[:5]), H.Display(*args[5:])
+                )
+                return show(st, view)
+
+            return fn
+
+        for btn, name in [(b_accept, "accept"), (b_reject, "reject"), (b_skip, "skip"),
+                          (b_flag, "flag")]:  # fmt: skip
+            btn.click(act(name), [state, *filters, *display], view_outs, api_name=name)
+
+        b_correct.click(lambda: gr.Group(visible=True), None, correct_panel, api_name=False)
+
+        def on_correct(st, label, step, expl, *args, request: gr.Request):
+            ex = H.expert_for(ctx, request)
+            st, view = H.vet_act(
+                ctx, ex, st, "correct", H.Filters(*args[:5]), H.Display(*args[5:]),
+                label=label, explanation=expl, wrong_step=step,
+            )  # fmt: skip
+            return show(st, view)
+
+        c_save.click(on_correct, [state, c_label, c_step, c_expl, *filters, *display], view_outs,
+                     api_name="correct")  # fmt: skip
+
+        def on_comment(st, text, request: gr.Request):
+            ex = H.expert_for(ctx, request)
+            st, msg = H.vet_comment(ctx, ex, st, text)
+            return st, msg, ""
+
+        comment_btn.click(on_comment, [state, comment], [state, message, comment],
+                          api_name="comment")  # fmt: skip
+        comment.submit(on_comment, [state, comment], [state, message, comment], api_name=False)
+
+        # -- author
+        a_outs = [astate, a_head, a_global, a_steps, a_verdict, a_expl, a_msg]
+
+        def a_show(d: dict, view: H.DraftView) -> list[Any]:
+            return [d, view.header_html, plot(view.global_fig), view.rows, view.verdict,
+                    view.explanation, view.message]  # fmt: skip
+
+        def on_a_load(d, cid, start, request: gr.Request):
+            ex = H.expert_for(ctx, request)
+            d, view = H.author_load(ctx, ex, d, cid, start)
+            return a_show(d, view)
+
+        a_load.click(on_a_load, [astate, a_cid, a_start], a_outs, api_name="author_load")
+        a_current.click(lambda st: H.current_id(st), state, a_cid, api_name=False)
+
+        def on_zoom(d, lo, hi, label):
+            img, fig, msg = H.author_zoom(ctx, d, lo, hi, label)
+            return img, plot(fig), msg
+
+        a_zoom.click(on_zoom, [astate, a_lo, a_hi, a_lab], [a_img, a_win, a_msg],
+                     api_name="author_zoom")  # fmt: skip
+
+        def step_op(op: str):
+            def fn(d, lo, hi, label, thought, n, verdict, expl, request: gr.Request):
+                ex = H.expert_for(ctx, request)
+                d, view, form = H.author_step(
+                    ctx, ex, d, op, lo=lo, hi=hi, label=label, thought=thought, index=n,
+                    verdict=verdict, explanation=expl,
+                )  # fmt: skip
+                return [*a_show(d, view), *form]
+
+            return fn
+
+        step_ins = [astate, a_lo, a_hi, a_lab, a_thought, a_stepno, a_verdict, a_expl]
+        form_outs = [a_lo, a_hi, a_lab, a_thought]
+        for btn, op in [(a_add, "add"), (a_update, "replace"), (a_up, "up"), (a_down, "down"),
+                        (a_del, "delete"), (a_edit, "load")]:  # fmt: skip
+            btn.click(step_op(op), step_ins, a_outs + form_outs, api_name=f"author_{op}")
+
+        def finish(op: str):
+            def fn(d, verdict, expl, request: gr.Request):
+                ex = H.expert_for(ctx, request)
+                d, view = H.author_finish(ctx, ex, d, op, verdict, expl)
+                return a_show(d, view)
+
+            return fn
+
+        a_save.click(finish("save"), [astate, a_verdict, a_expl], a_outs, api_name="author_save")
+        a_submit.click(finish("submit"), [astate, a_verdict, a_expl], a_outs,
+                       api_name="author_submit")  # fmt: skip
+
+        def on_audit_list(request: gr.Request):
+            ex = H.expert_for(ctx, request)
+            return gr.Dropdown(choices=H.audit_choices(ctx, ex), value=None)
+
+        au_refresh.click(on_audit_list, None, au_pick, api_name="audit_list")
+
+        def on_audit_view(pick, request: gr.Request):
+            ex = H.expert_for(ctx, request)
+            return H.audit_view(ctx, ex, pick)
+
+        au_pick.change(on_audit_view, au_pick, au_view, api_name="audit_view")
+
+        def audit(op: str):
+            def fn(pick, text, request: gr.Request):
+                ex = H.expert_for(ctx, request)
+                msg = H.audit_decide(ctx, ex, pick, op, text)
+                return msg, gr.Dropdown(choices=H.audit_choices(ctx, ex), value=None)
+
+            return fn
+
+        au_ok.click(audit("approve"), [au_pick, au_comment], [au_msg, au_pick],
+                    api_name="audit_approve")  # fmt: skip
+        au_back.click(audit("send_back"), [au_pick, au_comment], [au_msg, au_pick],
+                      api_name="audit_send_back")  # fmt: skip
+
+        # -- dashboard
+        def on_dash(task, precision, request: gr.Request):
+            ex = H.expert_for(ctx, request)
+            dv = H.dashboard(ctx, ex, task, precision)
+            return [dv.summary, plot(dv.progress), plot(dv.rates), plot(dv.confusion),
+                    plot(dv.reliability), plot(dv.speed), plot(dv.gold), dv.per_task,
+                    dv.kappa]  # fmt: skip
+
+        d_outs = [d_summary, d_progress, d_rates, d_conf, d_rel, d_speed, d_gold, d_table, d_kappa]
+        d_go.click(on_dash, [d_task, d_prec], d_outs, api_name="dashboard")
+
+        # -- export
+        def on_export(kind, request: gr.Request):
+            ex = H.expert_for(ctx, request)
+            r = H.run_export(ctx, ex, kind)
+            return r.message, r.manifest, r.files, r.history
+
+        e_go.click(on_export, e_kind, [e_counts, e_manifest, e_files, e_hist], api_name="export")
+
+        # -- experts and uploads
+        def on_add_expert(name, role, pw, request: gr.Request):
+            ex = H.expert_for(ctx, request)
+            msg = H.add_expert(ctx, ex, name, role, pw)
+            return msg, H.expert_table(ctx, ex), ""
+
+        x_add.click(on_add_expert, [x_name, x_role, x_pw], [x_msg, x_list, x_pw],
+                    api_name="add_expert")  # fmt: skip
+
+        def on_ingest(files, task, path, request: gr.Request):
+            ex = H.expert_for(ctx, request)
+            return H.ingest_upload(ctx, ex, files or [], task, path)
+
+        u_go.click(on_ingest, [u_files, u_task, u_path], u_msg, api_name="ingest")
+
+        def on_experts_tab(request: gr.Request):
+            ex = H.expert_for(ctx, request)
+            return H.expert_table(ctx, ex)
+
+        demo.load(on_experts_tab, None, x_list, api_name=False)
+    return demo
