@@ -1,0 +1,427 @@
+"""Training data as `datasets`: SFT exports, RL exports and SpecVI-Bench parquet.
+
+- SFT (`load_sft_dataset`): the folder `launch.py export sft` writes (`save_to_disk`) with
+  chat `messages` (content lists of `{"type": "image"}` / `{"type": "text", "text": ...}`)
+  and `images`, as TRL's SFTTrainer reads it for VLMs.
+- RL (`load_rl_dataset`): label-only rows, from Loupe's RL export (parquet or JSONL) or the
+  published SpecVI-Bench parquet files. Each becomes one GRPO prompt with the columns
+  `id`, `task`, `ground_truth` ("YES"/"NO"), `spectrum` (a JSON reference that
+  `spectrum_from_ref` turns back into a `Spectrum`) and `prompt` (system prompt with the
+  tool block, then an empty user turn that the environment fills with the global view and
+  the task text, so the model sees exactly the conversation the agent loop builds).
+- `write_sample` writes a small SFT export and RL export from seeded simulated spectra and
+  scripted zoom-and-answer runs of the real agent loop: smoke-test data for trying the
+  scripts without a store, never training data.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agent.spectrum import Spectrum, SpectrumMeta
+
+SPECVI_TOOL = "spectral_visualization_tool"
+
+
+class DataError(ValueError):
+    """A training file or row that cannot be used; the message names it and the problem."""
+
+
+# -- SFT -------------------------------------------------------------------------------
+
+
+def load_sft_dataset(path: str | Path) -> Any:
+    """The SFT export at `path` (a `save_to_disk` folder, or JSONL of `messages` rows)."""
+    from datasets import Dataset, load_from_disk
+
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: SFT dataset not found")
+    if path.is_dir():
+        try:
+            ds = load_from_disk(str(path))
+        except Exception as exc:  # datasets raises several types for a bad folder
+            raise DataError(f"{path}: not a datasets folder ({exc})") from exc
+        if hasattr(ds, "keys") and not hasattr(ds, "column_names"):  # a DatasetDict
+            if "train" not in ds:
+                raise DataError(f"{path}: DatasetDict without a 'train' split ({list(ds)})")
+            ds = ds["train"]
+    else:
+        ds = Dataset.from_list([json.loads(line) for line in _lines(path)])
+    if "messages" not in ds.column_names:
+        raise DataError(f"{path}: SFT data needs a 'messages' column (has {ds.column_names})")
+    keep = [c for c in ("messages", "images") if c in ds.column_names]
+    return ds.select_columns(keep)
+
+
+# -- RL --------------------------------------------------------------------------------
+
+
+def load_rl_dataset(
+    paths: str | Path | Iterable[str | Path], split: str | None = None, limit: int | None = None
+) -> Any:
+    """GRPO prompts from RL exports / SpecVI-Bench files (parquet, JSONL, JSON, folders).
+
+    `split` keeps rows whose `split` column matches (rows without one are kept).
+    """
+    from datasets import Dataset
+
+    from agent.prompts import system_prompt
+
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    rows: list[dict[str, Any]] = []
+    for path in _expand(paths):
+        for i, raw in enumerate(_read_table(path)):
+            if split is not None and raw.get("split") not in (None, split):
+                continue
+            rows.append(rl_row(raw, path, i))
+            if limit is not None and len(rows) >= limit:
+                break
+    if not rows:
+        raise DataError(f"no RL rows in {', '.join(map(str, paths))} (split={split!r})")
+    system = system_prompt()
+    for row in rows:
+        row["prompt"] = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": ""},
+        ]
+    return Dataset.from_list(rows)
+
+
+def rl_row(raw: dict[str, Any], path: Path, index: int) -> dict[str, Any]:
+    """One RL row (Loupe export or SpecVI-Bench) -> {id, task, ground_truth, spectrum, split}."""
+    from agent.tasks import resolve_task
+
+    where = f"{path} row {index}"
+    extra = _as_dict(raw.get("extra_info"))
+    task_name = raw.get("task") or raw.get("data_source")
+    if not task_name:
+        raise DataError(f"{where}: no 'task' or 'data_source'")
+    try:
+        task = resolve_task(str(task_name))
+    except (KeyError, ValueError) as exc:
+        raise DataError(f"{where}: unknown task {task_name!r}") from exc
+    truth = raw.get("label")
+    if truth is None:
+        truth = _as_dict(raw.get("reward_model")).get("ground_truth")
+    truth = None if truth is None else str(truth).strip().upper()
+    if truth not in ("YES", "NO"):
+        raise DataError(f"{where}: label must be YES or NO, got {truth!r}")
+    ident = raw.get("id") or extra.get("name") or f"{path.stem}:{extra.get('index', index)}"
+    return {
+        "id": str(ident),
+        "task": task,
+        "ground_truth": truth,
+        "split": raw.get("split"),
+        "spectrum": json.dumps(_spectrum_ref(raw, extra, path, index, where)),
+    }
+
+
+def _spectrum_ref(
+    raw: dict[str, Any], extra: dict[str, Any], path: Path, index: int, where: str
+) -> dict[str, Any]:
+    ref = _as_dict(raw.get("spectrum") or raw.get("spectrum_ref"))
+    if not ref and raw.get("path"):
+        ref = {"path": raw.get("path"), "hdu": raw.get("hdu"), "row": raw.get("row")}
+    if ref.get("path"):
+        # A file reference gives the full spectrum (mask, frame); paths are relative to the export.
+        p = Path(str(ref["path"]))
+        if not p.is_absolute() and not p.exists() and (path.parent / p).exists():
+            p = path.parent / p
+        if p.exists():
+            return {"path": str(p.resolve()), "hdu": _hdu(ref.get("hdu")), "row": _int(ref.get("row"))}
+    kwargs = _as_dict(_as_dict(_as_dict(extra.get("tools_kwargs")).get(SPECVI_TOOL)).get("create_kwargs"))
+    if kwargs.get("flux") is not None and kwargs.get("wavelength") is not None:
+        return {"table": str(path.resolve()), "row": index}
+    raise DataError(f"{where}: neither a readable spectrum file nor flux/wavelength arrays")
+
+
+def spectrum_from_ref(ref: str | dict[str, Any]) -> Spectrum:
+    """The spectrum a row's `spectrum` column refers to (a file, or arrays in a table row)."""
+    if isinstance(ref, str):
+        ref = json.loads(ref)
+    if ref.get("path"):
+        from agent.formats import load_one
+
+        return load_one(Path(ref["path"]), hdu=ref.get("hdu"), row=ref.get("row"))
+    if ref.get("table"):
+        path, index = Path(ref["table"]), int(ref["row"])
+        raw = _table_row(str(path), index)
+        extra = _as_dict(raw.get("extra_info"))
+        kw = _as_dict(_as_dict(_as_dict(extra.get("tools_kwargs")).get(SPECVI_TOOL)).get("create_kwargs"))
+        name = extra.get("name") or raw.get("id") or f"{path.stem}:{index}"
+        meta = SpectrumMeta(
+            id=str(raw.get("id") or name),
+            survey=str(raw.get("survey") or "LAMOST"),
+            source=str(path),
+            row=index,
+            extra={"name": str(name)},
+        )
+        flux = np.array([np.nan if v is None else v for v in kw["flux"]], dtype=float)
+        return Spectrum(
+            wavelength=np.asarray(kw["wavelength"], dtype=float),
+            flux=flux,
+            redshift=float(kw.get("redshift") or 0.0),
+            meta=meta,
+        )
+    if ref.get("wavelength") is not None:
+        return Spectrum.from_dict(ref)
+    raise DataError(f"spectrum reference without path, table or arrays: {sorted(ref)}")
+
+
+# -- reading tables --------------------------------------------------------------------
+
+
+def _expand(paths: Iterable[str | Path]) -> list[Path]:
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(
+                f for f in p.rglob("*") if f.suffix in (".parquet", ".jsonl", ".json") and f.is_file()
+            )
+            if not found:
+                raise DataError(f"{p}: no parquet/JSONL files in this folder")
+            out += found
+        elif p.exists():
+            out.append(p)
+        else:
+            raise DataError(f"{p}: RL data file not found")
+    return out
+
+
+def _read_table(path: Path) -> list[dict[str, Any]]:
+    return list(_table(str(path)))
+
+
+@functools.lru_cache(maxsize=8)
+def _table(path: str) -> tuple[dict[str, Any], ...]:
+    # Cached per process: GRPO environments load one row at a time from the same file.
+    p = Path(path)
+    try:
+        if p.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            return tuple(pq.read_table(p).to_pylist())
+        if p.suffix == ".json":
+            data = json.loads(p.read_text())
+            return tuple(data if isinstance(data, list) else [data])
+        return tuple(json.loads(line) for line in _lines(p))
+    except DataError:
+        raise
+    except Exception as exc:
+        raise DataError(f"{p}: cannot read rows ({type(exc).__name__}: {exc})") from exc
+
+
+def _table_row(path: str, index: int) -> dict[str, Any]:
+    rows = _table(path)
+    if not 0 <= index < len(rows):
+        raise DataError(f"{path}: no row {index} (has {len(rows)})")
+    return rows[index]
+
+
+def _lines(path: Path) -> list[str]:
+    out = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if line.strip():
+            try:
+                json.loads(line)
+            except ValueError as exc:
+                raise DataError(f"{path} line {n}: not JSON ({exc})") from exc
+            out.append(line)
+    return out
+
+
+def _as_dict(v: Any) -> dict[str, Any]:
+    if v is None:
+        return {}
+    if isinstance(v, str):
+        try:
+            v = json.loads(v)
+        except ValueError:
+            return {}
+    return dict(v) if isinstance(v, dict) else {}
+
+
+def _int(v: Any) -> int | None:
+    return None if v is None or v == "" else int(v)
+
+
+def _hdu(v: Any) -> int | str | None:
+    if v is None or v == "":
+        return None
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return str(v)
+
+
+# -- smoke-test sample -----------------------------------------------------------------
+
+# (window lo, hi, label) per task: where the scripted runs zoom.
+_SAMPLE_WINDOWS: dict[str, list[tuple[float, float, str]]] = {
+    "wd": [(4780, 4940, "H-beta"), (4270, 4410, "H-gamma")],
+    "cv": [(6480, 6640, "H-alpha"), (4800, 4920, "H-beta")],
+    "carbon": [(5080, 5260, "C2 Swan band"), (7000, 7700, "TiO bands")],
+    "s_type": [(6400, 6560, "ZrO band"), (7350, 7450, "LaO band")],
+    "m_giant": [(8150, 8230, "Na I doublet"), (8460, 8700, "Ca II triplet")],
+}
+# Features a positive has: (centre, sigma, depth; negative depth = emission).
+_SAMPLE_FEATURES: dict[str, list[tuple[float, float, float]]] = {
+    "wd": [(4862.7, 40.0, 0.5), (4341.7, 35.0, 0.45), (4102.9, 30.0, 0.4)],
+    "cv": [(6564.6, 12.0, -1.5), (4862.7, 10.0, -1.0), (5877.2, 8.0, -0.5)],
+    "carbon": [(5165.0, 25.0, 0.5), (4737.0, 25.0, 0.45), (5636.0, 25.0, 0.4)],
+    "s_type": [(6474.0, 20.0, 0.4), (5551.0, 20.0, 0.35), (7403.0, 20.0, 0.3)],
+    "m_giant": [(7054.0, 30.0, 0.5), (7589.0, 30.0, 0.5), (8542.0, 6.0, 0.4)],
+}
+
+
+def simulated_spectrum(task: str, positive: bool, seed: int, snr: float = 30.0) -> Spectrum:
+    """A seeded LAMOST-like spectrum: smooth continuum, the task's features if positive, noise."""
+    rng = np.random.default_rng(seed)
+    wave = 10 ** np.linspace(np.log10(3700.0), np.log10(9100.0), 3909)
+    cont = 1.0 + 0.3 * np.sin((wave - 3700.0) / 2500.0 + rng.uniform(0, np.pi))
+    flux = cont.copy()
+    for centre, sigma, depth in _SAMPLE_FEATURES[task]:
+        scale = 1.0 if positive else rng.uniform(0.0, 0.2)
+        flux -= cont * depth * scale * np.exp(-0.5 * ((wave - centre) / sigma) ** 2)
+    noise = np.abs(cont) / snr
+    flux = flux + rng.normal(0.0, 1.0, wave.size) * noise
+    kind = "positive" if positive else "negative"
+    meta = SpectrumMeta(
+        id=f"sim-{task}-{kind}-{seed}",
+        survey="simulated",
+        snr=snr,
+        simulated=True,
+        extra={"name": f"sim-{task}-{kind}-{seed}.fits"},
+    )
+    return Spectrum(wavelength=wave, flux=flux, ivar=1.0 / noise**2, meta=meta)
+
+
+def _script(task: str, label: str) -> list[str]:
+    turns = []
+    for lo, hi, name in _SAMPLE_WINDOWS[task]:
+        call = json.dumps(
+            {"name": SPECVI_TOOL, "arguments": {"wavelength_range": [lo, hi], "label": name}}
+        )
+        turns.append(f"<think>I should zoom into the {name} region.</think>\n<tool_call>\n{call}\n</tool_call>")
+    seen = "present" if label == "YES" else "absent"
+    turns.append(
+        f"<think>The diagnostic features are {seen}.</think>"
+        f"<answer>\\boxed{{{label}}} The diagnostic features are {seen}.</answer>"
+    )
+    return turns
+
+
+def sample_trajectories(n: int = 8, seed: int = 0, renderer: str = "fast") -> tuple[list, dict]:
+    """Scripted runs of the agent loop over `n` simulated spectra (alternating YES/NO).
+
+    Returns the trajectories and their spectra by id.
+    """
+    from agent.loop import run_batch
+    from agent.policies.scripted import ScriptedPolicy
+
+    tasks = list(_SAMPLE_WINDOWS)
+    items, scripts, labels = [], {}, {}
+    for i in range(n):
+        task = tasks[i % len(tasks)]
+        label = "YES" if i % 2 == 0 else "NO"
+        spec = simulated_spectrum(task, label == "YES", seed=seed * 1000 + i)
+        items.append((spec, task))
+        scripts[spec.meta.id] = _script(task, label)
+        labels[spec.meta.id] = label
+    policy = ScriptedPolicy(scripts=scripts, renderer=renderer)
+    trajs = run_batch(items, policy, renderer=renderer)
+    for t in trajs:
+        t.label = labels[t.id]
+    return trajs, {spec.meta.id: spec for spec, _ in items}
+
+
+def sft_example(traj: Any, spectrum: Spectrum) -> dict[str, Any]:
+    """A trajectory as one SFT row: messages with image placeholders, and the rendered images."""
+    from agent.tool import render_reference
+
+    messages, images = [], []
+    for m in traj.to_messages():
+        content = []
+        for item in m["content"]:
+            if item.get("type") == "image":
+                img = item["image"]
+                if isinstance(img, str):
+                    img = render_reference(spectrum, img)
+                if img is None:
+                    raise DataError(f"{traj.id}: cannot render image {item['image']!r}")
+                images.append(img.convert("RGB"))
+                content.append({"type": "image", "text": None})
+            else:
+                content.append({"type": "text", "text": item["text"]})
+        messages.append({"role": m["role"], "content": content})
+    return {"messages": messages, "images": images}
+
+
+def write_sample(
+    out_dir: str | Path, n: int = 8, seed: int = 0, renderer: str = "fast"
+) -> tuple[Path, Path]:
+    """Write `OUT/sft` (datasets folder) and `OUT/rl.jsonl` from scripted runs; return both."""
+    from datasets import Dataset
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    trajs, spectra = sample_trajectories(n=n, seed=seed, renderer=renderer)
+    bad = [t.id for t in trajs if t.state != "done" or not t.format_ok]
+    if bad:
+        raise DataError(f"scripted sample runs did not finish cleanly: {bad}")
+    sft_dir = out / "sft"
+    Dataset.from_list([sft_example(t, spectra[t.id]) for t in trajs]).save_to_disk(str(sft_dir))
+    rl_path = out / "rl.jsonl"
+    with open(rl_path, "w") as fh:
+        for t in trajs:
+            spec = spectra[t.id]
+            row = {
+                "id": t.id,
+                "task": t.task,
+                "label": t.label,
+                "split": "train",
+                "data_source": t.task,
+                "reward_model": {"ground_truth": t.label},
+                "extra_info": {
+                    "name": spec.meta.extra["name"],
+                    "tools_kwargs": {
+                        SPECVI_TOOL: {
+                            "create_kwargs": {
+                                "flux": [None if not np.isfinite(v) else v for v in spec.flux.tolist()],
+                                "wavelength": spec.wavelength.tolist(),
+                                "redshift": spec.redshift,
+                            }
+                        }
+                    },
+                },
+            }
+            fh.write(json.dumps(row) + "\n")
+    return sft_dir, rl_path
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        description="Write a small smoke-test SFT export and RL export from simulated spectra."
+    )
+    parser.add_argument("out_dir", help="folder to write sft/ and rl.jsonl into")
+    parser.add_argument("--n", type=int, default=8, help="number of simulated candidates")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the simulated spectra")
+    parser.add_argument("--renderer", default="fast", help="renderer of the images (fast, speco3)")
+    args = parser.parse_args(argv)
+    sft_dir, rl_path = write_sample(args.out_dir, n=args.n, seed=args.seed, renderer=args.renderer)
+    print(f"SFT sample: {sft_dir}\nRL sample: {rl_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,336 @@
+"""Multi-turn GRPO with the zoom tool in the loop, on RL exports or SpecVI-Bench parquet.
+
+    accelerate launch --config_file training/configs/zero3_8gpu.yaml training/grpo.py \\
+        --config training/configs/grpo_qwen2_5_vl_7b.yaml
+
+vLLM server mode instead of colocation: start the server on some GPUs
+(`CUDA_VISIBLE_DEVICES=6,7 trl vllm-serve --model MODEL --tensor_parallel_size 2`), then
+launch on the others with `--vllm_mode server` (see docs/gpu.md).
+CPU smoke run on the tiny model (`python -m training.tiny_model /tmp/tiny`):
+
+    python training/grpo.py --model /tmp/tiny --dataset RL_EXPORT --output_dir /tmp/grpo --max_steps 2
+
+Each rollout starts as the agent loop starts an episode: the environment's `reset` loads
+the row's spectrum and returns its global view and the task prompt; the model's tool calls
+run `agent.tool.call_tool` with the same renderer inference uses and get back the image and
+the published reply text. Tool tokens carry no loss. Reward = accuracy - 0.2 x format
+error (`training.rewards`). Defaults follow the paper: group size 8, lr 1e-6, no KL term,
+clip 0.2, token-mean loss, temperature 1.0, up to 7 tool calls, 3 epochs; the batch
+defaults give 64 prompts per generation and 32 per optimiser step on 8 GPUs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the repo importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from training.sft import (  # noqa: E402
+    freeze_vision,
+    load_model_and_processor,
+    parse_config,
+    save_for_policy,
+    use_cuda,
+)
+
+
+@dataclass
+class GRPOScriptConfig:
+    model: str = field(
+        default="checkpoints/sft",
+        metadata={"help": "Hub id or local folder of the (cold-started) model to train."},
+    )
+    dataset: str = field(
+        default="",
+        metadata={
+            "help": "RL export (parquet/JSONL), SpecVI-Bench parquet, or a folder of them; "
+            "several separated by commas."
+        },
+    )
+    split: str | None = field(
+        default="train", metadata={"help": "Keep rows of this split (rows without one are kept)."}
+    )
+    output_dir: str = field(default="checkpoints/grpo", metadata={"help": "Where the model goes."})
+    renderer: str = field(
+        default="speco3",
+        metadata={
+            "help": "Renderer of the global view and zooms: 'speco3' (what the published "
+            "checkpoints saw) or 'fast'. Vet with the same one."
+        },
+    )
+    chat_template: str = field(
+        default="speco3",
+        metadata={"help": "'speco3' installs Loupe's tool-capable template; 'model' keeps the own."},
+    )
+    freeze_vision: bool = field(
+        default=True, metadata={"help": "Freeze the vision tower and the projector."}
+    )
+    learning_rate: float = field(default=1e-6, metadata={"help": "Learning rate (constant)."})
+    lr_scheduler_type: str = field(default="constant", metadata={"help": "Learning-rate schedule."})
+    num_generations: int = field(default=8, metadata={"help": "Group size: rollouts per prompt."})
+    per_device_train_batch_size: int = field(
+        default=8, metadata={"help": "Rollouts per device per micro-batch."}
+    )
+    gradient_accumulation_steps: int = field(
+        default=4,
+        metadata={"help": "Micro-batches per optimiser step (8 GPUs x 8 x 4 = 32 prompts x 8)."},
+    )
+    steps_per_generation: int | None = field(
+        default=8,
+        metadata={"help": "Micro-batches per generation round (8 GPUs x 8 x 8 = 64 prompts x 8)."},
+    )
+    num_train_epochs: float = field(default=3.0, metadata={"help": "Passes over the prompts."})
+    max_steps: int = field(
+        default=-1, metadata={"help": "Stop after this many optimiser steps (-1: use epochs)."}
+    )
+    beta: float = field(default=0.0, metadata={"help": "KL coefficient (the paper uses none)."})
+    epsilon: float = field(default=0.2, metadata={"help": "PPO clip range."})
+    loss_type: str = field(
+        default="dapo", metadata={"help": "TRL loss type; 'dapo' is the token-mean loss."}
+    )
+    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature."})
+    max_tool_calls: int = field(
+        default=7, metadata={"help": "Tool calls per rollout (7 zooms + the answer = 8 turns)."}
+    )
+    max_completion_length: int = field(
+        default=8192,
+        metadata={"help": "Tokens per rollout after the prompt, tool images and replies included."},
+    )
+    use_vllm: bool | None = field(
+        default=None, metadata={"help": "Generate with vLLM; default: on with CUDA, off on CPU."}
+    )
+    vllm_mode: str = field(
+        default="colocate",
+        metadata={"help": "'colocate' (vLLM shares the training GPUs) or 'server' (trl vllm-serve)."},
+    )
+    vllm_server_host: str = field(default="0.0.0.0", metadata={"help": "vLLM server host."})
+    vllm_server_port: int = field(default=8000, metadata={"help": "vLLM server port."})
+    vllm_gpu_memory_utilization: float = field(
+        default=0.35, metadata={"help": "GPU memory share for vLLM in colocate mode."}
+    )
+    vllm_tensor_parallel_size: int = field(
+        default=1, metadata={"help": "Tensor parallel size of vLLM in colocate mode."}
+    )
+    bf16: bool | None = field(
+        default=None, metadata={"help": "bf16 mixed precision; default: on with CUDA, off on CPU."}
+    )
+    gradient_checkpointing: bool = field(
+        default=True, metadata={"help": "Recompute activations to save memory."}
+    )
+    attn_implementation: str | None = field(
+        default=None, metadata={"help": "Attention kernel: 'flash_attention_2', 'sdpa' or 'eager'."}
+    )
+    deepspeed: str | None = field(
+        default=None, metadata={"help": "DeepSpeed JSON config, when not given by accelerate."}
+    )
+    logging_steps: int = field(default=1, metadata={"help": "Log every N steps."})
+    save_strategy: str = field(default="steps", metadata={"help": "'steps', 'epoch' or 'no'."})
+    save_steps: int = field(default=10, metadata={"help": "Checkpoint every N optimiser steps."})
+    save_total_limit: int | None = field(
+        default=2, metadata={"help": "Keep at most this many intermediate checkpoints."}
+    )
+    seed: int = field(default=42, metadata={"help": "Random seed."})
+    report_to: str = field(default="none", metadata={"help": "Logger: 'none', 'wandb', ..."})
+    trainer_kwargs: dict[str, Any] = field(
+        default_factory=dict,
+        metadata={"help": "Any other TRL GRPOConfig fields (YAML mapping or JSON on the CLI)."},
+    )
+
+
+# -- the environment ---------------------------------------------------------------------
+
+
+def tool_reply(result: Any) -> list[dict[str, Any]]:
+    """A `ToolResult` as the tool message content TRL renders inside `<tool_response>`.
+
+    Built from `agent.prompts.tool_response_turn` (what the agent loop sends) minus the
+    wrapper tags the chat template adds, so a rollout's tool turn tokenises exactly like the
+    loop's.
+    """
+    from agent.prompts import tool_response_turn
+
+    placeholder = "image" if result.image is not None else None
+    items = [dict(item) for item in tool_response_turn(result.text, placeholder)["content"]]
+    head, tail = "<tool_response>\n", "\n</tool_response>"
+    if items[0].get("type") != "text" or not items[0]["text"].startswith(head):
+        raise ValueError("tool response turn does not open with <tool_response>")
+    if items[-1].get("type") != "text" or not items[-1]["text"].endswith(tail):
+        raise ValueError("tool response turn does not close with </tool_response>")
+    items[0]["text"] = items[0]["text"][len(head) :]
+    items[-1]["text"] = items[-1]["text"][: -len(tail)]
+    out = []
+    for item in items:
+        if item.get("type") == "image":
+            out.append({"type": "image", "image": result.image})
+        elif item.get("text"):
+            out.append({"type": "text", "text": item["text"]})
+    return out
+
+
+class SpectrumEnvironment:
+    """One rollout's world: the candidate's spectrum and the zoom tool over it."""
+
+    renderer = "speco3"
+
+    def __init__(self, renderer: str | None = None):
+        self.renderer = renderer or self.renderer
+        self.spectrum = None
+        self.candidate_id = ""
+        self.calls: list[dict[str, Any]] = []  # every tool call of the current rollout
+        self.images = 0  # images returned in the current rollout
+
+    def reset(self, **row: Any) -> list[dict[str, Any]]:
+        """Load the row's spectrum; return the global view and the task prompt (first user turn)."""
+        from agent.prompts import task_prompt
+        from agent.tool import global_view
+        from training.data import DataError, spectrum_from_ref
+
+        self.candidate_id = str(row.get("id", ""))
+        self.calls, self.images = [], 0
+        try:
+            self.spectrum = spectrum_from_ref(row["spectrum"])
+        except Exception as exc:
+            raise DataError(f"candidate {self.candidate_id!r}: cannot load its spectrum ({exc})") from exc
+        view = global_view(self.spectrum, renderer=self.renderer)
+        if view.error:
+            raise DataError(f"candidate {self.candidate_id!r}: {view.error}")
+        return [
+            {"type": "image", "image": view.image},
+            {"type": "text", "text": task_prompt(row["task"])},
+        ]
+
+    def spectral_visualization_tool(
+        self, wavelength_range: list[float], label: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Plot the spectrum over a rest-frame wavelength window to inspect lines and bands.
+
+        Args:
+            wavelength_range: [min, max] of the window in rest-frame Angstrom.
+            label: What the window is meant to show, e.g. 'H-alpha region'.
+
+        Returns:
+            The plot of the window and a short description.
+        """
+        from agent.tool import TOOL_NAME, call_tool
+
+        arguments: dict[str, Any] = {"wavelength_range": wavelength_range}
+        if label is not None:
+            arguments["label"] = label
+        result = call_tool(self.spectrum, TOOL_NAME, arguments, renderer=self.renderer)
+        self.calls.append({"arguments": arguments, "error": result.error})
+        self.images += result.image is not None
+        return tool_reply(result)
+
+
+def environment_factory(renderer: str):
+    def make() -> SpectrumEnvironment:
+        return SpectrumEnvironment(renderer=renderer)
+
+    return make
+
+
+# -- main --------------------------------------------------------------------------------
+
+
+def build_trainer(cfg: GRPOScriptConfig) -> Any:
+    from trl import GRPOConfig, GRPOTrainer
+
+    from training.data import load_rl_dataset
+    from training.rewards import accuracy_reward, format_penalty
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    cuda = use_cuda()
+    bf16 = cuda if cfg.bf16 is None else cfg.bf16
+    use_vllm = cuda if cfg.use_vllm is None else cfg.use_vllm
+    model, processor = load_model_and_processor(
+        cfg.model, bf16=bf16, chat_template=cfg.chat_template, attn=cfg.attn_implementation
+    )
+    processor.tokenizer.padding_side = "left"
+    if cfg.freeze_vision:
+        freeze_vision(model)
+    paths = [p.strip() for p in cfg.dataset.split(",") if p.strip()]
+    dataset = load_rl_dataset(paths, split=cfg.split)
+    args = GRPOConfig(
+        output_dir=cfg.output_dir,
+        learning_rate=cfg.learning_rate,
+        lr_scheduler_type=cfg.lr_scheduler_type,
+        num_generations=cfg.num_generations,
+        per_device_train_batch_size=cfg.per_device_train_batch_size,
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
+        steps_per_generation=cfg.steps_per_generation,
+        num_train_epochs=cfg.num_train_epochs,
+        max_steps=cfg.max_steps,
+        beta=cfg.beta,
+        epsilon=cfg.epsilon,
+        loss_type=cfg.loss_type,
+        temperature=cfg.temperature,
+        max_tool_calling_iterations=cfg.max_tool_calls,
+        max_completion_length=cfg.max_completion_length,
+        use_vllm=use_vllm,
+        vllm_mode=cfg.vllm_mode,
+        vllm_server_host=cfg.vllm_server_host,
+        vllm_server_port=cfg.vllm_server_port,
+        vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
+        vllm_tensor_parallel_size=cfg.vllm_tensor_parallel_size,
+        bf16=bf16,
+        use_cpu=not cuda,
+        gradient_checkpointing=cfg.gradient_checkpointing,
+        deepspeed=cfg.deepspeed,
+        logging_steps=cfg.logging_steps,
+        save_strategy=cfg.save_strategy,
+        save_steps=cfg.save_steps,
+        save_total_limit=cfg.save_total_limit,
+        save_only_model=True,
+        seed=cfg.seed,
+        report_to=cfg.report_to,
+        # The reward is the sum: accuracy + (-0.2 per format error).
+        reward_weights=[1.0, 1.0],
+        **cfg.trainer_kwargs,
+    )
+    return GRPOTrainer(
+        model=model,
+        reward_funcs=[accuracy_reward, format_penalty],
+        args=args,
+        train_dataset=dataset,
+        processing_class=processor,
+        environment_factory=environment_factory(cfg.renderer),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    cfg = parse_config(GRPOScriptConfig, argv, description=__doc__.strip().splitlines()[0])
+    if not cfg.dataset:
+        print("grpo.py: --dataset is required (an RL export or SpecVI-Bench parquet)", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    trainer = build_trainer(cfg)
+    result = trainer.train()
+    save_for_policy(
+        trainer,
+        trainer.processing_class,
+        cfg.output_dir,
+        {
+            "stage": "grpo",
+            "renderer": cfg.renderer,
+            "config": dataclasses.asdict(cfg),
+            "metrics": result.metrics,
+        },
+    )
+    rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
+    print(
+        f"grpo: {trainer.state.global_step} steps in {time.perf_counter() - t0:.1f} s, "
+        f"mean reward {json.dumps([round(r, 3) for r in rewards])}; model saved to {cfg.output_dir}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
