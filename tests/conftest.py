@@ -23,3 +23,31 @@ def shared_spectra() -> Path:
 def manifest_rows(shared_spectra: Path) -> list[dict[str, str]]:
     with open(shared_spectra / "manifest.csv", newline="") as fh:
         return list(csv.DictReader(fh))
+
+
+@pytest.fixture
+def mem_store():
+    """A fresh in-memory store (migrated), closed after the test."""
+    from db.store import Store
+
+    store = Store("sqlite://")
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    """A tiny random Qwen2.5-VL checkpoint (`training.tiny_model`), built once per session."""
+    pytest.importorskip("torch")
+    from training.tiny_model import build
+
+    return build(tmp_path_factory.mktemp("tiny-qwen2.5-vl"))
+
+
+@pytest.fixture(scope="session")
+def training_sample(tmp_path_factory) -> tuple[Path, Path]:
+    """A small SFT export folder and RL export (JSONL) from scripted runs on simulated spectra."""
+    pytest.importorskip("datasets")
+    from training.data import write_sample
+
+    return write_sample(tmp_path_factory.mktemp("training-sample"), n=6, seed=0, renderer="fast")

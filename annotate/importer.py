@@ -1,0 +1,162 @@
+"""`launch.py import-labels FILE.csv --expert NAME`: earlier verdicts become that expert's reviews.
+
+Columns: `id` (with an optional `task`) or `path,task`; `label` YES/NO (also yes/no, 1/0,
+true/false); optional `comment`. Each row is recorded as NAME's review of the candidate:
+accept where the label agrees with the agent's verdict, reject where it does not, and
+correct where the agent has not vetted the candidate. This is how a team brings in a past
+visual-inspection campaign (Prospect or Marz CSVs) or catalogue labels. A bad row is
+reported with its line number and the reason; the good rows are kept. Importing the same
+file again changes nothing.
+
+    python launch.py import-labels prospect_results.csv --expert ada --db loupe.db
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from db.store import Store, StoreError
+
+LABELS = {"yes": "YES", "y": "YES", "1": "YES", "true": "YES",
+          "no": "NO", "n": "NO", "0": "NO", "false": "NO"}  # fmt: skip
+
+
+@dataclass
+class ImportReport:
+    recorded: int = 0  # new or changed reviews
+    unchanged: int = 0  # identical to what was already stored
+    errors: list[tuple[int, str]] = field(default_factory=list)  # (line, reason)
+
+    def __str__(self) -> str:
+        return f"{self.recorded} recorded, {self.unchanged} unchanged, {len(self.errors)} refused"
+
+
+def import_labels(
+    store: Store,
+    path: str | Path,
+    expert: str,
+    *,
+    create_expert: bool = True,
+    source: str = "import",
+) -> ImportReport:
+    """Record every good row of the CSV at `path` as `expert`'s review."""
+    path = Path(path)
+    report = ImportReport()
+    if store.expert(expert) is None:
+        if not create_expert:
+            raise StoreError(f"no expert {expert!r} (create it with `launch.py add-expert`)")
+        store.ensure_expert(expert)
+    try:
+        fh = open(path, newline="", encoding="utf-8-sig")
+    except OSError as err:
+        raise StoreError(f"{path}: cannot open ({err.strerror or err})") from None
+    with fh:
+        try:
+            reader = csv.DictReader(fh)
+            header = {str(c).strip().lower() for c in reader.fieldnames or []}
+            if "label" not in header:
+                raise StoreError(f"{path}: no 'label' column (header: {sorted(header)})")
+            if "id" not in header and not {"path", "task"} <= header:
+                raise StoreError(f"{path}: needs an 'id' column or 'path' and 'task' columns")
+            rows = list(reader)
+        except (csv.Error, UnicodeDecodeError) as err:
+            raise StoreError(f"{path}: unreadable CSV ({err})") from None
+    base = path.resolve().parent
+    for line, raw in enumerate(rows, start=2):
+        rec = {str(k).strip().lower(): (v or "").strip() for k, v in raw.items() if k}
+        try:
+            changed = _import_row(store, rec, expert, base, source)
+        except (StoreError, PermissionError) as err:
+            report.errors.append((line, str(err)))
+            continue
+        if changed:
+            report.recorded += 1
+        else:
+            report.unchanged += 1
+    return report
+
+
+def _import_row(store: Store, rec: dict[str, str], expert: str, base: Path, source: str) -> bool:
+    label = LABELS.get(rec.get("label", "").lower())
+    if label is None:
+        raise StoreError(f"label {rec.get('label', '')!r} is not YES or NO")
+    task = rec.get("task") or None
+    info = None
+    if rec.get("id"):
+        info = store.find_candidate(rec["id"], task)
+        if info is None:
+            raise StoreError(
+                f"no candidate with id {rec['id']!r}" + (f" for task {task!r}" if task else "")
+            )
+    elif rec.get("path"):
+        if not task:
+            raise StoreError("a row identified by path needs a task")
+        for candidate in _path_forms(rec["path"], base):
+            info = store.find_by_path(candidate, task)
+            if info is not None:
+                break
+        if info is None:
+            raise StoreError(f"no candidate for path {rec['path']!r} and task {task!r}")
+    else:
+        raise StoreError("empty id and path")
+    if info.verdict is None:
+        action = "correct"
+    else:
+        action = "accept" if label == info.verdict else "reject"
+    before = _current(store, info.id, expert)
+    review = store.record_review(
+        expert, info.id, action, label=label, comment=rec.get("comment") or None, source=source
+    )
+    return before is None or before != (
+        review.revision,
+        review.action,
+        review.label,
+        review.comment,
+    )
+
+
+def _current(store: Store, candidate_id: int, expert: str):
+    rows = store.reviews(candidate_id=candidate_id, expert=expert)
+    if not rows:
+        return None
+    r = rows[0]
+    return (r.revision, r.action, r.label, r.comment)
+
+
+def _path_forms(path: str, base: Path) -> list[str]:
+    p = Path(path).expanduser()
+    forms = [str(p)]
+    if not p.is_absolute():
+        forms += [str((base / p).resolve()), str(p.resolve())]
+    else:
+        forms.append(str(p.resolve()))
+    return list(dict.fromkeys(forms))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "csv", metavar="FILE.csv", help="CSV with id (or path,task), label, comment."
+    )
+    parser.add_argument(
+        "--expert", required=True, help="Whose reviews these become (created if absent)."
+    )
+    parser.add_argument("--db", default="loupe.db", help="Database file or SQLAlchemy URL.")
+
+
+def main(args: argparse.Namespace) -> int:
+    store = Store(args.db)
+    try:
+        report = import_labels(store, args.csv, args.expert)
+    except StoreError as err:
+        print(f"import-labels: {err}", file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+    for line, why in report.errors:
+        print(f"import-labels: {args.csv} line {line}: {why}", file=sys.stderr)
+    print(f"import-labels: {report} as {args.expert!r}")
+    return 1 if report.errors else 0
