@@ -92,7 +92,8 @@ def resolve_markers(markers: Markers, lo: float, hi: float) -> list[Feature]:
     return [
         f
         for f in chosen
-        if (lo <= f.wavelength <= hi) or (f.kind == "telluric" and f.window[1] >= lo and f.window[0] <= hi)
+        if (lo <= f.wavelength <= hi)
+        or (f.kind == "telluric" and f.window[1] >= lo and f.window[0] <= hi)
     ]
 
 
@@ -134,7 +135,9 @@ def _figure(figsize: tuple[float, float], reuse: bool):
     return fig
 
 
-def emptiest_corner(x: np.ndarray, y: np.ndarray, xlim: Sequence[float], ylim: Sequence[float]) -> str:
+def emptiest_corner(
+    x: np.ndarray, y: np.ndarray, xlim: Sequence[float], ylim: Sequence[float]
+) -> str:
     """The axes corner ("upper right", "upper left", "lower left", "lower right") with the
     fewest data points in a 30% x 25% box; ties go in that order."""
     corners = ("upper right", "upper left", "lower left", "lower right")
@@ -195,7 +198,13 @@ def _render_speco3(
         corner = emptiest_corner(w, f, ax.get_xlim(), ax.get_ylim())
         tx, ty, ha, va = _CORNER_XY[corner]
         ax.text(
-            tx, ty, stats, transform=ax.transAxes, ha=ha, va=va, fontsize=9,
+            tx,
+            ty,
+            stats,
+            transform=ax.transAxes,
+            ha=ha,
+            va=va,
+            fontsize=9,
             bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.8},
         )
         for feat in markers:
@@ -221,11 +230,22 @@ def _mpl_marker(ax, feat: Feature) -> None:
             lo, hi = ax.get_xlim()
             dx = 0.06 * (hi - lo) * (-1 if feat.degrade == "blue" else 1)
             ax.annotate(
-                "", xy=(feat.wavelength + dx, 0.93), xytext=(feat.wavelength, 0.93),
-                xycoords=trans, arrowprops={"arrowstyle": "->", "color": rgb, "lw": 0.8},
+                "",
+                xy=(feat.wavelength + dx, 0.93),
+                xytext=(feat.wavelength, 0.93),
+                xycoords=trans,
+                arrowprops={"arrowstyle": "->", "color": rgb, "lw": 0.8},
             )
-    ax.text(feat.wavelength, 0.99, feat.label, transform=trans, ha="center", va="top",
-            fontsize=8, color=rgb)
+    ax.text(
+        feat.wavelength,
+        0.99,
+        feat.label,
+        transform=trans,
+        ha="center",
+        va="top",
+        fontsize=8,
+        color=rgb,
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -290,7 +310,7 @@ def _decimals(step: float) -> int:
     if step >= 1:
         return 0
     d = -math.floor(math.log10(step))
-    return d + (1 if round(step / 10.0 ** -d, 6) not in (1.0, 2.0, 5.0) else 0)
+    return d + (1 if round(step / 10.0**-d, 6) not in (1.0, 2.0, 5.0) else 0)
 
 
 def _tick_labels(ticks: np.ndarray, step: float) -> tuple[list[str], str]:
@@ -302,12 +322,12 @@ def _tick_labels(ticks: np.ndarray, step: float) -> tuple[list[str], str]:
         ticks, step = ticks / 10.0**k, step / 10.0**k
         scale_note = f"×1e{k}"
     d = _decimals(step)
-    return [f"{t:.{d}f}".replace("-0", "0") if abs(t) < 0.5 * step else f"{t:.{d}f}" for t in ticks], scale_note
+    return [
+        f"{t:.{d}f}".replace("-0", "0") if abs(t) < 0.5 * step else f"{t:.{d}f}" for t in ticks
+    ], scale_note
 
 
-def _pixel_polylines(
-    xs: np.ndarray, ys: np.ndarray, run: np.ndarray
-) -> list[list[int]]:
+def _pixel_polylines(xs: np.ndarray, ys: np.ndarray, run: np.ndarray) -> list[list[int]]:
     """Flat [x0, y0, x1, y1, ...] polylines, one per unbroken run, decimated per pixel column."""
     col = np.rint(xs).astype(np.int64)
     yi = np.rint(ys).astype(np.int64)
@@ -436,7 +456,13 @@ def _pil_marker(draw, feat: Feature, lo, hi, x0, y0, x1, y1, sx, font, label_rig
     if row == len(label_right):
         label_right.append(0)
     label_right[row] = px + half
-    draw.text((px, y0 + 2 + row * (getattr(font, "size", 11) + 2)), feat.label, font=font, fill=rgb, anchor="mt")
+    draw.text(
+        (px, y0 + 2 + row * (getattr(font, "size", 11) + 2)),
+        feat.label,
+        font=font,
+        fill=rgb,
+        anchor="mt",
+    )
     if feat.degrade:
         d = -1 if feat.degrade == "blue" else 1
         tip = px + d * 14

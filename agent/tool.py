@@ -84,7 +84,8 @@ class ToolResult:
 
 
 def image_reference(renderer: str, window: tuple[float, float] | None) -> str:
-    """"render:<renderer>:<lo>:<hi>" for a zoom, "render:<renderer>:global" for the global view.
+    """Reference to a re-renderable image: `render:<renderer>:<lo>:<hi>` for a zoom and
+    `render:<renderer>:global` for the global view.
 
     Numbers are written with repr so the reference gives back the exact window.
     """
@@ -272,8 +273,12 @@ def global_view(
     win = data_range(spectrum)
     try:
         image = render_window(
-            spectrum, win, renderer=renderer, title=spectrum_title(spectrum),
-            markers=markers, size=size,
+            spectrum,
+            win,
+            renderer=renderer,
+            title=spectrum_title(spectrum),
+            markers=markers,
+            size=size,
         )
     except Exception as exc:
         return _error(f"Error processing spectral visualization: {exc}")
@@ -318,8 +323,12 @@ def call_tool(
             else:
                 return _error(f"Error: 'label' must be text, got {type(label).__name__}.")
         return zoom(
-            spectrum, arguments["wavelength_range"], label,
-            renderer=renderer, markers=markers, size=size,
+            spectrum,
+            arguments["wavelength_range"],
+            label,
+            renderer=renderer,
+            markers=markers,
+            size=size,
         )
     except Exception as exc:  # belt and braces: the agent loop must never see a raise
         return _error(f"Error processing spectral visualization: {type(exc).__name__}: {exc}")

@@ -52,8 +52,14 @@ def synthetic_spectra(n: int, seed: int = 0) -> list[Spectrum]:
 
 def time_renderer(specs: list[Spectrum], renderer: str, repeat: int) -> dict[str, float]:
     def one(s: Spectrum, window):
-        render(s.rest_wavelength(), s.flux, mask=s.mask, renderer=renderer, window=window,
-               title=None if window else (s.meta.id or "spectrum"))
+        render(
+            s.rest_wavelength(),
+            s.flux,
+            mask=s.mask,
+            renderer=renderer,
+            window=window,
+            title=None if window else (s.meta.id or "spectrum"),
+        )
 
     for s in specs:  # warm-up: fonts, figures, imports
         one(s, None)
@@ -84,8 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"spectra: {len(specs)} {source}, ~{npix} pixels; fast at 448x448")
     res = {r: time_renderer(specs, r, args.repeat) for r in ("speco3", "fast")}
     for r, t in res.items():
-        print(f"{r:7s} global {t['global']:7.2f} ms   zoom {t['zoom']:7.2f} ms   "
-              f"mean {t['all']:7.2f} ms per image")
+        print(
+            f"{r:7s} global {t['global']:7.2f} ms   zoom {t['zoom']:7.2f} ms   "
+            f"mean {t['all']:7.2f} ms per image"
+        )
     print(f"ratio: {res['speco3']['all'] / res['fast']['all']:.1f}")
     return 0
 

@@ -1,0 +1,675 @@
+"""Generate simulated LAMOST-like demo spectra with known labels.
+
+    python launch.py demo --out data/demo --labels data/demo-labels.csv
+
+Every spectrum is SIMULATED (header SIMULATE = T, `meta.simulated`), made from physics:
+a continuum (a blackbody, or a disc / power law for CVs and QSOs), lines with physical
+shapes (pressure-broadened Voigt-like Balmer lines in DA white dwarfs, Gaussians in normal
+stars, broad and sometimes double-peaked disc emission in CVs), molecular bands with a
+sharp head fading in the right direction (C2 Swan to the blue, TiO, ZrO, LaO and CN-red
+to the red), telluric O2/H2O absorption, the LAMOST instrumental resolution (R ~ 1800),
+a radial velocity, and noise at a chosen SNR on LAMOST's 3700-9100 A log-linear grid.
+The five target classes come with their usual contaminants (hard negatives), and the
+catalogue rows say which task each spectrum is a candidate for and the truth (YES/NO).
+
+File names and ids are neutral (`sim-<seed>-<n>`) so neither the file name nor the title
+of the global view gives the class away. The same seed gives the same spectra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agent.lines import get as feature
+from agent.spectrum import Spectrum, SpectrumMeta
+
+C_KMS = 299792.458
+HC_K = 1.4387769e8  # h c / k in Angstrom Kelvin
+R_H = 109677.58  # Rydberg constant for hydrogen, cm^-1
+
+# LAMOST low-resolution grid: log10(lambda) = COEFF0 + 1e-4 i, 3909 pixels, 3700-9100 A.
+COEFF0, COEFF1, NPIX = 3.5682, 1e-4, 3909
+SIGMA_PIX = 1.0  # instrumental Gaussian sigma in pixels: R = 1 / (2.355 * ln10 * 1e-4) ~ 1850
+
+
+def lamost_grid() -> np.ndarray:
+    return 10.0 ** (COEFF0 + COEFF1 * np.arange(NPIX))
+
+
+def balmer(n: int) -> float:
+    """Vacuum wavelength of the Balmer line from level n (n=3: H-alpha)."""
+    return 1e8 / (R_H * (0.25 - 1.0 / n**2))
+
+
+# -- profiles --------------------------------------------------------------------------
+
+
+def gauss(x: np.ndarray, c: float, sigma: float) -> np.ndarray:
+    return np.exp(-0.5 * ((x - c) / sigma) ** 2)
+
+
+def lorentz(x: np.ndarray, c: float, hwhm: float) -> np.ndarray:
+    return 1.0 / (1.0 + ((x - c) / hwhm) ** 2)
+
+
+def pseudo_voigt(x: np.ndarray, c: float, fwhm: float, eta: float) -> np.ndarray:
+    """Peak-normalised mix of Lorentzian (fraction eta) and Gaussian of the same FWHM."""
+    return eta * lorentz(x, c, fwhm / 2) + (1 - eta) * gauss(x, c, fwhm / 2.3548)
+
+
+def band(x: np.ndarray, head: float, degrade: str | None, tau: float, scale: float) -> np.ndarray:
+    """Transmission of a molecular band: optical depth `tau` at the head, fading over `scale` A
+    on the `degrade` side, nothing on the other side."""
+    if degrade == "blue":
+        d = head - x
+    elif degrade == "red":
+        d = x - head
+    else:  # unresolved head: symmetric-ish dip
+        return np.exp(-tau * gauss(x, head, scale / 2))
+    return np.exp(-np.where(d >= 0, tau * np.exp(-np.clip(d, 0, None) / scale), 0.0))
+
+
+def planck(x: np.ndarray, teff: float) -> np.ndarray:
+    """B_lambda(T), normalised to 1 at 6000 A."""
+
+    def b(w):
+        return w**-5 / np.expm1(np.minimum(HC_K / (w * teff), 700.0))
+
+    return b(x) / b(np.array(6000.0))
+
+
+# -- a spectrum under construction -------------------------------------------------------
+
+
+@dataclass
+class Model:
+    wave: np.ndarray  # rest-frame vacuum wavelength of each pixel
+    flux: np.ndarray  # relative flux
+
+    def absorb(self, c: float, depth: float, sigma: float) -> None:
+        self.flux *= 1.0 - depth * gauss(self.wave, c, sigma)
+
+    def absorb_voigt(self, c: float, depth: float, fwhm: float, eta: float) -> None:
+        self.flux *= 1.0 - depth * pseudo_voigt(self.wave, c, fwhm, eta)
+
+    def emit(self, c: float, ew: float, sigma: float, cont: np.ndarray | None = None) -> None:
+        """Gaussian emission of equivalent width |ew| (A; astronomers write emission EWs
+        negative) on the local continuum."""
+        base = self.flux if cont is None else cont
+        level = np.interp(c, self.wave, base)
+        self.flux += level * abs(ew) / (np.sqrt(2 * np.pi) * sigma) * gauss(self.wave, c, sigma)
+
+    def bands(self, key: str, tau: float, scale: float) -> None:
+        f = feature(key)
+        self.flux *= band(self.wave, f.wavelength, f.degrade, tau, scale)
+
+
+def blanketing(x: np.ndarray, strength: float, edge: float = 4800.0) -> np.ndarray:
+    """Line blanketing of cool stars: the crowd of metal lines and molecules that leaves
+    little flux blueward of ~4500 A in M and carbon stars."""
+    return 1.0 / (1.0 + strength * (edge / x) ** 8)
+
+
+def balmer_confluence(x: np.ndarray, depth: float) -> np.ndarray:
+    """High Balmer lines merging towards the series limit (3646 A) depress the far blue."""
+    return 1.0 - depth / (1.0 + np.exp((x - 3790.0) / 25.0))
+
+
+def _stellar_lines(m: Model, rng: np.random.Generator, strength: float) -> None:
+    """A sprinkling of weak unresolved metal lines (blends), stronger in cool stars."""
+    n = int(120 * strength)
+    centres = rng.uniform(3750, 9050, n)
+    depths = rng.uniform(0.02, 0.12, n) * strength * np.where(centres < 5500, 1.5, 0.7)
+    for c, d in zip(centres, depths):
+        m.absorb(c, min(d, 0.5), rng.uniform(0.8, 1.6))
+
+
+# -- the classes ---------------------------------------------------------------------------
+
+
+def sim_da(m: Model, rng: np.random.Generator) -> dict:
+    teff = rng.uniform(9000, 35000)
+    m.flux[:] = planck(m.wave, teff)
+    # Balmer lines are strongest near 12,000 K and weaken towards hot DAs.
+    s = np.exp(-0.5 * ((np.log10(teff) - 4.08) / 0.22) ** 2)
+    width = rng.uniform(0.8, 1.3)
+    for n, fwhm, depth in (
+        (3, 55, 0.45),
+        (4, 75, 0.6),
+        (5, 65, 0.62),
+        (6, 55, 0.6),
+        (7, 45, 0.55),
+        (8, 35, 0.5),
+        (9, 28, 0.45),
+        (10, 22, 0.4),
+        (11, 18, 0.35),
+        (12, 15, 0.3),
+    ):
+        m.absorb_voigt(balmer(n), depth * (0.45 + 0.55 * s), fwhm * width * (0.85 + 0.35 * s), 0.7)
+    m.flux *= balmer_confluence(m.wave, 0.45 * (0.45 + 0.55 * s))
+    return {"teff": teff}
+
+
+def sim_db(m: Model, rng: np.random.Generator) -> dict:
+    teff = rng.uniform(12000, 30000)
+    m.flux[:] = planck(m.wave, teff)
+    w = rng.uniform(0.8, 1.3)
+    for key, depth, fwhm in (
+        ("He I 4026", 0.25, 30),
+        ("He I 4471", 0.35, 40),
+        ("He I 4922", 0.3, 35),
+        ("He I 5016", 0.2, 25),
+        ("He I 5876", 0.3, 40),
+        ("He I 6678", 0.2, 30),
+        ("He I 7065", 0.12, 25),
+    ):
+        m.absorb_voigt(feature(key).wavelength, depth, fwhm * w, 0.5)
+    return {"teff": teff}
+
+
+def _balmer_star(m: Model, scale: float, depth: float, top: int) -> None:
+    for n in range(3, top + 1):
+        fwhm = scale * (1.0 if n >= 5 else 1.15)
+        m.absorb_voigt(
+            balmer(n), depth * (0.85 if n == 3 else 1.0), fwhm * (1 - 0.04 * (n - 3)), 0.35
+        )
+    m.flux *= balmer_confluence(m.wave, 0.5 * depth)
+
+
+def sim_a_star(m: Model, rng: np.random.Generator) -> dict:
+    teff = rng.uniform(7500, 9800)
+    m.flux[:] = planck(m.wave, teff)
+    _balmer_star(m, rng.uniform(16, 28), rng.uniform(0.55, 0.7), 16)
+    k_depth = np.interp(teff, [7500, 9800], [0.55, 0.15])
+    m.absorb(feature("Ca II K").wavelength, k_depth, 2.5)
+    m.absorb(feature("Mg II 4481").wavelength, 0.15, 1.8)
+    _stellar_lines(m, rng, 0.3)
+    return {"teff": teff}
+
+
+def sim_sdb(m: Model, rng: np.random.Generator) -> dict:
+    teff = rng.uniform(24000, 36000)
+    m.flux[:] = planck(m.wave, teff)
+    _balmer_star(m, rng.uniform(14, 22), rng.uniform(0.35, 0.5), 14)
+    for key in ("He I 4471", "He I 5876", "He I 4026"):
+        m.absorb(feature(key).wavelength, rng.uniform(0.05, 0.15), 3.0)
+    return {"teff": teff}
+
+
+def _m_dwarf_continuum(m: Model, rng: np.random.Generator, teff: float, tio: float) -> None:
+    m.flux[:] = planck(m.wave, teff) * blanketing(m.wave, np.interp(teff, [2900, 3900], [3.0, 1.0]))
+    for key, t, sc in (
+        ("TiO 4955", 0.5, 60),
+        ("TiO 5167", 0.6, 80),
+        ("TiO 5448", 0.5, 80),
+        ("TiO 5847", 0.35, 80),
+        ("TiO 6159", 0.7, 120),
+        ("TiO 7054", 0.9, 140),
+        ("TiO 7589", 0.5, 90),
+        ("TiO 8432", 0.3, 80),
+    ):
+        m.bands(key, t * tio, sc)
+    _stellar_lines(m, rng, 1.0)
+
+
+def sim_m_dwarf(m: Model, rng: np.random.Generator, active: bool = False) -> dict:
+    teff = rng.uniform(2900, 3800)
+    tio = np.interp(teff, [2900, 3800], [1.6, 0.5])
+    _m_dwarf_continuum(m, rng, teff, tio)
+    cah = rng.uniform(0.6, 1.0) * tio
+    m.bands("CaH 6382", 0.5 * cah, 30)
+    m.bands("CaH 6750", 0.8 * cah, 60)
+    for key, d in (
+        ("Na I 8183", 0.35),
+        ("Na I 8195", 0.38),
+        ("K I 7665", 0.35),
+        ("K I 7699", 0.3),
+        ("Na I D2", 0.5),
+        ("Na I D1", 0.45),
+        ("Ca I 4227", 0.5),
+    ):
+        m.absorb(feature(key).wavelength, d, 2.2)
+    for key, d in (("Ca II 8498", 0.12), ("Ca II 8542", 0.18), ("Ca II 8662", 0.15)):
+        m.absorb(feature(key).wavelength, d, 1.8)
+    out = {"teff": teff}
+    if active:
+        cont = m.flux.copy()
+        ew = rng.uniform(3, 12)
+        for n, frac in ((3, 1.0), (4, 0.6), (5, 0.45), (6, 0.35)):
+            m.emit(balmer(n), -ew * frac, 1.3, cont=np.maximum(cont, 0.02 * cont.max()))
+        for key in ("Ca II K", "Ca II H"):
+            m.emit(feature(key).wavelength, -ew * 0.8, 1.2, cont=np.full_like(cont, 0.03))
+        out["halpha_ew"] = ew
+    return out
+
+
+def sim_m_giant(m: Model, rng: np.random.Generator) -> dict:
+    teff = rng.uniform(3000, 3900)
+    tio = np.interp(teff, [3000, 3900], [2.2, 0.6])
+    _m_dwarf_continuum(m, rng, teff, tio)
+    m.bands("CaH 6382", 0.06, 30)
+    m.bands("CaH 6750", 0.08, 60)
+    if teff < 3300:  # late M giants show VO
+        m.bands("VO 7334", 0.4 * (3300 - teff) / 300 + 0.1, 80)
+        m.bands("VO 7851", 0.3 * (3300 - teff) / 300 + 0.1, 80)
+    for key, d in (
+        ("Na I 8183", 0.08),
+        ("Na I 8195", 0.1),
+        ("K I 7665", 0.12),
+        ("K I 7699", 0.1),
+        ("Na I D2", 0.45),
+        ("Na I D1", 0.4),
+        ("Ca I 4227", 0.3),
+    ):
+        m.absorb(feature(key).wavelength, d, 2.0)
+    for key, d in (("Ca II 8498", 0.3), ("Ca II 8542", 0.45), ("Ca II 8662", 0.4)):
+        m.absorb(feature(key).wavelength, d, 2.8)
+    return {"teff": teff}
+
+
+def sim_k_giant(m: Model, rng: np.random.Generator) -> dict:
+    teff = rng.uniform(3900, 4700)
+    m.flux[:] = planck(m.wave, teff) * blanketing(m.wave, 0.4, 4300.0)
+    _stellar_lines(m, rng, 0.9)
+    for key, d, s in (
+        ("Ca II K", 0.8, 6),
+        ("Ca II H", 0.75, 6),
+        ("Ca I 4227", 0.45, 2.0),
+        ("Mg I 5167", 0.35, 1.8),
+        ("Mg I 5173", 0.4, 1.8),
+        ("Mg I 5184", 0.45, 1.8),
+        ("Na I D2", 0.45, 2.0),
+        ("Na I D1", 0.4, 2.0),
+        ("Fe I 5270", 0.2, 1.5),
+        ("Fe I 5328", 0.18, 1.5),
+        ("Ca II 8498", 0.3, 2.5),
+        ("Ca II 8542", 0.45, 2.8),
+        ("Ca II 8662", 0.4, 2.8),
+    ):
+        m.absorb(feature(key).wavelength, d, s)
+    m.bands("CH 4300", 0.35, 25)
+    m.absorb(balmer(3), 0.25, 2.0)
+    m.absorb(balmer(4), 0.2, 2.0)
+    if teff < 4100:  # a trace of TiO in the coolest K giants
+        m.bands("TiO 7054", 0.1, 120)
+        m.bands("TiO 6159", 0.08, 100)
+    return {"teff": teff}
+
+
+def sim_carbon(m: Model, rng: np.random.Generator) -> dict:
+    teff = rng.uniform(2600, 3400)
+    m.flux[:] = planck(m.wave, teff) * blanketing(m.wave, rng.uniform(2.0, 5.0), 5000.0)
+    c2 = rng.uniform(0.7, 1.5)
+    for key, t, sc in (
+        ("C2 4737", 0.8, 90),
+        ("C2 5165", 1.0, 110),
+        ("C2 5636", 0.8, 110),
+        ("C2 6191", 0.4, 100),
+        ("CN 4216", 0.6, 60),
+    ):
+        m.bands(key, t * c2, sc)
+    cn = rng.uniform(0.5, 1.0)
+    # CN red system: a sequence of heads degrading to the red.
+    for head, t in ((6925.0, 0.25), (7088.0, 0.3), (7259.0, 0.3), (7437.0, 0.35)):
+        m.flux *= band(m.wave, head, "red", t * cn, 60)
+    m.bands("CN 7874", 0.6 * cn, 110)
+    m.bands("CN 8067", 0.5 * cn, 110)
+    _stellar_lines(m, rng, 0.8)
+    for key, d in (("Na I D2", 0.55), ("Na I D1", 0.5), ("K I 7699", 0.3), ("K I 7665", 0.35)):
+        m.absorb(feature(key).wavelength, d, 2.2)
+    if rng.random() < 0.3:  # Mira-like carbon stars show H-alpha emission
+        m.emit(balmer(3), -rng.uniform(3, 10), 2.0)
+    return {"teff": teff, "c2": c2}
+
+
+def sim_s_star(m: Model, rng: np.random.Generator) -> dict:
+    teff = rng.uniform(2900, 3600)
+    zr = rng.uniform(0.7, 1.4)
+    tio = rng.uniform(0.2, 0.8)
+    _m_dwarf_continuum(m, rng, teff, tio)
+    for key, t, sc in (
+        ("ZrO 4620", 0.8, 80),
+        ("ZrO 5551", 0.7, 100),
+        ("ZrO 6474", 0.9, 110),
+        ("LaO 7403", 0.35, 60),
+        ("LaO 7910", 0.3, 60),
+    ):
+        m.bands(key, t * zr, sc)
+    m.flux *= band(m.wave, 6345.0, "red", 0.4 * zr, 70)  # another ZrO head
+    for key, d in (
+        ("Ca II 8498", 0.3),
+        ("Ca II 8542", 0.4),
+        ("Ca II 8662", 0.35),
+        ("Na I D2", 0.45),
+        ("Na I D1", 0.4),
+    ):
+        m.absorb(feature(key).wavelength, d, 2.5)
+    if rng.random() < 0.4:
+        m.emit(balmer(3), -rng.uniform(3, 15), 2.0)
+    return {"teff": teff, "zro": zr}
+
+
+def _disc_line(m: Model, rng, c: float, ew: float, fwhm_kms: float, sep_kms: float, cont) -> None:
+    sigma = c * fwhm_kms / C_KMS / 2.3548
+    if sep_kms > 0:  # double-peaked: the two sides of a Keplerian disc
+        dc = c * sep_kms / 2 / C_KMS
+        m.emit(c - dc, -ew / 2, sigma * 0.75, cont=cont)
+        m.emit(c + dc, -ew / 2, sigma * 0.75, cont=cont)
+    else:
+        m.emit(c, -ew, sigma, cont=cont)
+
+
+def sim_cv(m: Model, rng: np.random.Generator) -> dict:
+    # Accretion disc (hot, steep blue) plus, in some systems, the M-dwarf donor.
+    disc = (m.wave / 6000.0) ** -rng.uniform(1.3, 2.3)
+    donor = np.zeros_like(disc)
+    frac = rng.uniform(0, 0.7) if rng.random() < 0.5 else 0.0
+    if frac:
+        dm = Model(m.wave, np.ones_like(m.wave))
+        _m_dwarf_continuum(dm, rng, rng.uniform(3000, 3500), 1.0)
+        donor = dm.flux / np.interp(7500, m.wave, dm.flux)
+    m.flux[:] = disc + frac * donor * 2
+    cont = m.flux.copy()
+    ew = rng.uniform(25, 120)
+    fwhm = rng.uniform(900, 2200)
+    sep = rng.uniform(500, 1300) if rng.random() < 0.5 else 0.0
+    for n, k in ((3, 1.0), (4, 0.5), (5, 0.35), (6, 0.25), (7, 0.18), (8, 0.12)):
+        _disc_line(m, rng, balmer(n), ew * k, fwhm, sep, cont)
+    for key, k in (
+        ("He I 4471", 0.1),
+        ("He I 5876", 0.18),
+        ("He I 6678", 0.12),
+        ("He I 7065", 0.08),
+        ("He I 4922", 0.06),
+    ):
+        _disc_line(m, rng, feature(key).wavelength, ew * k, fwhm, sep, cont)
+    magnetic = rng.random() < 0.35
+    if magnetic:
+        _disc_line(
+            m, rng, feature("He II 4686").wavelength, ew * rng.uniform(0.15, 0.35), fwhm, 0.0, cont
+        )
+    return {"halpha_ew": ew, "fwhm_kms": fwhm, "double_peaked": bool(sep), "he_ii": magnetic}
+
+
+def sim_be(m: Model, rng: np.random.Generator) -> dict:
+    teff = rng.uniform(14000, 26000)
+    m.flux[:] = planck(m.wave, teff)
+    _balmer_star(m, rng.uniform(18, 26), rng.uniform(0.4, 0.55), 14)
+    for key in ("He I 4026", "He I 4471", "He I 5876"):
+        m.absorb(feature(key).wavelength, rng.uniform(0.08, 0.18), 3.5)
+    cont = m.flux.copy()
+    ew = rng.uniform(8, 40)
+    sep = rng.uniform(150, 350) if rng.random() < 0.6 else 0.0
+    _disc_line(m, rng, balmer(3), ew, rng.uniform(250, 450), sep, cont)
+    _disc_line(m, rng, balmer(4), ew * 0.15, rng.uniform(250, 450), sep, cont)
+    return {"teff": teff, "halpha_ew": ew}
+
+
+def sim_qso(m: Model, rng: np.random.Generator) -> tuple[dict, float]:
+    """A quasar at redshift z; its lines land at non-rest wavelengths. Returns (info, z)."""
+    z = float(rng.choice([rng.uniform(0.08, 0.35), rng.uniform(0.9, 1.6)]))
+    rest = m.wave / (1 + z)
+    q = Model(rest, (rest / 3000.0) ** -rng.uniform(1.2, 1.8))
+    cont = q.flux.copy()
+    fwhm = rng.uniform(2500, 6000)
+    for key_or_wave, ew in (
+        (balmer(3), 300),
+        (balmer(4), 80),
+        (balmer(5), 35),
+        (feature("Mg II 2800").wavelength, 45),
+        (feature("C III] 1909").wavelength, 25),
+    ):
+        c = float(key_or_wave)
+        q.emit(c, -ew * rng.uniform(0.6, 1.3), c * fwhm / C_KMS / 2.3548, cont=cont)
+    for key, ew in (("[O III] 5007", 20), ("[O III] 4959", 7), ("[O II] 3727", 5)):
+        c = feature(key).wavelength
+        q.emit(c, -ew * rng.uniform(0.3, 1.5), c * 400 / C_KMS / 2.3548, cont=cont)
+    m.flux[:] = q.flux
+    return {"z": z}, z
+
+
+@dataclass(frozen=True)
+class SimClass:
+    name: str
+    make: Callable[..., Any]
+    tasks: dict[str, str]  # task -> truth ("YES"/"NO") for the tasks it is a candidate for
+    description: str
+
+
+CLASSES: tuple[SimClass, ...] = (
+    SimClass("wd_da", sim_da, {"wd": "YES"}, "DA white dwarf: broad pressure-broadened Balmer"),
+    SimClass("wd_db", sim_db, {"wd": "YES"}, "DB white dwarf: broad He I absorption"),
+    SimClass("a_star", sim_a_star, {"wd": "NO"}, "A star: narrower Balmer, Ca II K"),
+    SimClass("sdb", sim_sdb, {"wd": "NO"}, "hot subdwarf: moderately broad Balmer, weak He I"),
+    SimClass("cv", sim_cv, {"cv": "YES"}, "cataclysmic variable: broad disc emission"),
+    SimClass("be_star", sim_be, {"cv": "NO"}, "Be star: narrow H-alpha emission, B-star lines"),
+    SimClass(
+        "m_dwarf_active",
+        lambda m, rng: sim_m_dwarf(m, rng, active=True),
+        {"cv": "NO", "m_giant": "NO"},
+        "active M dwarf: narrow Balmer and Ca II emission on an M dwarf",
+    ),
+    SimClass("qso", sim_qso, {"cv": "NO"}, "quasar: broad lines at the wrong wavelengths"),
+    SimClass("carbon", sim_carbon, {"carbon": "YES"}, "carbon star: C2 Swan and CN, no TiO"),
+    SimClass("k_giant", sim_k_giant, {"carbon": "NO"}, "K giant: atomic lines, G band"),
+    SimClass(
+        "m_giant",
+        sim_m_giant,
+        {"m_giant": "YES", "carbon": "NO", "s_type": "NO"},
+        "M giant: TiO, weak Na I 8183/8195 and CaH, strong Ca II triplet",
+    ),
+    SimClass("s_star", sim_s_star, {"s_type": "YES"}, "S star: ZrO and LaO with weak TiO"),
+    SimClass("m_dwarf", sim_m_dwarf, {"m_giant": "NO"}, "M dwarf: TiO, strong CaH and Na I"),
+)
+CLASS_BY_NAME = {c.name: c for c in CLASSES}
+
+
+# -- observing: telluric, resolution, noise ------------------------------------------------
+
+
+def telluric(wave_obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Earth's atmosphere (observed frame, vacuum): O2 A and B, water vapour."""
+    airmass = rng.uniform(1.0, 1.6)
+    t = band(wave_obs, 7596.0, "red", 0.45 * airmass, 25.0)
+    t *= band(wave_obs, 6869.0, "red", 0.15 * airmass, 20.0)
+    water = rng.uniform(0.3, 1.2) * airmass
+    for lo, hi, tau in ((7165, 7340, 0.1), (8130, 8350, 0.12), (8950, 9100, 0.25)):
+        c, half = (lo + hi) / 2, (hi - lo) / 2
+        t *= np.exp(-water * tau * np.exp(-0.5 * ((wave_obs - c) / (half / 1.5)) ** 2))
+    return t
+
+
+def throughput(wave_obs: np.ndarray) -> np.ndarray:
+    """Relative LAMOST efficiency: low at the blue end, a dip at the dichroic (~5900 A)."""
+    t = np.interp(
+        wave_obs,
+        [3700, 4000, 4600, 5500, 6500, 8000, 9100],
+        [0.2, 0.45, 0.85, 1.0, 1.0, 0.75, 0.35],
+    )
+    return t * (1 - 0.5 * gauss(wave_obs, 5850.0, 60.0))
+
+
+SKY_LINES = (5578.9, 5891.6, 6302.0, 6365.5, 7823.0, 8401.0, 8827.0)  # vacuum, residuals
+
+
+def convolve_lsf(flux: np.ndarray, sigma_pix: float = SIGMA_PIX) -> np.ndarray:
+    half = int(4 * sigma_pix) + 1
+    k = np.exp(-0.5 * (np.arange(-half, half + 1) / sigma_pix) ** 2)
+    k /= k.sum()
+    padded = np.pad(flux, half, mode="edge")
+    return np.convolve(padded, k, mode="valid")
+
+
+def simulate(
+    cls: str,
+    seed: int | tuple[int, ...] = 0,
+    *,
+    snr: float | None = None,
+    spec_id: str | None = None,
+) -> tuple[Spectrum, dict[str, Any]]:
+    """One simulated LAMOST-like spectrum of class `cls` (a name in CLASS_BY_NAME).
+
+    Returns the Spectrum (vacuum, observed frame, `redshift` = the pipeline's z) and the
+    simulation parameters. `snr` is the median S/N per pixel near 6200 A (default: drawn
+    between 8 and 60, like LAMOST candidates).
+    """
+    if cls not in CLASS_BY_NAME:
+        raise ValueError(f"unknown class {cls!r}; known: {', '.join(CLASS_BY_NAME)}")
+    rng = np.random.default_rng(seed)
+    wave = lamost_grid()
+    sc = CLASS_BY_NAME[cls]
+    rv = float(rng.normal(0, 40)) if cls not in ("qso",) else 0.0
+    z_star = rv / C_KMS
+    m = Model(wave / (1 + z_star), np.ones(NPIX))
+    out = sc.make(m, rng)
+    info, z_true = out if isinstance(out, tuple) else (out, z_star)
+    # A gentle flux-calibration tilt, as in real survey spectra.
+    tilt = 1 + rng.uniform(-0.08, 0.08) * (wave - 6400) / 2700
+    flux = convolve_lsf(np.clip(m.flux, 0, None)) * tilt * telluric(wave, rng)
+    flux /= np.median(flux[(wave > 6000) & (wave < 6400)])
+    scale = float(rng.uniform(200, 3000))
+    flux *= scale
+
+    snr = float(snr) if snr is not None else float(rng.uniform(8, 60))
+    ref = scale
+    thr = throughput(wave)
+    sigma = (ref / snr) * np.sqrt((0.75 * np.clip(flux, 0, None) / ref + 0.25) / thr)
+    noisy = flux + rng.normal(0, 1, NPIX) * sigma
+    for sky in SKY_LINES:  # imperfect sky subtraction
+        noisy += rng.normal(0, 2.5) * sigma * gauss(wave, sky, 1.8)
+    ivar = 1.0 / sigma**2
+    bad = rng.random(NPIX) < 0.003
+    if rng.random() < 0.15:  # a bad CCD column stretch
+        i = int(rng.integers(100, NPIX - 100))
+        bad[i : i + int(rng.integers(4, 20))] = True
+    ivar[bad] = 0.0
+    noisy[bad] = 0.0
+
+    # The pipeline's redshift: stars get their RV (with a small error); a quasar that
+    # reached a CV candidate list was taken for a star, so z ~ 0.
+    z_pipe = z_star + float(rng.normal(0, 5)) / C_KMS if cls != "qso" else 0.0
+    sid = spec_id or f"sim-{cls}"
+    meta = SpectrumMeta(
+        id=sid,
+        survey="simulated",
+        obsid=sid,
+        ra=float(rng.uniform(0, 360)),
+        dec=float(np.degrees(np.arcsin(rng.uniform(-0.2, 1.0)))),
+        snr=round(snr, 2),
+        simulated=True,
+        extra={"sim_class": cls},
+    )
+    spec = Spectrum(
+        wavelength=wave, flux=noisy, ivar=ivar, mask=bad, frame="vacuum", redshift=z_pipe, meta=meta
+    )
+    params = {"class": cls, "rv_kms": rv, "z": z_true, "snr": snr, "scale": scale, **info}
+    return spec, params
+
+
+# -- the demo set ---------------------------------------------------------------------------
+
+
+def plan(n_per_class: int, seed: int) -> list[tuple[str, str]]:
+    """(id, class) for every demo spectrum, in a seeded shuffled order with neutral ids."""
+    classes = [c.name for c in CLASSES for _ in range(n_per_class)]
+    order = np.random.default_rng([seed, 1]).permutation(len(classes))
+    return [(f"sim-{seed}-{k:04d}", classes[i]) for k, i in enumerate(order)]
+
+
+def generate_demo(
+    out_dir: str | Path = "data/demo",
+    n_per_class: int = 4,
+    seed: int = 0,
+    *,
+    snr: float | None = None,
+    labels: str | Path | None = None,
+) -> list[dict[str, str]]:
+    """Write the demo spectra as LAMOST FITS files into `out_dir`; return catalogue rows.
+
+    One row per (spectrum, task) pair the spectrum is a candidate for:
+    {"path": absolute file path, "task", "id", "label": "YES"/"NO", "class": simulated class}.
+    With `labels`, also writes them as a catalogue CSV `path,task,id,label` whose paths are
+    relative to the CSV.
+    """
+    from agent.formats import write_lamost_fits
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, str]] = []
+    for k, (sid, cls) in enumerate(plan(n_per_class, seed)):
+        spec, _ = simulate(cls, (seed, k), snr=snr, spec_id=sid)
+        path = write_lamost_fits(spec, out / f"{sid}.fits")
+        for task, truth in CLASS_BY_NAME[cls].tasks.items():
+            rows.append(
+                {"path": str(path.resolve()), "task": task, "id": sid, "label": truth, "class": cls}
+            )
+    if labels is not None:
+        write_labels(rows, labels)
+    return rows
+
+
+def write_labels(rows: list[dict[str, str]], csv_path: str | Path) -> Path:
+    """The catalogue CSV `path,task,id,label`, paths relative to the CSV's folder."""
+    csv_path = Path(csv_path)
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    base = csv_path.resolve().parent
+    with open(csv_path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["path", "task", "id", "label"])
+        for r in rows:
+            w.writerow([os.path.relpath(r["path"], base), r["task"], r["id"], r["label"]])
+    return csv_path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", default="data/demo", help="folder for the simulated FITS files")
+    parser.add_argument(
+        "--n-per-class",
+        type=int,
+        default=4,
+        help=f"spectra per simulated class ({len(CLASSES)} classes: targets and contaminants)",
+    )
+    parser.add_argument(
+        "--snr",
+        type=float,
+        default=None,
+        help="S/N per pixel near 6200 A for every spectrum (default: drawn between 8 and 60)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="random seed (same seed, same spectra)")
+    parser.add_argument(
+        "--labels",
+        default=None,
+        metavar="FILE.csv",
+        help="also write the truth as a catalogue CSV path,task,id,label (paths relative to it)",
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.n_per_class < 1:
+        print("demo: --n-per-class must be at least 1")
+        return 2
+    if args.snr is not None and not args.snr > 0:
+        print("demo: --snr must be positive")
+        return 2
+    t0 = time.perf_counter()
+    rows = generate_demo(args.out, args.n_per_class, args.seed, snr=args.snr, labels=args.labels)
+    n = len({r["id"] for r in rows})
+    by_task: dict[str, list[int]] = {}
+    for r in rows:
+        yes_no = by_task.setdefault(r["task"], [0, 0])
+        yes_no[0 if r["label"] == "YES" else 1] += 1
+    summary = ", ".join(f"{t} {y} YES/{no} NO" for t, (y, no) in sorted(by_task.items()))
+    print(f"wrote {n} simulated spectra to {args.out} in {time.perf_counter() - t0:.1f} s")
+    print(f"candidates: {summary}")
+    if args.labels:
+        print(f"labels: {args.labels}")
+    return 0
