@@ -1,0 +1,367 @@
+"""Exporters on a small store built here: simulated LAMOST files, scripted agent runs,
+expert reviews, an audited authored trajectory."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agent.catalog import CandidateRef
+from agent.formats import write_lamost_fits
+from agent.loop import run_batch
+from agent.parse import parse_turn
+from agent.policies.scripted import ScriptedPolicy
+from agent.spectrum import Spectrum, SpectrumMeta
+from agent.trajectory import Step, Trajectory
+from annotate import authoring
+from annotate.export import (
+    ExportRecord,
+    corrected_trajectory,
+    dedup,
+    export_records,
+    hash_split,
+    object_split,
+    run_export,
+)
+from db.store import Store
+
+datasets = pytest.importorskip("datasets")
+
+
+def _spectrum(seed: int, kind: str) -> Spectrum:
+    rng = np.random.default_rng(seed)
+    wave = 10 ** np.arange(np.log10(3700), np.log10(9100), 1e-4)
+    flux = 1.0 + 0.3 * (wave / 5000.0) ** -2
+    for line in (4102.9, 4341.7, 4862.7, 6564.6):
+        width = 40.0 if kind == "wd" else 6.0
+        flux -= 0.5 * np.exp(-0.5 * ((wave - line) / width) ** 2)
+    flux += rng.normal(0, 0.02, wave.size)
+    return Spectrum(wave, flux, ivar=np.full(wave.size, 2500.0), meta=SpectrumMeta(survey="simulated", simulated=True))
+
+
+def _call(lo, hi):
+    return f'<think>Look at {lo}-{hi}.</think><tool_call>{{"name": "spectral_visualization_tool", "arguments": {{"wavelength_range": [{lo}, {hi}]}}}}</tool_call>'
+
+
+def _answer(v):
+    return f"<think>Broad lines.</think><answer>\\boxed{{{v}}} Balmer profile.</answer>"
+
+
+# candidate key -> (object id, task, spectrum kind, agent verdict, meta)
+LAYOUT = {
+    "c0": ("o0", "wd", "wd", "YES", {}),
+    "c1": ("o1", "wd", "a", "YES", {}),
+    "c2": ("o2", "wd", "a", "YES", {}),
+    "c3": ("o3", "wd", "wd", "YES", {}),
+    "c4": ("o4", "wd", "wd", "YES", {}),
+    "c4b": ("o4", "wd", "wd", "YES", {}),
+    "c5": ("o5", "wd", "a", "YES", {}),
+    "c6": ("o6", "wd", "wd", None, {}),  # catalogue label only
+    "c7": ("o7", "wd", "wd", "NO", {"split": "test"}),
+    "c8": ("o8", "wd", "wd", "YES", {}),  # its file breaks after review
+    "c9": ("o0", "cv", "wd", "NO", {}),  # same object as c0, other task
+}
+
+
+@pytest.fixture
+def world(tmp_path: Path):
+    data = tmp_path / "spectra"
+    data.mkdir()
+    refs, meta = [], {}
+    for i, (key, (obj, task, kind, _, extra)) in enumerate(LAYOUT.items()):
+        path = data / f"{key}.fits"
+        write_lamost_fits(_spectrum(i, kind), path)
+        label = "YES" if key == "c6" else None
+        refs.append(CandidateRef(id=key, task=task, path=str(path), label=label))
+        meta[i] = {"object_id": obj, **extra}
+    store = Store(f"sqlite:///{tmp_path / 'loupe.db'}")
+    assert store.add_candidates(refs, meta=meta).added == len(refs)
+    scripts = {
+        key: [_call(4800, 4920), _call(4300, 4400), _answer(v)]
+        for key, (_, _, _, v, _) in LAYOUT.items()
+        if v is not None
+    }
+    policy = ScriptedPolicy(scripts=scripts, p_yes=0.7)
+    vetted = [r for r in refs if r.id in scripts]
+    run = store.start_run("scripted", None, "fast", {})
+    for t in run_batch(vetted, policy, renderer="fast"):
+        assert t.state == "done" and t.format_ok, t.error
+        store.record_trajectory(t, run)
+    for name, role in (("ann", "expert"), ("bob", "expert"), ("ada", "admin")):
+        store.create_expert(name, role=role)
+    cid = {c.key: c.id for c in store.list_candidates(limit=100, order="id")}
+    store.record_review("ann", cid["c0"], "accept", seconds=5)
+    store.record_review(
+        "ann", cid["c1"], "correct", label="NO", explanation="Narrow Balmer lines: an A star.",
+        wrong_step=1, seconds=9,
+    )
+    store.record_review("ann", cid["c2"], "reject", seconds=4)
+    store.record_review("ann", cid["c3"], "accept")
+    store.record_review("bob", cid["c3"], "accept")
+    store.record_review("ann", cid["c4"], "accept")
+    store.record_review("ann", cid["c4b"], "accept")
+    store.record_review("ann", cid["c7"], "accept")
+    store.record_review("ann", cid["c8"], "accept")
+    store.record_review("bob", cid["c9"], "accept")
+    # bob writes c5 himself; ada audits it
+    c5 = store.candidate(cid["c5"])
+    spec5 = store.load_spectrum(cid["c5"])
+    d = authoring.start_draft(c5, renderer="fast")
+    authoring.add_step(d, spec5, 4800, 4920, "H-beta is narrow, ~6 A wide.")
+    authoring.set_answer(d, "NO", "Narrow Balmer lines of an A star, not a white dwarf.")
+    authoring.submit(store, d, "bob")
+    authoring.audit(store, d.authored_id, "ada", True, "fine")
+    (data / "c8.fits").write_bytes(b"SIMPLE  = broken")
+    return store, cid, tmp_path
+
+
+def _rows(out: Path) -> dict[str, list[dict]]:
+    dd = datasets.load_from_disk(str(out / "hf"))
+    return {s: list(dd[s]) for s in dd}
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_sft_export_contents(world):
+    store, cid, tmp = world
+    res = run_export(store, "sft", tmp / "sft1", test_fraction=0.0)
+    rows = _rows(tmp / "sft1")
+    flat = [r for rs in rows.values() for r in rs]
+    by_key = {r["candidate"]: r for r in flat}
+    # c0 c3 (one of) c4/c4b, c7, c9 accepted; c1 corrected; c5 authored; c2 (flip without
+    # explanation) and c6 (label only) are not SFT; c8's file no longer reads.
+    assert sorted(by_key) == sorted(["c0", "c1", "c3", "c4b", "c5", "c7", "c9"])
+    assert {r["source"] for r in flat} == {"accepted", "corrected", "authored"}
+    assert by_key["c1"]["source"] == "corrected" and by_key["c5"]["source"] == "authored"
+    assert [e["candidate"] for e in res.errors] == ["c8"]
+    assert "c8.fits" in res.errors[0]["reason"]
+    assert res.manifest["errors"][0]["id"] == "o8:wd"
+    # dedup by object+task: o4 once; o0 twice (two tasks)
+    keys = [(r["object_id"], r["task"]) for r in flat]
+    assert len(keys) == len(set(keys))
+    assert keys.count(("o0", "wd")) == 1 and keys.count(("o0", "cv")) == 1
+    for r in flat:
+        msgs = r["messages"]
+        assert [m["role"] for m in msgs[:2]] == ["system", "user"]
+        assert msgs[1]["content"][0]["type"] == "image"
+        n_placeholders = sum(it["type"] == "image" for m in msgs for it in m["content"])
+        assert n_placeholders == len(r["images"]) >= 1
+        assert all(hasattr(im, "size") for im in r["images"])  # PIL images
+        assert msgs[-1]["role"] == "assistant"
+        for m in msgs:
+            if m["role"] == "assistant":
+                turn = parse_turn("".join(it["text"] for it in m["content"]))
+                assert turn.format_ok, turn.errors
+        assert f"\\boxed{{{r['label']}}}" in msgs[-1]["content"][0]["text"]
+    # the correction: step 1 and after dropped, the expert's answer appended
+    c1 = by_key["c1"]["messages"]
+    assistant = [m for m in c1 if m["role"] == "assistant"]
+    assert len(assistant) == 2 and len(by_key["c1"]["images"]) == 2
+    assert "Narrow Balmer lines: an A star." in assistant[-1]["content"][0]["text"]
+    assert by_key["c1"]["label"] == "NO"
+    # the authored trajectory: the expert's own zoom and thought
+    c5 = by_key["c5"]["messages"]
+    assert "H-beta is narrow" in c5[2]["content"][0]["text"]
+    # existing split wins; otherwise train at test_fraction 0
+    assert by_key["c7"]["split"] == "test" and "test" in rows
+    assert all(r["split"] == "train" for r in rows["train"])
+    # manifest counts and hashes
+    m = res.manifest
+    assert m["rows"] == 7 and m["counts"]["source"] == {"accepted": 5, "authored": 1, "corrected": 1}
+    assert m["counts"]["label"] == {"NO": 4, "YES": 3}
+    assert m["not_exported"]["label differs from the agent's verdict and no explanation was given"] == 1
+    for rel, h in m["files"].items():
+        assert h == "sha256:" + hashlib.sha256((tmp / "sft1" / rel).read_bytes()).hexdigest()
+    assert "manifest.json" not in m["files"]
+    assert json.loads((tmp / "sft1" / "manifest.json").read_text()) == m
+    assert [b.kind for b in store.export_batches()] == ["sft"]
+
+
+def test_sharegpt_matches_llamafactory_layout(world):
+    store, _, tmp = world
+    run_export(store, "sft", tmp / "sft", test_fraction=0.0)
+    sg = tmp / "sft" / "sharegpt"
+    info = json.loads((sg / "dataset_info.json").read_text())
+    assert set(info) == {"loupe_sft_train", "loupe_sft_test"}
+    assert info["loupe_sft_train"]["formatting"] == "sharegpt"
+    assert info["loupe_sft_train"]["columns"] == {"messages": "messages", "images": "images"}
+    rows = json.loads((sg / "train.json").read_text())
+    for r in rows:
+        tokens = sum(m["content"].count("<image>") for m in r["messages"])
+        assert tokens == len(r["images"])
+        assert all((sg / p).is_file() and not Path(p).is_absolute() for p in r["images"])
+        roles = [m["role"] for m in r["messages"]]
+        assert roles[0] == "system"
+        # alternating user/assistant after the system prompt, as sharegpt requires
+        assert roles[1:] == ["user", "assistant"] * (len(roles[1:]) // 2)
+
+
+def test_deterministic_reexport(world):
+    store, _, tmp = world
+    run_export(store, "sft", tmp / "a", full=True, test_fraction=0.3)
+    run_export(store, "sft", tmp / "b", full=True, test_fraction=0.3)
+    fa, fb = _files(tmp / "a"), _files(tmp / "b")
+    assert fa.keys() == fb.keys() and len(fa) > 5
+    assert fa == fb
+    for kind in ("rl", "pairs"):
+        run_export(store, kind, tmp / f"{kind}1", full=True)
+        run_export(store, kind, tmp / f"{kind}2", full=True)
+        assert _files(tmp / f"{kind}1") == _files(tmp / f"{kind}2")
+
+
+def test_incremental_and_revised(world):
+    store, cid, tmp = world
+    first = run_export(store, "rl", tmp / "r1")
+    # every labelled object+task once (o4 twice deduplicated; c8's file is broken)
+    assert first.manifest["rows"] == 9 and len(first.errors) == 1
+    second = run_export(store, "rl", tmp / "r2")
+    assert second.manifest["rows"] == 0 and second.manifest["since_batch"] == first.batch_id
+    assert second.manifest["unchanged_since_earlier_batches"] == 9
+    # a new review and a revised one: only those two come out
+    store.record_review("bob", cid["c6"], "correct", label="NO", explanation="No broad lines.")
+    store.record_review("ann", cid["c0"], "reject")
+    third = run_export(store, "rl", tmp / "r3")
+    got = {(r["candidate"], r["label"]) for r in _jsonl(tmp / "r3")}
+    assert got == {("c6", "NO"), ("c0", "NO")}
+    assert third.manifest["revised"] == 2
+    with pytest.raises(FileExistsError):
+        run_export(store, "rl", tmp / "r3")
+
+
+def _jsonl(out: Path) -> list[dict]:
+    rows = []
+    for p in sorted(out.glob("*.jsonl")):
+        rows += [json.loads(line) for line in p.read_text().splitlines() if line]
+    return rows
+
+
+def test_rl_rows_match_specvi_schema(world):
+    import pyarrow.parquet as pq
+
+    store, _, tmp = world
+    res = run_export(store, "rl", tmp / "rl", test_fraction=0.5)
+    tables = {p.stem: pq.read_table(p).to_pylist() for p in (tmp / "rl").glob("*.parquet")}
+    rows = [r for t in tables.values() for r in t]
+    assert len(rows) == res.manifest["rows"] == 9
+    by_key = {r["candidate"]: r for r in rows}
+    assert by_key["c2"]["label"] == "NO"  # the reject flipped YES
+    assert by_key["c6"]["source"] == "catalog" and by_key["c6"]["label"] == "YES"
+    assert by_key["c5"]["source"] == "authored" and by_key["c5"]["label"] == "NO"
+    for r in rows:
+        assert r["reward_model"]["ground_truth"] == r["label"] in ("YES", "NO")
+        assert r["data_source"] == r["task"]  # wd / cv keep their names
+        assert r["agent_name"] and r["prompt"][1]["content"].startswith("<image>")
+        kw = r["extra_info"]["tools_kwargs"]["spectral_visualization_tool"]["create_kwargs"]
+        assert len(kw["flux"]) == len(kw["wavelength"]) > 3000
+        assert r["extra_info"]["name"].endswith(".fits") and r["path"].endswith(".fits")
+        assert len(r["images"]) == 1 and r["images"][0]["bytes"][:4] == b"\x89PNG"
+        assert r["split"] in tables and r in tables[r["split"]]
+    # split by object: no object in two splits, and c7 stays in test
+    splits: dict[str, set] = {}
+    for r in rows:
+        splits.setdefault(r["object_id"], set()).add(r["split"])
+    assert all(len(s) == 1 for s in splits.values())
+    assert by_key["c7"]["split"] == "test"
+    assert {r["candidate"] for r in _jsonl(tmp / "rl")} == set(by_key)
+
+
+def test_pairs_export(world):
+    store, _, tmp = world
+    res = run_export(store, "pairs", tmp / "pairs")
+    rows = [r for rs in _rows(tmp / "pairs").values() for r in rs]
+    by_key = {r["candidate"]: r for r in rows}
+    assert set(by_key) == {"c1", "c5"} and res.manifest["rows"] == 2
+    c1 = by_key["c1"]
+    # shared prefix: system, user, the first zoom and its tool response
+    assert [m["role"] for m in c1["prompt"]] == ["system", "user", "assistant", "user"]
+    assert len(c1["images"]) == 2 == sum(
+        it["type"] == "image" for m in c1["prompt"] for it in m["content"]
+    )
+    chosen = c1["chosen"][0]["content"][0]["text"]
+    rejected = c1["rejected"][0]["content"][0]["text"]
+    assert "\\boxed{NO}" in chosen and "<tool_call>" in rejected
+    c5 = by_key["c5"]
+    assert [m["role"] for m in c5["prompt"]] == ["system", "user"]
+    assert "H-beta is narrow" in c5["chosen"][0]["content"][0]["text"]
+
+
+def test_cli(world, capsys):
+    import launch
+
+    store, _, tmp = world
+    url = str(store.url)
+    assert launch.main(["export", "rl", "--db", url, "--out", str(tmp / "cli")]) == 0
+    assert "rows" in capsys.readouterr().out
+    assert (tmp / "cli" / "manifest.json").is_file()
+    assert launch.main(["export", "rl", "--db", url, "--out", str(tmp / "cli")]) == 2
+
+
+# -- pure parts ----------------------------------------------------------------------------
+CALL = {"name": "spectral_visualization_tool", "arguments": {"wavelength_range": [4800, 4920]}}
+
+
+def _agent() -> Trajectory:
+    steps = [
+        Step(thought="zoom a", tool_call=CALL, window=(4800.0, 4920.0), raw="A", observation_image="render:fast:4800.0:4920.0"),
+        Step(thought="zoom b", tool_call=CALL, window=(4800.0, 4920.0), raw="B", observation_image="render:fast:4800.0:4920.0"),
+        Step(thought="bad", raw="garbage", error="neither a tool call nor an <answer>"),
+        Step(thought="yes", answer="YES", explanation="wd", raw="C"),
+    ]
+    return Trajectory(id="x", task="wd", steps=steps, verdict="YES", format_ok=False)
+
+
+def test_correction_rule():
+    t = _agent()
+    c = corrected_trajectory(t, "NO", "Narrow lines.", wrong_step=2)
+    assert [s.raw for s in c.steps[:-1]] == ["A", "B"]
+    assert c.steps[-1].answer == "NO" and c.verdict == "NO" and c.format_ok
+    turn = parse_turn(c.steps[-1].raw)
+    assert turn.format_ok and turn.answer == "NO" and turn.explanation == "Narrow lines."
+    # without an index: every tool-call step kept, the malformed one and the answer dropped
+    assert [s.raw for s in corrected_trajectory(t, "NO", "x").steps[:-1]] == ["A", "B"]
+    assert len(corrected_trajectory(t, "NO", "x", wrong_step=0).steps) == 1
+    assert t.steps[-1].answer == "YES"  # the agent's record is untouched
+    with pytest.raises(ValueError):
+        corrected_trajectory(t, "NO", "   ")
+    with pytest.raises(ValueError):
+        corrected_trajectory(t, "NO", "x", wrong_step=9)
+
+
+def test_split_and_dedup_rules():
+    ids = [f"obj{i}" for i in range(2000)]
+    frac = sum(hash_split(o, 0.2) == "test" for o in ids) / len(ids)
+    assert 0.17 < frac < 0.23
+    assert hash_split("a", 0.2) == hash_split("a", 0.2)
+    assert object_split("a", ["train", "holdout"], 0.5) == "holdout"
+    with pytest.raises(ValueError):
+        object_split("a", ["validation"], 0.5)
+
+    def rec(cid, obj, source, recency=0):
+        return ExportRecord(cid, f"k{cid}", obj, "wd", "YES", source, recency=recency)
+
+    got = dedup([rec(1, "o", "accepted", 5), rec(2, "o", "authored", 1), rec(3, "o", "corrected", 9), rec(4, "p", "accepted")])
+    assert sorted(r.candidate_id for r in got) == [2, 4]
+    got = dedup([rec(1, "o", "accepted", 5), rec(2, "o", "accepted", 7)])
+    assert [r.candidate_id for r in got] == [2]
+
+
+def test_bad_rows_reported_not_fatal(tmp_path):
+    spec = _spectrum(1, "wd")
+    good = tmp_path / "good.fits"
+    write_lamost_fits(spec, good)
+    recs = [
+        ExportRecord(1, "g", "g", "wd", "YES", "review", {"path": str(good)}),
+        ExportRecord(2, "m", "m", "wd", "NO", "review", {"path": str(tmp_path / "missing.fits")}),
+        ExportRecord(3, "n", "n", "wd", "NO", "review", {}),
+    ]
+    res = export_records("rl", recs, tmp_path / "out", version="test")
+    assert res.manifest["rows"] == 1
+    assert {e["candidate"] for e in res.errors} == {"m", "n"}
+    assert all(e["reason"] for e in res.errors)
+    assert not (tmp_path / ".out.partial").exists()
