@@ -779,7 +779,7 @@ def author_step(
     ctx: Context, ex: Expert | None, d: dict, op: str, *, lo=None, hi=None, label=None,
     thought=None, index=None, verdict=None, explanation=None,
 ):  # fmt: skip
-    """add / replace / up / down / delete / load a step; returns (draft, view, form values)."""
+    """add / replace / up / down / delete / edit (load into the form) a step; returns (draft, view, form values)."""
     d = dict(d or new_draft())
     d["steps"] = [dict(s) for s in d.get("steps") or []]
     form = [lo, hi, label, thought]
@@ -816,13 +816,13 @@ def author_step(
                     raise ValueError(f"there is no step {index}")
                 d["steps"][i] = step
                 msg = f"Replaced step {i + 1}."
-        elif op in ("up", "down", "delete", "load"):
+        elif op in ("up", "down", "delete", "edit"):
             if not 0 <= i < n:
                 raise ValueError(f"there is no step {index}")
             if op == "delete":
                 d["steps"].pop(i)
                 msg = f"Deleted step {i + 1}."
-            elif op == "load":
+            elif op == "edit":
                 s = d["steps"][i]
                 form = [s["window"][0], s["window"][1], s.get("label") or "", s["thought"]]
                 msg = f"Step {i + 1} is in the form: edit it, then Replace step."

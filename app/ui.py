@@ -268,17 +268,18 @@ def build(ctx: H.Context) -> gr.Blocks:
             ]
             return out
 
-        def on_load(st, *args, request: gr.Request):
+        def on_load(st, tk, band, status, survey, split, mk, err, sm, fr, im, request: gr.Request):
             ex = H.expert_for(ctx, request)
-            st, view = H.vet_next(ctx, ex, st, H.Filters(*args[:5]), H.Display(*args[5:]))
+            f, d = H.Filters(tk, band, status, survey, split), H.Display(mk, err, sm, fr, im)
+            st, view = H.vet_next(ctx, ex, st, f, d)
             return [H.whoami(ctx, ex), *show(st, view)]
 
         demo.load(on_load, [state, *filters, *display], [who, *view_outs], api_name="open")
 
         def nav(kind: str):
-            def fn(st, *args, request: gr.Request):
+            def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im, request: gr.Request):
                 ex = H.expert_for(ctx, request)
-                f, d = H.Filters(*args[:5]), H.Display(*args[5:])
+                f, d = H.Filters(tk, band, status, survey, split), H.Display(mk, err, sm, fr, im)
                 if kind == "next":
                     st, view = H.vet_next(ctx, ex, st, f, d)
                 elif kind == "prev":
@@ -297,20 +298,20 @@ def build(ctx: H.Context) -> gr.Blocks:
             comp.input(nav("next"), [state, *filters, *display], view_outs, api_name=False)
         f_survey.input(nav("next"), [state, *filters, *display], view_outs, api_name=False)
 
-        def on_jump(st, cid, *args, request: gr.Request):
+        def on_jump(st, cid, tk, band, status, survey, split, mk, err, sm, fr, im,
+                    request: gr.Request):  # fmt: skip
             ex = H.expert_for(ctx, request)
-            st, view = H.vet_jump(ctx, ex, st, cid, H.Display(*args[5:]))
+            st, view = H.vet_jump(ctx, ex, st, cid, H.Display(mk, err, sm, fr, im))
             return show(st, view)
 
         jump_btn.click(on_jump, [state, jump_id, *filters, *display], view_outs, api_name="jump")
         jump_id.submit(on_jump, [state, jump_id, *filters, *display], view_outs, api_name=False)
 
         def act(action: str):
-            def fn(st, *args, request: gr.Request):
+            def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im, request: gr.Request):
                 ex = H.expert_for(ctx, request)
-                st, view = H.vet_act(
-                    ctx, ex, st, action, H.Filters(*args[:5]), H.Display(*args[5:])
-                )
+                f, d = H.Filters(tk, band, status, survey, split), H.Display(mk, err, sm, fr, im)
+                st, view = H.vet_act(ctx, ex, st, action, f, d)
                 return show(st, view)
 
             return fn
@@ -321,12 +322,13 @@ def build(ctx: H.Context) -> gr.Blocks:
 
         b_correct.click(lambda: gr.Group(visible=True), None, correct_panel, api_name=False)
 
-        def on_correct(st, label, step, expl, *args, request: gr.Request):
+        def on_correct(st, label, step, expl, tk, band, status, survey, split, mk, err, sm, fr,
+                       im, request: gr.Request):  # fmt: skip
             ex = H.expert_for(ctx, request)
+            f, d = H.Filters(tk, band, status, survey, split), H.Display(mk, err, sm, fr, im)
             st, view = H.vet_act(
-                ctx, ex, st, "correct", H.Filters(*args[:5]), H.Display(*args[5:]),
-                label=label, explanation=expl, wrong_step=step,
-            )  # fmt: skip
+                ctx, ex, st, "correct", f, d, label=label, explanation=expl, wrong_step=step
+            )
             return show(st, view)
 
         c_save.click(on_correct, [state, c_label, c_step, c_expl, *filters, *display], view_outs,
@@ -377,7 +379,7 @@ def build(ctx: H.Context) -> gr.Blocks:
         step_ins = [astate, a_lo, a_hi, a_lab, a_thought, a_stepno, a_verdict, a_expl]
         form_outs = [a_lo, a_hi, a_lab, a_thought]
         for btn, op in [(a_add, "add"), (a_update, "replace"), (a_up, "up"), (a_down, "down"),
-                        (a_del, "delete"), (a_edit, "load")]:  # fmt: skip
+                        (a_del, "delete"), (a_edit, "edit")]:  # fmt: skip
             btn.click(step_op(op), step_ins, a_outs + form_outs, api_name=f"author_{op}")
 
         def finish(op: str):

@@ -1,0 +1,253 @@
+"""The app's handlers, called directly on a small seeded store (no browser, no server)."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import plotly.graph_objects as go
+import pytest
+
+from app import handlers as H
+from tests.app_support import context
+
+F, D = H.Filters(), H.Display()
+
+
+@pytest.fixture
+def ctx(tmp_path_factory, tmp_path):
+    c = context(tmp_path_factory, tmp_path)
+    yield c
+    c.store.close()
+
+
+@pytest.fixture
+def team(tmp_path_factory, tmp_path):
+    """Login on, with an admin and two experts."""
+    from annotate.experts import create_expert
+
+    c = context(tmp_path_factory, tmp_path, login=True)
+    create_expert(c.store, "ada", "admin", "pw-ada-123")
+    create_expert(c.store, "bob", "expert", "pw-bob-123")
+    create_expert(c.store, "cyd", "expert", "pw-cyd-123")
+    yield c
+    c.store.close()
+
+
+def who(ctx, name):
+    return H.expert_for(ctx, SimpleNamespace(username=name))
+
+
+def test_first_item_is_the_least_certain(ctx):
+    ex = H.expert_for(ctx, None)
+    st, view = H.vet_next(ctx, ex, H.new_state(), F, D)
+    assert view.candidate_id is not None and view.global_fig is not None
+    shown = ctx.store.candidate(st["current"])
+    vetted = [c for c in ctx.store.list_candidates(limit=1000) if c.confidence is not None]
+    assert abs(shown.confidence - 0.5) <= min(abs(c.confidence - 0.5) for c in vetted) + 0.05
+    assert "loupe-conf" in view.header_html and shown.key in view.header_html
+    assert view.steps and all(s.fig is not None for s in view.steps)
+
+
+def test_accept_reject_correct_skip_flag_are_saved_at_once(ctx):
+    ex = H.expert_for(ctx, None)
+    st, _ = H.vet_next(ctx, ex, H.new_state(), F, D)
+    seen = []
+    for action in ("accept", "reject", "skip", "flag"):
+        cid = st["current"]
+        seen.append(cid)
+        st["shown_at"] = time.time() - 4.0  # as if the expert looked for four seconds
+        st, view = H.vet_act(ctx, ex, st, action, F, D)
+        assert view.message.startswith(f"Saved **{action}**")
+        (r,) = ctx.store.reviews(candidate_id=cid)
+        assert r.action == action and 3.9 < r.seconds < 30
+        c = ctx.store.candidate(cid)
+        if action == "accept":
+            assert r.label == c.verdict
+        if action == "reject":
+            assert r.label == {"YES": "NO", "NO": "YES"}[c.verdict]
+        if action == "flag":
+            assert c.flagged
+    assert len(set(seen)) == 4 and st["current"] not in seen
+    cid = st["current"]
+    st, view = H.vet_act(ctx, ex, st, "correct", F, D, label="YES", explanation="C2 at 5165",
+                         wrong_step="2")  # fmt: skip
+    (r,) = ctx.store.reviews(candidate_id=cid)
+    assert (r.action, r.label, r.explanation, r.wrong_step) == ("correct", "YES", "C2 at 5165", 1)
+
+
+def test_correct_without_label_stores_nothing(ctx):
+    ex = H.expert_for(ctx, None)
+    st, _ = H.vet_next(ctx, ex, H.new_state(), F, D)
+    st2, view = H.vet_act(ctx, ex, st, "correct", F, D, label=None)
+    assert "Choose the correct label" in view.message
+    assert st2["current"] == st["current"] and ctx.store.reviews() == []
+
+
+def test_prev_next_walk_the_session_history(ctx):
+    ex = H.expert_for(ctx, None)
+    st, _ = H.vet_next(ctx, ex, H.new_state(), F, D)
+    a = st["current"]
+    st, _ = H.vet_act(ctx, ex, st, "accept", F, D)
+    b = st["current"]
+    st, _ = H.vet_prev(ctx, ex, st, F, D)
+    assert st["current"] == a
+    st, view = H.vet_next(ctx, ex, st, F, D)
+    assert st["current"] == b
+    # revising one's own review from history is allowed and keeps the history
+    st, _ = H.vet_prev(ctx, ex, st, F, D)
+    st, _ = H.vet_act(ctx, ex, st, "reject", F, D)
+    (r,) = ctx.store.reviews(candidate_id=a)
+    assert r.action == "reject" and r.revision == 2
+
+
+def test_jump_to_id_and_unknown_id(ctx):
+    ex = H.expert_for(ctx, None)
+    target = ctx.store.list_candidates(limit=50, order="id")[-1]
+    st, view = H.vet_jump(ctx, ex, H.new_state(), target.key, D)
+    assert st["key"] == target.key and view.candidate_id == target.key
+    st, view = H.vet_jump(ctx, ex, st, "no-such-object", D)
+    assert "No candidate" in view.message and st["key"] == target.key
+
+
+def test_filters_restrict_the_queue(ctx):
+    ex = H.expert_for(ctx, None)
+    st, view = H.vet_next(ctx, ex, H.new_state(), H.Filters(task="carbon"), D)
+    assert ctx.store.candidate(st["current"]).task == "carbon"
+    st, view = H.vet_next(ctx, ex, H.new_state(), H.Filters(task="wd", band="0.8-1.0"), D)
+    if st["current"] is not None:
+        assert ctx.store.candidate(st["current"]).confidence >= 0.8
+    st, view = H.vet_next(ctx, ex, H.new_state(), H.Filters(survey="no-such-survey"), D)
+    assert st["current"] is None and "Nothing left" in view.message
+
+
+def test_comment_is_kept_then_saved_with_the_decision(ctx):
+    ex = H.expert_for(ctx, None)
+    st, _ = H.vet_next(ctx, ex, H.new_state(), F, D)
+    cid = st["current"]
+    st, msg = H.vet_comment(ctx, ex, st, "odd continuum <b>x</b>")
+    assert "kept" in msg and ctx.store.reviews() == []
+    st, _ = H.vet_act(ctx, ex, st, "accept", F, D)
+    (r,) = ctx.store.reviews(candidate_id=cid)
+    assert r.comment == "odd continuum <b>x</b>"
+    st, _ = H.vet_prev(ctx, ex, st, F, D)
+    st, msg = H.vet_comment(ctx, ex, st, "second thought")
+    (r,) = ctx.store.reviews(candidate_id=cid)
+    assert r.comment == "second thought" and r.action == "accept"
+
+
+def test_display_options_and_model_images(ctx):
+    ex = H.expert_for(ctx, None)
+    st, _ = H.vet_next(ctx, ex, H.new_state(), F, D)
+    st, view = H.vet_refresh(ctx, ex, st, H.Display(markers=False, smooth=5, frame="observed",
+                                                    images=True))  # fmt: skip
+    assert all(s.image is not None and s.image.size[0] > 100 for s in view.steps)
+    assert any(t["name"].startswith("smoothed") for t in view.global_fig["data"])
+    assert "observed" in view.global_fig["layout"]["xaxis"]["title"]["text"]
+
+
+def test_switching_is_fast_server_side(ctx):
+    ex = H.expert_for(ctx, None)
+    st, _ = H.vet_next(ctx, ex, H.new_state(), F, D)  # warm caches
+    times = []
+    for _ in range(8):
+        t0 = time.perf_counter()
+        st, view = H.vet_act(ctx, ex, st, "skip", F, D)
+        times.append((time.perf_counter() - t0) * 1000)
+        if st["current"] is None:
+            break
+    assert sorted(times)[len(times) // 2] < 300, times
+
+
+def test_login_mode_identity_and_permissions(team):
+    assert H.expert_for(team, SimpleNamespace(username=None)) is None
+    assert H.expert_for(team, SimpleNamespace(username="mallory")) is None
+    st, view = H.vet_act(team, None, {"current": 1, "key": "x"}, "accept", F, D)
+    assert "Log in" in view.message and team.store.reviews() == []
+    bob, cyd, ada = who(team, "bob"), who(team, "cyd"), who(team, "ada")
+    st, _ = H.vet_jump(team, bob, H.new_state(), team.store.candidate(1).key, D)
+    H.vet_act(team, bob, st, "accept", F, D)
+    st, _ = H.vet_jump(team, cyd, H.new_state(), team.store.candidate(1).key, D)
+    H.vet_act(team, cyd, st, "reject", F, D)
+    by = {team.store.expert(r.expert_id).name: r for r in team.store.reviews(candidate_id=1)}
+    assert by["bob"].action == "accept" and by["cyd"].action == "reject"  # each their own
+    assert "Refused" in H.run_export(team, bob, "rl").message
+    assert "Refused" in H.add_expert(team, bob, "eve", "admin", "x")
+    assert team.store.expert("eve") is None
+    assert "saved" in H.add_expert(team, ada, "eve", "expert", "pw-eve-123")
+    assert team.store.expert("eve").role == "expert"
+
+
+def test_author_two_steps_submit_and_audit(team):
+    bob, ada = who(team, "bob"), who(team, "ada")
+    key = team.store.candidate(1).key
+    d, view = H.author_load(team, bob, H.new_draft(), key, "blank")
+    assert d["cid"] == 1 and view.global_fig["layout"]["dragmode"] == "select"
+    img, fig, msg = H.author_zoom(team, d, 6450, 6680, "Hα")
+    assert img is not None and fig is not None and "6450" in msg
+    d, view, form = H.author_step(team, bob, d, "add", lo=6450, hi=6680, label="Hα",
+                                  thought="H-alpha in emission")  # fmt: skip
+    d, view, form = H.author_step(team, bob, d, "add", lo=4800, hi=4950, label="",
+                                  thought="H-beta too")  # fmt: skip
+    d, view, _ = H.author_step(team, bob, d, "up", index=2)
+    assert [s["thought"] for s in d["steps"]] == ["H-beta too", "H-alpha in emission"]
+    d, view, _ = H.author_step(team, bob, d, "add", lo=1, hi=2, thought="outside")
+    assert "Not done" in view.message and len(d["steps"]) == 2
+    d, view = H.author_finish(team, bob, d, "submit", None, "")
+    assert "Before submitting" in view.message
+    d, view = H.author_finish(team, bob, d, "submit", "YES", "Balmer emission: a CV")
+    assert "Submitted" in view.message
+    a = team.store.authored(d["authored_id"])
+    assert a.status == "submitted" and len(a.steps) == 3 and a.verdict == "YES"
+    assert H.audit_choices(team, bob) == []  # not one's own
+    pick = H.audit_choices(team, ada)[0][1]
+    assert "H-alpha" in H.audit_view(team, ada, pick)
+    assert "Say what to change" in H.audit_decide(team, ada, pick, "send_back", "")
+    assert "sent back" in H.audit_decide(team, ada, pick, "send_back", "zoom on He II too")
+    d2, view = H.author_load(team, bob, H.new_draft(), key, "blank")
+    assert d2["authored_id"] == a.id and "zoom on He II" in view.header_html
+    d2, _ = H.author_finish(team, bob, d2, "submit", "YES", "Balmer emission: a CV")
+    assert "approved" in H.audit_decide(team, ada, str(a.id), "approve", "fine")
+    assert team.store.authored(a.id).status == "approved"
+
+
+def test_author_from_agent_draft(ctx):
+    ex = H.expert_for(ctx, None)
+    c = next(c for c in ctx.store.list_candidates(limit=100) if c.trajectory_id)
+    d, view = H.author_load(ctx, ex, H.new_draft(), c.key, "agent draft")
+    t = ctx.store.trajectory(c.trajectory_id)
+    assert len(d["steps"]) == len(t.zooms) and d["verdict"] == t.verdict
+
+
+def test_dashboard_figures_are_valid(ctx):
+    ex = H.expert_for(ctx, None)
+    st, _ = H.vet_next(ctx, ex, H.new_state(), F, D)
+    for action in ("accept", "reject", "accept"):
+        st["shown_at"] = time.time() - 5
+        st, _ = H.vet_act(ctx, ex, st, action, F, D)
+    dv = H.dashboard(ctx, ex, "all", 0.9)
+    for fig in (dv.progress, dv.rates, dv.confusion, dv.reliability, dv.speed, dv.gold):
+        go.Figure(fig)
+    assert "3** decisions" in dv.summary
+    assert sum(r[1] for r in dv.per_task["data"]) == 3
+
+
+def test_uploads_are_validated_and_paths_confined(ctx, tmp_path):
+    ex = H.expert_for(ctx, None)
+    junk = tmp_path / "junk.fits"
+    junk.write_bytes(b"not a fits file at all" * 10)
+    msg = H.ingest_upload(ctx, ex, [str(junk)], "cv")
+    assert "refused" in msg and not any((ctx.data_roots[0] / "uploads").glob("*junk*"))
+    big = tmp_path / "big.fits"
+    big.write_bytes(b"\0" * 2048)
+    ctx.max_upload_bytes = 1024
+    assert "limit" in H.ingest_upload(ctx, ex, [str(big)], "cv")
+    assert "outside the data roots" in H.ingest_upload(ctx, ex, [], "cv", "/etc/passwd")
+    assert "outside the data roots" in H.ingest_upload(ctx, ex, [], "cv",
+                                                       str(ctx.data_roots[0] / ".." / ".."))  # fmt: skip
+    ctx.max_upload_bytes = H.MAX_UPLOAD_BYTES
+    good = next((ctx.data_roots[0] / "demo").glob("*.fits"))
+    n0 = ctx.store.count_candidates()
+    msg = H.ingest_upload(ctx, ex, [str(good)], "wd")
+    assert "1 spectrum" in msg and "vetted" in msg
+    assert ctx.store.count_candidates() >= n0  # same file: may already be a wd candidate
