@@ -67,18 +67,19 @@ def run_batch(
     for r in runs:
         if r.traj.state == "running":  # max_turns == 0 steps taken; cannot happen, but be total
             finish(r.traj)
-        r.traj.seconds = time.perf_counter() - r.t0
+        # Own cost only (setup + its steps), not the time spent waiting on batch mates.
+        r.traj.seconds = r.setup + sum(st.seconds for st in r.traj.steps)
     return [r.traj for r in runs]
 
 
 # -- internals -------------------------------------------------------------------------
 class _Run:
-    __slots__ = ("traj", "episode", "t0")
+    __slots__ = ("traj", "episode", "setup")
 
     def __init__(self, traj: Trajectory, episode: Episode | None, t0: float):
         self.traj = traj
         self.episode = episode
-        self.t0 = t0
+        self.setup = time.perf_counter() - t0  # loading + global view
 
 
 def _start(item: Item, policy: Policy, renderer: str, max_turns: int, params: dict) -> _Run:
@@ -136,7 +137,6 @@ def _failed(traj: Trajectory, exc: BaseException, t0: float) -> _Run:
     traj.state = "error"
     traj.format_ok = False
     traj.error = _describe(exc)
-    traj.seconds = time.perf_counter() - t0
     return _Run(traj, None, t0)
 
 

@@ -1,0 +1,189 @@
+"""Batch vetting: JSONL sink, resume after kill -9 (no duplicates, no gaps), bad files,
+custom sinks, summary."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agent.formats.lamost import write_lamost_fits
+from agent.runner import JsonlSink, build_parser, main
+from agent.spectrum import Spectrum, SpectrumMeta
+from agent.trajectory import Trajectory
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _spectrum(i: int) -> Spectrum:
+    rng = np.random.default_rng(i)
+    wave = 10 ** np.arange(np.log10(3700.0), np.log10(9100.0), 1e-4)
+    cont = (wave / 5000.0) ** (-2.0 if i % 2 else 1.0)
+    lines = sum(
+        0.5 * np.exp(-0.5 * ((wave - c) / 25.0) ** 2) for c in (4102.9, 4341.7, 4862.7, 6564.6)
+    )
+    flux = cont * (1 - (lines if i % 2 else 0)) + rng.normal(0, 0.03, wave.size)
+    ivar = np.full(wave.size, 1 / 0.03**2)
+    return Spectrum(wave, flux, ivar=ivar, meta=SpectrumMeta(id=f"cand{i:03d}"))
+
+
+@pytest.fixture(scope="module")
+def catalogue(tmp_path_factory) -> tuple[Path, list[str]]:
+    root = tmp_path_factory.mktemp("cands")
+    rows, ids = ["path,task,id,label"], []
+    for i in range(60):
+        write_lamost_fits(_spectrum(i), root / f"c{i:03d}.fits")
+        ids.append(f"cand{i:03d}")
+        rows.append(f"c{i:03d}.fits,wd,cand{i:03d},{'YES' if i % 2 else 'NO'}")
+    (root / "broken.fits").write_bytes(b"SIMPLE  = nonsense")
+    rows.append("broken.fits,wd,broken,")
+    ids.append("broken")
+    cat = root / "candidates.csv"
+    cat.write_text("\n".join(rows) + "\n")
+    return cat, ids
+
+
+def _args(*argv: str):
+    return build_parser().parse_args(list(argv))
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def test_jsonl_sink_cuts_truncated_line_and_refuses_duplicates(tmp_path):
+    out = tmp_path / "r.jsonl"
+    t1 = Trajectory(id="a", task="wd", verdict="YES", state="done")
+    sink = JsonlSink(out)
+    sink.write(t1)
+    sink.write(t1)  # duplicate offered: ignored
+    sink.close()
+    with open(out, "ab") as fh:
+        fh.write(b'{"id": "b", "task": "wd", "ver')  # a kill in the middle of a write
+    sink = JsonlSink(out)
+    assert sink.done_keys() == {("a", "wd")} and sink.repaired > 0
+    with pytest.raises(RuntimeError, match="another vetting run"):
+        JsonlSink(out)  # locked while the first is open
+    sink.write(Trajectory(id="b", task="wd", state="done"))
+    sink.close()
+    assert [d["id"] for d in _lines(out)] == ["a", "b"]
+
+
+def test_inline_run_records_everything_and_reports_bad_files(catalogue, tmp_path, capsys):
+    cat, ids = catalogue
+    out = tmp_path / "r.jsonl"
+    rc = main(
+        _args(
+            "--catalog",
+            str(cat),
+            "--out",
+            str(out),
+            "--workers",
+            "1",
+            "--limit",
+            "12",
+            "--no-progress",
+        )
+    )
+    assert rc == 0
+    rows = _lines(out)
+    assert len(rows) == 12 and len({r["id"] for r in rows}) == 12
+    for r in rows:
+        assert {"id", "task", "verdict", "confidence", "steps", "state"} <= set(r)
+        assert r["state"] == "done" and r["verdict"] in ("YES", "NO")
+        assert 0.0 <= r["confidence"] <= 1.0
+    printed = capsys.readouterr()
+    assert "vetted 12 candidates" in printed.out and "verdicts: YES" in printed.out
+    # the broken file: recorded as an error trajectory with the reason; the run goes on
+    rc = main(_args("--catalog", str(cat), "--out", str(out), "--workers", "2", "--no-progress"))
+    assert rc == 0
+    rows = _lines(out)
+    assert sorted(r["id"] for r in rows) == sorted(ids)
+    broken = next(r for r in rows if r["id"] == "broken")
+    assert broken["state"] == "error" and "broken.fits" in broken["error"]
+    err = capsys.readouterr().err
+    assert "already done; resuming" in err and "broken" in err
+
+
+class ListSink:
+    def __init__(self, done=()):
+        self.rows: list[Trajectory] = []
+        self.done = set(done)
+        self.closed = False
+
+    def done_keys(self):
+        return set(self.done)
+
+    def write(self, t):
+        self.rows.append(t)
+
+    def close(self):
+        self.closed = True
+
+
+def test_custom_sink_is_used_and_resumed(catalogue):
+    cat, ids = catalogue
+    sink = ListSink(done={("cand000", "wd"), ("cand001", "wd")})
+    rc = main(
+        _args("--catalog", str(cat), "--limit", "5", "--workers", "1", "--no-progress"), sink=sink
+    )
+    assert rc == 0
+    assert [t.id for t in sink.rows] == ["cand002", "cand003", "cand004"]
+    assert not sink.closed  # the caller owns its sink
+
+
+def test_missing_inputs_and_model_are_clear_errors(capsys, catalogue):
+    assert main(_args("--out", "x.jsonl")) == 2
+    assert main(_args("--catalog", str(catalogue[0]), "--policy", "hf")) == 2
+    assert "needs --model" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_resume_after_kill_minus_9_has_no_duplicates_or_gaps(catalogue, tmp_path):
+    cat, ids = catalogue
+    out = tmp_path / "r.jsonl"
+    cmd = [
+        sys.executable,
+        "-m",
+        "agent.runner",
+        "--catalog",
+        str(cat),
+        "--out",
+        str(out),
+        "--workers",
+        "2",
+        "--no-progress",
+    ]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        cmd,
+        cwd=REPO,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if out.exists() and out.read_bytes().count(b"\n") >= 8:
+            break
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGKILL)  # the runner and its workers, mid-run
+    proc.wait()
+    first = out.read_bytes().count(b"\n")
+    assert 8 <= first < len(ids), "the run should have been interrupted part way"
+    with open(out, "ab") as fh:  # and a line torn in half by the kill
+        fh.write(b'{"id": "cand059", "task": "wd", "steps": [')
+    rerun = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    rows = _lines(out)  # every line parses: the torn one was cut
+    keys = [(r["id"], r["task"]) for r in rows]
+    assert len(keys) == len(set(keys)), "duplicates after resume"
+    assert sorted(r["id"] for r in rows) == sorted(ids), "gaps after resume"
