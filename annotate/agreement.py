@@ -157,9 +157,7 @@ class GoldScore:
         return self.correct / self.n if self.n else math.nan
 
 
-def gold_accuracy(
-    ratings: Iterable[Rating], gold: Mapping[Hashable, str]
-) -> dict[str, GoldScore]:
+def gold_accuracy(ratings: Iterable[Rating], gold: Mapping[Hashable, str]) -> dict[str, GoldScore]:
     """Each rater's accuracy on the items whose gold label is known (`gold`: item -> label).
 
     >>> rs = [Rating(1, "wd", "ann", "YES"), Rating(2, "wd", "ann", "NO"),

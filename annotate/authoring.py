@@ -33,8 +33,18 @@ from agent.trajectory import Step, Trajectory
 TOOL_NAME = "spectral_visualization_tool"
 # Text an expert may not type into a thought or explanation: it would change how the turn
 # parses (or, for <image>, how LLaMA-Factory counts images).
-FORBIDDEN = ("<think>", "</think>", "<answer>", "</answer>", "<tool_call>", "</tool_call>",
-             "<tool_response>", "</tool_response>", "\\boxed", "<image>")
+FORBIDDEN = (
+    "<think>",
+    "</think>",
+    "<answer>",
+    "</answer>",
+    "<tool_call>",
+    "</tool_call>",
+    "<tool_response>",
+    "</tool_response>",
+    "\\boxed",
+    "<image>",
+)
 
 
 class AuthoringError(ValueError):
@@ -321,9 +331,10 @@ def validate(draft: Draft, spectrum: Spectrum | None = None) -> list[str]:
             r = zoom(spectrum, list(w), renderer=draft.renderer)
             if r.error:
                 problems.append(f"step {i + 1}: {r.error}")
-    for what, text in [("explanation", draft.explanation), ("final thought", draft.final_thought)] + [
-        (f"step {i + 1} thought", s.thought) for i, s in enumerate(draft.steps)
-    ]:
+    for what, text in [
+        ("explanation", draft.explanation),
+        ("final thought", draft.final_thought),
+    ] + [(f"step {i + 1} thought", s.thought) for i, s in enumerate(draft.steps)]:
         for tag in FORBIDDEN:
             if tag in (text or ""):
                 problems.append(f"{what} contains {tag!r}")
@@ -362,7 +373,9 @@ def _stored_steps(draft: Draft) -> list[dict[str, Any]]:
     steps = [dataclasses.replace(s, raw=assistant_text(s)).to_dict() for s in draft.steps]
     if draft.verdict in ("YES", "NO"):
         steps.append(
-            final_step(draft.verdict, draft.explanation or "-", draft.final_thought or None).to_dict()
+            final_step(
+                draft.verdict, draft.explanation or "-", draft.final_thought or None
+            ).to_dict()
         )
     return steps
 
@@ -402,7 +415,7 @@ def load_draft(store: Any, authored_id: int) -> Draft:
     t = authored_to_trajectory(row, c)
     d = start_draft(c, renderer=row.renderer, from_trajectory=t)
     d.verdict = row.verdict
-    d.explanation = row.explanation or d.explanation
+    d.explanation = row.explanation or ""
     d.authored_id, d.status = row.id, row.status
     d.author = author.name if author is not None else None
     return d
@@ -439,9 +452,7 @@ class AuditRound:
 def audit_history(store: Any, authored_id: int) -> list[AuditRound]:
     """Every event in the trajectory's life, oldest first, with the auditors' comments."""
     events = store.audit_events(entity="authored_trajectory", entity_id=authored_id, limit=10000)
-    return [
-        AuditRound(e.at, e.actor, e.action, (e.payload or {}).get("comment")) for e in events
-    ]
+    return [AuditRound(e.at, e.actor, e.action, (e.payload or {}).get("comment")) for e in events]
 
 
 def authored_to_trajectory(row: Any, candidate: Any) -> Trajectory:

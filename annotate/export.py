@@ -977,7 +977,12 @@ def collect(store: Any, kind: str, include_auto: bool = False) -> Collected:
                 s.scalars(
                     select(m.Candidate.id)
                     .where(m.Candidate.label.is_(None))
-                    .where(or_(m.Candidate.gold_label.is_not(None), m.Candidate.known_label.is_not(None)))
+                    .where(
+                        or_(
+                            m.Candidate.gold_label.is_not(None),
+                            m.Candidate.known_label.is_not(None),
+                        )
+                    )
                     .order_by(m.Candidate.id)
                 )
             )
@@ -1101,13 +1106,19 @@ def _review_record(
         except ValueError as exc:
             return None, f"correction not applicable ({exc})"
         return (
-            ExportRecord(**base, source="corrected", trajectory=fixed, rejected=agent, recency=r.id),
+            ExportRecord(
+                **base, source="corrected", trajectory=fixed, rejected=agent, recency=r.id
+            ),
             None,
         )
     if kind == "pairs":
         return None, None  # an accepted run has nothing to contrast with
     accepted = [r for r in agreeing if r.trajectory_id is not None]
-    tid = max(accepted, key=lambda r: (r.updated, r.id)).trajectory_id if accepted else c.trajectory_id
+    tid = (
+        max(accepted, key=lambda r: (r.updated, r.id)).trajectory_id
+        if accepted
+        else c.trajectory_id
+    )
     if tid is None:
         return None, "no agent trajectory (label only: rl)"
     t = traj(tid)

@@ -163,7 +163,9 @@ def test_handoff_plan_minimises_human_load(rows, target, auto_reject):
     plan = handoff_plan(conf, labels, target, auto_reject=auto_reject)
     assert plan.n_human == _brute_force(conf, labels, target, auto_reject)
     # what it promises holds on the data
-    auto_yes = [lab for p, lab in rows if plan.yes_threshold is not None and p >= plan.yes_threshold]
+    auto_yes = [
+        lab for p, lab in rows if plan.yes_threshold is not None and p >= plan.yes_threshold
+    ]
     auto_no = [lab for p, lab in rows if plan.no_threshold is not None and p <= plan.no_threshold]
     assert len(auto_yes) == plan.n_auto_yes and len(auto_no) == plan.n_auto_no
     if auto_yes:

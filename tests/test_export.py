@@ -40,7 +40,12 @@ def _spectrum(seed: int, kind: str) -> Spectrum:
         width = 40.0 if kind == "wd" else 6.0
         flux -= 0.5 * np.exp(-0.5 * ((wave - line) / width) ** 2)
     flux += rng.normal(0, 0.02, wave.size)
-    return Spectrum(wave, flux, ivar=np.full(wave.size, 2500.0), meta=SpectrumMeta(survey="simulated", simulated=True))
+    return Spectrum(
+        wave,
+        flux,
+        ivar=np.full(wave.size, 2500.0),
+        meta=SpectrumMeta(survey="simulated", simulated=True),
+    )
 
 
 def _call(lo, hi):
@@ -96,8 +101,13 @@ def world(tmp_path: Path):
     cid = {c.key: c.id for c in store.list_candidates(limit=100, order="id")}
     store.record_review("ann", cid["c0"], "accept", seconds=5)
     store.record_review(
-        "ann", cid["c1"], "correct", label="NO", explanation="Narrow Balmer lines: an A star.",
-        wrong_step=1, seconds=9,
+        "ann",
+        cid["c1"],
+        "correct",
+        label="NO",
+        explanation="Narrow Balmer lines: an A star.",
+        wrong_step=1,
+        seconds=9,
     )
     store.record_review("ann", cid["c2"], "reject", seconds=4)
     store.record_review("ann", cid["c3"], "accept")
@@ -125,7 +135,11 @@ def _rows(out: Path) -> dict[str, list[dict]]:
 
 
 def _files(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_sft_export_contents(world):
@@ -173,9 +187,16 @@ def test_sft_export_contents(world):
     assert all(r["split"] == "train" for r in rows["train"])
     # manifest counts and hashes
     m = res.manifest
-    assert m["rows"] == 7 and m["counts"]["source"] == {"accepted": 5, "authored": 1, "corrected": 1}
+    assert m["rows"] == 7 and m["counts"]["source"] == {
+        "accepted": 5,
+        "authored": 1,
+        "corrected": 1,
+    }
     assert m["counts"]["label"] == {"NO": 4, "YES": 3}
-    assert m["not_exported"]["label differs from the agent's verdict and no explanation was given"] == 1
+    assert (
+        m["not_exported"]["label differs from the agent's verdict and no explanation was given"]
+        == 1
+    )
     for rel, h in m["files"].items():
         assert h == "sha256:" + hashlib.sha256((tmp / "sft1" / rel).read_bytes()).hexdigest()
     assert "manifest.json" not in m["files"]
@@ -280,8 +301,10 @@ def test_pairs_export(world):
     c1 = by_key["c1"]
     # shared prefix: system, user, the first zoom and its tool response
     assert [m["role"] for m in c1["prompt"]] == ["system", "user", "assistant", "user"]
-    assert len(c1["images"]) == 2 == sum(
-        it["type"] == "image" for m in c1["prompt"] for it in m["content"]
+    assert (
+        len(c1["images"])
+        == 2
+        == sum(it["type"] == "image" for m in c1["prompt"] for it in m["content"])
     )
     chosen = c1["chosen"][0]["content"][0]["text"]
     rejected = c1["rejected"][0]["content"][0]["text"]
@@ -308,8 +331,20 @@ CALL = {"name": "spectral_visualization_tool", "arguments": {"wavelength_range":
 
 def _agent() -> Trajectory:
     steps = [
-        Step(thought="zoom a", tool_call=CALL, window=(4800.0, 4920.0), raw="A", observation_image="render:fast:4800.0:4920.0"),
-        Step(thought="zoom b", tool_call=CALL, window=(4800.0, 4920.0), raw="B", observation_image="render:fast:4800.0:4920.0"),
+        Step(
+            thought="zoom a",
+            tool_call=CALL,
+            window=(4800.0, 4920.0),
+            raw="A",
+            observation_image="render:fast:4800.0:4920.0",
+        ),
+        Step(
+            thought="zoom b",
+            tool_call=CALL,
+            window=(4800.0, 4920.0),
+            raw="B",
+            observation_image="render:fast:4800.0:4920.0",
+        ),
         Step(thought="bad", raw="garbage", error="neither a tool call nor an <answer>"),
         Step(thought="yes", answer="YES", explanation="wd", raw="C"),
     ]
@@ -345,7 +380,14 @@ def test_split_and_dedup_rules():
     def rec(cid, obj, source, recency=0):
         return ExportRecord(cid, f"k{cid}", obj, "wd", "YES", source, recency=recency)
 
-    got = dedup([rec(1, "o", "accepted", 5), rec(2, "o", "authored", 1), rec(3, "o", "corrected", 9), rec(4, "p", "accepted")])
+    got = dedup(
+        [
+            rec(1, "o", "accepted", 5),
+            rec(2, "o", "authored", 1),
+            rec(3, "o", "corrected", 9),
+            rec(4, "p", "accepted"),
+        ]
+    )
     assert sorted(r.candidate_id for r in got) == [2, 4]
     got = dedup([rec(1, "o", "accepted", 5), rec(2, "o", "accepted", 7)])
     assert [r.candidate_id for r in got] == [2]
