@@ -114,7 +114,8 @@ def degrade(
         raise ValueError(f"snr must be positive (got {snr})")
     rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     src = spectrum.meta.source or spectrum.meta.id or "<memory>"
-    good = spectrum.good
+    # Libraries fill missing stretches with exact zeros; those are gaps, not dark flux.
+    good = spectrum.good & ~_zero_runs(spectrum.flux)
     wave = spectrum.vacuum_wavelength()[good]
     flux = spectrum.flux[good]
     if wave.size < 10:
@@ -176,6 +177,28 @@ def degrade(
         flux_unit=spectrum.flux_unit,
         meta=meta,
     )
+
+
+def _zero_runs(flux: np.ndarray, min_run: int = 3) -> np.ndarray:
+    """True on runs of at least `min_run` pixels that are exactly zero.
+
+    >>> _zero_runs(np.array([1., 0, 0, 0, 2, 0, 3])).astype(int).tolist()
+    [0, 1, 1, 1, 0, 0, 0]
+    """
+    z = flux == 0
+    out = np.zeros_like(z)
+    i, n = 0, z.size
+    while i < n:
+        if z[i]:
+            j = i
+            while j < n and z[j]:
+                j += 1
+            if j - i >= min_run:
+                out[i:j] = True
+            i = j
+        else:
+            i += 1
+    return out
 
 
 def _source_gaps(wave: np.ndarray, out_wave: np.ndarray) -> np.ndarray:

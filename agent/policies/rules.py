@@ -234,181 +234,208 @@ def _c2(m: dict[str, float]) -> float:
     return float(np.mean(vals)) if vals else NAN
 
 
+def _balmer_wd(m: dict[str, float]) -> tuple[float, str] | None:
+    """The white-dwarf reading of the strongest of H-beta / H-gamma (H-alpha as fallback)."""
+    got = []
+    for n, lbl in (("hb_w", "H-beta"), ("hg_w", "H-gamma"), ("ha_w", "H-alpha")):
+        f, d, w = m.get(f"{n}_fwhm"), m.get(f"{n}_depth"), m.get(f"{n}_ew")
+        if _fin(f) and _fin(d) and _fin(w) and d < 0.95:  # depth ~1 means a data hole
+            got.append((f, d, w, lbl))
+    if not got:
+        return None
+    blue = [g for g in got if g[3] != "H-alpha"] or got
+    f, d, w, lbl = max(blue, key=lambda t: t[1])
+    return d, f"{lbl} FWHM {f:.0f} Å, depth {d:.2f}, EW {w:.0f} Å"
+
+
 def evidence_wd(m: dict[str, float]) -> Evidence:
     e = Evidence()
-    fw = [(m.get(f"{n}_fwhm"), m.get(f"{n}_depth"), m.get(f"{n}_ew"), lbl)
-          for n, lbl in (("hb_w", "H-beta"), ("hg_w", "H-gamma"), ("ha_w", "H-alpha"))]
-    got = [(f, d, w, lbl) for f, d, w, lbl in fw if _fin(f) and _fin(d) and d > 0.08]
-    if not any(_fin(m.get(f"{n}_depth")) for n in ("hb_w", "hg_w", "ha_w")):
+    br = m.get("b_r")
+    hot = _fin(br) and br > 0.0
+    bw = _balmer_wd(m)
+    balmer = 0.0
+    strong_balmer = False
+    if bw is None:
         e.missing.append("Balmer lines")
     else:
         e.checked += 1
-    balmer = 0.0
-    if got:
-        f, d, w, lbl = max(got, key=lambda t: t[1])
-        if f >= 35 and d >= 0.2:
-            balmer = min(3.0, 1.5 + (f - 35) / 20 + (d - 0.2) * 3)
-            e.add(balmer, f"{lbl} FWHM {f:.0f} Å, depth {d:.2f}, EW {w:.0f} Å: pressure-broadened like a DA white dwarf")
-        elif f >= 22 and d >= 0.2:
-            e.add(0.0, f"{lbl} FWHM {f:.0f} Å, depth {d:.2f}: broad, but short of a white dwarf's")
+        d, txt = bw
+        f = float(txt.split("FWHM ")[1].split(" ")[0])
+        if d >= 0.12 and f >= 35:
+            strong_balmer = True
+            balmer = min(4.0, 2.5 + (f - 35) / 15)
+            e.add(balmer, f"{txt}: pressure broadening of a DA white dwarf")
+        elif d >= 0.2:
+            strong_balmer = True
+            if f >= 28:
+                e.add(0.0, f"{txt}: broad, but short of a typical white dwarf's")
+            else:
+                e.add(-3.0, f"{txt}: too narrow for a white dwarf (A/B star or hot subdwarf)")
+        elif d >= 0.1 and f < 28:
+            e.add(-1.0, f"{txt}: weak, narrow Balmer lines (hot subdwarf or B star)")
         else:
-            e.add(-2.0, f"{lbl} FWHM {f:.0f} Å, depth {d:.2f}: too narrow for a white dwarf (A/B star or subdwarf)")
-    # Higher Balmer members: sharp and separate in A/B stars and subdwarfs.
+            e.add(0.0, f"{txt}: no strong Balmer lines (not a DA)")
     h9 = m.get("h9_contrast")
-    if _fin(h9):
+    if _fin(h9) and strong_balmer:
         e.checked += 1
-        if h9 > 0.25 and balmer < 2.5:
-            e.add(-1.5, f"H9 stands out sharply (contrast {h9:.2f}): the high series is resolved as in an A/B star")
-        elif h9 < 0.12 and balmer > 0:
-            e.add(0.7, f"H8-H10 merged (H9 contrast {h9:.2f}), as pressure broadening does")
-    cak = m.get("cak_ew")
+        if h9 > 0.3:
+            e.add(-1.5, f"H9 is sharp and separate (contrast {h9:.2f}): the high series is resolved as in an A/B star")
+        elif h9 < 0.2 and balmer > 0:
+            e.add(0.5, f"H8-H10 merged (H9 contrast {h9:.2f}), as pressure broadening does")
+    cak, cakd = m.get("cak_ew"), m.get("cak_depth")
     if _fin(cak):
         e.checked += 1
-        if cak > 1.5 and m.get("cak_depth", 0) > 0.15:
-            if balmer > 0:
-                e.add(-1.5, f"Ca II K absorption EW {cak:.1f} Å: a metal line, typical of an A star")
-            elif _fin(m.get("b_r")) and m["b_r"] > 0.0:
-                e.add(1.0, f"Ca II K EW {cak:.1f} Å on a blue continuum with no hydrogen: a DZ white dwarf?")
-    # DB: He I absorption without hydrogen.
-    he = [m.get(k) for k in ("hei4473_ew", "hei4923_ew", "hei5877_ew")]
-    he = [x for x in he if _fin(x)]
-    hb_ew = m.get("hb_ew")
-    if he and sum(1 for x in he if x > 1.0) >= 2 and (not _fin(hb_ew) or abs(hb_ew) < 2.0):
-        e.add(2.5, f"He I absorption ({', '.join(f'{x:.1f}' for x in he)} Å EW) with no Balmer lines: a DB white dwarf")
-    # Continuum colour.
-    br = m.get("b_r")
+        if cak > 1.5 and _fin(cakd) and cakd > 0.15:
+            if strong_balmer:
+                e.add(-1.5, f"Ca II K absorption EW {cak:.1f} Å beside strong Balmer lines: an A star")
+            elif hot:
+                e.add(3.0, f"Ca II K EW {cak:.1f} Å on a blue continuum with no hydrogen: a DZ white dwarf")
+    if not strong_balmer:
+        he = [m.get(k) for k in ("hei4473_ew", "hei4923_ew", "hei5877_ew")]
+        he = [x for x in he if _fin(x)]
+        if he and sum(1 for x in he if x > 1.0) >= 2 and hot:
+            e.add(3.0, f"He I absorption ({', '.join(f'{x:.1f}' for x in he)} Å EW) with no Balmer lines: a DB white dwarf")
+        c2 = m.get("c2_5165")
+        if _fin(c2) and c2 > 0.15 and _fin(br) and br > -0.15:
+            e.add(3.0, f"C2 Swan 5165 head (jump {c2:+.2f}) on a warm continuum (log F4600/F6100 = {br:.2f}): a DQ white dwarf")
+        feats = [abs(m.get(k, 0.0)) for k in ("hb_w_ew", "hg_w_ew", "cak_ew", "hei4473_ew", "hei5877_ew")
+                 if _fin(m.get(k))]
+        if feats and max(feats) < 1.5 and hot and not (_fin(c2) and c2 > 0.15):
+            e.add(1.0, f"featureless blue continuum (all line EWs < {max(feats):.1f} Å): a DC white dwarf")
     if _fin(br):
         e.checked += 1
-        if br < -0.25:
-            e.add(-1.5, f"red continuum (log F4600/F6100 = {br:.2f}): too cool for most white dwarfs")
-        elif br > 0.15:
-            e.add(0.3, f"blue continuum (log F4600/F6100 = {br:.2f})")
+        if br < -0.2:
+            e.add(-2.0, f"red continuum (log F4600/F6100 = {br:.2f}): too cool for most white dwarfs")
     else:
         e.missing.append("continuum colour")
-    # DQ: C2 on a blue continuum.
-    c2 = _c2(m)
-    if _fin(c2) and c2 > 0.15 and _fin(br) and br > -0.1:
-        e.add(2.5, f"C2 Swan bands (mean jump {c2:.2f}) on a blue continuum: a DQ white dwarf")
-    # DC: featureless and blue.
-    feats = [abs(m.get(k, 0.0)) for k in ("hb_w_ew", "hg_w_ew", "cak_ew", "hei4473_ew") if _fin(m.get(k))]
-    if feats and max(feats) < 2.0 and _fin(br) and br > 0.0 and not (_fin(c2) and c2 > 0.15):
-        e.add(1.0, "featureless blue continuum (all line EWs < 2 Å): a DC white dwarf is possible")
-    if _fin(m.get("tio5")) and m["tio5"] < 0.75:
+    if _fin(m.get("tio5")) and m["tio5"] < 0.75 and not hot:
         e.add(-2.0, f"TiO bands (TiO5 = {m['tio5']:.2f}): an M star dominates")
     e.score -= 1.0  # prior: most candidates are not white dwarfs
     return e
+
+
+def _emission(m: dict[str, float], name: str) -> bool:
+    fw = m.get(f"{name}_fwhm")
+    return (m.get(f"{name}_em") == 1.0 and _fin(m.get(f"{name}_sig")) and m[f"{name}_sig"] > 3
+            and m.get(f"{name}_peak", 0) > 0.15 and _fin(fw) and 2.0 < fw < 60.0)
 
 
 def evidence_cv(m: dict[str, float]) -> Evidence:
     e = Evidence()
     z = m.get("redshift", 0.0)
     if _fin(z) and abs(z) > 0.005:
-        e.add(-3.0, f"pipeline redshift z = {z:.3f}: extragalactic, a CV sits at z ~ 0")
-    em_any = 0
-    for name, lbl, w_em, w_abs in (("ha", "H-alpha", 2.5, -2.0), ("hb", "H-beta", 2.0, -1.5),
-                                   ("hg", "H-gamma", 1.0, -0.5)):
-        ew, pk, fw, sig = (m.get(f"{name}_{k}") for k in ("ew", "peak", "fwhm", "sig"))
+        e.add(-6.0, f"pipeline redshift z = {z:.3f}: extragalactic, while a CV sits at z ~ 0 (a QSO?)")
+    em = {}
+    for name, lbl in (("ha", "H-alpha"), ("hb", "H-beta"), ("hg", "H-gamma")):
+        ew, pk, fw = (m.get(f"{name}_{k}") for k in ("ew", "peak", "fwhm"))
         if not _fin(ew):
             e.missing.append(lbl)
             continue
         e.checked += 1
-        if m.get(f"{name}_em") == 1.0 and sig > 3 and pk > 0.15:
-            em_any += 1
-            pts = w_em + (0.7 if _fin(fw) and fw > 12 else -0.5) + (0.5 if ew < -20 else 0.0)
-            e.add(pts, f"{lbl} in emission: EW {ew:.1f} Å, peak {pk:.2f} above continuum, FWHM {fw:.0f} Å")
-        elif ew > 1.0 and sig > 3:
-            e.add(w_abs, f"{lbl} in absorption (EW {ew:.1f} Å)")
-        else:
-            e.add(-0.3, f"{lbl} neither clearly in emission nor absorption (EW {ew:.1f} Å)")
+        em[name] = _emission(m, name)
+        if em[name]:
+            broad = fw >= 12.0
+            pts = {"ha": 1.5, "hb": 2.0, "hg": 1.0}[name] + 1.0 if broad else {"ha": 0.0, "hb": 0.5, "hg": 0.3}[name]
+            e.add(pts, f"{lbl} in emission: EW {ew:.1f} Å, peak {pk:.2f} above the continuum, FWHM {fw:.0f} Å"
+                  + (" (broad, as from a disc)" if broad else " (narrow)"))
+        elif ew > 1.0 and m.get(f"{name}_sig", 0) > 3:
+            e.add({"ha": -1.5, "hb": -2.0, "hg": -1.0}[name], f"{lbl} in absorption (EW {ew:.1f} Å)")
+    broad_any = any(em.get(n) and m.get(f"{n}_fwhm", 0) >= 12.0 for n in ("ha", "hb", "hg"))
+    if any(em.values()) and not broad_any:
+        e.add(-1.5, "all Balmer emission is narrow (FWHM < 12 Å): a Be star, a chromosphere or a nebula rather than a disc")
+    if em.get("ha") and em.get("hb") is False and "hb" in em:
+        e.add(-1.0, "H-alpha emission without H-beta emission: a steep decrement, as in Be stars and chromospheres")
     for name, lbl, pts in (("hei5877", "He I 5876", 1.0), ("hei6680", "He I 6678", 1.0),
                            ("heii4687", "He II 4686", 1.5), ("hei4923", "He I 4922", 0.5)):
-        ew, sig = m.get(f"{name}_ew"), m.get(f"{name}_sig")
-        if not _fin(ew):
+        if not _fin(m.get(f"{name}_ew")):
             continue
         e.checked += 1
-        if m.get(f"{name}_em") == 1.0 and sig > 3:
-            e.add(pts, f"{lbl} in emission (EW {ew:.1f} Å)")
+        if _emission(m, name):
+            fw = m[f"{name}_fwhm"]
+            e.add(pts if fw >= 8.0 else 0.3, f"{lbl} in emission (EW {m[f'{name}_ew']:.1f} Å, FWHM {fw:.0f} Å)")
     ct = _cool_type(m)
-    ha_fw = m.get("ha_fwhm")
-    if _fin(ct) and ct > 0.5 and em_any and (not _fin(ha_fw) or ha_fw < 10):
-        e.add(-2.0, f"narrow H-alpha emission on a TiO-banded M-dwarf continuum (TiO strength {ct:.1f}): chromospheric activity")
-    if em_any == 0:
-        e.add(-1.5, "no Balmer emission")
+    if _fin(ct) and ct > 0.4:
+        if not (em.get("hb") and m.get("hb_fwhm", 0) >= 12):
+            e.add(-2.0, f"TiO bands of an M dwarf (TiO strength {ct:.1f}) without broad H-beta emission: chromospheric activity at most")
+    if not any(em.values()):
+        e.add(-2.0, "no Balmer emission")
     e.score -= 1.0
     return e
 
 
 def evidence_carbon(m: dict[str, float]) -> Evidence:
     e = Evidence()
-    c2s = [(k, m.get(k)) for k in ("c2_4737", "c2_5165", "c2_5636")]
-    have = [(k, v) for k, v in c2s if _fin(v)]
-    if not have:
-        e.missing.append("C2 Swan heads")
+    j = m.get("c2_5165")
+    ct = _cool_type(m)
+    tio = (_fin(m.get("tio5")) and m["tio5"] < 0.8) or (_fin(m.get("tio_7054")) and m["tio_7054"] > 0.15)
+    if not _fin(j):
+        e.missing.append("C2 5165 head")
     else:
         e.checked += 1
-        c2 = float(np.mean([v for _, v in have]))
-        txt = ", ".join(f"{k[3:]} {v:+.2f}" for k, v in have)
-        if c2 > 0.12:
-            e.add(2.0 + min(2.0, (c2 - 0.12) * 8), f"C2 Swan head jumps ({txt}): bands degrading to the blue")
-        elif c2 > 0.05:
-            e.add(0.5, f"weak C2 head jumps ({txt})")
+        if j > 0.2:
+            e.add(3.0, f"C2 Swan 5165 head: flux jumps by {math.exp(j):.2f}x across it, the band degrading to the blue")
+        elif j > 0.1:
+            e.add(1.5, f"weak C2 Swan 5165 head (jump {j:+.2f})")
+        elif j < 0.03:
+            e.add(-2.5, f"no C2 Swan 5165 head (jump {j:+.2f}" + ("; the TiO 5167 band degrades the other way)" if j < -0.1 else ")"))
+    for k, lbl in (("c2_5636", "C2 5636"), ("c2_4737", "C2 4737")):
+        v = m.get(k)
+        if _fin(v):
+            e.checked += 1
+            if v > 0.15 and not tio:
+                e.add(1.0 if k == "c2_5636" else 0.5, f"{lbl} head jump {v:+.2f}")
         else:
-            e.add(-2.0, f"no C2 Swan heads (jumps {txt})")
+            e.missing.append(lbl)
     cn = [m.get(k) for k in ("cn_7874", "cn_8067") if _fin(m.get(k))]
-    if cn:
+    if cn and np.mean(cn) > 0.08 and not tio:
+        e.add(0.5, f"CN bands (head jumps {', '.join(f'{x:+.2f}' for x in cn)})")
+    if _fin(ct) or _fin(m.get("tio5")):
         e.checked += 1
-        if np.mean(cn) > 0.08:
-            e.add(1.0, f"CN bands (head jumps {', '.join(f'{x:+.2f}' for x in cn)})")
-    ct = _cool_type(m)
-    if _fin(ct):
-        e.checked += 1
-        if ct > 0.4:
-            e.add(-2.0, f"TiO bands present (TiO strength {ct:.2f}, TiO5 {m.get('tio5', NAN):.2f}): an oxygen-rich M star")
-        else:
-            e.add(0.3, f"no TiO (TiO strength {ct:.2f})")
+        if tio:
+            e.add(-2.5, f"TiO bands present (TiO5 {m.get('tio5', NAN):.2f}, 7054 head jump {m.get('tio_7054', NAN):+.2f}): an oxygen-rich M or S star")
     else:
         e.missing.append("TiO 7054")
     br = m.get("b_r")
     if _fin(br):
-        if br > 0.0:
-            e.add(-2.5, f"blue continuum (log F4600/F6100 = {br:.2f}): too hot for a carbon star (a DQ white dwarf shows C2 too)")
-        elif br < -0.3:
-            e.add(0.5, f"red continuum (log F4600/F6100 = {br:.2f})")
-    e.score -= 1.0
+        if br > -0.05:
+            e.add(-4.0, f"blue continuum (log F4600/F6100 = {br:.2f}): too hot for a carbon star (a DQ white dwarf shows C2 too)")
+    e.score -= 0.5
     return e
 
 
 def evidence_s_type(m: dict[str, float]) -> Evidence:
     e = Evidence()
-    zr = [(k, m.get(k)) for k in ("zro_4620", "zro_5551", "zro_6474")]
-    have = [(k, v) for k, v in zr if _fin(v)]
-    if not have:
-        e.missing.append("ZrO heads")
+    zr = [m.get(k) for k in ("zro_5551", "zro_6474") if _fin(m.get(k))]
+    tio6159 = m.get("tio_6159")
+    if not zr:
+        e.missing.append("ZrO 5551/6474 heads")
     else:
         e.checked += 1
-        z = float(np.mean([v for _, v in have]))
-        txt = ", ".join(f"{k[4:]} {v:+.2f}" for k, v in have)
-        if z > 0.12:
-            e.add(2.0 + min(2.0, (z - 0.12) * 8), f"ZrO head jumps ({txt})")
-        elif z > 0.06:
-            e.add(0.5, f"weak ZrO head jumps ({txt})")
-        else:
-            e.add(-2.0, f"no ZrO heads (jumps {txt})")
+        z = float(np.mean(zr))
+        excess = z - 0.25 * (tio6159 if _fin(tio6159) else 0.0)
+        txt = f"ZrO head jumps {', '.join(f'{x:+.2f}' for x in zr)} (excess over TiO {excess:+.2f})"
+        if excess > 0.12:
+            e.add(3.0, f"{txt}: ZrO bands of an S star")
+        elif excess > 0.06:
+            e.add(1.0, f"{txt}: possibly weak ZrO")
+        elif excess < 0.02:
+            e.add(-1.5, f"{txt}: no ZrO beyond what TiO explains")
     lao = m.get("lao_7403")
     if _fin(lao):
         e.checked += 1
         if lao > 0.08:
-            e.add(1.0, f"LaO 7403 head jump {lao:+.2f}")
+            e.add(1.5, f"LaO 7403 head jump {lao:+.2f}")
+        elif lao < 0.0:
+            e.add(-0.5, f"no LaO 7403 (jump {lao:+.2f})")
     else:
         e.missing.append("LaO 7403")
-    ct = _cool_type(m)
-    if _fin(ct):
+    if _fin(m.get("tio5")):
         e.checked += 1
-        if ct < 0.2:
-            e.add(-1.5, f"no TiO (strength {ct:.2f}): not a cool oxygen-rich star")
-    c2 = _c2(m)
+        if m["tio5"] > 0.92 and not (zr and np.mean(zr) > 0.15):
+            e.add(-2.0, f"no TiO (TiO5 {m['tio5']:.2f}) and no ZrO: not a cool S/M star")
+    c2 = m.get("c2_5165")
     if _fin(c2) and c2 > 0.15:
-        e.add(-2.0, f"C2 Swan heads (mean jump {c2:.2f}): a carbon star")
+        e.add(-2.5, f"C2 Swan 5165 head (jump {c2:+.2f}): a carbon star")
     br = m.get("b_r")
     if _fin(br) and br > -0.1:
         e.add(-2.0, f"continuum too blue for an S star (log F4600/F6100 = {br:.2f})")
@@ -418,32 +445,41 @@ def evidence_s_type(m: dict[str, float]) -> Evidence:
 
 def evidence_m_giant(m: dict[str, float]) -> Evidence:
     e = Evidence()
-    ct = _cool_type(m)
-    if not _fin(ct):
+    t5, j = m.get("tio5"), m.get("tio_7054")
+    m_type = no_tio = False
+    if not (_fin(t5) or _fin(j)):
         e.missing.append("TiO bands")
     else:
         e.checked += 1
-        if ct > 0.35:
-            e.add(1.5, f"TiO bands (strength {ct:.2f}; TiO5 {m.get('tio5', NAN):.2f}, 7054 head jump {m.get('tio_7054', NAN):+.2f}): an M-type star")
+        m_type = (_fin(t5) and t5 < 0.82) or (_fin(j) and j > 0.12)
+        no_tio = (not _fin(t5) or t5 > 0.9) and (not _fin(j) or j < 0.06)
+        txt = f"TiO5 {t5:.2f}, TiO 7054 head jump {j:+.2f}"
+        if m_type:
+            e.add(1.0, f"TiO bands ({txt}): an M-type star")
+        elif no_tio:
+            e.add(-4.0, f"no TiO bands ({txt}): not an M star")
         else:
-            e.add(-3.0, f"no TiO bands (strength {ct:.2f}): not an M star")
-    # Gravity: CaH relative to TiO (Reid et al. 1995 indices).
-    if _has(m, "cah2", "tio5"):
+            e.add(-0.5, f"weak TiO ({txt}): K/M boundary")
+    # Gravity: CaH relative to TiO (Reid et al. 1995 indices). Dwarfs follow
+    # CaH3 ~ 0.60 + 0.37 TiO5; giants have weaker CaH at the same TiO.
+    if _has(m, "cah3", "tio5"):
         e.checked += 1
-        # Dwarfs: CaH2 falls with TiO5 (CaH2 ~ TiO5 - 0.1); giants keep CaH2 near 0.9.
-        d = m["cah2"] - (0.85 * m["tio5"] + 0.05)
-        if d > 0.08:
-            e.add(1.5, f"CaH weak for the TiO strength (CaH2 {m['cah2']:.2f} vs TiO5 {m['tio5']:.2f}): low gravity")
-        elif d < -0.02:
-            e.add(-2.0, f"CaH strong for the TiO strength (CaH2 {m['cah2']:.2f} vs TiO5 {m['tio5']:.2f}): a dwarf")
+        d = m["cah3"] - (0.60 + 0.37 * m["tio5"])
+        txt = f"CaH3 {m['cah3']:.2f} at TiO5 {m['tio5']:.2f} (excess {d:+.2f} over the dwarf sequence)"
+        if d > 0.04:
+            e.add(2.0 + min(1.0, (d - 0.04) * 20), f"{txt}: weak CaH, low gravity")
+        elif d < 0.015:
+            e.add(-2.5, f"{txt}: CaH as strong as a dwarf's")
+        else:
+            e.add(0.0, f"{txt}: gravity ambiguous")
     else:
         e.missing.append("CaH/TiO indices")
     na = m.get("na8190_ew")
     if _fin(na):
         e.checked += 1
-        if na > 3.0:
-            e.add(-2.0, f"Na I 8183/8195 EW {na:.1f} Å: strong, as in a dwarf")
-        elif na < 2.0:
+        if na > 1.8:
+            e.add(-1.5, f"Na I 8183/8195 EW {na:.1f} Å: strong, as in a dwarf")
+        elif na < 1.0:
             e.add(1.0, f"Na I 8183/8195 EW {na:.1f} Å: weak, as in a giant")
     else:
         e.missing.append("Na I 8183/8195")
@@ -451,16 +487,16 @@ def evidence_m_giant(m: dict[str, float]) -> Evidence:
     if cat:
         e.checked += 1
         s = float(sum(cat))
-        if s > 6.0:
-            e.add(1.0, f"Ca II triplet strong (8542+8662 EW {s:.1f} Å): a giant")
-        elif s < 4.0:
-            e.add(-1.0, f"Ca II triplet weak (8542+8662 EW {s:.1f} Å)")
+        if s > 7.0:
+            e.add(0.5, f"Ca II triplet strong (8542+8662 EW {s:.1f} Å), as in giants")
     else:
         e.missing.append("Ca II triplet")
-    c2 = _c2(m)
+    c2 = m.get("c2_5165")
     if _fin(c2) and c2 > 0.15:
-        e.add(-2.0, f"C2 Swan heads (mean jump {c2:.2f}): a carbon star, not an M giant")
-    e.score -= 0.5
+        e.add(-3.0, f"C2 Swan 5165 head (jump {c2:+.2f}): a carbon star, not an M giant")
+    # Gravity only matters for an M star: without TiO the answer is no, however giant-like.
+    if (_fin(t5) or _fin(j)) and not m_type:
+        e.score = min(e.score, -3.0 if no_tio else 0.5 * e.score - 1.0)
     return e
 
 
