@@ -373,9 +373,7 @@ def _stored_steps(draft: Draft) -> list[dict[str, Any]]:
     steps = [dataclasses.replace(s, raw=assistant_text(s)).to_dict() for s in draft.steps]
     if draft.verdict in ("YES", "NO"):
         steps.append(
-            final_step(
-                draft.verdict, draft.explanation or "-", draft.final_thought or None
-            ).to_dict()
+            final_step(draft.verdict, draft.explanation, draft.final_thought or None).to_dict()
         )
     return steps
 
