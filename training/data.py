@@ -136,8 +136,14 @@ def _spectrum_ref(
         if not p.is_absolute() and not p.exists() and (path.parent / p).exists():
             p = path.parent / p
         if p.exists():
-            return {"path": str(p.resolve()), "hdu": _hdu(ref.get("hdu")), "row": _int(ref.get("row"))}
-    kwargs = _as_dict(_as_dict(_as_dict(extra.get("tools_kwargs")).get(SPECVI_TOOL)).get("create_kwargs"))
+            return {
+                "path": str(p.resolve()),
+                "hdu": _hdu(ref.get("hdu")),
+                "row": _int(ref.get("row")),
+            }
+    kwargs = _as_dict(
+        _as_dict(_as_dict(extra.get("tools_kwargs")).get(SPECVI_TOOL)).get("create_kwargs")
+    )
     if kwargs.get("flux") is not None and kwargs.get("wavelength") is not None:
         return {"table": str(path.resolve()), "row": index}
     raise DataError(f"{where}: neither a readable spectrum file nor flux/wavelength arrays")
@@ -155,7 +161,9 @@ def spectrum_from_ref(ref: str | dict[str, Any]) -> Spectrum:
         path, index = Path(ref["table"]), int(ref["row"])
         raw = _table_row(str(path), index)
         extra = _as_dict(raw.get("extra_info"))
-        kw = _as_dict(_as_dict(_as_dict(extra.get("tools_kwargs")).get(SPECVI_TOOL)).get("create_kwargs"))
+        kw = _as_dict(
+            _as_dict(_as_dict(extra.get("tools_kwargs")).get(SPECVI_TOOL)).get("create_kwargs")
+        )
         name = extra.get("name") or raw.get("id") or f"{path.stem}:{index}"
         meta = SpectrumMeta(
             id=str(raw.get("id") or name),
@@ -184,7 +192,9 @@ def _expand(paths: Iterable[str | Path]) -> list[Path]:
     for p in map(Path, paths):
         if p.is_dir():
             found = sorted(
-                f for f in p.rglob("*") if f.suffix in (".parquet", ".jsonl", ".json") and f.is_file()
+                f
+                for f in p.rglob("*")
+                if f.suffix in (".parquet", ".jsonl", ".json") and f.is_file()
             )
             if not found:
                 raise DataError(f"{p}: no parquet/JSONL files in this folder")
@@ -310,7 +320,9 @@ def _script(task: str, label: str) -> list[str]:
         call = json.dumps(
             {"name": SPECVI_TOOL, "arguments": {"wavelength_range": [lo, hi], "label": name}}
         )
-        turns.append(f"<think>I should zoom into the {name} region.</think>\n<tool_call>\n{call}\n</tool_call>")
+        turns.append(
+            f"<think>I should zoom into the {name} region.</think>\n<tool_call>\n{call}\n</tool_call>"
+        )
     seen = "present" if label == "YES" else "absent"
     turns.append(
         f"<think>The diagnostic features are {seen}.</think>"
@@ -395,7 +407,9 @@ def write_sample(
                     "tools_kwargs": {
                         SPECVI_TOOL: {
                             "create_kwargs": {
-                                "flux": [None if not np.isfinite(v) else v for v in spec.flux.tolist()],
+                                "flux": [
+                                    None if not np.isfinite(v) else v for v in spec.flux.tolist()
+                                ],
                                 "wavelength": spec.wavelength.tolist(),
                                 "redshift": spec.redshift,
                             }

@@ -68,7 +68,9 @@ class GRPOScriptConfig:
     )
     chat_template: str = field(
         default="speco3",
-        metadata={"help": "'speco3' installs Loupe's tool-capable template; 'model' keeps the own."},
+        metadata={
+            "help": "'speco3' installs Loupe's tool-capable template; 'model' keeps the own."
+        },
     )
     freeze_vision: bool = field(
         default=True, metadata={"help": "Freeze the vision tower and the projector."}
@@ -109,7 +111,9 @@ class GRPOScriptConfig:
     )
     vllm_mode: str = field(
         default="colocate",
-        metadata={"help": "'colocate' (vLLM shares the training GPUs) or 'server' (trl vllm-serve)."},
+        metadata={
+            "help": "'colocate' (vLLM shares the training GPUs) or 'server' (trl vllm-serve)."
+        },
     )
     vllm_server_host: str = field(default="0.0.0.0", metadata={"help": "vLLM server host."})
     vllm_server_port: int = field(default=8000, metadata={"help": "vLLM server port."})
@@ -198,7 +202,9 @@ class SpectrumEnvironment:
         try:
             self.spectrum = spectrum_from_ref(row["spectrum"])
         except Exception as exc:
-            raise DataError(f"candidate {self.candidate_id!r}: cannot load its spectrum ({exc})") from exc
+            raise DataError(
+                f"candidate {self.candidate_id!r}: cannot load its spectrum ({exc})"
+            ) from exc
         view = global_view(self.spectrum, renderer=self.renderer)
         if view.error:
             raise DataError(f"candidate {self.candidate_id!r}: {view.error}")
@@ -308,7 +314,9 @@ def build_trainer(cfg: GRPOScriptConfig) -> Any:
 def main(argv: list[str] | None = None) -> int:
     cfg = parse_config(GRPOScriptConfig, argv, description=__doc__.strip().splitlines()[0])
     if not cfg.dataset:
-        print("grpo.py: --dataset is required (an RL export or SpecVI-Bench parquet)", file=sys.stderr)
+        print(
+            "grpo.py: --dataset is required (an RL export or SpecVI-Bench parquet)", file=sys.stderr
+        )
         return 2
     t0 = time.perf_counter()
     trainer = build_trainer(cfg)

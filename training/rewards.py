@@ -33,8 +33,10 @@ def completion_text(completion: Any) -> str:
     """
     if isinstance(completion, str):
         return completion
+    if not isinstance(completion, (list, tuple)):
+        return ""
     parts = []
-    for message in completion or []:
+    for message in completion:
         if not isinstance(message, dict) or message.get("role") != "assistant":
             continue
         content = message.get("content")
@@ -69,9 +71,11 @@ def assistant_turns(completion: Any) -> list[str]:
     """
     if isinstance(completion, str):
         return [completion]
+    if not isinstance(completion, (list, tuple)):
+        return []
     return [
         completion_text([m])
-        for m in completion or []
+        for m in completion
         if isinstance(m, dict) and m.get("role") == "assistant"
     ]
 

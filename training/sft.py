@@ -54,7 +54,8 @@ class SFTScriptConfig:
         },
     )
     freeze_vision: bool = field(
-        default=True, metadata={"help": "Freeze the vision tower and the projector (the paper does)."}
+        default=True,
+        metadata={"help": "Freeze the vision tower and the projector (the paper does)."},
     )
     learning_rate: float = field(default=2e-5, metadata={"help": "Peak learning rate."})
     lr_scheduler_type: str = field(default="cosine", metadata={"help": "Learning-rate schedule."})
@@ -80,7 +81,9 @@ class SFTScriptConfig:
     )
     attn_implementation: str | None = field(
         default=None,
-        metadata={"help": "Attention kernel: 'flash_attention_2', 'sdpa' or 'eager' (default: auto)."},
+        metadata={
+            "help": "Attention kernel: 'flash_attention_2', 'sdpa' or 'eager' (default: auto)."
+        },
     )
     deepspeed: str | None = field(
         default=None,
@@ -88,9 +91,12 @@ class SFTScriptConfig:
     )
     logging_steps: int = field(default=1, metadata={"help": "Log every N steps."})
     save_strategy: str = field(
-        default="epoch", metadata={"help": "'epoch', 'steps' or 'no' (the final model is saved anyway)."}
+        default="epoch",
+        metadata={"help": "'epoch', 'steps' or 'no' (the final model is saved anyway)."},
     )
-    save_steps: int = field(default=500, metadata={"help": "Checkpoint every N steps with 'steps'."})
+    save_steps: int = field(
+        default=500, metadata={"help": "Checkpoint every N steps with 'steps'."}
+    )
     save_total_limit: int | None = field(
         default=2, metadata={"help": "Keep at most this many intermediate checkpoints."}
     )
@@ -220,7 +226,9 @@ def save_for_policy(trainer: Any, processor: Any, output_dir: str, meta: dict[st
     if trainer.accelerator.is_main_process:
         processor.save_pretrained(output_dir)
         processor.tokenizer.save_pretrained(output_dir)
-        (Path(output_dir) / "loupe_training.json").write_text(json.dumps(meta, indent=2, default=str))
+        (Path(output_dir) / "loupe_training.json").write_text(
+            json.dumps(meta, indent=2, default=str)
+        )
 
 
 # -- main --------------------------------------------------------------------------------
