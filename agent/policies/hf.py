@@ -50,3 +50,174 @@ def load_processor(path: str | Path) -> Any:
     return processor_class()(
         image_processor=image_processor, tokenizer=tokenizer, chat_template=template
     )
+
+
+def _images_of(messages: list[dict[str, Any]]) -> list[Any]:
+    out = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, list):
+            out += [c["image"] for c in content if isinstance(c, dict) and c.get("type") == "image"]
+    return out
+
+
+class HFPolicy:
+    """A local checkpoint (`AutoModelForImageTextToText` + its processor) plays the agent.
+
+    Episodes are generated together in batches of `batch_size` (left padding). Confidence
+    is P(YES) at the boxed answer: the next-token distribution where the verdict was
+    generated, normalised over the first tokens of YES and NO (case variants included).
+    """
+
+    name = "hf"
+
+    def __init__(
+        self,
+        model: str,
+        renderer: str = "speco3",
+        batch_size: int = 8,
+        max_new_tokens: int = 1024,
+        temperature: float = 0.0,
+        device: str | None = None,
+        dtype: str = "auto",
+        seed: int = 0,
+        **_: Any,
+    ):
+        import torch
+        from transformers import AutoModelForImageTextToText
+
+        self.model_id = str(model)
+        self.renderer = renderer
+        self.batch_size = max(1, int(batch_size))
+        self.max_new_tokens = int(max_new_tokens)
+        self.temperature = float(temperature)
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.processor = load_processor(model)
+        self.tokenizer = self.processor.tokenizer
+        self.tokenizer.padding_side = "left"
+        torch_dtype = dtype
+        if dtype == "auto" and self.device == "cpu":
+            torch_dtype = torch.float32  # bf16 matmuls are slow or missing on many CPUs
+        self.model = AutoModelForImageTextToText.from_pretrained(model, dtype=torch_dtype)
+        self.model.to(self.device).eval()
+        self._torch = torch
+        self._generator_seed = seed
+        self._verdict_ids = self._first_token_ids()
+
+    def _first_token_ids(self) -> dict[str, set[int]]:
+        ids: dict[str, set[int]] = {"YES": set(), "NO": set()}
+        for key, variants in (("YES", ("YES", "Yes", "yes")), ("NO", ("NO", "No", "no"))):
+            for v in variants:
+                enc = self.tokenizer.encode(v, add_special_tokens=False)
+                if enc:
+                    ids[key].add(enc[0])
+        return ids
+
+    # -- the protocol ---------------------------------------------------------------
+    def act(self, episodes: list) -> list:
+        from agent.policies.base import Reply
+
+        replies: list[Reply] = []
+        for i in range(0, len(episodes), self.batch_size):
+            chunk = episodes[i : i + self.batch_size]
+            try:
+                replies += self._generate(chunk)
+            except Exception as exc:  # OOM, a bad image: the batch's episodes record it
+                msg = f"hf generation failed: {type(exc).__name__}: {exc}"
+                replies += [Reply(text="", error=msg) for _ in chunk]
+        return replies
+
+    def _generate(self, episodes: list) -> list:
+        from agent.policies.base import Reply
+
+        torch = self._torch
+        texts = [
+            self.processor.apply_chat_template(
+                ep.messages, add_generation_prompt=True, tokenize=False
+            )
+            for ep in episodes
+        ]
+        images = [img for ep in episodes for img in _images_of(ep.messages)]
+        inputs = self.processor(
+            text=texts, images=images or None, padding=True, return_tensors="pt"
+        ).to(self.device)
+        sample = self.temperature > 0
+        gen_kwargs: dict[str, Any] = dict(
+            max_new_tokens=self.max_new_tokens,
+            do_sample=sample,
+            output_logits=True,
+            return_dict_in_generate=True,
+            pad_token_id=self.tokenizer.pad_token_id,
+        )
+        if sample:
+            gen_kwargs["temperature"] = self.temperature
+            torch.manual_seed(self._generator_seed)
+        else:  # greedy: silence sampling defaults a checkpoint's generation_config may carry
+            gen_kwargs.update(temperature=None, top_p=None, top_k=None)
+        with torch.inference_mode():
+            out = self.model.generate(**inputs, **gen_kwargs)
+        prompt_len = inputs["input_ids"].shape[1]
+        new = out.sequences[:, prompt_len:]
+        logits = torch.stack(out.logits, dim=1)  # (batch, new_tokens, vocab)
+        replies = []
+        for b in range(new.shape[0]):
+            ids = _strip_after_eos(new[b].tolist(), self._stop_ids())
+            text = self.tokenizer.decode(ids, skip_special_tokens=True)
+            p_yes = self._p_yes(ids, text, logits[b])
+            replies.append(Reply(text=text, p_yes=p_yes))
+        return replies
+
+    def _stop_ids(self) -> set[int]:
+        stop = {self.tokenizer.pad_token_id, self.tokenizer.eos_token_id}
+        eos = self.model.generation_config.eos_token_id
+        stop |= set(eos if isinstance(eos, list) else [eos])
+        return {s for s in stop if s is not None}
+
+    def _p_yes(self, ids: list[int], text: str, logits: Any) -> float | None:
+        """P(YES) at the token that starts the boxed verdict, or None if there is none."""
+        from agent.parse import verdict_char_index
+
+        at = verdict_char_index(text)
+        if at is None:
+            return None
+        pos = self._token_at_char(ids, at)
+        if pos is None or pos >= logits.shape[0]:
+            return None
+        start = len(self.tokenizer.decode(ids[:pos], skip_special_tokens=True))
+        prefix = text[start:at]
+        yes_ids, no_ids = self._verdict_ids["YES"], self._verdict_ids["NO"]
+        if prefix:  # the verdict shares its token with what precedes it (e.g. "{YES")
+            yes_ids = self._prefixed_ids(prefix, ("YES", "Yes", "yes"))
+            no_ids = self._prefixed_ids(prefix, ("NO", "No", "no"))
+        probs = self._torch.softmax(logits[pos].float(), dim=-1)
+        py = float(sum(probs[i] for i in yes_ids))
+        pn = float(sum(probs[i] for i in no_ids - yes_ids))
+        if py + pn <= 0.0:
+            return None
+        return py / (py + pn)
+
+    def _prefixed_ids(self, prefix: str, variants: tuple[str, ...]) -> set[int]:
+        out = set()
+        for v in variants:
+            enc = self.tokenizer.encode(prefix + v, add_special_tokens=False)
+            if enc:
+                out.add(enc[0])
+        return out
+
+    def _token_at_char(self, ids: list[int], char: int) -> int | None:
+        """Index of the generated token whose text covers character `char` (binary search)."""
+        lo, hi = 0, len(ids)
+        while lo < hi:  # smallest k with len(decode(ids[:k+1])) > char
+            mid = (lo + hi) // 2
+            if len(self.tokenizer.decode(ids[: mid + 1], skip_special_tokens=True)) > char:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo if lo < len(ids) else None
+
+
+def _strip_after_eos(ids: list[int], stop: set[int]) -> list[int]:
+    for i, t in enumerate(ids):
+        if t in stop:
+            return ids[:i]
+    return ids
