@@ -160,6 +160,41 @@ def _trace_type(n: int) -> str:
     return "scattergl" if n > WEBGL_ABOVE else "scatter"
 
 
+def _band_trace(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, max_points: int | None) -> dict:
+    """The ±1σ band as closed polygons, one per run of good pixels, so a masked stretch
+    leaves a hole instead of a fill drawn across it. Decimated as an envelope: per bin the
+    lowest lower edge and the highest upper edge."""
+    n = x.size
+    if max_points and n > max_points // 2:
+        edges = np.linspace(0, n, max_points // 2 + 1).astype(int)
+        edges = edges[np.diff(edges, prepend=-1) > 0]
+        starts = edges[:-1]
+        lo = np.minimum.reduceat(np.where(np.isfinite(lo), lo, np.inf), starts)
+        hi = np.maximum.reduceat(np.where(np.isfinite(hi), hi, -np.inf), starts)
+        lo[~np.isfinite(lo)] = np.nan
+        hi[~np.isfinite(hi)] = np.nan
+        x = x[starts]
+    ok = np.isfinite(lo) & np.isfinite(hi)
+    px: list[float | None] = []
+    py: list[float | None] = []
+    idx = np.flatnonzero(ok)
+    if idx.size:
+        for part in np.split(idx, np.flatnonzero(np.diff(idx) > 1) + 1):
+            px += [*_list(x[part]), *_list(x[part][::-1]), None]
+            py += [*_list(lo[part]), *_list(hi[part][::-1]), None]
+    return {
+        "type": _trace_type(len(px) // 2),
+        "x": px,
+        "y": py,
+        "mode": "lines",
+        "fill": "toself",
+        "fillcolor": ERROR_COLOUR,
+        "line": {"width": 0},
+        "hoverinfo": "skip",
+        "name": "±1σ (ivar)",
+    }
+
+
 def _spectrum_traces(
     spec: Spectrum,
     x: np.ndarray,
@@ -176,26 +211,7 @@ def _spectrum_traces(
     err = spec.error()
     if show_error and err is not None:
         e = np.where(bad, np.nan, err)[sel]
-        lo, hi = ys - e, ys + e
-        ex = xs
-        if max_points:
-            ex, lo = minmax_decimate(xs, lo, max_points)
-            ex2, hi = minmax_decimate(xs, hi, max_points)
-            if ex2.size != ex.size:  # keep the band's two edges on one x grid
-                hi = np.interp(ex, ex2, np.nan_to_num(hi, nan=np.nanmedian(hi)))
-        t = _trace_type(ex.size)
-        common = {"x": _list(ex), "mode": "lines", "line": {"width": 0}, "hoverinfo": "skip"}
-        traces.append({"type": t, "y": _list(lo), "name": "-1σ", "showlegend": False, **common})
-        traces.append(
-            {
-                "type": t,
-                "y": _list(hi),
-                "name": "±1σ (ivar)",
-                "fill": "tonexty",
-                "fillcolor": ERROR_COLOUR,
-                **common,
-            }
-        )
+        traces.append(_band_trace(xs, ys - e, ys + e, max_points))
     fx, fy = minmax_decimate(xs, ys, max_points) if max_points else (xs, ys)
     traces.append(
         {

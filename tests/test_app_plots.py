@@ -76,7 +76,7 @@ def test_global_figure_is_valid_plotly_with_numbered_windows():
     assert "<b>1</b>" in texts and "<b>2</b>" in texts
     assert any(t == "Hβ" for t in texts)  # diagnostic markers
     assert any(t["name"].startswith("smoothed") for t in fig["data"])
-    assert any(t.get("fill") == "tonexty" for t in fig["data"])  # ivar band
+    assert any(t.get("fill") == "toself" for t in fig["data"])  # ivar band
 
 
 def test_step_panels_are_full_resolution_and_follow_the_frame():
