@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
+    JSON,
     Engine,
     create_engine,
     delete,
@@ -570,7 +571,7 @@ class Store:
         return report
 
     def _add_batch(self, batch, report, source_catalog, split, gold, hashes, actor) -> None:
-        ins = self._insert_ignore
+        now = utcnow()
         with self._tx() as s:
             task_ids = {name: self._task_id(s, name) for name in {r.task for _, r, _ in batch}}
             spec_rows: dict[str, dict[str, Any]] = {}
@@ -595,9 +596,10 @@ class Store:
                     "extra": {
                         k: v for k, v in info.items() if k not in _KNOWN_INFO and _jsonable(v)
                     },
-                    "created": utcnow(),
+                    "created": now,
                 }
-            s.execute(ins(m.Spectrum, ["ref_key"]), list(spec_rows.values()))
+            conn = s.connection()
+            self._bulk_insert_ignore(conn, m.Spectrum, list(spec_rows.values()))
             keys = list(spec_rows)
             spec_ids: dict[str, int] = {}
             for j in range(0, len(keys), 500):
@@ -634,14 +636,11 @@ class Store:
                         "gold_label": gold_label,
                         "known_label": ref.label,
                         "priority": queue_priority(None, vetted=False, threshold=threshold),
-                        "created": utcnow(),
-                        "updated": utcnow(),
+                        "created": now,
+                        "updated": now,
                     }
                 )
-            before = s.scalar(select(func.count()).select_from(m.Candidate))
-            if cand_rows:
-                s.execute(ins(m.Candidate, None), cand_rows)
-            added = s.scalar(select(func.count()).select_from(m.Candidate)) - before
+            added = self._bulk_insert_ignore(conn, m.Candidate, cand_rows)
             report.added += added
             report.existing += len(batch) - added
             self._audit(
@@ -658,16 +657,42 @@ class Store:
                 },
             )
 
-    def _insert_ignore(self, model: type[m.Base], conflict_cols: list[str] | None):
-        if self.is_postgres:
-            from sqlalchemy.dialects.postgresql import insert
-        elif self.is_sqlite:
-            from sqlalchemy.dialects.sqlite import insert
-        else:  # pragma: no cover - other backends: plain insert, duplicates raise
-            from sqlalchemy import insert as plain
+    def _bulk_insert_ignore(self, conn, model: type[m.Base], rows: list[dict[str, Any]]) -> int:
+        """INSERT ... ON CONFLICT DO NOTHING through the driver's executemany; returns the
+        number of rows inserted. (SQLAlchemy's per-row parameter processing costs several
+        times the insert itself at ingest sizes.)"""
+        if not rows:
+            return 0
+        table = model.__table__
+        defaults = {}
+        for col in table.columns:  # the Python-side defaults Core would have applied
+            if col.name not in rows[0] and col.default is not None and not col.primary_key:
+                arg = col.default.arg
+                defaults[col.name] = arg(None) if col.default.is_callable else arg
+        rows = [{**defaults, **r} for r in rows] if defaults else rows
+        cols = list(rows[0])
+        json_cols = {c for c in cols if isinstance(table.c[c].type, JSON)}
+        ph = "?" if self.is_sqlite else "%s"
+        sql = (
+            f"INSERT INTO {table.name} ({', '.join(cols)}) VALUES ({', '.join([ph] * len(cols))})"
+            " ON CONFLICT DO NOTHING"
+        )
 
-            return plain(model)
-        return insert(model).on_conflict_do_nothing(index_elements=conflict_cols)
+        params = [[r[c] for c in cols] for r in rows]
+        for i, c in enumerate(cols):
+            if c in json_cols:
+                for p in params:
+                    p[i] = json.dumps(p[i])
+            elif self.is_sqlite and isinstance(rows[0][c], dt.datetime):
+                cache: dict[Any, str] = {}
+                for p in params:
+                    v = p[i]
+                    if isinstance(v, dt.datetime):
+                        p[i] = cache.get(v) or cache.setdefault(
+                            v, v.strftime("%Y-%m-%d %H:%M:%S.%f")
+                        )
+        result = conn.exec_driver_sql(sql, [tuple(p) for p in params])
+        return max(int(result.rowcount), 0)
 
     def _info(self, s: Session, c: m.Candidate) -> CandidateInfo:
         sp = s.get(m.Spectrum, c.spectrum_id)
