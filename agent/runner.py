@@ -195,7 +195,9 @@ def policy_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     if args.renderer:
         kw["renderer"] = args.renderer
     if name in ("hf", "vllm"):
-        kw.update(max_new_tokens=args.max_new_tokens, batch_size=args.batch_size)
+        kw.update(max_new_tokens=args.max_new_tokens, batch_size=_batch_size(args))
+    if name == "vllm":
+        kw["max_turns"] = args.max_turns
     if name == "openai":
         kw.update(
             base_url=args.base_url,
@@ -209,6 +211,12 @@ def policy_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     if name == "openai" and not args.base_url:
         raise ValueError("--policy openai needs --base-url")
     return kw
+
+
+def _batch_size(args: argparse.Namespace) -> int:
+    if args.batch_size:
+        return args.batch_size
+    return 256 if args.policy == "vllm" else 8
 
 
 def main(args: argparse.Namespace, sink: Sink | None = None) -> int:
@@ -349,7 +357,7 @@ def _run_inline(todo, args, kwargs, renderer) -> Iterable[Trajectory]:
     if not todo:
         return
     policy = get_policy(args.policy, **kwargs)
-    size = args.concurrency if args.policy == "openai" else args.batch_size
+    size = args.concurrency if args.policy == "openai" else _batch_size(args)
     if args.policy == "rules":
         size = 1
     params = {"temperature": args.temperature} if args.policy != "rules" else {}

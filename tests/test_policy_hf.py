@@ -102,3 +102,87 @@ def test_p_yes_at_the_boxed_verdict(policy):
     assert p == pytest.approx(py / (py + pn), rel=1e-5)
     # no verdict, no confidence
     assert policy._p_yes(a_ids, "<think>x</think>", gen_logits) is None
+
+
+# -- vllm: no vLLM here, so the engine is a stand-in; prompts and parsing are real ------
+class _Logprob:
+    def __init__(self, logprob, decoded_token):
+        self.logprob, self.decoded_token, self.rank = logprob, decoded_token, 1
+
+
+class _Completion:
+    def __init__(self, text, tokens, top):
+        self.text = text
+        self.token_ids = list(range(len(tokens)))
+        self.logprobs = [
+            {
+                i: _Logprob(top.get(i, {}).get(t, -0.01), t),
+                **{
+                    1000 + j: _Logprob(lp, alt)
+                    for j, (alt, lp) in enumerate(top.get(i, {}).items())
+                    if alt != t
+                },
+            }
+            for i, t in enumerate(tokens)
+        ]
+
+
+class _Engine:
+    def __init__(self, replies):
+        self.replies, self.calls = replies, []
+
+    def generate(self, prompts, params, use_tqdm=False):
+        self.calls.append((prompts, params))
+        outs = []
+        for _ in prompts:
+            text = self.replies.pop(0)
+            toks = (
+                [text[: text.index("YES")], "YES", text[text.index("YES") + 3 :]]
+                if "YES" in text
+                else [text]
+            )
+            top = {1: {"YES": -0.1, "NO": -2.4}} if "YES" in text else {}
+            outs.append(type("Out", (), {"outputs": [_Completion(text, toks, top)]})())
+        return outs
+
+
+def test_vllm_missing_is_a_clear_error(tiny_model_dir):
+    import importlib.util
+
+    from agent.policies import get_policy
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vllm is installed here")
+    with pytest.raises(RuntimeError, match="needs vLLM"):
+        get_policy("vllm", model=str(tiny_model_dir))
+
+
+def test_vllm_batches_prompts_with_images_and_reads_p_yes(tiny_model_dir):
+    from agent.policies import get_policy
+
+    zoom = (
+        '<think>z</think><tool_call>{"name": "spectral_visualization_tool", '
+        '"arguments": {"wavelength_range": [6500, 6620]}}</tool_call>'
+    )
+    answer = "<think>e</think><answer>\\boxed{YES} emission</answer>"
+    engine = _Engine([zoom, answer, answer])
+    params = []
+    pol = get_policy(
+        "vllm",
+        model=str(tiny_model_dir),
+        renderer="fast",
+        engine=engine,
+        sampling_params_cls=lambda **kw: params.append(kw) or kw,
+    )
+    out = run_batch([(_spec(0), "cv"), (_spec(1), "wd")], pol, max_turns=4)
+    assert [t.verdict for t in out] == ["YES", "YES"]
+    assert [len(t.steps) for t in out] == [2, 1]
+    assert len(engine.calls) == 2 and len(engine.calls[0][0]) == 2  # one call per turn, batched
+    for prompts, _ in engine.calls:
+        for p in prompts:
+            assert p["prompt"].count("<|image_pad|>") == len(p["multi_modal_data"]["image"])
+            assert p["prompt"].rstrip().endswith("<|im_start|>assistant")
+    assert len(engine.calls[1][0][0]["multi_modal_data"]["image"]) == 2  # global + zoom
+    assert params[0]["logprobs"] == 5 and params[0]["temperature"] == 0.0
+    expected = np.exp(-0.1) / (np.exp(-0.1) + np.exp(-2.4))
+    assert out[0].confidence == pytest.approx(expected)
