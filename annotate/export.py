@@ -1202,7 +1202,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--force", action="store_true", help="replace --out if it is not empty")
     parser.add_argument(
-        "--workers", type=int, default=None, help="render processes (default: up to 4)"
+        "--workers",
+        type=int,
+        default=None,
+        help="render processes; None: as many as CPUs, at most 4",
     )
     parser.add_argument("--actor", default="", help="who runs the export (recorded in the batch)")
 

@@ -314,6 +314,22 @@ def test_pairs_export(world):
     assert "H-beta is narrow" in c5["chosen"][0]["content"][0]["text"]
 
 
+@pytest.mark.slow
+def test_rows_feed_trl(world):
+    """TRL's own multimodal preparation accepts the SFT and pair rows as written."""
+    from trl.data_utils import prepare_multimodal_messages
+
+    store, _, tmp = world
+    run_export(store, "sft", tmp / "sft", test_fraction=0.0)
+    run_export(store, "pairs", tmp / "pairs")
+    for r in (r for rs in _rows(tmp / "sft").values() for r in rs):
+        msgs = prepare_multimodal_messages(r["messages"], images=r["images"])
+        filled = [it for m in msgs for it in m["content"] if it["type"] == "image"]
+        assert len(filled) == len(r["images"]) and all("image" in it for it in filled)
+    for r in (r for rs in _rows(tmp / "pairs").values() for r in rs):
+        prepare_multimodal_messages(r["prompt"], images=r["images"])
+
+
 def test_cli(world, capsys):
     import launch
 
