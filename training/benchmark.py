@@ -260,26 +260,6 @@ def composition(catalog: Path) -> list[dict]:
 # -- calibration ---------------------------------------------------------------------------
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2, iters: int = 100) -> tuple[float, float]:
-    """Logistic regression y ~ sigmoid(a x + b) by Newton's method, with a small ridge.
-
-    >>> x = np.array([-2., -1., -0.5, 0.5, 1., 2.]); y = np.array([0, 0, 1, 0, 1, 1])
-    >>> a, b = fit_logistic(x, y); a > 0
-    True
-    """
-    a, b = 1.0, 0.0
-    for _ in range(iters):
-        p = 1.0 / (1.0 + np.exp(-(a * x + b)))
-        g = np.array([np.sum((p - y) * x) + l2 * a, np.sum(p - y)])
-        w = p * (1 - p)
-        h = np.array([[np.sum(w * x * x) + l2, np.sum(w * x)], [np.sum(w * x), np.sum(w) + 1e-9]])
-        step = np.linalg.solve(h, g)
-        a, b = a - step[0], b - step[1]
-        if np.max(np.abs(step)) < 1e-8:
-            break
-    return float(a), float(b)
-
-
 def score_catalog(catalog: Path) -> list[dict]:
     """The inspector's raw evidence for every row of a catalogue (no conversation)."""
     from agent.formats import load_one
@@ -300,15 +280,44 @@ def score_catalog(catalog: Path) -> list[dict]:
     return out
 
 
-def fit_calibration(catalog: Path) -> dict[str, tuple[float, float]]:
+def fit_slope(x: np.ndarray, y: np.ndarray, iters: int = 100) -> float:
+    """Logistic regression y ~ sigmoid(a x) with the intercept held at 0 (Newton's method).
+
+    >>> fit_slope(np.array([-2., -1., 1., 2., 0.5]), np.array([0, 0, 1, 1, 0])) > 0
+    True
+    """
+    a = 1.0
+    for _ in range(iters):
+        p = 1.0 / (1.0 + np.exp(-a * x))
+        g = float(np.sum((p - y) * x))
+        h = float(np.sum(p * (1 - p) * x * x)) + 1e-6
+        a = max(0.05, a - g / h)
+        if abs(g / h) < 1e-8:
+            break
+    return float(a)
+
+
+def fit_calibration(catalog: Path, min_objects: int = 5) -> dict[str, tuple[float, float]]:
+    """Per-task (a, b) for p = sigmoid(a x + b), x = score x (0.4 + 0.6 coverage).
+
+    The decision threshold stays at the physics (score 0, b = 0): with one to three
+    positive objects per task in the tune split an intercept would be fitted to single
+    stars. The slope (how sharp confidence grows with evidence) is fitted per task where
+    the task has at least `min_objects` positive objects, otherwise pooled over tasks.
+    """
     scored = score_catalog(catalog)
+    xs = {t: [] for t in {r["task"] for r in scored}}
+    for r in scored:
+        xs[r["task"]].append((r["score"] * (0.4 + 0.6 * r["coverage"]), r["label"] == "YES", r["object"]))
+    pooled = fit_slope(np.array([x for v in xs.values() for x, _, _ in v]),
+                       np.array([float(y) for v in xs.values() for _, y, _ in v]))
     out = {}
-    for task in sorted({r["task"] for r in scored}):
-        rs = [r for r in scored if r["task"] == task]
-        x = np.array([r["score"] * (0.4 + 0.6 * r["coverage"]) for r in rs])
-        y = np.array([1.0 if r["label"] == "YES" else 0.0 for r in rs])
-        # Weight classes equally so the fitted threshold is not set by the imbalance alone.
-        out[task] = fit_logistic(x, y)
+    for t, v in sorted(xs.items()):
+        n_obj = len({o for _, y, o in v if y})
+        if n_obj >= min_objects:
+            out[t] = (fit_slope(np.array([x for x, _, _ in v]), np.array([float(y) for _, y, _ in v])), 0.0)
+        else:
+            out[t] = (pooled, 0.0)
     return out
 
 
@@ -338,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         from training.evaluate import benchmark_report
 
         benchmark_report(out, Path(args.report), policies=args.policy or ["rules"],
-                         command=" ".join(["python -m training.benchmark", *(argv or sys.argv[1:])]))
+                         command="python -m training.benchmark --out data/bench --report docs/accuracy.md")
     return 0
 
 

@@ -1,0 +1,152 @@
+"""The rule-based inspector on written fixtures per class, through the real loop, and on real files."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agent.parse import parse_turn
+from agent.policies.rules import RulesPolicy, inspect, measure_all
+from agent.spectrum import Spectrum
+from training.degrade import degrade, lamost_grid
+
+W = np.arange(3600.0, 9300.0, 0.5)
+
+
+def _g(center, fwhm, amp):
+    return amp * np.exp(-0.5 * ((W - center) / (fwhm / 2.3548)) ** 2)
+
+
+def _survey(flux, snr=30, rv=120.0, seed=0):
+    return degrade(Spectrum(W, flux), snr=snr, rv_kms=rv, flux_cal_error=0.05, rng=seed)
+
+
+def _hot(slope=-2.5):
+    return (W / 5000.0) ** slope
+
+
+def _balmer(width, depth):
+    f = np.ones_like(W)
+    for c in (6564.6, 4862.7, 4341.7, 4102.9, 3971.2, 3890.2, 3836.5, 3799.0):
+        f *= 1 - _g(c, width, depth)
+    return f
+
+
+def da_white_dwarf():
+    return _hot() * _balmer(70.0, 0.55)
+
+
+def a_star():
+    f = _hot(-1.5) * _balmer(14.0, 0.6)
+    return f * (1 - _g(3934.8, 4.0, 0.5))  # Ca II K
+
+
+def cv():
+    f = _hot(-1.0)
+    for c, a in ((6564.6, 2.0), (4862.7, 1.2), (4341.7, 0.8), (5877.3, 0.4), (6680.0, 0.3)):
+        f = f + f * _g(c, 25.0, a)
+    return f
+
+
+def be_star():
+    f = _hot(-2.0) * _balmer(12.0, 0.4)
+    return f + f * _g(6564.6, 5.0, 3.0)
+
+
+def _cool(tio=0.5, cah=0.0, c2=0.0):
+    f = (W / 5000.0) ** 3.0
+    if tio:  # TiO heads degrading to the red
+        for h in (4955.0, 5168.0, 5448.0, 6160.0, 7055.0, 7590.0, 8433.0):
+            f = f * np.where((W > h) & (W < h + 150), 1 - tio * np.exp(-(W - h) / 120.0), 1.0)
+    if cah:
+        f = f * np.where((W > 6815) & (W < 6850), 1 - cah, 1.0)
+        f = f * np.where((W > 6962) & (W < 6992), 1 - cah, 1.0)
+    if c2:  # C2 Swan heads degrading to the blue
+        for h in (4738.4, 5166.6, 5637.1):
+            f = f * np.where((W < h) & (W > h - 80), 1 - c2 * np.exp(-(h - W) / 50.0), 1.0)
+    return f
+
+
+@pytest.mark.parametrize(
+    "task,make,expect",
+    [
+        ("wd", da_white_dwarf, "YES"),
+        ("wd", a_star, "NO"),
+        ("cv", cv, "YES"),
+        ("cv", be_star, "NO"),
+        ("carbon", lambda: _cool(tio=0.0, c2=0.6), "YES"),
+        ("carbon", lambda: _cool(tio=0.6), "NO"),
+        ("m_giant", lambda: _cool(tio=0.6), "YES"),
+        ("m_giant", lambda: _cool(tio=0.6, cah=0.35), "NO"),
+        ("m_giant", lambda: _cool(tio=0.0, c2=0.6), "NO"),
+    ],
+)
+def test_fixture_classes(task, make, expect):
+    v = inspect(_survey(make()), task)
+    assert v.answer == expect, v.evidence.notes
+    assert (v.p_yes > 0.5) == (expect == "YES")
+
+
+def test_measured_numbers_quote_physics():
+    m = measure_all(_survey(da_white_dwarf(), snr=50))
+    assert m["hb_w_fwhm"] > 40 and 0.3 < m["hb_w_depth"] < 0.7
+    m = measure_all(_survey(a_star(), snr=50))
+    assert m["hb_w_fwhm"] < 25 and m["cak_ew"] > 1.0
+
+
+def test_policy_plays_the_speco3_format_through_the_loop():
+    from agent.loop import run_batch
+
+    spec = _survey(da_white_dwarf())
+    trajs = run_batch([(spec, "wd"), (_survey(a_star()), "wd")], RulesPolicy())
+    t = trajs[0]
+    assert t.state == "done" and t.format_ok and t.verdict == "YES"
+    assert 0.5 < t.confidence <= 1.0 and trajs[1].verdict == "NO"
+    assert 3 <= len(t.zooms) <= 7
+    for s in t.steps:
+        p = parse_turn(s.raw)
+        assert p.format_ok, (s.raw, p.errors)
+    assert "FWHM" in t.steps[-1].thought and "Å" in t.steps[-1].thought
+    assert t.steps[-1].measurements["hb_w_fwhm"] > 40
+
+
+def test_deterministic_and_max_turns_respected():
+    from agent.loop import run_batch
+
+    spec = _survey(cv())
+    a = run_batch([(spec, "cv")], RulesPolicy(), max_turns=3)[0]
+    b = run_batch([(spec, "cv")], RulesPolicy(), max_turns=3)[0]
+    assert [s.raw for s in a.steps] == [s.raw for s in b.steps]
+    assert len(a.steps) == 3 and a.verdict in ("YES", "NO")
+
+
+def test_partial_coverage_is_said_and_lowers_confidence():
+    full = _survey(cv(), snr=50)
+    w = lamost_grid()
+    red_only = full.replace(mask=full.mask | (w < 6400))
+    v_full, v_red = inspect(full, "cv"), inspect(red_only, "cv")
+    assert "H-beta" in v_red.evidence.missing
+    assert v_red.p_yes < v_full.p_yes
+    reply = None
+    from agent.policies.base import Episode
+
+    pol = RulesPolicy()
+    ep = Episode("x", "cv", red_only, [], [])
+    reply = pol.act([ep])[0]
+    assert "Not covered by the data" in reply.text
+
+
+@pytest.mark.realdata
+def test_real_library_spectra(shared_spectra):
+    from agent.formats import load_one
+
+    cases = [
+        ("calspec/wd1327_083_stiswfc_004.fits.gz", 1, None, "wd", "YES"),
+        ("calspec/gd108_005.fits.gz", 1, None, "wd", "NO"),  # hot subdwarf
+        ("pickles/m5iii.fits", 1, None, "m_giant", "YES"),
+        ("lamost/spec-55862-B6212_sp06-005.fits", 0, None, "m_giant", "NO"),  # M0 dwarf
+        ("sdss-templates/spEigenStar-55734.fits", 0, 118, "carbon", "YES"),
+    ]
+    for path, hdu, row, task, expect in cases:
+        spec = degrade(load_one(shared_spectra / path, hdu=hdu, row=row), snr=20, rv_kms=-150, rng=5)
+        assert inspect(spec, task).answer == expect, path
