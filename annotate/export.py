@@ -1015,7 +1015,10 @@ def collect(store: Any, kind: str, include_auto: bool = False) -> Collected:
     reviews: dict[int, list[Any]] = defaultdict(list)
     for r in store.reviews():
         reviews[r.candidate_id].append(r)
-    trajectories: dict[int, Trajectory] = {}
+    info_by_id = {c.id: c for c in cands}
+    wanted = {c.trajectory_id for c in usable if c.trajectory_id is not None}
+    wanted |= {r.trajectory_id for rs in reviews.values() for r in rs if r.trajectory_id}
+    trajectories = _load_trajectories(store, sorted(wanted), info_by_id)
 
     def traj(tid: int) -> Trajectory:
         if tid not in trajectories:
@@ -1032,9 +1035,8 @@ def collect(store: Any, kind: str, include_auto: bool = False) -> Collected:
 
     from annotate.authoring import authored_to_trajectory
 
-    info_cache: dict[int, Any] = {c.id: c for c in cands}
     for a in store.list_authored(status="approved"):
-        c = info_cache.get(a.candidate_id) or store.candidate(a.candidate_id)
+        c = info_by_id.get(a.candidate_id) or store.candidate(a.candidate_id)
         if c.label in ("YES", "NO") and c.label != a.verdict:
             skipped["approved authored verdict disagrees with the resolved label"] += 1
             continue
@@ -1061,6 +1063,45 @@ def collect(store: Any, kind: str, include_auto: bool = False) -> Collected:
             )
         )
     return Collected(records, dict(skipped), existing)
+
+
+def _load_trajectories(store: Any, ids: list[int], infos: dict[int, Any]) -> dict[int, Trajectory]:
+    """Trajectory records in bulk (one query per 500), as `Store.trajectory` builds them;
+    rows whose candidate is not in `infos` are left to `Store.trajectory`."""
+    from sqlalchemy import select
+    from sqlalchemy.orm import Session
+
+    from db import models as m
+
+    out: dict[int, Trajectory] = {}
+    with Session(store.engine) as s:
+        runs = {r.id: r for r in s.scalars(select(m.AgentRun))}
+        for j in range(0, len(ids), 500):
+            for row in s.scalars(select(m.Trajectory).where(m.Trajectory.id.in_(ids[j : j + 500]))):
+                c = infos.get(row.candidate_id)
+                run = runs.get(row.run_id)
+                if c is None or run is None:
+                    continue
+                out[row.id] = Trajectory(
+                    id=c.key,
+                    task=c.task,
+                    spectrum_ref=dict(c.spectrum_ref),
+                    policy=run.policy,
+                    model=run.model,
+                    renderer=run.renderer,
+                    steps=[Step.from_dict(d) for d in row.steps or []],
+                    verdict=row.verdict,
+                    explanation=row.explanation,
+                    confidence=row.confidence,
+                    format_ok=row.format_ok,
+                    state=row.state,
+                    error=row.error,
+                    label=c.known_label,
+                    started_at=row.started_at,
+                    seconds=row.seconds,
+                    params=dict(run.params or {}),
+                )
+    return out
 
 
 def _rl_record(c: Any, label: str, source: str) -> ExportRecord:
