@@ -423,3 +423,13 @@ def test_bad_rows_reported_not_fatal(tmp_path):
     assert {e["candidate"] for e in res.errors} == {"m", "n"}
     assert all(e["reason"] for e in res.errors)
     assert not (tmp_path / ".out.partial").exists()
+
+
+def test_doctests():
+    import doctest
+
+    from annotate import authoring, export
+
+    for mod in (export, authoring):
+        result = doctest.testmod(mod)
+        assert result.attempted >= 2 and result.failed == 0
