@@ -106,7 +106,9 @@ def bulk_reviews(store: Store, fraction: float, seed: int = 1) -> int:
     with store.engine.connect() as c:
         ids = [
             r[0]
-            for r in c.exec_driver_sql("SELECT id FROM candidate WHERE is_gold = 0 ORDER BY id")
+            for r in c.exec_driver_sql(
+                "SELECT id FROM candidate WHERE is_gold = 0 AND verdict IS NOT NULL ORDER BY id"
+            )
         ]
         eids = [r[0] for r in c.exec_driver_sql("SELECT id FROM expert ORDER BY id")]
     pick = rng.choice(len(ids), int(len(ids) * fraction), replace=False)

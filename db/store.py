@@ -393,6 +393,9 @@ class Store:
             _install_sqlite_events(self.engine, busy_timeout_ms, wal=not memory)
         # One shared in-memory connection must not be used by two threads at once.
         self._lock = threading.RLock() if memory else None
+        # Threads of one process queue for SQLite's single writer on a Python lock: handing
+        # over is immediate, where SQLite's busy handler sleeps in growing steps.
+        self._write_lock = threading.Lock() if self.is_sqlite and not memory else None
         self._read = sessionmaker(bind=self.engine, expire_on_commit=False)
         self._write_engine = self.engine.execution_options(loupe_write=True)
         self._write = sessionmaker(bind=self._write_engine, expire_on_commit=False)
@@ -429,7 +432,8 @@ class Store:
     @contextmanager
     def _tx(self) -> Iterator[Session]:
         """A write transaction: commits on success, rolls back on any error."""
-        with self._locked(), self._write() as s, s.begin():
+        wl = self._write_lock if self._write_lock is not None else nullcontext()
+        with wl, self._locked(), self._write() as s, s.begin():
             yield s
 
     @contextmanager
@@ -494,11 +498,8 @@ class Store:
     def _reprioritise(self, s: Session, threshold: float) -> None:
         rows = s.execute(
             select(
-                m.Candidate.id,
-                m.Candidate.confidence,
-                m.Candidate.trajectory_id,
-                m.Candidate.disagreement,
-            )
+                m.Candidate.id, m.Candidate.confidence, m.Candidate.disagreement, m.Trajectory.state
+            ).outerjoin(m.Trajectory, m.Trajectory.id == m.Candidate.trajectory_id)
         ).all()
         s.execute(
             update(m.Candidate),
@@ -507,7 +508,7 @@ class Store:
                     "id": r.id,
                     "priority": queue_priority(
                         r.confidence,
-                        vetted=r.trajectory_id is not None,
+                        vetted=r.state in _VETTED,
                         disagreement=r.disagreement,
                         threshold=threshold,
                     ),
@@ -950,7 +951,11 @@ class Store:
                         setattr(row, k, v)
                     row.created = utcnow()
                 s.flush()
-                c.trajectory_id, c.verdict, c.confidence = row.id, row.verdict, row.confidence
+                # The item shows the newest trajectory with a verdict: a failed or unfinished
+                # run of another policy does not hide a finished one.
+                shown = s.get(m.Trajectory, c.trajectory_id) if c.trajectory_id else None
+                if shown is None or shown.id == row.id or row.verdict or not shown.verdict:
+                    c.trajectory_id, c.verdict, c.confidence = row.id, row.verdict, row.confidence
                 self._refresh_candidate(s, c, threshold)
                 self._audit(
                     s,
@@ -1051,15 +1056,17 @@ class Store:
     def done_keys(
         self, policy: str | None = None, model: str | None = None, run_id: int | None = None
     ) -> set[tuple[str, str]]:
-        """(candidate id, task) pairs that already have a finished trajectory (not 'error'
-        or 'running') from runs matching policy/model/run_id: what a resumed run skips."""
+        """(candidate id, task) pairs that already have a trajectory (any state but
+        'running') from runs matching policy/model/run_id: what a resumed run skips. An
+        'error' record counts as done, as in the JSONL sink, so an unreadable file is not
+        retried forever; a later record for the same run replaces it."""
         with self._ro() as s:
             q = (
                 select(m.Candidate.key, m.Task.name)
                 .join(m.Trajectory, m.Trajectory.candidate_id == m.Candidate.id)
                 .join(m.AgentRun, m.AgentRun.id == m.Trajectory.run_id)
                 .join(m.Task, m.Task.id == m.Candidate.task_id)
-                .where(m.Trajectory.state.in_(("done", "max_turns")))
+                .where(m.Trajectory.state != "running")
             )
             if policy is not None:
                 q = q.where(m.AgentRun.policy == policy)
@@ -1090,7 +1097,9 @@ class Store:
         )
         c.priority = queue_priority(
             c.confidence,
-            vetted=c.trajectory_id is not None,
+            # a failed run (unreadable file, backend error) gives a human nothing to judge
+            vetted=c.trajectory_id is not None
+            and getattr(s.get(m.Trajectory, c.trajectory_id), "state", "error") in _VETTED,
             disagreement=c.disagreement,
             threshold=threshold,
         )
@@ -1830,6 +1839,8 @@ def _install_sqlite_events(engine: Engine, busy_timeout_ms: int, wal: bool) -> N
         write = conn.get_execution_options().get("loupe_write", False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
+
+_VETTED = ("done", "max_turns")  # trajectory states a human can judge
 
 _KNOWN_INFO = {
     "survey",

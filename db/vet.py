@@ -66,5 +66,9 @@ def main(args: argparse.Namespace) -> int:
     from agent import runner
 
     if getattr(args, "db", None):
-        return int(runner.main(args, sink=make_sink(args)) or 0)
+        sink = make_sink(args)
+        try:
+            return int(runner.main(args, sink=sink) or 0)
+        finally:
+            sink.close()
     return int(runner.main(args) or 0)

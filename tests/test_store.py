@@ -154,14 +154,19 @@ def test_bad_trajectory_is_refused_and_nothing_written(mem_store):
     assert mem_store.trajectories(mem_store.find_candidate("c0").id) == []
 
 
-def test_done_keys_skip_errors_and_filter_by_policy(mem_store):
+def test_done_keys_count_errors_and_filter_by_policy(mem_store):
     mem_store.add_candidates(refs(3))
     mem_store.record_trajectory(traj("c0", 0.7))
     mem_store.record_trajectory(traj("c1", None, state="error", verdict=None))
     mem_store.record_trajectory(traj("c2", 0.2, policy="hf", model="m"))
-    assert mem_store.done_keys("rules") == {("c0", "cv")}
+    mem_store.record_trajectory(traj("c1", None, state="running", verdict=None, policy="x"))
+    assert mem_store.done_keys("rules") == {("c0", "cv"), ("c1", "cv")}
     assert mem_store.done_keys("hf", "m") == {("c2", "cv")}
-    assert mem_store.done_keys() == {("c0", "cv"), ("c2", "cv")}
+    assert mem_store.done_keys("x") == set()  # a running record is not done
+    # a failed run is not put before the items a human can judge
+    assert mem_store.find_candidate("c1").priority > mem_store.find_candidate("c0").priority
+    mem_store.record_trajectory(traj("c0", None, state="error", verdict=None, policy="x"))
+    assert mem_store.find_candidate("c0").verdict == "YES"  # the finished run stays shown
 
 
 def test_every_write_is_audited_and_the_log_is_append_only(mem_store):
