@@ -56,7 +56,7 @@ def assert_loads_for_policy(folder: Path) -> None:
     from agent.loop import run_episode
     from agent.policies import get_policy
 
-    policy = get_policy("hf", model=str(folder))
+    policy = get_policy("hf", model=str(folder), renderer="fast", max_new_tokens=16)
     traj = run_episode(spectrum, "wd", policy, max_turns=2)
     assert traj.state in ("done", "max_turns"), traj.error
     assert traj.steps and traj.model

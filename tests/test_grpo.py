@@ -1,0 +1,218 @@
+"""Multi-turn GRPO on the tiny Qwen2.5-VL with the zoom tool in the loop.
+
+A random tiny model never writes a valid tool call, so the rollouts' text comes from a
+scripted sampler standing in for `model.generate`: one rollout per group thinks, zooms and
+answers; the other zooms without thinking (a format error). Everything else is real: the
+environment renders the global view and the zooms with `agent.tool`, TRL parses the tool
+calls with the Spec-o3 template, runs the tool, feeds the images back, scores the rollouts
+with `training.rewards` and updates the weights.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl")
+
+from agent.prompts import assistant_turn, system_message, tool_response_turn, user_turn  # noqa: E402
+from agent.tool import call_tool, global_view  # noqa: E402
+from training.chat_template import apply_speco3_template  # noqa: E402
+from training.data import load_rl_dataset, simulated_spectrum, spectrum_from_ref  # noqa: E402
+from training.grpo import GRPOScriptConfig, SpectrumEnvironment, tool_reply  # noqa: E402
+
+CALL = json.dumps(
+    {
+        "name": "spectral_visualization_tool",
+        "arguments": {"wavelength_range": [4780, 4940], "label": "H-beta"},
+    }
+)
+GOOD_ZOOM = f"<think>Check H-beta.</think>\n<tool_call>\n{CALL}\n</tool_call>"
+BAD_ZOOM = f"<tool_call>\n{CALL}\n</tool_call>"  # no <think>: a format error
+ANSWER_YES = "<think>Broad and deep.</think><answer>\\boxed{YES} broad Balmer lines.</answer>"
+
+
+def test_tool_turn_tokenises_like_the_agent_loop(tiny_model_dir):
+    """A rollout's tool message renders to the very text of the loop's tool-response turn."""
+    from agent.policies.hf import load_processor
+
+    processor = apply_speco3_template(load_processor(tiny_model_dir))
+    spectrum = simulated_spectrum("wd", True, seed=3)
+    view = global_view(spectrum, renderer="fast").image
+    for args in (
+        {"wavelength_range": [4780, 4940], "label": "H-beta"},
+        {"wavelength_range": [1, 2]},
+    ):
+        result = call_tool(spectrum, "spectral_visualization_tool", args, renderer="fast")
+        head = [system_message(), user_turn("wd", view), assistant_turn(GOOD_ZOOM)]
+        loop = head + [tool_response_turn(result.text, result.image)]
+        rollout = head + [
+            {"role": "tool", "name": "spectral_visualization_tool", "content": tool_reply(result)}
+        ]
+        as_loop = processor.apply_chat_template(loop, tokenize=False, add_generation_prompt=True)
+        as_rollout = processor.apply_chat_template(
+            rollout, tokenize=False, add_generation_prompt=True
+        )
+        assert as_rollout == as_loop
+    assert "<tool_response>\n<|vision_start|>" in as_loop or result.image is None
+
+
+def test_template_writes_the_tool_block_once(tiny_model_dir):
+    from trl.chat_template_utils import (
+        is_chat_template_prefix_preserving,
+        is_chat_template_stop_token_trained,
+        supports_tool_calling,
+    )
+
+    from agent.policies.hf import load_processor
+
+    processor = apply_speco3_template(load_processor(tiny_model_dir))
+    assert supports_tool_calling(processor)
+    assert is_chat_template_prefix_preserving(processor)
+    assert is_chat_template_stop_token_trained(processor)
+    env = SpectrumEnvironment(renderer="fast")
+    msgs = [system_message(), {"role": "user", "content": [{"type": "text", "text": "q"}]}]
+    text = processor.apply_chat_template(
+        msgs, tools=[env.spectral_visualization_tool], tokenize=False
+    )
+    assert text.count("# Tools") == 1  # agent.prompts already wrote it; not again
+    bare = [{"role": "user", "content": [{"type": "text", "text": "q"}]}]
+    text = processor.apply_chat_template(
+        bare, tools=[env.spectral_visualization_tool], tokenize=False
+    )
+    assert text.count("# Tools") == 1 and "spectral_visualization_tool" in text
+
+
+def test_environment_resets_from_specvi_rows_and_zooms(training_sample):
+    _, rl_path = training_sample
+    rows = load_rl_dataset(rl_path)
+    row = rows[0]
+    env = SpectrumEnvironment(renderer="fast")
+    first = env.reset(**row)
+    assert first[0]["type"] == "image" and first[0]["image"].size[0] > 100
+    assert "white dwarf" in first[1]["text"].lower()
+    assert env.spectrum.wavelength.size == spectrum_from_ref(row["spectrum"]).wavelength.size
+    reply = env.spectral_visualization_tool([4780, 4940], "H-beta")
+    assert reply[0]["type"] == "image"
+    assert reply[-1]["text"].strip().startswith("Generated spectral visualization")
+    refused = env.spectral_visualization_tool([100, 200])
+    assert [c["type"] for c in refused] == ["text"] and "outside" in refused[0]["text"]
+    assert [c["error"] is None for c in env.calls] == [True, False]
+
+
+def _scripted_generate(model, tokenizer, log):
+    """Stand-in for `model.generate`: each row's next turn depends on what it saw so far."""
+    import torch
+
+    im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    pad = tokenizer.pad_token_id
+    image_pad = tokenizer.convert_tokens_to_ids("<|image_pad|>")
+
+    def generate(input_ids=None, attention_mask=None, generation_config=None, **kwargs):
+        outs = []
+        for i, row in enumerate(input_ids):
+            seen = tokenizer.decode(row[attention_mask[i].bool()])
+            turn_start = seen.rfind("<|im_start|>assistant")
+            if "<tool_response>" not in seen:
+                text = GOOD_ZOOM if i % 2 == 0 else BAD_ZOOM
+            else:
+                text = ANSWER_YES
+                last_turn = seen[turn_start:] if turn_start >= 0 else ""
+                assert "<tool_response>" not in last_turn
+            outs.append(tokenizer(text, add_special_tokens=False)["input_ids"] + [im_end])
+        log.append(
+            {
+                "rows": len(outs),
+                "image_tokens": int((input_ids == image_pad).sum()),
+                "pixel_rows": int(kwargs["pixel_values"].shape[0])
+                if "pixel_values" in kwargs
+                else 0,
+            }
+        )
+        width = max(map(len, outs))
+        new = torch.full((len(outs), width), pad, dtype=input_ids.dtype)
+        for i, o in enumerate(outs):
+            new[i, : len(o)] = torch.tensor(o)
+        return torch.cat([input_ids, new], dim=1)
+
+    return generate
+
+
+@pytest.mark.slow
+def test_two_grpo_steps_with_the_zoom_tool(tiny_model_dir, training_sample, tmp_path, monkeypatch):
+    import training.rewards as rewards_mod
+    from training import grpo
+
+    _, rl_path = training_sample
+    out = tmp_path / "grpo-out"
+    cfg = GRPOScriptConfig(
+        model=str(tiny_model_dir),
+        dataset=str(rl_path),
+        output_dir=str(out),
+        renderer="fast",
+        num_generations=2,
+        per_device_train_batch_size=2,
+        gradient_accumulation_steps=1,
+        steps_per_generation=1,
+        max_steps=2,
+        max_completion_length=1024,
+        learning_rate=1e-3,
+        gradient_checkpointing=False,
+        save_strategy="no",
+    )
+    calls = []
+    real_tool = SpectrumEnvironment.spectral_visualization_tool
+
+    @functools.wraps(real_tool)  # the tool schema is read from the signature and docstring
+    def spy_tool(self, wavelength_range, label=None):
+        reply = real_tool(self, wavelength_range, label)
+        calls.append((self.candidate_id, list(wavelength_range), [c["type"] for c in reply]))
+        return reply
+
+    monkeypatch.setattr(SpectrumEnvironment, "spectral_visualization_tool", spy_tool)
+    scored = []
+    real_penalty = rewards_mod.format_penalty
+
+    def spy_penalty(completions, **kwargs):
+        values = real_penalty(completions, **kwargs)
+        scored.extend(zip(completions, values, kwargs["ground_truth"], strict=True))
+        return values
+
+    monkeypatch.setattr(rewards_mod, "format_penalty", spy_penalty)
+
+    trainer = grpo.build_trainer(cfg)
+    log = []
+    model = trainer.model
+    monkeypatch.setattr(
+        model, "generate", _scripted_generate(model, trainer.processing_class.tokenizer, log)
+    )
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    trainer.train()
+
+    # the tool ran once per rollout and returned an image each time
+    assert len(calls) == 4
+    assert all(types[0] == "image" for _, _, types in calls)
+    # first turn: the global view only; second turn: global view + the zoom, per rollout
+    assert log[0]["pixel_rows"] > 0 and log[0]["image_tokens"] > 0
+    assert log[1]["image_tokens"] > log[0]["image_tokens"]
+    # rewards: the rollout without <think> paid the format penalty, the other did not
+    assert len(scored) == 4
+    penalties = [v for _, v, _ in scored]
+    assert sorted(penalties) == [-0.2, -0.2, 0.0, 0.0]
+    for completion, value, _ in scored:
+        roles = [m["role"] for m in completion]
+        assert roles == ["assistant", "tool", "assistant"]
+        assert (value == 0.0) == completion[0]["content"].startswith("<think>")
+    history = {k: v for h in trainer.state.log_history for k, v in h.items()}
+    assert history["tools/call_frequency"] > 0
+    assert "rewards/accuracy_reward/mean" in history
+    changed = [n for n, p in model.named_parameters() if not before[n].equal(p.detach())]
+    assert changed and not any("visual" in n.split(".") for n in changed)
+
+    grpo.save_for_policy(trainer, trainer.processing_class, str(out), {"stage": "grpo"})
+    from tests.test_sft import assert_loads_for_policy
+
+    assert_loads_for_policy(Path(out))
