@@ -184,9 +184,8 @@ def verdict_char_index(text: str) -> int | None:
     read P(YES) from their token probabilities there.
     """
     for pattern in (_VERDICT_POS, _VERDICT_ANY):
-        m = None
-        for m in pattern.finditer(text):
-            pass  # the last one: the verdict that counts is the final answer
+        found = list(pattern.finditer(text))
+        m = found[-1] if found else None  # the last: the verdict that counts is the final one
         if m is not None and m.end() < len(text) and text[m.end()].upper() in "YN":
             return m.end()
     return None

@@ -4,6 +4,10 @@ The same record passes between the agent loop, the store, the web app and the ex
 the UI renders from it alone. Observation images are not stored as pixels: the zoom tool
 is deterministic, so a step keeps the window and renderer and the image is re-rendered
 on demand (`agent.tool.render_step`).
+
+`to_messages()` / `from_messages()` convert a run to and from the Spec-o3 chat format (the
+conversation a model sees and SFT exports hold); `finish()` derives verdict, format_ok and
+state from the steps the same way for the agent loop and for rebuilt conversations.
 """
 
 from __future__ import annotations

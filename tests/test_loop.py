@@ -22,7 +22,10 @@ ANSWER_YES = "<think>Broad Balmer emission.</think><answer>\\boxed{YES} H-alpha 
 
 
 def zoom(lo, hi, label="H-alpha"):
-    call = {"name": "spectral_visualization_tool", "arguments": {"wavelength_range": [lo, hi], "label": label}}
+    call = {
+        "name": "spectral_visualization_tool",
+        "arguments": {"wavelength_range": [lo, hi], "label": label},
+    }
     return f"<think>Look at {label}.</think>\n<tool_call>\n{json.dumps(call)}\n</tool_call>"
 
 
@@ -108,7 +111,9 @@ def test_max_turns():
 
 
 def test_backend_error_and_exception_are_recorded():
-    t = run_episode(synthetic(), "cv", ScriptedPolicy([Reply(text="", error="HTTP 503 after 3 tries")]))
+    t = run_episode(
+        synthetic(), "cv", ScriptedPolicy([Reply(text="", error="HTTP 503 after 3 tries")])
+    )
     assert t.state == "error" and t.error == "HTTP 503 after 3 tries"
 
     class Boom:
@@ -126,7 +131,11 @@ def test_batch_keeps_order_and_batches_turns():
         scripts={
             "a": [ANSWER_YES],
             "b": [zoom(6500, 6620), ANSWER_YES],
-            "c": [zoom(6500, 6620), zoom(4800, 4900), "<think>x</think><answer>\\boxed{NO}</answer>"],
+            "c": [
+                zoom(6500, 6620),
+                zoom(4800, 4900),
+                "<think>x</think><answer>\\boxed{NO}</answer>",
+            ],
         }
     )
     items = [(synthetic(i, n), "cv") for i, n in enumerate("abc")]
@@ -152,7 +161,9 @@ def test_bad_candidate_file_and_bad_task_are_error_trajectories(tmp_path):
 
 
 def test_speco3_renderer_is_used_when_asked():
-    t = run_episode(synthetic(), "cv", ScriptedPolicy([zoom(6500, 6620), ANSWER_YES]), renderer="speco3")
+    t = run_episode(
+        synthetic(), "cv", ScriptedPolicy([zoom(6500, 6620), ANSWER_YES]), renderer="speco3"
+    )
     assert t.renderer == "speco3" and t.steps[0].observation_image.startswith("render:speco3:")
 
 

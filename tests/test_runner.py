@@ -187,3 +187,23 @@ def test_resume_after_kill_minus_9_has_no_duplicates_or_gaps(catalogue, tmp_path
     keys = [(r["id"], r["task"]) for r in rows]
     assert len(keys) == len(set(keys)), "duplicates after resume"
     assert sorted(r["id"] for r in rows) == sorted(ids), "gaps after resume"
+
+
+def test_rules_path_imports_no_torch_or_http_client(catalogue, tmp_path):
+    cat, _ = catalogue
+    code = (
+        "import sys; from agent.runner import build_parser, main; "
+        f"rc = main(build_parser().parse_args(['--catalog', {str(cat)!r}, '--limit', '2', "
+        f"'--workers', '1', '--no-progress', '--out', {str(tmp_path / 'r.jsonl')!r}])); "
+        "heavy = [m for m in ('torch', 'transformers', 'httpx', 'vllm') if m in sys.modules]; "
+        "print(heavy); sys.exit(rc or bool(heavy))"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr[-1500:]
