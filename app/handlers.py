@@ -370,6 +370,11 @@ def store_filters(f: Filters):
     )
 
 
+def _has_review(ctx: Context, ex: Expert, cid: int) -> bool:
+    me = ctx.store.expert(ex.name)
+    return me is not None and bool(ctx.store.reviews(candidate_id=cid, expert=me.id))
+
+
 def _push(state: dict, cid: int) -> dict:
     hist = [h for h in (state.get("history") or [])]
     hist.append(cid)
@@ -390,6 +395,11 @@ def vet_next(
     if 0 <= pos < len(hist) - 1:
         state["pos"] = pos + 1
         return _show(ctx, ex, state, hist[pos + 1], display)
+    cur = state.get("current")
+    if cur is not None and not _has_review(ctx, ex, cur):
+        # Moving on from an undecided item at the head of the queue passes it (a skip):
+        # otherwise the queue would hand the same item straight back.
+        return vet_act(ctx, ex, state, "skip", filters, display)
     try:
         sf = store_filters(filters)
         cid = ctx.store.next_item(ex.name, ctx.queue_config(), sf)

@@ -15,6 +15,7 @@ dicts follow Plotly's schema (the tests validate them with `go.Figure`).
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -147,10 +148,19 @@ def _ylimits(y: np.ndarray, err: np.ndarray | None = None) -> list[float] | None
     return [float(lo - pad), float(hi + pad)]
 
 
-def _list(a: np.ndarray, digits: int = 6) -> list[float | None]:
-    # JSON has no NaN; Plotly reads null as a gap.
-    r = np.round(a.astype(float), digits)
-    return [None if not np.isfinite(v) else float(v) for v in r]
+def _list(a: np.ndarray) -> dict[str, str]:
+    """A Plotly typed array (float32, base64): a tenth of the JSON of a number list and no
+    per-value Python work. float32 keeps 7 significant digits (0.001 Å at 9000 Å) and any
+    flux unit's range; NaN is a gap, as Plotly reads it."""
+    a = np.ascontiguousarray(a, dtype="<f4")
+    return {"dtype": "f4", "bdata": base64.b64encode(a.tobytes()).decode("ascii")}
+
+
+def decode(v: Any) -> np.ndarray:
+    """A trace's x or y as a numpy array, whether a typed array or a plain list."""
+    if isinstance(v, dict) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+    return np.array([np.nan if e is None else e for e in v], dtype=float)
 
 
 # -- traces -------------------------------------------------------------------------------
@@ -175,17 +185,20 @@ def _band_trace(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, max_points: int |
         hi[~np.isfinite(hi)] = np.nan
         x = x[starts]
     ok = np.isfinite(lo) & np.isfinite(hi)
-    px: list[float | None] = []
-    py: list[float | None] = []
+    px: list[np.ndarray] = []
+    py: list[np.ndarray] = []
     idx = np.flatnonzero(ok)
+    gap = np.array([np.nan])
     if idx.size:
         for part in np.split(idx, np.flatnonzero(np.diff(idx) > 1) + 1):
-            px += [*_list(x[part]), *_list(x[part][::-1]), None]
-            py += [*_list(lo[part]), *_list(hi[part][::-1]), None]
+            px += [x[part], x[part][::-1], gap]
+            py += [lo[part], hi[part][::-1], gap]
+    X = np.concatenate(px) if px else np.zeros(0)
+    Y = np.concatenate(py) if py else np.zeros(0)
     return {
-        "type": _trace_type(len(px) // 2),
-        "x": px,
-        "y": py,
+        "type": _trace_type(X.size // 2),
+        "x": _list(X),
+        "y": _list(Y),
         "mode": "lines",
         "fill": "toself",
         "fillcolor": ERROR_COLOUR,

@@ -251,3 +251,13 @@ def test_uploads_are_validated_and_paths_confined(ctx, tmp_path):
     msg = H.ingest_upload(ctx, ex, [str(good)], "wd")
     assert "1 spectrum" in msg and "vetted" in msg
     assert ctx.store.count_candidates() >= n0  # same file: may already be a wd candidate
+
+
+def test_next_on_an_undecided_item_passes_it(ctx):
+    ex = H.expert_for(ctx, None)
+    st, _ = H.vet_next(ctx, ex, H.new_state(), F, D)
+    a = st["current"]
+    st, view = H.vet_next(ctx, ex, st, F, D)
+    assert st["current"] != a and view.message.startswith("Saved **skip**")
+    (r,) = ctx.store.reviews(candidate_id=a)
+    assert r.action == "skip"

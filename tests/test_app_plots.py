@@ -66,8 +66,8 @@ def test_global_figure_is_valid_plotly_with_numbered_windows():
     go.Figure(fig)  # raises on anything outside Plotly's schema
     flux = next(t for t in fig["data"] if t["name"] == "flux")
     assert flux["type"] == "scattergl"  # large: WebGL
-    assert len(flux["x"]) <= plots.GLOBAL_POINTS + 10
-    assert None in flux["y"]  # masked pixels are gaps, not data
+    assert len(plots.decode(flux["x"])) <= plots.GLOBAL_POINTS + 10
+    assert np.isnan(plots.decode(flux["y"])).any()  # masked pixels are gaps, not data
     rects = [
         s for s in fig["layout"]["shapes"] if s["type"] == "rect" and s.get("opacity", 0) > 0.1
     ]
@@ -88,7 +88,7 @@ def test_step_panels_are_full_resolution_and_follow_the_frame():
     go.Figure(f1)
     flux = next(t for t in f1["data"] if t["name"] == "flux")
     rest = spec.rest_wavelength()
-    assert len(flux["x"]) == int(((rest >= 4800) & (rest <= 4950)).sum())
+    assert len(plots.decode(flux["x"])) == int(((rest >= 4800) & (rest <= 4950)).sum())
     assert f1["layout"]["xaxis"]["range"] == [4800.0, 4950.0]
     obs = plots.step_figures(spec, traj, frame="observed")[0][1]
     lo, hi = obs["layout"]["xaxis"]["range"]
@@ -104,6 +104,25 @@ def test_markers_only_inside_window_and_air_frame_shift():
     x = fig["layout"]["shapes"][0]["x0"]
     assert x < 4862.7  # air wavelengths are shorter than vacuum
     assert x == pytest.approx(4862.7 / 1.000279, abs=0.2)
+
+
+def test_error_band_has_holes_at_masked_pixels():
+    spec = _spec(3000)
+    fig = plots.window_figure(spec, (3700, 4200), title="t")
+    band = next(t for t in fig["data"] if t.get("fill") == "toself")
+    x, y = plots.decode(band["x"]), plots.decode(band["y"])
+    assert np.isnan(x).sum() == 2  # two polygons: before and after the masked stretch
+    masked = spec.rest_wavelength()[200:210]
+    inside = (x > masked[0]) & (x < masked[-1])
+    assert not inside.any()
+
+
+def test_flux_survives_physical_units():
+    spec = _spec()
+    spec = spec.replace(flux=spec.flux * 1e-17, ivar=spec.ivar * 1e34)
+    fig = plots.window_figure(spec, (5000, 5100), title="t")
+    y = plots.decode(next(t for t in fig["data"] if t["name"] == "flux")["y"])
+    assert np.nanmedian(y) == pytest.approx(1e-17, rel=0.05)
 
 
 def test_smooth_ignores_bad_pixels():

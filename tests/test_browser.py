@@ -134,7 +134,6 @@ def test_vet_correct_and_author_in_the_browser(browser, tmp_path_factory, tmp_pa
 
 def test_model_script_is_inert_with_login(browser, tmp_path_factory, tmp_path):
     from agent.trajectory import Step
-
     from annotate.experts import create_expert
 
     ctx = context(tmp_path_factory, tmp_path, login=True)

@@ -1,0 +1,120 @@
+"""Eight experts vetting at once through the running app (gradio_client), for a bounded time.
+
+Every submitted review must be stored exactly once and no item may be served to two
+experts (overlap 1; only label-setting actions are used, so a reviewed item is done).
+Duration: LOUPE_SOAK_SECONDS (default 20 here; 120 for the full soak). Prints p50/p95.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import threading
+import time
+from collections import Counter
+
+import httpx
+import pytest
+from gradio_client import Client
+
+from app.main import serve
+from tests.app_support import context
+
+pytestmark = pytest.mark.slow
+
+N_EXPERTS = 8
+KEY = re.compile(r'<span class="id">([^<]+)</span>.*?task <b>([^<]+)</b>')
+
+
+def _key(out) -> str | None:
+    """ "id/task" of the candidate shown (one spectrum is a candidate for several tasks)."""
+    for o in out:
+        if isinstance(o, str):
+            m = KEY.search(o)
+            if m:
+                return f"{m.group(1)}/{m.group(2)}"
+    return None
+
+
+def test_eight_experts_soak(tmp_path_factory, tmp_path):
+    from annotate.experts import create_expert
+
+    seconds = float(os.environ.get("LOUPE_SOAK_SECONDS", "20"))
+    ctx = context(tmp_path_factory, tmp_path, login=True, n_per_class=6)
+    names = [f"expert{i}" for i in range(N_EXPERTS)]
+    for n in names:
+        create_expert(ctx.store, n, "expert", f"pw-{n}-secret")
+    srv = serve(ctx)
+    shown: dict[str, list[str]] = {n: [] for n in names}
+    submitted: dict[str, list[tuple[str, str]]] = {n: [] for n in names}
+    latencies: list[float] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+    deadline = time.time() + seconds
+
+    def expert(name: str, seed: int) -> None:
+        rng = random.Random(seed)
+        try:
+            r = httpx.post(srv.url + "/login", timeout=120,
+                           data={"username": name, "password": f"pw-{name}-secret"})  # fmt: skip
+            token = r.cookies.get("loupe_session")
+            assert token, f"login failed ({r.status_code})"
+            c = Client(srv.url, verbose=False, headers={"Cookie": f"loupe_session={token}"})
+            t0 = time.perf_counter()
+            key = _key(c.predict(api_name="/next"))
+            with lock:
+                latencies.append(time.perf_counter() - t0)
+            while key is not None and time.time() < deadline:
+                shown[name].append(key)
+                time.sleep(rng.uniform(0.0, 0.2))  # a very fast expert
+                t0 = time.perf_counter()
+                if rng.random() < 0.2:
+                    action = "correct"
+                    out = c.predict(rng.choice(["YES", "NO"]), "none", "soak", api_name="/correct")
+                else:
+                    action = rng.choice(["accept", "reject"])
+                    out = c.predict(api_name=f"/{action}")
+                with lock:
+                    latencies.append(time.perf_counter() - t0)
+                if not any(isinstance(o, str) and o.startswith(f"Saved **{action}**") for o in out):
+                    errors.append(f"{name}: {action} on {key} not confirmed")
+                    break
+                submitted[name].append((key, action))
+                key = _key(out)
+        except Exception as e:  # collected and asserted below
+            import traceback
+
+            errors.append(f"{name}: {type(e).__name__}: {e} {traceback.format_exc()[-600:]}")
+
+    threads = [threading.Thread(target=expert, args=(n, i)) for i, n in enumerate(names)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(seconds + 120)
+    finally:
+        srv.close()
+    assert not errors, errors[:5]
+    total = sum(len(v) for v in submitted.values())
+    assert total > 0
+    # stored exactly once: one review per submitted (expert, candidate), nothing extra
+    stored = Counter()
+    for r in ctx.store.reviews():
+        c = ctx.store.candidate(r.candidate_id)
+        stored[(ctx.store.expert(r.expert_id).name, f"{c.key}/{c.task}")] += 1
+    expected = Counter((n, k) for n, subs in submitted.items() for k, _ in subs)
+    assert stored == expected
+    # no item served to two experts
+    owners: dict[str, set[str]] = {}
+    for n, keys in shown.items():
+        for k in keys:
+            owners.setdefault(k, set()).add(n)
+    shared = {k: v for k, v in owners.items() if len(v) > 1}
+    assert not shared, shared
+    lat = sorted(latencies)
+    p50 = lat[len(lat) // 2] * 1000
+    p95 = lat[min(len(lat) - 1, int(len(lat) * 0.95))] * 1000
+    print(f"\nsoak: {N_EXPERTS} experts, {seconds:.0f} s, {total} reviews, "
+          f"round trip p50 {p50:.0f} ms, p95 {p95:.0f} ms")  # fmt: skip
+    ctx.store.close()
