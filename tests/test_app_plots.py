@@ -111,6 +111,7 @@ def test_error_band_has_holes_at_masked_pixels():
     fig = plots.window_figure(spec, (3700, 4200), title="t")
     band = next(t for t in fig["data"] if t.get("fill") == "toself")
     x, y = plots.decode(band["x"]), plots.decode(band["y"])
+    assert np.isnan(y).sum() == 2
     assert np.isnan(x).sum() == 2  # two polygons: before and after the masked stretch
     masked = spec.rest_wavelength()[200:210]
     inside = (x > masked[0]) & (x < masked[-1])
