@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import json
 import os
 import sys
 import time
@@ -69,23 +70,27 @@ class JsonlSink:
         self._load()
 
     def _load(self) -> None:
+        # Streamed, so resuming a run of millions of lines does not hold the file in memory.
         self._fh.seek(0)
-        data = self._fh.read()
-        end = data.rfind(b"\n") + 1
-        if end < len(data):  # a line cut short by a kill: drop it, it is re-run
-            self.repaired = len(data) - end
-            self._fh.truncate(end)
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
-        for n, line in enumerate(data[:end].splitlines(), 1):
+        good_end = 0
+        for n, line in enumerate(iter(self._fh.readline, b""), 1):
+            if not line.endswith(b"\n"):  # a line cut short by a kill: drop it, it is re-run
+                self.repaired = len(line)
+                break
+            good_end += len(line)
             if not line.strip():
                 continue
             try:
-                t = Trajectory.from_json(line.decode("utf-8"))
+                d = json.loads(line)
+                key = (str(d["id"]), str(d["task"]))
             except (ValueError, KeyError, TypeError) as exc:
                 print(f"{self.path}:{n}: unreadable line skipped ({exc})", file=sys.stderr)
                 continue
-            self._done.add((t.id, t.task))
+            self._done.add(key)
+        if self.repaired:
+            self._fh.truncate(good_end)
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
         self._fh.seek(0, os.SEEK_END)
 
     def done_keys(self) -> set[tuple[str, str]]:
