@@ -323,6 +323,9 @@ def _run(todo: list[CandidateRef], args: argparse.Namespace, kwargs: dict, sink:
         if args.policy == "rules" and args.workers > 1 and len(todo) > 1:
             stats.workers = args.workers
             results = _run_processes(todo, args, kwargs, renderer)
+        elif args.policy == "openai":
+            stats.workers = args.concurrency
+            results = _run_threads(todo, args, kwargs, renderer)
         else:
             results = _run_inline(todo, args, kwargs, renderer)
         for t in results:
@@ -362,7 +365,7 @@ def _run_inline(todo, args, kwargs, renderer) -> Iterable[Trajectory]:
     if not todo:
         return
     policy = get_policy(args.policy, **kwargs)
-    size = args.concurrency if args.policy == "openai" else _batch_size(args)
+    size = _batch_size(args)
     if args.policy == "rules":
         size = 1
     params = {"temperature": args.temperature} if args.policy != "rules" else {}
@@ -370,6 +373,47 @@ def _run_inline(todo, args, kwargs, renderer) -> Iterable[Trajectory]:
         yield from run_batch(
             chunk, policy, max_turns=args.max_turns, renderer=renderer, params=params
         )
+
+
+def _run_threads(todo, args, kwargs, renderer) -> Iterable[Trajectory]:
+    """HTTP backends: a sliding window of episodes, each in its own thread, sharing one
+    policy (one connection pool, at most --concurrency requests in flight). No lock-step:
+    a slow episode never holds up the others."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agent.policies import get_policy
+
+    if not todo:
+        return
+    policy = get_policy(args.policy, **kwargs)
+    params = {"temperature": args.temperature}
+
+    def one(c: CandidateRef) -> Trajectory:
+        return run_batch([c], policy, max_turns=args.max_turns, renderer=renderer, params=params)[0]
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, args.concurrency)) as pool:
+            inflight: dict[Future, CandidateRef] = {}
+            it = iter(todo)
+            for c in it:
+                inflight[pool.submit(one, c)] = c
+                if len(inflight) >= 2 * args.concurrency:
+                    break
+            while inflight:
+                done, _ = wait(inflight, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    c = inflight.pop(fut)
+                    try:
+                        yield fut.result()
+                    except Exception as exc:
+                        yield _crashed(c, args.policy, exc)
+                    nxt = next(it, None)
+                    if nxt is not None:
+                        inflight[pool.submit(one, nxt)] = nxt
+    finally:
+        close = getattr(policy, "close", None)
+        if close is not None:
+            close()
 
 
 # Worker-process state: each worker builds its policy once.

@@ -51,6 +51,7 @@ class Server:
         self.script: list = []
         self.default = None
         self.lock = threading.Lock()
+        self.inflight = self.max_inflight = 0
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -64,7 +65,12 @@ class Server:
                     outer.headers.append(dict(self.headers))
                     step = outer.script.pop(0) if outer.script else outer.default
                 status, payload, delay = step(body) if callable(step) else step
+                with outer.lock:
+                    outer.inflight += 1
+                    outer.max_inflight = max(outer.max_inflight, outer.inflight)
                 time.sleep(delay)
+                with outer.lock:
+                    outer.inflight -= 1
                 data = json.dumps(payload).encode() if not isinstance(payload, bytes) else payload
                 try:
                     self.send_response(status)
@@ -196,13 +202,22 @@ def test_split_reasoning_and_tool_calls_are_rebuilt(server):
 
 
 def test_concurrency_runs_requests_in_parallel(server):
-    server.default = lambda body: (*ok(ANSWER)[:2], 0.3)
-    pol = _policy(server, concurrency=8)
-    t0 = time.perf_counter()
-    out = run_batch([(_spec(i), "cv") for i in range(8)], pol)
-    elapsed = time.perf_counter() - t0
+    server.default = lambda body: (*ok(ANSWER)[:2], 0.5)
+    out = run_batch([(_spec(i), "cv") for i in range(8)], _policy(server, concurrency=4))
     assert all(t.verdict == "YES" for t in out)
-    assert elapsed < 8 * 0.3 * 0.6, f"8 requests of 0.3 s took {elapsed:.2f} s"
+    assert server.max_inflight == 4  # requests overlapped, and never more than allowed
+
+
+def test_policy_is_shared_safely_across_threads(server):
+    from concurrent.futures import ThreadPoolExecutor
+
+    server.default = lambda body: (*ok(ANSWER)[:2], 0.2)
+    pol = _policy(server, concurrency=3)
+    with ThreadPoolExecutor(6) as ex:
+        out = list(ex.map(lambda i: run_episode(_spec(i), "cv", pol), range(6)))
+    assert [t.verdict for t in out] == ["YES"] * 6
+    assert server.max_inflight == 3
+    pol.close()
 
 
 def test_unreachable_server_is_a_recorded_error():
@@ -217,3 +232,42 @@ def test_unreachable_server_is_a_recorded_error():
     )
     t = run_episode(_spec(), "wd", pol)
     assert t.state == "error" and "ConnectError" in t.error
+
+
+def test_runner_drives_openai_with_a_sliding_window(server, tmp_path):
+    from agent.formats.lamost import write_lamost_fits
+    from agent.runner import build_parser, main
+
+    for i in range(6):
+        s = _spec(i)
+        wave = 10 ** np.arange(np.log10(3700.0), np.log10(9100.0), 1e-4)
+        s = Spectrum(wave, np.interp(wave, s.wavelength, s.flux), meta=SpectrumMeta(id=f"f{i}"))
+        write_lamost_fits(s, tmp_path / f"f{i}.fits")
+    server.default = lambda body: (*ok(ANSWER if len(body["messages"]) > 2 else ZOOM)[:2], 0.1)
+    out = tmp_path / "r.jsonl"
+    args = build_parser().parse_args(
+        [
+            "--input",
+            str(tmp_path),
+            "--task",
+            "cv",
+            "--policy",
+            "openai",
+            "--model",
+            "m",
+            "--base-url",
+            server.url,
+            "--renderer",
+            "fast",
+            "--concurrency",
+            "3",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
+    assert main(args) == 0
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert sorted(r["id"] for r in rows) == [f"f{i}" for i in range(6)]
+    assert all(r["verdict"] == "YES" and len(r["steps"]) == 2 for r in rows)
+    assert server.max_inflight == 3

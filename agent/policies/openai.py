@@ -170,40 +170,54 @@ class OpenAIPolicy:
         self.backoff = float(backoff)
         self.logprobs = bool(logprobs)
         self._png_cache = PngCache()
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: Any = None
+        self._sem: asyncio.Semaphore | None = None
 
     # -- the protocol ---------------------------------------------------------------
     def act(self, episodes: list[Episode]) -> list[Reply]:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self._act_all(episodes))
-        # Called from inside an event loop (e.g. an async web handler): use a thread.
-        box: list[list[Reply]] = []
-        th = threading.Thread(target=lambda: box.append(asyncio.run(self._act_all(episodes))))
-        th.start()
-        th.join()
-        return box[0]
+        """One turn per episode. Thread-safe: every caller shares one event loop, one
+        connection pool and one limit of `concurrency` requests in flight, so a runner can
+        drive many episodes from threads without lock-step batches."""
+        if not episodes:
+            return []
+        loop = self._ensure_loop()
+        futures = [asyncio.run_coroutine_threadsafe(self._one(ep), loop) for ep in episodes]
+        return [f.result() for f in futures]
 
-    async def _act_all(self, episodes: list[Episode]) -> list[Reply]:
+    def close(self) -> None:
+        loop, self._loop = self._loop, None
+        if loop is None:
+            return
+        if self._client is not None:
+            asyncio.run_coroutine_threadsafe(self._client.aclose(), loop).result()
+            self._client = None
+        loop.call_soon_threadsafe(loop.stop)
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, daemon=True, name="openai-policy").start()
+                self._loop = loop
+            return self._loop
+
+    async def _one(self, ep: Episode) -> Reply:
         import httpx
 
-        sem = asyncio.Semaphore(self.concurrency)
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        limits = httpx.Limits(max_connections=self.concurrency)
-        async with httpx.AsyncClient(
-            timeout=self.timeout, headers=headers, limits=limits
-        ) as client:
-
-            async def one(ep: Episode) -> Reply:
-                async with sem:
-                    try:
-                        return await self._turn(client, ep)
-                    except Exception as exc:  # never let one episode sink the batch
-                        return Reply(text="", error=f"openai: {type(exc).__name__}: {exc}")
-
-            return list(await asyncio.gather(*(one(ep) for ep in episodes)))
+        if self._client is None:  # created inside the loop that will use it
+            headers = {"Content-Type": "application/json"}
+            if self.api_key:
+                headers["Authorization"] = f"Bearer {self.api_key}"
+            limits = httpx.Limits(max_connections=self.concurrency)
+            self._client = httpx.AsyncClient(timeout=self.timeout, headers=headers, limits=limits)
+            self._sem = asyncio.Semaphore(self.concurrency)
+        async with self._sem:
+            try:
+                return await self._turn(self._client, ep)
+            except Exception as exc:  # never let one episode sink the batch
+                return Reply(text="", error=f"openai: {type(exc).__name__}: {exc}")
 
     async def _turn(self, client: Any, ep: Episode) -> Reply:
         body: dict[str, Any] = {
