@@ -399,6 +399,8 @@ class Store:
         self._read = sessionmaker(bind=self.engine, expire_on_commit=False)
         self._write_engine = self.engine.execution_options(loupe_write=True)
         self._write = sessionmaker(bind=self._write_engine, expire_on_commit=False)
+        self._lease_engine = self.engine.execution_options(loupe_write=True, loupe_ephemeral=True)
+        self._write_ephemeral = sessionmaker(bind=self._lease_engine, expire_on_commit=False)
         self._code_version: str | None = None
         if migrate:
             self.migrate()
@@ -430,10 +432,12 @@ class Store:
         return self._lock if self._lock is not None else nullcontext()
 
     @contextmanager
-    def _tx(self) -> Iterator[Session]:
-        """A write transaction: commits on success, rolls back on any error."""
+    def _tx(self, ephemeral: bool = False) -> Iterator[Session]:
+        """A write transaction: commits on success, rolls back on any error. `ephemeral`
+        marks one that writes only leases, which need not wait for the disk."""
         wl = self._write_lock if self._write_lock is not None else nullcontext()
-        with wl, self._locked(), self._write() as s, s.begin():
+        maker = self._write_ephemeral if ephemeral else self._write
+        with wl, self._locked(), maker() as s, s.begin():
             yield s
 
     @contextmanager
@@ -1260,7 +1264,7 @@ class Store:
         config = config or QueueConfig()
         if config.overlap < 1:
             raise StoreError(f"overlap must be >= 1 (got {config.overlap})")
-        with self._tx() as s:
+        with self._tx(ephemeral=True) as s:
             e = self._expert(s, expert)
             if self.is_postgres:
                 s.execute(text("SELECT pg_advisory_xact_lock(7402)"))
@@ -1334,7 +1338,7 @@ class Store:
     ) -> list[str]:
         """Lease a chosen item (jump-to-id); returns the names of other experts holding a
         live lease on it, so the app can warn."""
-        with self._tx() as s:
+        with self._tx(ephemeral=True) as s:
             e = self._expert(s, expert)
             self._get_candidate(s, candidate_id)
             now = utcnow()
@@ -1353,7 +1357,7 @@ class Store:
             return others
 
     def release(self, expert: str | int, candidate_id: int | None = None) -> None:
-        with self._tx() as s:
+        with self._tx(ephemeral=True) as s:
             e = self._expert(s, expert)
             q = delete(m.Lease).where(m.Lease.expert_id == e.id)
             if candidate_id is not None:
@@ -1836,7 +1840,14 @@ def _install_sqlite_events(engine: Engine, busy_timeout_ms: int, wal: bool) -> N
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn):
-        write = conn.get_execution_options().get("loupe_write", False)
+        opts = conn.get_execution_options()
+        write = opts.get("loupe_write", False)
+        if write:
+            # Commits fsync (FULL) unless the transaction only writes ephemeral state (a
+            # lease): then NORMAL, which in WAL mode survives a killed process and can lose
+            # only that lease on a power cut. A later FULL commit syncs everything before it.
+            sync = "NORMAL" if opts.get("loupe_ephemeral", False) else "FULL"
+            conn.exec_driver_sql(f"PRAGMA synchronous = {sync}")
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
 
