@@ -10,7 +10,9 @@ kill -9) continues where it stopped, with no duplicates and no gaps. Each line i
 and fsynced as it is written; a half-written last line is cut off on the next start.
 
 Parallelism follows the backend: worker processes for `rules` (each loads and vets its own
-candidates), concurrent HTTP requests for `openai`, batched generation for `hf` and `vllm`.
+candidates), a sliding window of episodes sharing one connection pool for `openai` (at most
+--concurrency requests in flight), batched generation for `hf` and `vllm` (--batch-size
+episodes advance turn by turn together).
 
 A candidate whose file cannot be read (or whose task is unknown) is reported on stderr and
 recorded as a trajectory with state "error" and the reason, so the run goes on and a resume
