@@ -1,0 +1,147 @@
+"""Next-candidate latency of the vetting app over 100 candidates.
+
+    python bench/app.py [--n 100] [--no-browser]
+
+A fresh demo database (generated, ingested and vetted by `rules`), then three measures of
+"decide and see the next candidate" (a skip, which records a review and serves the next item
+from the hand-off queue):
+- server: the handler alone (store write + queue + loading the spectrum + all figures);
+- http: the same through the running app with `gradio_client` (adds Gradio and transport);
+- browser: key press to the next candidate's header painted, in Chromium (skipped if absent).
+Prints p50/p95 of each; the last line is the server p95.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+def pct(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
+
+
+def report(name: str, ms: list[float]) -> None:
+    print(f"{name:8s} n={len(ms):3d}  p50 {pct(ms, 0.5):7.1f} ms  p95 {pct(ms, 0.95):7.1f} ms")
+
+
+def fresh(root: Path, n: int):
+    from app.main import make_context, seed_demo
+
+    ctx = make_context(f"sqlite:///{root / 'loupe.db'}", data_roots=[str(root / "data")],
+                       export_dir=str(root / "exports"))  # fmt: skip
+    per_class = max(2, -(-n // 14) + 1)  # the demo makes ~16 candidates per class step
+    seed_demo(ctx, root / "data" / "demo", n_per_class=per_class)
+    return ctx
+
+
+def bench_server(ctx, n: int) -> list[float]:
+    from app import handlers as H
+
+    ex = H.expert_for(ctx, None)
+    st, _ = H.vet_next(ctx, ex, H.new_state(), H.Filters(), H.Display())
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        st, view = H.vet_act(ctx, ex, st, "skip", H.Filters(), H.Display())
+        out.append((time.perf_counter() - t0) * 1000)
+        if st["current"] is None:
+            break
+    return out
+
+
+def bench_http(ctx, n: int) -> list[float]:
+    from gradio_client import Client
+
+    from app.main import serve
+
+    srv = serve(ctx)
+    try:
+        c = Client(srv.url, verbose=False)
+        c.predict(api_name="/next")
+        out = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            res = c.predict(api_name="/skip")
+            out.append((time.perf_counter() - t0) * 1000)
+            if not any(isinstance(o, str) and "loupe-head" in o for o in res):
+                break
+        return out
+    finally:
+        srv.close()
+
+
+def bench_browser(ctx, n: int) -> list[float] | None:
+    if not os.path.exists(CHROMIUM):
+        print(f"browser: skipped ({CHROMIUM} absent)")
+        return None
+    from playwright.sync_api import sync_playwright
+
+    from app.main import serve
+
+    args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+    srv = serve(ctx)
+    out: list[float] = []
+    try:
+        with sync_playwright() as p:
+            b = p.chromium.launch(executable_path=CHROMIUM, args=args)
+            page = b.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(srv.url, wait_until="load")
+            page.wait_for_selector("#vet-header .loupe-head", timeout=60_000)
+            page.wait_for_timeout(500)
+            for _ in range(n):
+                old = page.inner_text("#vet-header")
+                t0 = time.perf_counter()
+                page.keyboard.press("s")
+                try:
+                    page.wait_for_function(
+                        "old => { const h = document.querySelector('#vet-header');"
+                        " return h && h.innerText !== old; }",
+                        arg=old, timeout=20_000, polling="raf",
+                    )  # fmt: skip
+                except Exception:
+                    break
+                out.append((time.perf_counter() - t0) * 1000)
+                if "loupe-head" not in page.inner_html("#vet-header"):
+                    break
+            b.close()
+    finally:
+        srv.close()
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=100, help="candidates to step through per measure")
+    ap.add_argument("--no-browser", action="store_true", help="skip the Chromium measure")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        results = {}
+        for name in ("server", "http", "browser"):
+            if name == "browser" and args.no_browser:
+                continue
+            root = Path(tmp) / name
+            ctx = fresh(root, args.n)
+            fn = {"server": bench_server, "http": bench_http, "browser": bench_browser}[name]
+            ms = fn(ctx, args.n)
+            ctx.store.close()
+            if ms:
+                results[name] = ms
+                report(name, ms)
+        server = results["server"]
+        print(f"next_item_server_p95_ms: {pct(server, 0.95):.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
