@@ -69,6 +69,7 @@ def check_consistent(url: str) -> dict[str, int]:
 # -- concurrent experts -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_eight_threads_record_reviews_exactly_once(tmp_path):
     store = Store(db_url(tmp_path))
     experts = [f"e{i}" for i in range(8)]

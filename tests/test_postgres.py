@@ -1,0 +1,119 @@
+"""The store on PostgreSQL. Needs a server: set LOUPE_TEST_PG_URL (`.ci/run` starts a
+throwaway cluster and sets it), e.g. postgresql+psycopg://postgres@127.0.0.1:54329/loupe_test.
+Each test runs in a database of its own, created and dropped here."""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
+
+from db.store import QueueConfig, Store, StorePermissionError
+from tests.store_factory import refs, seeded, traj
+
+pytestmark = pytest.mark.postgres
+
+PG_URL = os.environ.get("LOUPE_TEST_PG_URL")
+
+
+@pytest.fixture
+def pg_url():
+    if not PG_URL:
+        pytest.skip("LOUPE_TEST_PG_URL is not set (no PostgreSQL server; .ci/run starts one)")
+    admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
+    name = f"loupe_store_{uuid.uuid4().hex[:10]}"
+    try:
+        with admin.connect() as c:
+            c.execute(text(f'CREATE DATABASE "{name}"'))
+    except DBAPIError as err:
+        admin.dispose()
+        pytest.skip(f"cannot create a test database on {PG_URL}: {err.orig}")
+    yield make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
+    with admin.connect() as c:
+        c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+def test_schema_flow_and_append_only_audit(pg_url):
+    store = Store(pg_url)
+    assert store.is_postgres
+    assert store.add_candidates(refs(5)).added == 5
+    assert store.add_candidates(refs(5)).existing == 5  # ON CONFLICT DO NOTHING
+    store.create_expert("ada")
+    store.create_expert("bob")
+    store.create_expert("boss", "admin")
+    [cid] = seeded(store, [0.8], prefix="p")
+    r = store.record_review("ada", cid, "accept")
+    store.record_review("ada", cid, "reject")
+    assert [h.action for h in store.review_history(r.id)] == ["accept"]
+    with pytest.raises(StorePermissionError):
+        store.record_review("bob", cid, "accept", review_id=r.id)
+    store.record_review("bob", cid, "accept")
+    assert store.candidate(cid).status == "conflict"
+    assert store.adjudicate("boss", cid, "YES").label == "YES"
+    back = store.trajectory(store.candidate(cid).trajectory_id)
+    assert back.steps == traj("p0", 0.8).steps
+    with pytest.raises(DBAPIError, match="append-only"), store.engine.begin() as c:
+        c.execute(text("DELETE FROM audit_event"))
+    store.set_password("ada", "pw")
+    token = store.login("ada", "pw")
+    assert store.session_expert(token) == "ada"
+    store.close()
+
+
+def test_concurrent_open_migrates_once(pg_url):
+    errors = []
+
+    def open_close():
+        try:
+            Store(pg_url).close()
+        except Exception as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=open_close) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    with create_engine(pg_url).connect() as c:
+        assert c.execute(text("SELECT version_num FROM alembic_version")).all() == [("0001",)]
+
+
+def test_eight_experts_at_once(pg_url):
+    store = Store(pg_url)
+    experts = [f"e{i}" for i in range(8)]
+    for e in experts:
+        store.create_expert(e)
+    seeded(store, [0.3 + 0.005 * i for i in range(80)], prefix="q")
+    shared = seeded(store, [0.5] * 5, prefix="s")
+    served = {e: [] for e in experts}
+    errors = []
+
+    def work(e):
+        try:
+            for cid in shared:
+                store.record_review(e, cid, "accept")
+            while (cid := store.next_item(e, QueueConfig(overlap=1))) is not None:
+                served[e].append(cid)
+                store.record_review(e, cid, "accept")
+        except Exception as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(e,)) for e in experts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    got = [c for v in served.values() for c in v]
+    assert len(got) == len(set(got)) == 80
+    for cid in shared:  # the row lock keeps the denormalised counts exact
+        assert store.candidate(cid).review_count == 8
+    assert len(store.reviews()) == 80 + 5 * 8
+    store.close()
