@@ -275,3 +275,30 @@ def test_spectrum_is_read_from_its_file(mem_store, tmp_path):
 def test_naive_utc_times():
     assert m.utcnow().tzinfo is None
     assert abs((m.utcnow() - dt.datetime.now(dt.UTC).replace(tzinfo=None)).total_seconds()) < 5
+
+
+def test_add_expert_command(tmp_path, monkeypatch, capsys):
+    import io
+
+    import launch
+
+    url = f"sqlite:///{tmp_path / 'e.db'}"
+    monkeypatch.setattr("sys.stdin", io.StringIO("s3cret pass\n"))
+    assert (
+        launch.main(["add-expert", "ada", "--role", "admin", "--password-stdin", "--db", url]) == 0
+    )
+    assert "created admin 'ada' with a password" in capsys.readouterr().out
+    store = Store(url)
+    assert store.login("ada", "s3cret pass") and store.expert("ada").role == "admin"
+    store.close()
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n"))
+    assert launch.main(["add-expert", "ada", "--password-stdin", "--db", url]) == 1
+    assert "stdin held no password" in capsys.readouterr().err
+    monkeypatch.setattr("sys.stdin", io.StringIO("other\n"))
+    assert (
+        launch.main(["add-expert", "ada", "--role", "expert", "--password-stdin", "--db", url]) == 0
+    )
+    store = Store(url)
+    assert store.login("ada", "s3cret pass") is None and store.login("ada", "other")
+    assert store.expert("ada").role == "expert"
+    store.close()
