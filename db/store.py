@@ -9,11 +9,15 @@
 
 Opening a store runs the Alembic migrations up to head. Every write runs in one transaction
 together with its `AuditEvent`; SQLite writes start with BEGIN IMMEDIATE so concurrent
-writers queue on the busy timeout instead of failing on a lock upgrade.
+writers queue on the busy timeout instead of failing on a lock upgrade (and threads of one
+process queue on a Python lock first). SQLite runs in WAL mode with foreign keys on;
+commits are fsynced except those that only move leases. On PostgreSQL, a review locks its
+candidate row and lease hand-out takes an advisory lock, so counts stay exact.
 
 Public methods (all take/return plain values, dataclasses or detached rows):
-- candidates: `add_candidates`, `candidate`, `find_candidate`, `list_candidates`,
-  `count_candidates`, `load_spectrum`, `set_gold`, `set_split`, `tasks`
+- candidates: `add_candidates`, `candidate` -> CandidateInfo, `find_candidate` (jump to
+  id), `find_by_path`, `list_candidates(Filters)`, `count_candidates`, `load_spectrum`
+  (read from its file through an LRU cache), `set_gold`, `set_split`, `tasks`
 - agent runs: `start_run`, `record_trajectory`, `record_trajectories`, `trajectory`,
   `trajectories`, `done_keys`, `runs`
 - queue: `next_item`, `claim`, `release`, `leases`, `auto_accept`, `set_setting`, `setting`
