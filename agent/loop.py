@@ -118,7 +118,7 @@ def _start(item: Item, policy: Policy, renderer: str, max_turns: int, params: di
     except Exception as exc:  # a bad file or task must not stop the batch
         return _failed(traj, exc, t0)
 
-    ref = image_reference(renderer, getattr(view, "window", None))
+    ref = image_reference(renderer, None)  # the global view, re-rendered with its title
     traj.params["global_image"] = ref
     messages = [system_message(), user_turn(traj.task, view.image)]
     episode = Episode(
