@@ -216,3 +216,65 @@ def test_two_grpo_steps_with_the_zoom_tool(tiny_model_dir, training_sample, tmp_
     from tests.test_sft import assert_loads_for_policy
 
     assert_loads_for_policy(Path(out))
+
+
+def test_specvi_parquet_rows_load(tmp_path):
+    """SpecVI-Bench's schema (nested structs, NaN flux, `data_source` aliases) as published."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from training.data import DataError
+
+    spec = simulated_spectrum("carbon", True, seed=5)
+    flux = spec.flux.copy()
+    flux[10:20] = np.nan
+
+    def row(i, source, truth):
+        return {
+            "data_source": source,
+            "prompt": [{"role": "user", "content": "<image>Is this a carbon star?"}],
+            "images": [{"bytes": b"", "path": None}],
+            "reward_model": {"ground_truth": truth, "style": "rule"},
+            "agent_name": "tool_agent",
+            "extra_info": {
+                "index": i,
+                "name": f"spec-{i}.fits",
+                "tools_kwargs": {
+                    "spectral_visualization_tool": {
+                        "create_kwargs": {
+                            "flux": flux.tolist(),
+                            "wavelength": spec.wavelength.tolist(),
+                            "redshift": 0.001,
+                        }
+                    }
+                },
+            },
+        }
+
+    path = tmp_path / "train_cc.parquet"
+    pq.write_table(pa.Table.from_pylist([row(0, "carbon", "YES"), row(1, "cc", "NO")]), path)
+    ds = load_rl_dataset(path)
+    assert ds["task"] == ["carbon", "carbon"] and ds["ground_truth"] == ["YES", "NO"]
+    assert ds["id"] == ["spec-0.fits", "spec-1.fits"]
+    loaded = spectrum_from_ref(ds[1]["spectrum"])
+    assert loaded.redshift == 0.001 and loaded.mask[10:20].all() and not loaded.mask[30]
+    env = SpectrumEnvironment(renderer="fast")
+    assert env.reset(**ds[0])[0]["type"] == "image"
+
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(pa.Table.from_pylist([row(0, "carbon", "MAYBE")]), bad)
+    with pytest.raises(DataError, match=r"bad.parquet row 0: label must be YES or NO"):
+        load_rl_dataset(bad)
+
+
+def test_example_configs_load():
+    from training.sft import SFTScriptConfig, parse_config
+
+    root = Path(__file__).resolve().parent.parent / "training" / "configs"
+    sft = [parse_config(SFTScriptConfig, ["--config", str(f)]) for f in root.glob("sft_*.yaml")]
+    grpo = [parse_config(GRPOScriptConfig, ["--config", str(f)]) for f in root.glob("grpo_*.yaml")]
+    assert sft and grpo
+    assert all(c.learning_rate == 2e-5 and c.freeze_vision for c in sft)
+    for c in grpo:
+        assert (c.num_generations, c.learning_rate, c.beta, c.max_tool_calls) == (8, 1e-6, 0.0, 7)

@@ -43,6 +43,8 @@ def load_sft_dataset(path: str | Path) -> Any:
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: SFT dataset not found")
+    if (path / "hf").is_dir() and not (path / "dataset_dict.json").exists():
+        path = path / "hf"  # the export folder itself was given
     if path.is_dir():
         try:
             ds = load_from_disk(str(path))
@@ -191,11 +193,9 @@ def _expand(paths: Iterable[str | Path]) -> list[Path]:
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            found = sorted(
-                f
-                for f in p.rglob("*")
-                if f.suffix in (".parquet", ".jsonl", ".json") and f.is_file()
-            )
+            # An RL export holds each split as parquet and as JSONL: take one of the two.
+            found = sorted(f for f in p.rglob("*.parquet") if f.is_file())
+            found = found or sorted(f for f in p.rglob("*.jsonl") if f.is_file())
             if not found:
                 raise DataError(f"{p}: no parquet/JSONL files in this folder")
             out += found
