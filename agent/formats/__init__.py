@@ -58,16 +58,28 @@ def sniff(path: Path) -> str:
 def read_file(path: Path, hdu: int | str | None = None, row: int | None = None) -> list[Spectrum]:
     """Every spectrum in `path`, or the one at `hdu`/`row`."""
     path = Path(path)
-    kind = sniff(path)
-    if kind == "fits":
-        return _read_fits(path, hdu, row)
-    if kind == "parquet":
-        from agent.formats.specvi import read_parquet
+    try:
+        kind = sniff(path)
+        if kind == "fits":
+            return _read_fits(path, hdu, row)
+        if kind == "parquet":
+            from agent.formats.specvi import read_parquet
 
-        return read_parquet(path, row=row)
-    from agent.formats.generic import read_text
+            return read_parquet(path, row=row)
+        if path.name.lower().endswith((".fits", ".fit", ".fts", ".fits.gz", ".fit.gz")):
+            raise LayoutError(path, "named like FITS but not a FITS file (no SIMPLE card)")
+        from agent.formats.generic import read_text
 
-    return read_text(path, row=row)
+        return read_text(path, row=row)
+    except (SpectrumError, MemoryError, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        # Damaged files reach astropy/pyarrow code paths that raise all kinds of errors
+        # (bad header values, malformed column formats); they all mean "corrupt file".
+        detail = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ""
+        raise SpectrumError(
+            path, f"corrupt or unsupported content ({type(exc).__name__}: {detail})"
+        ) from exc
 
 
 def _read_fits(path: Path, hdu: int | str | None, row: int | None) -> list[Spectrum]:

@@ -69,13 +69,14 @@ def _guard(path: Path, roots: list[Path] | None, shown: str | Path | None = None
 
 
 def is_catalogue(path: Path) -> bool:
-    """A CSV whose header names a `path` column."""
+    """A CSV whose header names catalogue columns (path, task, label, ...), not flux."""
     try:
         with open(path, newline="", encoding="utf-8") as fh:
             first = fh.readline()
     except (OSError, UnicodeDecodeError):
         return False
-    return "path" in [c.strip().lower() for c in first.split(",")]
+    cols = {c.strip().lower() for c in first.split(",")}
+    return "path" in cols or (bool(cols & {"task", "label"}) and "flux" not in cols)
 
 
 def _looks_like_spectrum(path: Path) -> bool:

@@ -88,7 +88,7 @@ def read_capped(path: Path) -> bytes:
 def header_pixels(header: fits.Header) -> int:
     """Elements the header claims its data holds (image pixels or table cells)."""
     naxis = int(header.get("NAXIS", 0) or 0)
-    if naxis <= 0:
+    if not 0 < naxis <= 999:
         return 0
     n = 1
     for i in range(1, naxis + 1):
@@ -98,29 +98,68 @@ def header_pixels(header: fits.Header) -> int:
     return n
 
 
+MAX_HDUS = 1000
+
+
+def check_headers(path: Path, data: bytes) -> None:
+    """Walk the headers with astropy's Header parser and refuse hostile ones *before*
+    astropy builds HDUs: a NAXIS of 10^12 makes it loop over 10^12 axes, and a header
+    claiming 10^10 pixels would be allocated on first access."""
+    f = io.BytesIO(data)
+    for i in range(MAX_HDUS + 1):
+        if f.tell() >= len(data):
+            return
+        if i == MAX_HDUS:
+            raise LimitError(path, f"more than {MAX_HDUS} HDUs")
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                header = fits.Header.fromfile(f)
+            naxis = int(header.get("NAXIS", 0) or 0)
+        except Exception:
+            return  # not a header: fits.open reports the corruption in its own words
+        if not 0 <= naxis <= 999:
+            raise SpectrumError(path, f"HDU {i}: NAXIS = {naxis} is invalid (FITS allows 0-999)")
+        n = header_pixels(header)
+        if n > LIMITS.max_pixels:
+            raise LimitError(
+                path, f"HDU {i} header claims {n} elements, over the {LIMITS.max_pixels} limit"
+            )
+        try:
+            bitpix = abs(int(header.get("BITPIX", 8)))
+            pcount = max(int(header.get("PCOUNT", 0) or 0), 0)
+            gcount = max(int(header.get("GCOUNT", 1) or 1), 1)
+            axes = [max(int(header.get(f"NAXIS{k}", 0) or 0), 0) for k in range(1, naxis + 1)]
+        except (TypeError, ValueError):
+            return
+        size = 0 if naxis == 0 else (bitpix // 8) * gcount * (pcount + int(np.prod(axes)))
+        f.seek(f.tell() + -(-size // 2880) * 2880)
+
+
 @contextmanager
 def open_fits(path: Path) -> Iterator[fits.HDUList]:
     """Open a (possibly gzipped) FITS file with limits checked on every header."""
     data = read_capped(path)
     if not data.startswith(FITS_MAGIC):
         raise SpectrumError(path, "not a FITS file (no SIMPLE card at the start)")
+    check_headers(path, data)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             hdul = fits.open(io.BytesIO(data), memmap=False, lazy_load_hdus=False)
         except Exception as exc:  # astropy raises OSError, ValueError, IndexError, ...
             raise SpectrumError(path, f"corrupt FITS file ({_short(exc)})") from None
-    for w in caught:
-        if "truncated" in str(w.message).lower():
-            hdul.close()
-            raise SpectrumError(path, f"FITS file is truncated ({_short(w.message)})")
     try:
+        # Limits first: a header claiming 10^10 pixels is hostile, not merely truncated.
         for i, h in enumerate(hdul):
             n = header_pixels(h.header)
             if n > LIMITS.max_pixels:
                 raise LimitError(
                     path, f"HDU {i} header claims {n} elements, over the {LIMITS.max_pixels} limit"
                 )
+        for w in caught:
+            if "truncated" in str(w.message).lower():
+                raise SpectrumError(path, f"FITS file is truncated ({_short(w.message)})")
         yield hdul
     finally:
         hdul.close()

@@ -40,7 +40,7 @@ def _table(path: Path, columns: list[str] | None = None):
         missing = [c for c in (columns or ["extra_info"]) if c not in names]
         if missing:
             raise LayoutError(
-                path, f"parquet lacks SpecVI-Bench column(s) {', '.join(missing)} (has {names})"
+                path, f"parquet lacks the SpecVI-Bench column(s) {', '.join(missing)} (has {names})"
             )
         return pf.read(columns=columns or ["extra_info"])
     except SpectrumError:
