@@ -73,13 +73,20 @@ def read_capped(path: Path) -> bytes:
     if not raw.startswith(GZIP_MAGIC):
         return raw
     cap = LIMITS.max_file_bytes
+    chunks, total = [], 0
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(raw)) as gz:
-            data = gz.read(cap + 1)
+            # Inflate in chunks so a bomb is refused as soon as it passes the cap.
+            while chunk := gz.read(2**20):
+                total += len(chunk)
+                if total > cap:
+                    raise LimitError(
+                        path, f"gzip stream inflates beyond the {cap}-byte limit (gzip bomb?)"
+                    )
+                chunks.append(chunk)
     except (OSError, EOFError, zlib.error) as exc:
         raise SpectrumError(path, f"corrupt or truncated gzip stream ({exc})") from None
-    if len(data) > cap:
-        raise LimitError(path, f"gzip stream inflates beyond the {cap}-byte limit (gzip bomb?)")
+    data = b"".join(chunks)
     if not data:
         raise SpectrumError(path, "gzip stream is empty")
     return data
