@@ -229,8 +229,17 @@ def export_figure(n: int, workdir: Path) -> str:
         )
     for j in range(0, n, 1000):
         store.record_trajectories(trajs[j : j + 1000])
-    for c in store.list_candidates(limit=n, order="id"):
-        store.record_review("ada", c.id, "accept")
+    # every trajectory accepted by one expert (written in bulk: the figure is the export's)
+    with store.engine.begin() as c:
+        c.exec_driver_sql(
+            "INSERT INTO review (candidate_id, expert_id, trajectory_id, action, label, source,"
+            " revision, created, updated) SELECT c.id, e.id, c.trajectory_id, 'accept', c.verdict,"
+            " 'bench', 1, c.created, c.created FROM candidate c, expert e WHERE e.name = 'ada'"
+        )
+        c.exec_driver_sql(
+            "UPDATE candidate SET review_count = 1, label = verdict, label_source = 'review',"
+            " n_yes = (verdict = 'YES'), n_no = (verdict = 'NO')"
+        )
     t0 = time.perf_counter()
     try:
         res = run_export(store, "sft", workdir / "out", renderer="fast")
