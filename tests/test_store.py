@@ -302,3 +302,25 @@ def test_add_expert_command(tmp_path, monkeypatch, capsys):
     assert store.login("ada", "s3cret pass") is None and store.login("ada", "other")
     assert store.expert("ada").role == "expert"
     store.close()
+
+
+def test_migration_downgrades_and_upgrades_again(tmp_path):
+    from alembic import command
+    from alembic.config import Config
+
+    from db.store import MIGRATIONS
+
+    store = Store(tmp_path / "m.db")
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    with store.engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "base")
+    with store.engine.connect() as c:
+        left = {
+            r[0] for r in c.exec_driver_sql("SELECT name FROM sqlite_master WHERE type='table'")
+        }
+    assert left <= {"alembic_version"}
+    store.migrate()
+    store.create_expert("ada")  # the schema is whole again
+    store.close()

@@ -1,6 +1,6 @@
 """Alembic environment. The store runs `upgrade head` itself on open, passing its own
-connection in `config.attributes["connection"]`; the `alembic` command line works too with
-`-x url=sqlite:///loupe.db`."""
+connection in `config.attributes["connection"]`. From the command line, use a config whose
+`script_location` is this folder and name the database with `-x url=sqlite:///loupe.db`."""
 
 from __future__ import annotations
 
