@@ -61,16 +61,18 @@ def find_table(hdul: fits.HDUList) -> int | None:
 def _meta(path: Path, header: fits.Header) -> dict:
     obsid = header_value(header, "OBSID", cast=str)
     z = plausible_redshift(header_value(header, "Z", cast=float))
+    simulated = bool(header.get("SIMULATE", False))
     return {
         "id": obsid or file_stem(path),
         "obsid": obsid,
-        "survey": "LAMOST",
+        # A simulated file is written in LAMOST's layout but is no LAMOST observation.
+        "survey": "simulated" if simulated else "LAMOST",
         "ra": header_value(header, "RA", "RA_OBS", cast=float),
         "dec": header_value(header, "DEC", "DEC_OBS", cast=float),
         "snr": header_value(header, "SNRR", "SN_R", "SNR", cast=float),
         "survey_class": header_value(header, "CLASS", cast=str),
         "survey_subclass": header_value(header, "SUBCLASS", cast=str),
-        "simulated": bool(header.get("SIMULATE", False)),
+        "simulated": simulated,
         "redshift": z or 0.0,
         "extra": {"designation": header_value(header, "DESIG", cast=str)}
         if "DESIG" in header
