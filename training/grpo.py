@@ -1,7 +1,7 @@
-"""Multi-turn GRPO with the zoom tool in the loop, on RL exports or SpecVI-Bench parquet.
-
-    accelerate launch --config_file training/configs/zero3_8gpu.yaml training/grpo.py \\
+"""accelerate launch --config_file training/configs/zero3_8gpu.yaml training/grpo.py \\
         --config training/configs/grpo_qwen2_5_vl_7b.yaml
+
+Multi-turn GRPO with the zoom tool in the loop, on RL exports or SpecVI-Bench parquet.
 
 vLLM server mode instead of colocation: start the server on some GPUs
 (`CUDA_VISIBLE_DEVICES=6,7 trl vllm-serve --model MODEL --tensor_parallel_size 2`), then
@@ -312,7 +312,11 @@ def build_trainer(cfg: GRPOScriptConfig) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    cfg = parse_config(GRPOScriptConfig, argv, description=__doc__.strip().splitlines()[0])
+    cfg = parse_config(
+        GRPOScriptConfig,
+        argv,
+        description="Multi-turn GRPO with the zoom tool in the loop, on RL exports or SpecVI-Bench parquet.",
+    )
     if not cfg.dataset:
         print(
             "grpo.py: --dataset is required (an RL export or SpecVI-Bench parquet)", file=sys.stderr

@@ -1,7 +1,7 @@
-"""Cold-start SFT of a Qwen2.5-VL (or any local VLM folder) on Loupe's SFT export.
-
-    accelerate launch --config_file training/configs/zero3_8gpu.yaml training/sft.py \\
+"""accelerate launch --config_file training/configs/zero3_8gpu.yaml training/sft.py \\
         --config training/configs/sft_qwen2_5_vl_7b.yaml
+
+Cold-start SFT of a Qwen2.5-VL (or any local VLM folder) on Loupe's SFT export.
 
 One GPU: `python training/sft.py --config training/configs/sft_qwen2_5_vl_7b.yaml`.
 CPU smoke run on the tiny model (`python -m training.tiny_model /tmp/tiny`):
@@ -275,7 +275,11 @@ def build_trainer(cfg: SFTScriptConfig) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    cfg = parse_config(SFTScriptConfig, argv, description=__doc__.strip().splitlines()[0])
+    cfg = parse_config(
+        SFTScriptConfig,
+        argv,
+        description="Cold-start SFT of a Qwen2.5-VL (or any local VLM folder) on Loupe's SFT export.",
+    )
     if not cfg.dataset:
         print("sft.py: --dataset is required (an SFT export folder)", file=sys.stderr)
         return 2
