@@ -148,5 +148,83 @@ def test_real_library_spectra(shared_spectra):
         ("sdss-templates/spEigenStar-55734.fits", 0, 118, "carbon", "YES"),
     ]
     for path, hdu, row, task, expect in cases:
-        spec = degrade(load_one(shared_spectra / path, hdu=hdu, row=row), snr=20, rv_kms=-150, rng=5)
+        spec = degrade(
+            load_one(shared_spectra / path, hdu=hdu, row=row), snr=20, rv_kms=-150, rng=5
+        )
         assert inspect(spec, task).answer == expect, path
+
+
+def _all_thoughts(task, make):
+    from agent.loop import run_batch
+
+    t = run_batch([(_survey(make(), snr=40), task)], RulesPolicy())[0]
+    assert t.state == "done" and t.format_ok
+    return t
+
+
+@pytest.mark.parametrize(
+    "task,make",
+    [
+        ("wd", da_white_dwarf),
+        ("cv", cv),
+        ("carbon", lambda: _cool(tio=0.0, c2=0.6)),
+        ("s_type", lambda: _cool(tio=0.5)),
+        ("m_giant", lambda: _cool(tio=0.6)),
+    ],
+)
+def test_thoughts_read_as_prose_with_numbers_and_units(task, make):
+    import re
+
+    t = _all_thoughts(task, make)
+    zoom_thoughts = [s.thought for s in t.steps[1:]]
+    assert zoom_thoughts
+    for th in [s.thought for s in t.steps]:
+        assert not re.search(r"\b[a-z][a-z0-9]*_[a-z0-9_]+\b", th), th  # no raw measurement keys
+        assert " = " not in th.replace("log F4600/F6100 = ", "").replace("P(YES) = ", ""), th
+    for th in zoom_thoughts:
+        assert re.search(r"\d\.\d\d|\d+ Å", th), th  # quotes a measured number
+    # Numbers stay machine-readable beside the prose.
+    assert any(s.measurements for s in t.steps[1:])
+
+
+def test_white_dwarf_thought_quotes_width_and_meaning():
+    t = _all_thoughts("wd", da_white_dwarf)
+    th = t.steps[1].thought
+    assert "H-beta in absorption, FWHM" in th and "Å" in th and "pressure-broadened" in th
+    assert "A/B star" in th  # the competing explanation is named
+
+
+def test_cv_thought_says_emission_width_and_alternative():
+    t = _all_thoughts("cv", cv)
+    th = t.steps[1].thought
+    assert "H-alpha in emission, EW -" in th and "FWHM" in th and "Be star" in th
+
+
+def test_window_outside_coverage_is_said_in_the_thought():
+    from agent.policies.rules import _describe
+
+    full = _survey(_cool(tio=0.6), snr=50)
+    m = measure_all(full.replace(mask=full.mask | (lamost_grid() > 7300)))
+    assert "outside the coverage" in _describe("Na I 8183/8195 (gravity)", m)
+    assert "outside the coverage" in _describe("LaO 7403", m)
+
+
+def test_featureless_blue_continuum_is_a_dc_white_dwarf_but_he_ii_star_is_not():
+    dc = inspect(_survey(_hot(), snr=40), "wd")
+    assert dc.answer == "YES", dc.evidence.notes
+    f = _hot()
+    for c, a in ((4472.7, 0.35), (4923.3, 0.25), (5877.3, 0.3), (4687.0, 0.25)):
+        f = f * (1 - _g(c, 6.0, a))  # narrow He I and He II: an O star / sdO
+    v = inspect(_survey(f * _balmer(8.0, 0.1), snr=40), "wd")
+    assert v.answer == "NO", v.evidence.notes
+
+
+def test_zro_is_judged_against_an_m_giant_of_the_same_tio():
+    from agent.policies.rules import zro_excess
+
+    base = {"tio_7054": 0.5, "zro_4620": 0.17, "zro_5551": 0.09, "zro_6474": 0.07}
+    z, heads = zro_excess(base)
+    assert abs(z) < 1.0 and len(heads) == 3
+    z2, _ = zro_excess({**base, "zro_6474": 0.40})
+    assert z2 > 2.5
+    assert np.isnan(zro_excess({"zro_6474": 0.4})[0])  # no TiO reference, no verdict
