@@ -677,6 +677,12 @@ def add_expert(ctx: Context, ex: Expert | None, name: str, role: str, password: 
 
 
 # -- author page --------------------------------------------------------------------------
+# Thin adapters over `annotate.authoring`: the page's state is an `authoring.Draft` (None
+# until a candidate is loaded) and every change goes through that module, which zooms with
+# the model's own tool and renderer, checks what the expert types, saves and audits. The
+# adapters only turn the page's 1-based step numbers and form values into its calls, and
+# its errors into messages. Each returns a changed copy, so a refused change leaves the
+# session's draft as it was.
 
 
 @dataclass
@@ -689,224 +695,176 @@ class DraftView:
     message: str = ""
 
 
-def new_draft() -> dict[str, Any]:
-    return {"cid": None, "key": None, "task": None, "steps": [], "verdict": None,
-            "explanation": "", "authored_id": None, "renderer": "fast"}  # fmt: skip
+def _step_label(step: Step) -> str:
+    return str(((step.tool_call or {}).get("arguments") or {}).get("label") or "")
 
 
-def _draft_view(ctx: Context, d: dict, message: str = "") -> DraftView:
-    if d.get("cid") is None:
+def _draft_view(ctx: Context, d: Any, message: str = "") -> DraftView:
+    if d is None or d.candidate_id is None:
         return DraftView("", plots.empty_figure("Load a candidate to start."), [], None, "",
                          message)  # fmt: skip
-    spec = ctx.store.load_spectrum(d["cid"])
-    windows = [tuple(s["window"]) for s in d["steps"]]
-    fig = plots.global_figure(
-        spec, None, windows=windows, markers=plots.markers_for(d["task"]), select=True
-    )
+    try:
+        spec = ctx.store.load_spectrum(d.candidate_id)
+        fig = plots.global_figure(spec, None, windows=[s.window for s in d.steps],
+                                  markers=plots.markers_for(d.task), select=True)  # fmt: skip
+    except (SpectrumError, OSError) as e:
+        fig = plots.empty_figure(f"cannot read spectrum: {e}")
+        message = f"**{escape(d.key)}**: cannot read its spectrum: {escape(e)}"
     rows = [
-        [i + 1, f"{s['window'][0]:.1f}–{s['window'][1]:.1f}", s.get("label") or "", s["thought"]]
-        for i, s in enumerate(d["steps"])
+        [i + 1, f"{s.window[0]:.1f}–{s.window[1]:.1f}", _step_label(s), s.thought]
+        for i, s in enumerate(d.steps)
     ]
     status = ""
-    if d.get("authored_id"):
-        a = ctx.store.authored(d["authored_id"])
+    if d.authored_id is not None:
+        a = ctx.store.authored(d.authored_id)
         status = f" · saved as #{a.id} ({escape(a.status)})"
         if a.reviewer_comment:
             status += f" · reviewer: {escape(a.reviewer_comment)}"
     head = (
-        f'<div class="loupe-head"><span class="id">{escape(d["key"])}</span>'
-        f"<span>task <b>{escape(d['task'])}</b></span><span>{len(d['steps'])} step(s)"
+        f'<div class="loupe-head"><span class="id">{escape(d.key)}</span>'
+        f"<span>task <b>{escape(d.task)}</b></span><span>{len(d.steps)} step(s)"
         f"{status}</span></div>"
     )
-    return DraftView(head, fig, rows, d.get("verdict"), d.get("explanation") or "", message)
+    return DraftView(head, fig, rows, d.verdict, d.explanation, message)
 
 
-def author_load(ctx: Context, ex: Expert | None, d: dict, key: str, start: str):
+def author_load(ctx: Context, ex: Expert | None, d: Any, key: str, start: str):
     """Start a trajectory for a candidate: blank, or the agent's as a draft. An expert's
-    own unfinished draft (or one sent back) for the candidate is reopened instead."""
-    d = new_draft()
+    own unfinished draft (or one sent back) for the candidate is reopened instead. An
+    unknown id keeps the draft in hand."""
+    from annotate import authoring as au
+
     if ex is None:
-        return d, _draft_view(ctx, d, "Log in first.")
-    info = ctx.store.find_candidate((key or "").strip()) if key else None
+        return None, _draft_view(ctx, None, "Log in first.")
+    key = (key or "").strip()
+    info = ctx.store.find_candidate(key) if key else None
     if info is None:
         return d, _draft_view(ctx, d, f"No candidate **{escape(key)}**.")
-    d.update(cid=info.id, key=info.key, task=info.task)
     own = [a for a in ctx.store.list_authored(author=ex.name, candidate_id=info.id)
            if a.status in ("draft", "rejected")]  # fmt: skip
     if own:
-        a = own[-1]
-        steps = [Step.from_dict(s) for s in a.steps]
-        d.update(authored_id=a.id, verdict=a.verdict, explanation=a.explanation)
-        d["steps"] = [_step_dict(s) for s in steps if s.window is not None]
-        return d, _draft_view(ctx, d, f"Reopened your draft #{a.id}.")
+        d = au.load_draft(ctx.store, own[-1].id)
+        return d, _draft_view(ctx, d, f"Reopened your draft #{d.authored_id}.")
     if start == "agent draft" and info.trajectory_id is not None:
         t = ctx.store.trajectory(info.trajectory_id)
-        d["steps"] = [_step_dict(s) for s in t.steps if s.window is not None]
-        d["verdict"], d["explanation"] = t.verdict, t.explanation
-        d["renderer"] = t.renderer or "fast"
+        d = au.start_draft(info, renderer=t.renderer or "fast", from_trajectory=t,
+                           trajectory_id=info.trajectory_id, author=ex.name)  # fmt: skip
         return d, _draft_view(ctx, d, "Started from the agent's trajectory.")
+    d = au.start_draft(info, author=ex.name)
     return d, _draft_view(ctx, d, "Blank trajectory: drag across the plot to pick a window.")
 
 
-def _step_dict(s: Step) -> dict[str, Any]:
-    label = ((s.tool_call or {}).get("arguments") or {}).get("label")
-    return {"window": [float(s.window[0]), float(s.window[1])], "label": label or "",
-            "thought": s.thought or ""}  # fmt: skip
+def author_zoom(ctx: Context, d: Any, lo: Any, hi: Any, label: str | None):
+    """The zoom as the model would see it (image, the draft's renderer) and its panel."""
+    from annotate import authoring as au
 
-
-def _range(lo: Any, hi: Any) -> tuple[float, float]:
-    try:
-        a, b = float(lo), float(hi)
-    except (TypeError, ValueError):
-        raise ValueError("type both ends of the window (Å)") from None
-    if not (a == a and b == b) or a == b:
-        raise ValueError("the window needs two different wavelengths")
-    return min(a, b), max(a, b)
-
-
-def author_zoom(ctx: Context, d: dict, lo: Any, hi: Any, label: str | None):
-    """The zoom as the model would see it (image, the model's renderer) and its panel."""
-    from agent.tool import zoom
-
-    if not d or d.get("cid") is None:
+    if d is None or d.candidate_id is None:
         return None, None, "Load a candidate first."
     try:
-        a, b = _range(lo, hi)
-    except ValueError as e:
+        spec = ctx.store.load_spectrum(d.candidate_id)
+        res = au.zoom_preview(d, spec, lo, hi, (label or "").strip() or None)
+    except (ValueError, TypeError, SpectrumError, OSError) as e:  # AuthoringError included
         return None, None, escape(e)
-    spec = ctx.store.load_spectrum(d["cid"])
-    res = zoom(spec, [a, b], label or None, renderer=d.get("renderer") or "fast")
-    if not res.ok:
-        return None, None, escape(res.text)
     fig = plots.window_figure(
         spec, res.window, title=f"{res.window[0]:.0f}–{res.window[1]:.0f} Å",
-        markers=plots.markers_for(d["task"]),
+        markers=plots.markers_for(d.task),
     )  # fmt: skip
     return res.image, fig, escape(res.text)
 
 
+def _keep_answer(d: Any, verdict: str | None, explanation: str | None) -> None:
+    # The answer fields travel with every step operation so nothing typed is lost; their
+    # text is checked by `validate` when the draft is submitted.
+    if verdict in ("YES", "NO"):
+        d.verdict = verdict
+    if explanation is not None:
+        d.explanation = explanation.strip()
+
+
 def author_step(
-    ctx: Context, ex: Expert | None, d: dict, op: str, *, lo=None, hi=None, label=None,
+    ctx: Context, ex: Expert | None, d: Any, op: str, *, lo=None, hi=None, label=None,
     thought=None, index=None, verdict=None, explanation=None,
 ):  # fmt: skip
-    """add / replace / up / down / delete / edit (load into the form) a step; returns (draft, view, form values)."""
-    d = dict(d or new_draft())
-    d["steps"] = [dict(s) for s in d.get("steps") or []]
+    """add / replace / up / down / delete / edit (load into the form) a step, by its 1-based
+    number (default the last); returns (draft, view, form values)."""
+    import copy
+
+    from annotate import authoring as au
+
     form = [lo, hi, label, thought]
-    if verdict in ("YES", "NO"):
-        d["verdict"] = verdict
-    if explanation is not None:
-        d["explanation"] = explanation
-    if ex is None or d.get("cid") is None:
+    if ex is None or d is None or d.candidate_id is None:
         return d, _draft_view(ctx, d, "Log in and load a candidate first."), form
-    n = len(d["steps"])
+    d = copy.deepcopy(d)
+    _keep_answer(d, verdict, explanation)
+    n = len(d.steps)
     try:
         i = int(index) - 1 if index not in (None, "") else n - 1
     except (TypeError, ValueError):
         i = -1
-    msg = ""
+    label = (label or "").strip()
     try:
         if op in ("add", "replace"):
-            a, b = _range(lo, hi)
             if not (thought or "").strip():
-                raise ValueError("write the thought for this step")
-            from agent.tool import zoom
-
-            res = zoom(ctx.store.load_spectrum(d["cid"]), [a, b], label or None,
-                       renderer=d.get("renderer") or "fast")  # fmt: skip
-            if not res.ok:
-                raise ValueError(res.text)
-            step = {"window": [float(res.window[0]), float(res.window[1])],
-                    "label": (label or "").strip(), "thought": thought.strip()}  # fmt: skip
+                raise au.AuthoringError("write the thought for this step")
+            spec = ctx.store.load_spectrum(d.candidate_id)
             if op == "add":
-                d["steps"].append(step)
-                msg, form = f"Added step {len(d['steps'])}.", [None, None, "", ""]
+                au.add_step(d, spec, lo, hi, thought.strip(), label=label or None)
+                msg, form = f"Added step {len(d.steps)}.", [None, None, "", ""]
             else:
                 if not 0 <= i < n:
-                    raise ValueError(f"there is no step {index}")
-                d["steps"][i] = step
+                    raise au.AuthoringError(f"there is no step {index}")
+                au.edit_step(d, i, thought=thought.strip(), window=(lo, hi), label=label,
+                             spectrum=spec)  # fmt: skip
                 msg = f"Replaced step {i + 1}."
         elif op in ("up", "down", "delete", "edit"):
             if not 0 <= i < n:
-                raise ValueError(f"there is no step {index}")
+                raise au.AuthoringError(f"there is no step {index}")
             if op == "delete":
-                d["steps"].pop(i)
+                au.delete_step(d, i)
                 msg = f"Deleted step {i + 1}."
             elif op == "edit":
-                s = d["steps"][i]
-                form = [s["window"][0], s["window"][1], s.get("label") or "", s["thought"]]
+                s = d.steps[i]
+                form = [s.window[0], s.window[1], _step_label(s), s.thought]
                 msg = f"Step {i + 1} is in the form: edit it, then Replace step."
             else:
                 j = i - 1 if op == "up" else i + 1
                 if not 0 <= j < n:
-                    raise ValueError(f"step {i + 1} cannot move {op}")
-                d["steps"][i], d["steps"][j] = d["steps"][j], d["steps"][i]
+                    raise au.AuthoringError(f"step {i + 1} cannot move {op}")
+                au.move_step(d, i, j)
                 msg = f"Moved step {i + 1} {op}."
         else:
-            raise ValueError(f"unknown step operation {op!r}")
-    except ValueError as e:
+            raise au.AuthoringError(f"unknown step operation {op!r}")
+    except (ValueError, TypeError, SpectrumError, OSError) as e:  # AuthoringError included
         msg = f"Not done: {escape(e)}"
     return d, _draft_view(ctx, d, msg), form
 
 
-def draft_steps(d: dict) -> list[Step]:
-    """The draft as trajectory steps: each zoom with its tool call and observation, then
-    the answer."""
-    from agent.tool import TOOL_NAME, image_reference, reply_text
+def author_finish(ctx: Context, ex: Expert | None, d: Any, op: str, verdict, explanation):
+    """Save the draft in the store; with op "submit", also send it for audit (after
+    `validate`, with the spectrum, finds nothing wrong)."""
+    import copy
 
-    out = []
-    for s in d["steps"]:
-        lo, hi = s["window"]
-        args: dict[str, Any] = {"wavelength_range": [lo, hi]}
-        if s.get("label"):
-            args["label"] = s["label"]
-        out.append(
-            Step(
-                thought=s["thought"],
-                tool_call={"name": TOOL_NAME, "arguments": args},
-                window=(lo, hi),
-                observation_text=reply_text((lo, hi), s.get("label") or None),
-                observation_image=image_reference(d.get("renderer") or "fast", (lo, hi)),
-            )
-        )
-    if d.get("verdict") in ("YES", "NO"):
-        out.append(Step(answer=d["verdict"], explanation=d.get("explanation") or ""))
-    return out
+    from annotate import authoring as au
 
-
-def author_finish(ctx: Context, ex: Expert | None, d: dict, op: str, verdict, explanation):
-    """Save the draft in the store; with op "submit", also send it for audit."""
-    d = dict(d or new_draft())
-    if verdict in ("YES", "NO"):
-        d["verdict"] = verdict
-    d["explanation"] = explanation or ""
-    if ex is None or d.get("cid") is None:
+    if ex is None or d is None or d.candidate_id is None:
         return d, _draft_view(ctx, d, "Log in and load a candidate first.")
-    if op == "submit":
-        problems = []
-        if not d["steps"]:
-            problems.append("at least one zoom step")
-        if d.get("verdict") not in ("YES", "NO"):
-            problems.append("a YES/NO verdict")
-        if not (d.get("explanation") or "").strip():
-            problems.append("an explanation")
-        if problems:
-            return d, _draft_view(ctx, d, "Before submitting, add " + ", ".join(problems) + ".")
-    steps = draft_steps(d)
+    d = copy.deepcopy(d)
     try:
-        if d.get("authored_id") is None:
-            a = ctx.store.create_authored(ex.name, d["cid"], steps, d.get("verdict"),
-                                          d.get("explanation") or "", d.get("renderer") or "fast")  # fmt: skip
-            d["authored_id"] = a.id
+        if verdict in ("YES", "NO"):
+            au.set_answer(d, verdict, explanation or "")
         else:
-            ctx.store.update_authored(d["authored_id"], ex.name, steps=steps,
-                                      verdict=d.get("verdict"), explanation=d.get("explanation"))  # fmt: skip
+            d.explanation = (explanation or "").strip()
         if op == "submit":
-            ctx.store.submit_authored(d["authored_id"], ex.name)
-            msg = f"Submitted #{d['authored_id']} for audit."
+            problems = au.validate(d, ctx.store.load_spectrum(d.candidate_id))
+            if problems:
+                return d, _draft_view(ctx, d, "Before submitting: " + "; ".join(
+                    escape(p) for p in problems) + ".")  # fmt: skip
+            au.submit(ctx.store, d, ex.name)
+            msg = f"Submitted #{d.authored_id} for audit."
         else:
-            msg = f"Draft #{d['authored_id']} saved."
-    except Exception as e:
+            au.save_draft(ctx.store, d, ex.name)
+            msg = f"Draft #{d.authored_id} saved."
+    except Exception as e:  # refused by the module or the store: say why, keep the draft
         msg = f"Not saved: {escape(e)}"
     return d, _draft_view(ctx, d, msg)
 
@@ -928,28 +886,40 @@ def audit_choices(ctx: Context, ex: Expert | None) -> list[tuple[str, str]]:
 
 
 def audit_view(ctx: Context, ex: Expert | None, pick: str | None) -> str:
+    """A submitted trajectory as the auditor reads it: each step, the answer, and the
+    comments of earlier rounds."""
+    from annotate import authoring as au
+
     if ex is None or not pick:
         return ""
     try:
         a = ctx.store.authored(int(pick))
+        t = au.authored_to_trajectory(a, ctx.store.candidate(a.candidate_id))
+        history = au.audit_history(ctx.store, a.id)
     except Exception as e:
         return escape(e)
-    parts = []
-    for i, s in enumerate(Step.from_dict(x) for x in a.steps):
-        parts.append(_thought_html(i, s))
-    parts.append(f"<p><b>Verdict {escape(a.verdict)}</b></p>{render_md(a.explanation)}")
+    parts = [_thought_html(i, s) for i, s in enumerate(t.steps) if s.answer is None]
+    parts.append(f"<p><b>Verdict {escape(t.verdict)}</b></p>{render_md(t.explanation)}")
+    rounds = [h for h in history if h.comment]
+    if rounds:
+        parts.append("<p><b>Earlier audit rounds</b></p><ul>" + "".join(
+            f"<li>{escape(h.actor)} ({escape(h.action)}): {escape(h.comment)}</li>"
+            for h in rounds) + "</ul>")  # fmt: skip
     return '<div class="loupe-thought">' + "".join(parts) + "</div>"
 
 
 def audit_decide(ctx: Context, ex: Expert | None, pick: str | None, op: str, comment: str) -> str:
+    """Approve, or send back with a comment (the module requires one)."""
+    from annotate import authoring as au
+
     if ex is None:
         return "Log in first."
     if not pick:
         return "Choose a submitted trajectory."
-    if op == "send_back" and not (comment or "").strip():
-        return "Say what to change when sending a trajectory back."
     try:
-        a = ctx.store.review_authored(int(pick), ex.name, op == "approve", comment or None)
+        a = au.audit(
+            ctx.store, int(pick), ex.name, op == "approve", (comment or "").strip() or None
+        )
     except Exception as e:
         return f"Refused: {escape(e)}"
     return f"#{a.id} {'approved' if a.status == 'approved' else 'sent back to its author'}."

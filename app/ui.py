@@ -132,7 +132,7 @@ def build(ctx: H.Context) -> gr.Blocks:
 
             # ---------------------------------------------------------------- author
             with gr.Tab("Author", id="author"):
-                astate = gr.State(H.new_draft())
+                astate = gr.State(None)  # an annotate.authoring.Draft once loaded
                 with gr.Row(equal_height=True):
                     a_cid = gr.Textbox(label="candidate id", scale=2, elem_id="author-cid")
                     a_start = gr.Radio(["blank", "agent draft"], value="blank", label="start from",

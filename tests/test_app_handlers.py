@@ -181,42 +181,74 @@ def test_login_mode_identity_and_permissions(team):
 def test_author_two_steps_submit_and_audit(team):
     bob, ada = who(team, "bob"), who(team, "ada")
     key = team.store.candidate(1).key
-    d, view = H.author_load(team, bob, H.new_draft(), key, "blank")
-    assert d["cid"] == 1 and view.global_fig["layout"]["dragmode"] == "select"
+    d, view = H.author_load(team, bob, None, key, "blank")
+    assert d.candidate_id == 1 and view.global_fig["layout"]["dragmode"] == "select"
     img, fig, msg = H.author_zoom(team, d, 6450, 6680, "Hα")
     assert img is not None and fig is not None and "6450" in msg
     d, view, form = H.author_step(team, bob, d, "add", lo=6450, hi=6680, label="Hα",
                                   thought="H-alpha in emission")  # fmt: skip
+    assert form == [None, None, "", ""] and view.rows[0][2] == "Hα"
     d, view, form = H.author_step(team, bob, d, "add", lo=4800, hi=4950, label="",
                                   thought="H-beta too")  # fmt: skip
     d, view, _ = H.author_step(team, bob, d, "up", index=2)
-    assert [s["thought"] for s in d["steps"]] == ["H-beta too", "H-alpha in emission"]
+    assert [s.thought for s in d.steps] == ["H-beta too", "H-alpha in emission"]
+    assert [r[3] for r in view.rows] == ["H-beta too", "H-alpha in emission"]
     d, view, _ = H.author_step(team, bob, d, "add", lo=1, hi=2, thought="outside")
-    assert "Not done" in view.message and len(d["steps"]) == 2
+    assert "Not done" in view.message and len(d.steps) == 2
     d, view = H.author_finish(team, bob, d, "submit", None, "")
-    assert "Before submitting" in view.message
+    assert "Before submitting" in view.message and "verdict" in view.message
+    assert d.authored_id is None and team.store.list_authored() == []
     d, view = H.author_finish(team, bob, d, "submit", "YES", "Balmer emission: a CV")
     assert "Submitted" in view.message
-    a = team.store.authored(d["authored_id"])
+    a = team.store.authored(d.authored_id)
     assert a.status == "submitted" and len(a.steps) == 3 and a.verdict == "YES"
     assert H.audit_choices(team, bob) == []  # not one's own
     pick = H.audit_choices(team, ada)[0][1]
     assert "H-alpha" in H.audit_view(team, ada, pick)
-    assert "Say what to change" in H.audit_decide(team, ada, pick, "send_back", "")
+    assert "saying what to change" in H.audit_decide(team, ada, pick, "send_back", "")
+    assert team.store.authored(a.id).status == "submitted"
     assert "sent back" in H.audit_decide(team, ada, pick, "send_back", "zoom on He II too")
-    d2, view = H.author_load(team, bob, H.new_draft(), key, "blank")
-    assert d2["authored_id"] == a.id and "zoom on He II" in view.header_html
+    d2, view = H.author_load(team, bob, None, key, "blank")
+    assert d2.authored_id == a.id and "zoom on He II" in view.header_html
     d2, _ = H.author_finish(team, bob, d2, "submit", "YES", "Balmer emission: a CV")
+    assert "zoom on He II too" in H.audit_view(team, ada, str(a.id))  # earlier round shown
     assert "approved" in H.audit_decide(team, ada, str(a.id), "approve", "fine")
     assert team.store.authored(a.id).status == "approved"
+
+
+def test_author_edit_replace_delete_keep_the_form(team):
+    bob = who(team, "bob")
+    d, _ = H.author_load(team, bob, None, team.store.candidate(1).key, "blank")
+    d, _, _ = H.author_step(team, bob, d, "add", lo=4800, hi=4950, label="Hβ", thought="one")
+    d, _, _ = H.author_step(team, bob, d, "add", lo=6450, hi=6680, thought="two")
+    d, view, form = H.author_step(team, bob, d, "edit", index=1)
+    assert form == [4800.0, 4950.0, "Hβ", "one"] and "in the form" in view.message
+    d, view, _ = H.author_step(team, bob, d, "replace", index=1, lo=4300, hi=4400, label="",
+                               thought="one, moved to H-gamma")  # fmt: skip
+    assert d.steps[0].window == (4300.0, 4400.0) and d.steps[0].thought.endswith("H-gamma")
+    assert "label" not in d.steps[0].tool_call["arguments"]  # an emptied label is dropped
+    before = d
+    d, view, form = H.author_step(team, bob, d, "add", lo=4000, hi=4100, thought="<answer>x",
+                                  verdict="NO", explanation="kept")  # fmt: skip
+    assert "Not done" in view.message and len(d.steps) == 2 and form[3] == "<answer>x"
+    assert d.explanation == "kept" and d.verdict == "NO" and before.verdict is None
+    d, view, _ = H.author_step(team, bob, d, "down", index=2)
+    assert "cannot move down" in view.message
+    d, view, _ = H.author_step(team, bob, d, "delete", index=1)
+    assert [s.thought for s in d.steps] == ["two"]
+    d, view = H.author_finish(team, bob, d, "save", "NO", "narrow lines")
+    assert "saved" in view.message and team.store.authored(d.authored_id).status == "draft"
 
 
 def test_author_from_agent_draft(ctx):
     ex = H.expert_for(ctx, None)
     c = next(c for c in ctx.store.list_candidates(limit=100) if c.trajectory_id)
-    d, view = H.author_load(ctx, ex, H.new_draft(), c.key, "agent draft")
+    d, view = H.author_load(ctx, ex, None, c.key, "agent draft")
     t = ctx.store.trajectory(c.trajectory_id)
-    assert len(d["steps"]) == len(t.zooms) and d["verdict"] == t.verdict
+    assert len(d.steps) == len(t.zooms) and d.verdict == t.verdict
+    assert d.based_on == c.trajectory_id and d.renderer == t.renderer
+    same, view = H.author_load(ctx, ex, d, "no-such-object", "blank")
+    assert same is d and "No candidate" in view.message  # the draft in hand is kept
 
 
 def test_dashboard_figures_are_valid(ctx):
