@@ -1698,12 +1698,11 @@ class Store:
     def review_authored(
         self, authored_id: int, reviewer: str | int, approve: bool, comment: str | None = None
     ) -> m.AuthoredTrajectory:
-        """An admin (not the author) approves or rejects a submitted trajectory."""
+        """A second expert (any expert but the author) approves or sends back a submitted
+        trajectory: the audit of cold-start data is peer review, as in the method's paper."""
         with self._tx() as s:
             e = self._expert(s, reviewer)
             a = self._authored(s, authored_id)
-            if e.role != "admin":
-                raise StorePermissionError(f"{e.name!r} is not an admin")
             if a.author_id == e.id:
                 raise StorePermissionError("an author cannot approve their own trajectory")
             if a.status != "submitted":

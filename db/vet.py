@@ -6,7 +6,7 @@ from the trajectory's spectrum reference), and candidates that already have a fi
 trajectory from the same policy and model are skipped, so a killed run resumes where it
 stopped.
 
-    python launch.py vet data/*.fits --task cv --policy rules --db loupe.db
+    python launch.py vet --input "data/*.fits" --task cv --policy rules --db loupe.db
 """
 
 from __future__ import annotations
