@@ -186,3 +186,13 @@ def test_vllm_batches_prompts_with_images_and_reads_p_yes(tiny_model_dir):
     assert params[0]["logprobs"] == 5 and params[0]["temperature"] == 0.0
     expected = np.exp(-0.1) / (np.exp(-0.1) + np.exp(-2.4))
     assert out[0].confidence == pytest.approx(expected)
+
+
+def test_checkpoint_renderer_comes_from_its_training_record(tmp_path):
+    from agent.policies.hf import trained_renderer
+
+    assert trained_renderer(str(tmp_path)) == "speco3"  # published weights: no record
+    (tmp_path / "loupe_training.json").write_text('{"stage": "grpo", "renderer": "fast"}')
+    assert trained_renderer(str(tmp_path)) == "fast"
+    (tmp_path / "loupe_training.json").write_text("not json")
+    assert trained_renderer(str(tmp_path)) == "speco3"

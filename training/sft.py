@@ -220,6 +220,16 @@ def freeze_vision(model: Any) -> int:
     return frozen
 
 
+def export_renderer(dataset: str) -> str | None:
+    """The renderer an SFT export's images were drawn with (its manifest.json), if known."""
+    for folder in (Path(dataset), Path(dataset).parent):
+        try:
+            return json.loads((folder / "manifest.json").read_text()).get("renderer")
+        except (OSError, ValueError, AttributeError):
+            continue
+    return None
+
+
 def save_for_policy(trainer: Any, processor: Any, output_dir: str, meta: dict[str, Any]) -> None:
     """Final model + processor + tokenizer, loadable by the `hf` policy as they are."""
     trainer.save_model(output_dir)
@@ -290,7 +300,13 @@ def main(argv: list[str] | None = None) -> int:
         trainer,
         trainer.processing_class,
         cfg.output_dir,
-        {"stage": "sft", "config": dataclasses.asdict(cfg), "metrics": result.metrics},
+        {
+            "stage": "sft",
+            # The images were drawn at export time; the policy must see the same renderer.
+            "renderer": export_renderer(cfg.dataset),
+            "config": dataclasses.asdict(cfg),
+            "metrics": result.metrics,
+        },
     )
     print(
         f"sft: {trainer.state.global_step} steps in {time.perf_counter() - t0:.1f} s, "

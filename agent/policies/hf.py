@@ -61,6 +61,19 @@ def _images_of(messages: list[dict[str, Any]]) -> list[Any]:
     return out
 
 
+def trained_renderer(model_dir: str) -> str:
+    """The renderer a checkpoint was trained on: Loupe's training scripts record it in
+    `loupe_training.json`; anything else (the published Spec-o3 weights) saw `speco3`."""
+    import json
+    from pathlib import Path
+
+    meta = Path(model_dir) / "loupe_training.json"
+    try:
+        return str(json.loads(meta.read_text()).get("renderer") or "speco3")
+    except (OSError, ValueError, AttributeError):
+        return "speco3"
+
+
 class HFPolicy:
     """A local checkpoint (`AutoModelForImageTextToText` + its processor) plays the agent.
 
@@ -74,7 +87,7 @@ class HFPolicy:
     def __init__(
         self,
         model: str,
-        renderer: str = "speco3",
+        renderer: str | None = None,
         batch_size: int = 8,
         max_new_tokens: int = 1024,
         temperature: float = 0.0,
@@ -87,7 +100,7 @@ class HFPolicy:
         from transformers import AutoModelForImageTextToText
 
         self.model_id = str(model)
-        self.renderer = renderer
+        self.renderer = renderer or trained_renderer(model)
         self.batch_size = max(1, int(batch_size))
         self.max_new_tokens = int(max_new_tokens)
         self.temperature = float(temperature)
