@@ -13,7 +13,7 @@ import argparse
 import getpass
 import sys
 
-from db.store import Store, StoreError, hash_password, verify_password_hash
+from db.store import DEFAULT_DB, Store, StoreError, hash_password, verify_password_hash
 
 __all__ = [
     "create_expert",
@@ -80,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--deactivate", action="store_true", help="Disable the account (its reviews are kept)."
     )
-    parser.add_argument("--db", default="loupe.db", help="Database file or SQLAlchemy URL.")
+    parser.add_argument("--db", default=DEFAULT_DB, help="Database file or SQLAlchemy URL.")
 
 
 def _read_password(args: argparse.Namespace) -> str | None:

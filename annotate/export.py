@@ -78,6 +78,7 @@ from typing import Any, Literal
 from agent.spectrum import Spectrum
 from agent.trajectory import Step, Trajectory
 from annotate.authoring import assistant_text, final_step
+from db.store import DEFAULT_DB
 
 Kind = Literal["sft", "rl", "pairs"]
 KINDS: tuple[str, ...] = ("sft", "rl", "pairs")
@@ -1219,7 +1220,7 @@ def run_export(
 # -- CLI ----------------------------------------------------------------------------------
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("kind", choices=KINDS, help="sft trajectories, rl labels or DPO pairs")
-    parser.add_argument("--db", default="sqlite:///loupe.db", help="database URL or SQLite file")
+    parser.add_argument("--db", default=DEFAULT_DB, help="database URL or SQLite file")
     parser.add_argument("--out", required=True, help="new folder to write the export into")
     parser.add_argument(
         "--renderer",

@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from db.store import Store, StoreError
+from db.store import DEFAULT_DB, Store, StoreError
 
 LABELS = {"yes": "YES", "y": "YES", "1": "YES", "true": "YES",
           "no": "NO", "n": "NO", "0": "NO", "false": "NO"}  # fmt: skip
@@ -144,7 +144,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--expert", required=True, help="Whose reviews these become (created if absent)."
     )
-    parser.add_argument("--db", default="loupe.db", help="Database file or SQLAlchemy URL.")
+    parser.add_argument("--db", default=DEFAULT_DB, help="Database file or SQLAlchemy URL.")
 
 
 def main(args: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-DEFAULT_DB = "sqlite:///data/loupe.db"
+from db.store import DEFAULT_DB
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

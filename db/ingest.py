@@ -23,6 +23,7 @@ from typing import Any
 
 from agent.catalog import CandidateRef, read_candidates
 from agent.spectrum import SpectrumError
+from db.store import DEFAULT_DB
 
 GLOB_CHARS = set("*?[")
 
@@ -38,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="Task for inputs that carry none (plain files, folders, globs).",
     )
-    parser.add_argument("--db", default="loupe.db", help="Database file or SQLAlchemy URL.")
+    parser.add_argument("--db", default=DEFAULT_DB, help="Database file or SQLAlchemy URL.")
     parser.add_argument(
         "--split",
         choices=["train", "test", "holdout"],

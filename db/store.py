@@ -42,6 +42,7 @@ import functools
 import hashlib
 import json
 import math
+import os
 import secrets
 import subprocess
 import threading
@@ -76,6 +77,8 @@ from db.models import utcnow
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 REPO = Path(__file__).resolve().parent.parent
+# Every command's --db default: the demo database `make run` seeds, or $LOUPE_DB.
+DEFAULT_DB = os.environ.get("LOUPE_DB", "data/loupe.db")
 UNVETTED_PRIORITY = 1e6  # candidates with no agent trajectory come after every vetted one
 
 
@@ -370,7 +373,7 @@ class Store:
 
     def __init__(
         self,
-        url: str | Path = "sqlite:///loupe.db",
+        url: str | Path = DEFAULT_DB,
         *,
         migrate: bool = True,
         busy_timeout_ms: int = 30000,
@@ -387,6 +390,7 @@ class Store:
         if memory:
             kwargs.update(poolclass=StaticPool, connect_args={"check_same_thread": False})
         elif self.is_sqlite:
+            Path(self.url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
             kwargs.update(
                 connect_args={"check_same_thread": False, "timeout": busy_timeout_ms / 1000}
             )
