@@ -206,8 +206,14 @@ def build(
                 rng = np.random.default_rng(_h(f"{seed}:{s.key}:{snr}:{k}"))
                 rv = float(rng.uniform(-300.0, 300.0))
                 try:
-                    d = degrade(spec, snr=snr, rv_kms=rv, flux_cal_error=0.1,
-                                source_resolution=SOURCE_R.get(s.library), rng=rng)
+                    d = degrade(
+                        spec,
+                        snr=snr,
+                        rv_kms=rv,
+                        flux_cal_error=0.1,
+                        source_resolution=SOURCE_R.get(s.library),
+                        rng=rng,
+                    )
                 except Exception as exc:
                     skipped.append(f"{s.file}[{s.row}]: {exc}")
                     break
@@ -216,12 +222,21 @@ def build(
                 rel = Path(f"snr{int(snr)}") / f"{name}.fits"
                 write_lamost_fits(d, out / sp / rel)
                 for task, label in tasks[s.key]:
-                    rows[sp].append({
-                        "path": str(rel), "task": task, "id": f"{name}:{task}", "label": label,
-                        "snr": int(snr), "source": s.file, "row": "" if s.row is None else s.row,
-                        "class": s.label, "object": s.obj, "template": int(s.template),
-                        "rv_kms": round(rv, 1),
-                    })
+                    rows[sp].append(
+                        {
+                            "path": str(rel),
+                            "task": task,
+                            "id": f"{name}:{task}",
+                            "label": label,
+                            "snr": int(snr),
+                            "source": s.file,
+                            "row": "" if s.row is None else s.row,
+                            "class": s.label,
+                            "object": s.obj,
+                            "template": int(s.template),
+                            "rv_kms": round(rv, 1),
+                        }
+                    )
     paths = {}
     for sp, rs in rows.items():
         (out / sp).mkdir(parents=True, exist_ok=True)
@@ -245,15 +260,17 @@ def composition(catalog: Path) -> list[dict]:
         rs = [r for r in rows if r["task"] == task]
         pos = [r for r in rs if r["label"] == "YES"]
         neg = [r for r in rs if r["label"] == "NO"]
-        out.append({
-            "task": task,
-            "pos_objects": len({r["object"] for r in pos}),
-            "pos_template_objects": len({r["object"] for r in pos if r["template"] == "1"}),
-            "neg_objects": len({r["object"] for r in neg}),
-            "pos_spectra": len(pos),
-            "neg_spectra": len(neg),
-            "neg_classes": ", ".join(sorted({r["class"] for r in neg})),
-        })
+        out.append(
+            {
+                "task": task,
+                "pos_objects": len({r["object"] for r in pos}),
+                "pos_template_objects": len({r["object"] for r in pos if r["template"] == "1"}),
+                "neg_objects": len({r["object"] for r in neg}),
+                "pos_spectra": len(pos),
+                "neg_spectra": len(neg),
+                "neg_classes": ", ".join(sorted({r["class"] for r in neg})),
+            }
+        )
     return out
 
 
@@ -276,7 +293,9 @@ def score_catalog(catalog: Path) -> list[dict]:
             cache[r["path"]] = (spec, measure_all(spec))
         spec, m = cache[r["path"]]
         v = inspect(spec, r["task"], m)
-        out.append({**r, "score": v.evidence.score, "coverage": v.evidence.coverage, "p_yes": v.p_yes})
+        out.append(
+            {**r, "score": v.evidence.score, "coverage": v.evidence.coverage, "p_yes": v.p_yes}
+        )
     return out
 
 
@@ -308,14 +327,21 @@ def fit_calibration(catalog: Path, min_objects: int = 5) -> dict[str, tuple[floa
     scored = score_catalog(catalog)
     xs = {t: [] for t in {r["task"] for r in scored}}
     for r in scored:
-        xs[r["task"]].append((r["score"] * (0.4 + 0.6 * r["coverage"]), r["label"] == "YES", r["object"]))
-    pooled = fit_slope(np.array([x for v in xs.values() for x, _, _ in v]),
-                       np.array([float(y) for v in xs.values() for _, y, _ in v]))
+        xs[r["task"]].append(
+            (r["score"] * (0.4 + 0.6 * r["coverage"]), r["label"] == "YES", r["object"])
+        )
+    pooled = fit_slope(
+        np.array([x for v in xs.values() for x, _, _ in v]),
+        np.array([float(y) for v in xs.values() for _, y, _ in v]),
+    )
     out = {}
     for t, v in sorted(xs.items()):
         n_obj = len({o for _, y, o in v if y})
         if n_obj >= min_objects:
-            out[t] = (fit_slope(np.array([x for x, _, _ in v]), np.array([float(y) for _, y, _ in v])), 0.0)
+            out[t] = (
+                fit_slope(np.array([x for x, _, _ in v]), np.array([float(y) for _, y, _ in v])),
+                0.0,
+            )
         else:
             out[t] = (pooled, 0.0)
     return out
@@ -329,7 +355,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-build", action="store_true", help="Reuse an existing --out.")
     ap.add_argument("--fit-calibration", action="store_true", help="Print refitted CALIBRATION.")
-    ap.add_argument("--report", help="Evaluate `rules` on both splits and write this markdown file.")
+    ap.add_argument(
+        "--report", help="Evaluate `rules` on both splits and write this markdown file."
+    )
     ap.add_argument("--policy", action="append", help="Policies for the report (default: rules).")
     args = ap.parse_args(argv)
     out = Path(args.out)
@@ -346,8 +374,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.report:
         from training.evaluate import benchmark_report
 
-        benchmark_report(out, Path(args.report), policies=args.policy or ["rules"],
-                         command="python -m training.benchmark --out data/bench --report docs/accuracy.md")
+        benchmark_report(
+            out,
+            Path(args.report),
+            policies=args.policy or ["rules"],
+            command="python -m training.benchmark --out data/bench --report docs/accuracy.md",
+        )
     return 0
 
 
