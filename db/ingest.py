@@ -14,7 +14,6 @@ ingest resumes where it stopped.
 from __future__ import annotations
 
 import argparse
-import csv
 import glob
 import sys
 import time
@@ -133,58 +132,14 @@ def read_candidates_in(path: Path, task: str | None, roots: list[Path] | None):
 def _catalogue_lines(
     path: Path, task: str | None, roots: list[Path] | None
 ) -> tuple[list[CandidateRef], list[tuple[str, str]]]:
-    """A catalogue with bad lines, read line by line so the good lines still count."""
-    from agent.formats.catalogue import CATALOGUE_COLUMNS, normalise_label, normalise_task
-    from agent.formats.common import file_stem
+    """A catalogue with bad lines: the good lines still count, each bad one is reported."""
+    from agent.formats.catalogue import catalogue_lines
 
-    good: list[CandidateRef] = []
-    bad: list[tuple[str, str]] = []
-    base = path.resolve().parent
-    allowed = None if roots is None else [Path(r).resolve() for r in roots]
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            records = list(csv.DictReader(fh))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        return [], [(str(path), f"unreadable catalogue CSV ({exc})")]
-    for n, raw in enumerate(records, start=2):
-        where = f"{path} line {n}"
-        try:
-            rec = {str(k).strip().lower(): (v or "").strip() for k, v in raw.items() if k}
-            if not rec.get("path"):
-                raise SpectrumError(where, "empty path")
-            resolved = (base / rec["path"]).resolve()
-            if allowed is not None and not any(resolved.is_relative_to(r) for r in allowed):
-                raise SpectrumError(where, "path lies outside the allowed data folders (refused)")
-            if not resolved.is_file():
-                raise SpectrumError(where, f"spectrum file not found: {rec['path']}")
-            t = normalise_task(rec.get("task")) or task
-            if t is None:
-                raise SpectrumError(where, "empty task")
-            hdu: Any = rec.get("hdu") or None
-            if hdu is not None and hdu.lstrip("-").isdigit():
-                hdu = int(hdu)
-            row: Any = rec.get("row") or None
-            if row is not None:
-                try:
-                    row = int(row)
-                except ValueError:
-                    raise SpectrumError(where, f"row {row!r} is not an integer") from None
-            sid = rec.get("id") or file_stem(resolved) + ("" if row is None else f"-{row}")
-            extra = tuple((k, v) for k, v in rec.items() if k not in CATALOGUE_COLUMNS and v)
-            good.append(
-                CandidateRef(
-                    id=sid,
-                    task=t,
-                    path=str(resolved),
-                    hdu=hdu,
-                    row=row,
-                    label=normalise_label(rec.get("label"), where),
-                    extra=extra,
-                )
-            )
-        except SpectrumError as err:
-            bad.append((where, err.problem))
-    return good, bad
+        good, bad = catalogue_lines(path, task, roots)
+    except (OSError, SpectrumError) as exc:
+        return [], [(str(path), getattr(exc, "problem", None) or str(exc))]
+    return good, [(err.source, err.problem) for err in bad]
 
 
 def _meta_of(spec) -> dict[str, Any]:

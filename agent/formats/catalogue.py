@@ -195,7 +195,20 @@ def _parquet(path: Path, task: str | None, roots: list[Path] | None) -> list[Can
 
 
 def _catalogue(path: Path, task: str | None, roots: list[Path] | None) -> list[CandidateRef]:
-    """Rows of `path,task[,id,hdu,row,label]`; paths are relative to the CSV's folder."""
+    """Rows of `path,task[,id,hdu,row,label]`; paths are relative to the CSV's folder.
+    The first bad line refuses the whole catalogue (`catalogue_lines` keeps the good ones)."""
+    good, bad = catalogue_lines(path, task, roots)
+    if bad:
+        raise bad[0]
+    return good
+
+
+def catalogue_lines(
+    path: Path, task: str | None, roots: list[Path] | None = None
+) -> tuple[list[CandidateRef], list[SpectrumError]]:
+    """Every line of a catalogue CSV: the candidates of the good lines and one error per
+    bad line (naming the CSV and its line), so a caller may keep the good ones. A CSV that
+    cannot be read at all, or lacks a required column, raises."""
     if path.stat().st_size > LIMITS.max_file_bytes:
         raise LimitError(path, "catalogue CSV over the size limit")
     base = path.resolve().parent
@@ -209,39 +222,45 @@ def _catalogue(path: Path, task: str | None, roots: list[Path] | None) -> list[C
     for col in ("path", "task"):
         if col not in header and not (col == "task" and task):
             raise SpectrumError(path, f"catalogue CSV lacks the required column {col!r}")
-    out = []
+    good: list[CandidateRef] = []
+    bad: list[SpectrumError] = []
     for n, raw in enumerate(records, start=2):  # line 1 is the header
-        rec = {str(k).strip().lower(): (v or "").strip() for k, v in raw.items() if k}
-        where = f"{path} line {n}"
-        if not rec.get("path"):
-            raise SpectrumError(where, "empty path")
-        target = base / rec["path"]
-        resolved = _guard(target, roots, shown=f"{where}: {rec['path']}")
-        if not resolved.is_file():
-            raise SpectrumError(where, f"spectrum file not found: {rec['path']}")
-        t = normalise_task(rec.get("task")) or task
-        if t is None:
-            raise SpectrumError(where, "empty task")
-        hdu: int | str | None = rec.get("hdu") or None
-        if hdu is not None and hdu.lstrip("-").isdigit():
-            hdu = int(hdu)
-        row = rec.get("row") or None
-        if row is not None:
-            try:
-                row = int(row)
-            except ValueError:
-                raise SpectrumError(where, f"row {row!r} is not an integer") from None
-        sid = rec.get("id") or file_stem(resolved) + ("" if row is None else f"-{row}")
-        extra = tuple((k, v) for k, v in rec.items() if k not in CATALOGUE_COLUMNS and v)
-        out.append(
-            CandidateRef(
-                id=sid,
-                task=t,
-                path=str(resolved),
-                hdu=hdu,
-                row=row,
-                label=normalise_label(rec.get("label"), where),
-                extra=extra,
-            )
-        )
-    return out
+        try:
+            good.append(_catalogue_row(raw, base, f"{path} line {n}", task, roots))
+        except SpectrumError as err:
+            bad.append(err)
+    return good, bad
+
+
+def _catalogue_row(
+    raw: dict, base: Path, where: str, task: str | None, roots: list[Path] | None
+) -> CandidateRef:
+    rec = {str(k).strip().lower(): (v or "").strip() for k, v in raw.items() if k}
+    if not rec.get("path"):
+        raise SpectrumError(where, "empty path")
+    resolved = _guard(base / rec["path"], roots, shown=f"{where}: {rec['path']}")
+    if not resolved.is_file():
+        raise SpectrumError(where, f"spectrum file not found: {rec['path']}")
+    t = normalise_task(rec.get("task")) or task
+    if t is None:
+        raise SpectrumError(where, "empty task")
+    hdu: int | str | None = rec.get("hdu") or None
+    if hdu is not None and hdu.lstrip("-").isdigit():
+        hdu = int(hdu)
+    row = rec.get("row") or None
+    if row is not None:
+        try:
+            row = int(row)
+        except ValueError:
+            raise SpectrumError(where, f"row {row!r} is not an integer") from None
+    sid = rec.get("id") or file_stem(resolved) + ("" if row is None else f"-{row}")
+    extra = tuple((k, v) for k, v in rec.items() if k not in CATALOGUE_COLUMNS and v)
+    return CandidateRef(
+        id=sid,
+        task=t,
+        path=str(resolved),
+        hdu=hdu,
+        row=row,
+        label=normalise_label(rec.get("label"), where),
+        extra=extra,
+    )
