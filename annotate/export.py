@@ -66,7 +66,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -78,7 +77,7 @@ from typing import Any, Literal
 from agent.spectrum import Spectrum
 from agent.trajectory import Step, Trajectory
 from annotate.authoring import assistant_text, final_step
-from db.store import DEFAULT_DB
+from db.store import DEFAULT_DB, trajectory_record
 
 Kind = Literal["sft", "rl", "pairs"]
 KINDS: tuple[str, ...] = ("sft", "rl", "pairs")
@@ -146,6 +145,7 @@ class ExportResult:
     errors: list[dict[str, str]]
     seconds: float = 0.0
     batch_id: int | None = None
+    existing: bool = False  # `out` already held this recorded batch; nothing was written
 
 
 # -- the correction rule ------------------------------------------------------------------
@@ -832,15 +832,22 @@ def export_records(
     errors: list[dict[str, str]] = []
 
     # Write into a sibling folder and rename at the end: a killed export leaves no
-    # half-written folder under the name the user asked for.
+    # half-written folder under the name the user asked for. Scratch files (Arrow shards)
+    # sit in a second sibling, so a killed run's leftovers are swept by the next run
+    # instead of piling up in /tmp.
     partial = out.parent / f".{out.name}.partial"
-    if partial.exists():
-        shutil.rmtree(partial)
+    scratch = out.parent / f".{out.name}.scratch"
+    for leftover in (partial, scratch):
+        if leftover.exists():
+            shutil.rmtree(leftover)
     partial.mkdir(parents=True)
     try:
-        with tempfile.TemporaryDirectory(prefix="loupe-export-") as tmp:
+        scratch.mkdir()
+        try:
             writer = {"sft": _write_sft, "rl": _write_rl, "pairs": _write_pairs}[kind]
-            written = writer(fresh, _run_jobs(jobs, workers), partial, Path(tmp), errors)
+            written = writer(fresh, _run_jobs(jobs, workers), partial, scratch, errors)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
         files = {
             p.relative_to(partial).as_posix(): "sha256:" + _sha(p.read_bytes())
             for p in sorted(partial.rglob("*"))
@@ -865,9 +872,13 @@ def export_records(
             partial / "manifest.json",
             (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode(),
         )
+        # On disk before the rename, and the rename on disk before the caller records the
+        # batch: a recorded batch always names complete files, even after a power cut.
+        _fsync_tree(partial)
         if out.exists():
             shutil.rmtree(out)
         os.replace(partial, out)
+        _fsync_dir(out.parent)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
@@ -879,6 +890,27 @@ def export_records(
         errors=errors,
         seconds=time.perf_counter() - t0,
     )
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # some platforms cannot open a directory
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _fsync_tree(root: Path) -> None:
+    for dirpath, _, filenames in os.walk(root):
+        for name in filenames:
+            with open(os.path.join(dirpath, name), "rb") as fh:
+                os.fsync(fh.fileno())
+        _fsync_dir(Path(dirpath))
 
 
 def content_hash(files: dict[str, str]) -> str:
@@ -1083,24 +1115,8 @@ def _load_trajectories(store: Any, ids: list[int], infos: dict[int, Any]) -> dic
                 run = runs.get(row.run_id)
                 if c is None or run is None:
                     continue
-                out[row.id] = Trajectory(
-                    id=c.key,
-                    task=c.task,
-                    spectrum_ref=dict(c.spectrum_ref),
-                    policy=run.policy,
-                    model=run.model,
-                    renderer=run.renderer,
-                    steps=[Step.from_dict(d) for d in row.steps or []],
-                    verdict=row.verdict,
-                    explanation=row.explanation,
-                    confidence=row.confidence,
-                    format_ok=row.format_ok,
-                    state=row.state,
-                    error=row.error,
-                    label=c.known_label,
-                    started_at=row.started_at,
-                    seconds=row.seconds,
-                    params=dict(run.params or {}),
+                out[row.id] = trajectory_record(
+                    row, run, c.key, c.task, c.spectrum_ref, c.known_label
                 )
     return out
 
@@ -1185,10 +1201,24 @@ def run_export(
     workers: int | None = None,
     actor: str = "",
 ) -> ExportResult:
-    """Collect from the store, write the export, and record it as an ExportBatch."""
+    """Collect from the store, write the export, and record it as an ExportBatch.
+
+    Safe to re-run after a crash, with the same arguments, wherever it stopped: the files
+    are renamed into `out` only when complete, and the batch is recorded (one transaction)
+    only after that. A re-run into a folder that holds a complete export no batch records
+    (killed between the rename and the commit) writes it again, byte-identical, and records
+    it; a re-run into a folder whose batch is recorded changes nothing and returns that
+    batch (`result.existing`).
+    """
     from db.store import Store
 
     store = db if isinstance(db, Store) else Store(db)
+    out = Path(out)
+    if not force and out.is_dir() and any(out.iterdir()):
+        state = _folder_state(store, kind, out)
+        if isinstance(state, ExportResult):
+            return state
+        force = state
     got = collect(store, kind, include_auto=include_auto)
     previous = {} if full else store.exported_items(kind, "candidate")
     batches = store.export_batches(kind)
@@ -1215,6 +1245,34 @@ def run_export(
         actor=actor or "export",
     )
     return result
+
+
+def _folder_state(store: Any, kind: str, out: Path) -> ExportResult | bool:
+    """What a non-empty `out` holds: the recorded batch it completes (an ExportResult),
+    True for an unrecorded `kind` export (a run killed before its commit: rewrite it), or
+    False for anything else (left alone: export_records refuses it)."""
+    try:
+        manifest = json.loads((out / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(manifest, dict) or manifest.get("kind") != kind:
+        return False
+    where = str(out.resolve())
+    batches = [b for b in store.export_batches() if b.path == where]
+    if not batches:
+        return True
+    b = batches[-1]
+    if b.kind != kind or b.content_hash != manifest.get("content_hash"):
+        return False
+    return ExportResult(
+        kind=kind,
+        out=out,
+        manifest=b.manifest,
+        items=[],
+        errors=list((b.manifest or {}).get("errors", [])),
+        batch_id=b.id,
+        existing=True,
+    )
 
 
 # -- CLI ----------------------------------------------------------------------------------
@@ -1270,6 +1328,10 @@ def main(args: argparse.Namespace) -> int:
         print(f"export: {exc}", file=sys.stderr)
         return 2
     m = result.manifest
+    if result.existing:
+        print(f"{args.kind}: {result.out} already holds batch {result.batch_id} "
+              f"({m['rows']} rows); nothing written")  # fmt: skip
+        return 0
     print(f"{args.kind}: {m['rows']} rows into {result.out} ({result.seconds:.1f} s)")
     for name in ("split", "task", "label", "source"):
         print(f"  by {name}: {m['counts'][name]}")

@@ -1028,25 +1028,7 @@ class Store:
         c = s.get(m.Candidate, row.candidate_id)
         run = s.get(m.AgentRun, row.run_id)
         info = self._info(s, c)
-        return TrajectoryRecord(
-            id=c.key,
-            task=info.task,
-            spectrum_ref=info.spectrum_ref,
-            policy=run.policy,
-            model=run.model,
-            renderer=run.renderer,
-            steps=[Step.from_dict(d) for d in row.steps or []],
-            verdict=row.verdict,
-            explanation=row.explanation,
-            confidence=row.confidence,
-            format_ok=row.format_ok,
-            state=row.state,
-            error=row.error,
-            label=c.known_label,
-            started_at=row.started_at,
-            seconds=row.seconds,
-            params=dict(run.params or {}),
-        )
+        return trajectory_record(row, run, c.key, info.task, info.spectrum_ref, c.known_label)
 
     def trajectory(self, trajectory_id: int) -> TrajectoryRecord:
         with self._ro() as s:
@@ -1856,6 +1838,36 @@ def _install_sqlite_events(engine: Engine, busy_timeout_ms: int, wal: bool) -> N
             sync = "NORMAL" if opts.get("loupe_ephemeral", False) else "FULL"
             conn.exec_driver_sql(f"PRAGMA synchronous = {sync}")
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def trajectory_record(
+    row: m.Trajectory,
+    run: m.AgentRun,
+    key: str,
+    task: str,
+    spectrum_ref: dict[str, Any],
+    label: str | None,
+) -> TrajectoryRecord:
+    """The one `Trajectory` record for a stored trajectory row and its run."""
+    return TrajectoryRecord(
+        id=key,
+        task=task,
+        spectrum_ref=dict(spectrum_ref),
+        policy=run.policy,
+        model=run.model,
+        renderer=run.renderer,
+        steps=[Step.from_dict(d) for d in row.steps or []],
+        verdict=row.verdict,
+        explanation=row.explanation,
+        confidence=row.confidence,
+        format_ok=row.format_ok,
+        state=row.state,
+        error=row.error,
+        label=label,
+        started_at=row.started_at,
+        seconds=row.seconds,
+        params=dict(run.params or {}),
+    )
 
 
 _VETTED = ("done", "max_turns")  # trajectory states a human can judge
