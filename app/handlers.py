@@ -24,6 +24,7 @@ from app.render_md import escape, render_md
 
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024  # one spectrum file; survey files are a few MB at most
 HISTORY = 200  # candidates kept for k (previous) per session
+MAX_PANELS = 12  # step panels drawn per candidate (Spec-o3 trajectories zoom a few times)
 
 
 class AccessError(PermissionError):
@@ -121,6 +122,35 @@ class VetView:
     message: str = ""
     surveys: list[str] = field(default_factory=list)
     server_ms: float = 0.0
+    # What the page draws: the step panels as one figure, and beside it each step's
+    # thought (and image) in a block of the same height, so step k sits next to panel k.
+    zoom_fig: dict[str, Any] | None = None
+    thoughts_html: str = ""
+
+
+IMAGE_PANEL_HEIGHT = 470  # px per step when the model's images are shown beside the panels
+
+
+def _png_uri(img: Any) -> str:
+    import base64
+
+    from agent.render import to_png
+
+    return "data:image/png;base64," + base64.b64encode(to_png(img)).decode("ascii")
+
+
+def _steps_html(steps: list[StepView], height: int) -> str:
+    blocks = []
+    for i, sv in enumerate(steps):
+        img = ""
+        if sv.image is not None:
+            img = (f'<img class="loupe-model-image" src="{_png_uri(sv.image)}" '
+                   f'alt="step {i + 1}: the image the model saw">')  # fmt: skip
+        blocks.append(
+            f'<div class="loupe-note" id="vet-thought-{i}" style="height:{height}px">'
+            f"{sv.thought_html}{img}</div>"
+        )
+    return f'<div class="loupe-notes">{"".join(blocks)}</div>'
 
 
 def new_state() -> dict[str, Any]:
@@ -277,6 +307,8 @@ def build_view(
             choices.append(str(i + 1))
             if step.answer is not None and fig is None:
                 continue  # the answer is shown below the panels
+            if fig is None:  # a refused or malformed zoom: its row says so
+                fig = plots.empty_figure(f"step {i + 1}: no zoom", height=plots.PANEL_HEIGHT)
             img = None
             if display.images and step.window is not None:
                 try:
@@ -295,16 +327,25 @@ def build_view(
     suggested = None
     if traj is not None and traj.verdict in ("YES", "NO"):
         suggested = "NO" if traj.verdict == "YES" else "YES"
+    steps = steps[:MAX_PANELS]
+    height = IMAGE_PANEL_HEIGHT if display.images else plots.PANEL_HEIGHT
+    zoom_fig = None
+    if steps:
+        zoom_fig = plots.stack_panels(
+            [sv.fig for sv in steps], panel_height=height, revision=str(info["id"])
+        )
     view = VetView(
         info["id"],
         header_html(info, traj),
         gfig,
-        steps[:8],
+        steps,
         answer,
         correct_label=suggested,
         explanation=traj.explanation if traj else "",
         step_choices=choices,
         message=message,
+        zoom_fig=zoom_fig,
+        thoughts_html=_steps_html(steps, height),
     )
     view.server_ms = (time.perf_counter() - t0) * 1000
     return view

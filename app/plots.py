@@ -5,9 +5,14 @@ panel, and switching candidates must stay well under 300 ms with up to eight pan
 dicts follow Plotly's schema (the tests validate them with `go.Figure`).
 
 - The global panel decimates to `GLOBAL_POINTS` with a min/max envelope per bin, so narrow
-  lines and spikes stay visible however long the spectrum is; zoom panels keep every pixel.
-- Large traces are WebGL (`scattergl`); small ones stay SVG, because a page only gets a
-  handful of WebGL contexts and a zoom window rarely holds more than a few hundred pixels.
+  lines and spikes stay visible however long the spectrum is; zoom panels keep every pixel
+  up to two per screen pixel column (`ZOOM_POINTS`), beyond which they are thinned the same
+  way.
+- The zoom panels of a trajectory are drawn as one figure of stacked subplots
+  (`stack_panels`): the browser redraws one plot per candidate instead of one per step.
+- Traces above `WEBGL_ABOVE` points are WebGL (`scattergl`); decimated ones stay SVG,
+  because creating a WebGL context on every redraw costs more than drawing a few thousand
+  points as one SVG path, and a page only gets a handful of WebGL contexts.
 - Wavelengths are shown in the rest frame (vacuum, what the zoom tool's ranges refer to)
   or in the observed frame of the file; windows and markers follow the chosen frame.
 - Masked pixels (NaN flux, ivar <= 0, survey mask) become gaps, never data.
@@ -28,7 +33,15 @@ from agent.trajectory import Step, Trajectory
 Frame = Literal["rest", "observed"]
 
 GLOBAL_POINTS = 4000  # points drawn in the global panel at most (min/max pairs)
-WEBGL_ABOVE = 1500  # traces with more points than this use scattergl
+# Points in a zoom panel at most: two per pixel column of the widest panel, so min/max
+# decimation is invisible (every pixel column keeps its extremes) and only wide windows on
+# finely sampled spectra are thinned at all.
+ZOOM_POINTS = 2400
+PANEL_HEIGHT = 260  # px of one zoom panel
+# Traces with more points than this use scattergl. Decimated traces (at most GLOBAL_POINTS
+# or ZOOM_POINTS) stay SVG: one path of a few thousand points redraws faster than a WebGL
+# context is created, and the page redraws both plots on every switch.
+WEBGL_ABOVE = 5000
 
 FLUX_COLOUR = "#1f3b73"
 ERROR_COLOUR = "rgba(31,59,115,0.18)"
@@ -403,15 +416,16 @@ def window_figure(
     frame: Frame = "rest",
     smooth_width: int = 0,
     show_error: bool = True,
-    height: int = 260,
+    height: int = PANEL_HEIGHT,
+    max_points: int | None = ZOOM_POINTS,
 ) -> dict[str, Any]:
-    """One window (rest-frame Angstrom) at full resolution."""
+    """One window (rest-frame Angstrom) at full resolution (up to `max_points`)."""
     lo, hi = float(min(window)), float(max(window))
     rest = spec.rest_wavelength()
     sel = (rest >= lo) & (rest <= hi)
     x = frame_wavelength(spec, frame)
     traces = _spectrum_traces(
-        spec, x, sel, smooth_width=smooth_width, show_error=show_error, max_points=None
+        spec, x, sel, smooth_width=smooth_width, show_error=show_error, max_points=max_points
     )
     layout = _layout(title, _xlabel(spec, frame), height)
     a, b = (float(v) for v in to_frame(spec, np.array([lo, hi]), frame))
@@ -466,6 +480,73 @@ def step_figures(
         out.append((step, fig))
         n += 1
     return out
+
+
+def _axis_ref(ref: str, k: int, axis: str) -> str:
+    """A one-panel figure's reference ("x", "y", "paper", "x domain") for subplot `k`:
+    the panel's paper is its subplot's domain."""
+    name = f"{axis}{k if k > 1 else ''}"
+    return name if ref == axis else f"{name} domain"
+
+
+def stack_panels(
+    figs: list[dict[str, Any]], *, panel_height: int = PANEL_HEIGHT, revision: str = ""
+) -> dict[str, Any]:
+    """Panels from `window_figure` (or `empty_figure`) as one figure, one row each.
+
+    Every panel keeps its traces, axes, ranges, markers and notes; its title becomes a
+    note above its row. Row k spans exactly `panel_height` px from the top (`k *
+    panel_height`), so text laid out beside the figure in blocks of that height lines up.
+    """
+    n = max(1, len(figs))
+    total = n * panel_height
+    top_gap, bottom_gap = 26, 44  # px inside a row: its title; tick labels and axis title
+    layout: dict[str, Any] = {
+        "height": total,
+        "margin": {"l": 55, "r": 10, "t": 0, "b": 0},
+        "plot_bgcolor": "white",
+        "paper_bgcolor": "white",
+        "showlegend": False,
+        "hovermode": "x",
+        "shapes": [],
+        "annotations": [],
+    }
+    data: list[dict[str, Any]] = []
+    revs = []
+    for i, fig in enumerate(figs):
+        k = i + 1
+        sub = fig["layout"]
+        y1 = 1 - (i * panel_height + top_gap) / total
+        y0 = 1 - ((i + 1) * panel_height - bottom_gap) / total
+        xa = dict(sub.get("xaxis") or {})
+        ya = dict(sub.get("yaxis") or {})
+        xname, yname = _axis_ref("x", k, "x"), _axis_ref("y", k, "y")
+        xa.update(domain=[0.0, 1.0], anchor=yname)
+        ya.update(domain=[y0, y1], anchor=xname)
+        layout["xaxis" + xname[1:]] = xa
+        layout["yaxis" + yname[1:]] = ya
+        for t in fig["data"]:
+            data.append({**t, "xaxis": xname, "yaxis": yname})
+        for key in ("shapes", "annotations"):
+            for item in sub.get(key) or []:
+                item = dict(item)
+                for ref in ("xref", "yref"):
+                    item[ref] = _axis_ref(item.get(ref, ref[0]), k, ref[0])
+                layout[key].append(item)
+        title = ((sub.get("title") or {}).get("text")) or ""
+        revs.append(title)
+        if title:
+            layout["annotations"].append(
+                {
+                    "text": title, "x": 0, "xref": f"{xname} domain", "xanchor": "left",
+                    "y": 1, "yref": f"{yname} domain", "yanchor": "bottom",
+                    "showarrow": False, "font": {"size": 13},
+                }
+            )  # fmt: skip
+    # Keep the expert's own zoom/pan while the same panels are redrawn (markers, smoothing),
+    # not across candidates (`revision` names the candidate).
+    layout["uirevision"] = "|".join([revision, *revs])
+    return {"data": data, "layout": layout}
 
 
 def empty_figure(message: str, height: int = 200) -> dict[str, Any]:

@@ -1,8 +1,10 @@
 """The Gradio page: vet, author, dashboard, export and experts tabs.
 
 Layout and wiring only; every callback is a one-line call into `app.handlers`, which does
-the work on plain values. Step panels are a fixed set of slots shown or hidden per
-candidate, so switching candidates is one round trip with no re-layout.
+the work on plain values. Switching candidates is one round trip that redraws two plots:
+the whole spectrum, and the step panels as one figure of stacked subplots, with the
+thoughts beside it in blocks of the panels' height. Vet events run without progress
+overlays and send only what changed.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from agent.tasks import TASKS
 from app import handlers as H
 from app.plots import to_json
 
-MAX_SLOTS = 8
 KEYS_JS = (Path(__file__).parent / "keys.js").read_text()
 
 CSS = """
@@ -36,6 +37,12 @@ CSS = """
 .loupe-verdict.YES {background:#2a9d8f} .loupe-verdict.NO {background:#c1121f}
 .loupe-verdict.none {background:#777}
 .loupe-thought {font-size:14px; line-height:1.45; max-height:260px; overflow:auto}
+.loupe-note {font-size:14px; line-height:1.45; overflow:auto; box-sizing:border-box;
+  padding:4px 10px 0 4px; border-top:1px solid #e4e7ee}
+.loupe-note:first-child {border-top:none}
+.loupe-note p {margin:4px 0}
+.loupe-model-image {display:block; max-width:100%; max-height:300px; margin-top:6px;
+  border:1px solid #ddd}
 .loupe-answer {border-left:4px solid #1f3b73; padding:6px 12px; background:#f5f7fb}
 #vet-actions button {min-width:90px}
 """
@@ -60,11 +67,18 @@ CHEATSHEET = """
 CONF_BANDS = ["all", "0.0-0.2", "0.2-0.4", "0.4-0.6", "0.6-0.8", "0.8-1.0"]
 STATUSES = ["any", "unreviewed", "reviewed", "conflict", "flagged"]
 SPLITS = ["all", "train", "test", "holdout"]
+# Vet events: no progress overlay on a dozen outputs (it costs the browser a re-layout per
+# switch, and a switch is over before an overlay would help).
+FAST: dict[str, Any] = {"show_progress": "hidden"}
 
 
 def plot(fig: dict[str, Any] | None) -> PlotData | None:
     # Our figures are plain dicts: hand Gradio the JSON directly, skipping graph objects.
-    return None if fig is None else PlotData(type="plotly", plot=to_json(fig))
+    return None if fig is None else plotly(to_json(fig))
+
+
+def plotly(fig_json: str) -> PlotData:
+    return PlotData(type="plotly", plot=fig_json)
 
 
 def build(ctx: H.Context) -> gr.Blocks:
@@ -96,15 +110,10 @@ def build(ctx: H.Context) -> gr.Blocks:
                     o_frame = gr.Radio(["rest", "observed"], value="rest", label="frame")
                     o_images = gr.Checkbox(value=False, label="show the images the model saw")
                 g_plot = gr.Plot(elem_id="vet-global", show_label=False)
-                slots: list[tuple[Any, Any, Any, Any]] = []
-                for i in range(MAX_SLOTS):
-                    with gr.Row(visible=False, elem_classes=["loupe-step"]) as row:
-                        p = gr.Plot(show_label=False, scale=3, elem_id=f"vet-step-{i}")
-                        with gr.Column(scale=2):
-                            t = gr.HTML(elem_classes=["loupe-thought"], elem_id=f"vet-thought-{i}")
-                            im = gr.Image(visible=False, show_label=False, type="pil",
-                                          height=300, elem_id=f"vet-image-{i}")  # fmt: skip
-                    slots.append((row, p, t, im))
+                with gr.Row(equal_height=False, elem_id="vet-steps"):
+                    z_plot = gr.Plot(show_label=False, scale=3, elem_id="vet-zooms",
+                                     container=False)  # fmt: skip
+                    thoughts = gr.HTML(elem_id="vet-thoughts", padding=False, min_height=0)
                 answer = gr.HTML(elem_id="vet-answer")
                 with gr.Row(elem_id="vet-actions"):
                     b_accept = gr.Button("Accept (a)", variant="primary", elem_id="btn-accept")
@@ -240,32 +249,46 @@ def build(ctx: H.Context) -> gr.Blocks:
         # ------------------------------------------------------------------ wiring
         filters = [f_task, f_band, f_status, f_survey, f_split]
         display = [o_markers, o_error, o_smooth, o_frame, o_images]
-        slot_outs = [c for s in slots for c in s]
-        view_outs = [state, header, g_plot, *slot_outs, answer, c_label, c_step, c_expl,
+        view_outs = [state, header, g_plot, z_plot, thoughts, answer, c_label, c_step, c_expl,
                      correct_panel, message, f_survey]  # fmt: skip
 
         def show(st: dict, view: H.VetView) -> list[Any]:
-            out: list[Any] = [st, view.header_html, plot(view.global_fig)]
-            for i in range(MAX_SLOTS):
-                if i < len(view.steps):
-                    sv = view.steps[i]
-                    out += [
-                        gr.Row(visible=True),
-                        plot(sv.fig),
-                        sv.thought_html,
-                        gr.Image(value=sv.image, visible=sv.image is not None),
-                    ]
-                else:
-                    out += [gr.Row(visible=False), None, "", gr.Image(value=None, visible=False)]
-            out += [
-                view.answer_html,
-                gr.Radio(value=view.correct_label),
-                gr.Dropdown(choices=view.step_choices, value="none"),
-                gr.Textbox(value=view.explanation),
-                gr.Group(visible=False),
-                view.message,
-                gr.Dropdown(choices=["all", *view.surveys]),
+            # Outputs the expert cannot edit are sent only when they differ from what this
+            # session was last sent: an unchanged plot is neither re-sent nor redrawn.
+            st = dict(st)
+            sent = dict(st.get("_sent") or {})
+
+            def once(name: str, key: Any, value: Any) -> Any:
+                if sent.get(name) == key:
+                    return gr.skip()
+                sent[name] = key
+                return value
+
+            gjson = None if view.global_fig is None else to_json(view.global_fig)
+            zjson = None if view.zoom_fig is None else to_json(view.zoom_fig)
+            surveys = ["all", *view.surveys]
+            out: list[Any] = [
+                None,  # the state, filled in last
+                once("header", view.header_html, view.header_html),
+                once("global", gjson, None if gjson is None else plotly(gjson)),
+                once(
+                    "zooms",
+                    zjson,
+                    gr.update(
+                        value=None if zjson is None else plotly(zjson), visible=zjson is not None
+                    ),
+                ),  # fmt: skip
+                once("thoughts", view.thoughts_html, view.thoughts_html),
+                once("answer", view.answer_html, view.answer_html),
+                gr.update(value=view.correct_label),
+                gr.update(choices=view.step_choices, value="none"),
+                gr.update(value=view.explanation),
+                gr.update(visible=False),
+                once("message", view.message, view.message),
+                once("surveys", tuple(surveys), gr.update(choices=surveys)),
             ]
+            st["_sent"] = sent
+            out[0] = st
             return out
 
         def on_load(st, tk, band, status, survey, split, mk, err, sm, fr, im, request: gr.Request):
@@ -290,13 +313,16 @@ def build(ctx: H.Context) -> gr.Blocks:
 
             return fn
 
-        b_next.click(nav("next"), [state, *filters, *display], view_outs, api_name="next")
-        b_prev.click(nav("prev"), [state, *filters, *display], view_outs, api_name="prev")
+        b_next.click(nav("next"), [state, *filters, *display], view_outs, api_name="next", **FAST)
+        b_prev.click(nav("prev"), [state, *filters, *display], view_outs, api_name="prev", **FAST)
         for comp in display:
-            comp.change(nav("refresh"), [state, *filters, *display], view_outs, api_name=False)
+            comp.change(nav("refresh"), [state, *filters, *display], view_outs, api_name=False,
+                        trigger_mode="always_last", **FAST)  # fmt: skip
         for comp in filters[:3] + filters[4:]:
-            comp.input(nav("next"), [state, *filters, *display], view_outs, api_name=False)
-        f_survey.input(nav("next"), [state, *filters, *display], view_outs, api_name=False)
+            comp.input(nav("next"), [state, *filters, *display], view_outs, api_name=False,
+                       **FAST)  # fmt: skip
+        f_survey.input(nav("next"), [state, *filters, *display], view_outs, api_name=False,
+                       **FAST)  # fmt: skip
 
         def on_jump(st, cid, tk, band, status, survey, split, mk, err, sm, fr, im,
                     request: gr.Request):  # fmt: skip
@@ -304,8 +330,10 @@ def build(ctx: H.Context) -> gr.Blocks:
             st, view = H.vet_jump(ctx, ex, st, cid, H.Display(mk, err, sm, fr, im))
             return show(st, view)
 
-        jump_btn.click(on_jump, [state, jump_id, *filters, *display], view_outs, api_name="jump")
-        jump_id.submit(on_jump, [state, jump_id, *filters, *display], view_outs, api_name=False)
+        jump_btn.click(on_jump, [state, jump_id, *filters, *display], view_outs, api_name="jump",
+                       **FAST)  # fmt: skip
+        jump_id.submit(on_jump, [state, jump_id, *filters, *display], view_outs, api_name=False,
+                      **FAST)  # fmt: skip
 
         def act(action: str):
             def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im, request: gr.Request):
@@ -318,7 +346,7 @@ def build(ctx: H.Context) -> gr.Blocks:
 
         for btn, name in [(b_accept, "accept"), (b_reject, "reject"), (b_skip, "skip"),
                           (b_flag, "flag")]:  # fmt: skip
-            btn.click(act(name), [state, *filters, *display], view_outs, api_name=name)
+            btn.click(act(name), [state, *filters, *display], view_outs, api_name=name, **FAST)
 
         b_correct.click(lambda: gr.Group(visible=True), None, correct_panel, api_name=False)
 
@@ -332,7 +360,7 @@ def build(ctx: H.Context) -> gr.Blocks:
             return show(st, view)
 
         c_save.click(on_correct, [state, c_label, c_step, c_expl, *filters, *display], view_outs,
-                     api_name="correct")  # fmt: skip
+                     api_name="correct", **FAST)  # fmt: skip
 
         def on_comment(st, text, request: gr.Request):
             ex = H.expert_for(ctx, request)

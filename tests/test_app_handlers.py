@@ -47,6 +47,12 @@ def test_first_item_is_the_least_certain(ctx):
     assert abs(shown.confidence - 0.5) <= min(abs(c.confidence - 0.5) for c in vetted) + 0.05
     assert "loupe-conf" in view.header_html and shown.key in view.header_html
     assert view.steps and all(s.fig is not None for s in view.steps)
+    # the page draws the panels as one figure, one row per step, thoughts in the same order
+    lay = view.zoom_fig["layout"]
+    assert sum(1 for k in lay if k.startswith("yaxis")) == len(view.steps)
+    assert lay["height"] == len(view.steps) * H.plots.PANEL_HEIGHT
+    for i in range(len(view.steps)):
+        assert f'id="vet-thought-{i}"' in view.thoughts_html
 
 
 def test_accept_reject_correct_skip_flag_are_saved_at_once(ctx):
@@ -142,6 +148,8 @@ def test_display_options_and_model_images(ctx):
     st, view = H.vet_refresh(ctx, ex, st, H.Display(markers=False, smooth=5, frame="observed",
                                                     images=True))  # fmt: skip
     assert all(s.image is not None and s.image.size[0] > 100 for s in view.steps)
+    assert view.thoughts_html.count('src="data:image/png;base64,') == len(view.steps)
+    assert view.zoom_fig["layout"]["height"] == len(view.steps) * H.IMAGE_PANEL_HEIGHT
     assert any(t["name"].startswith("smoothed") for t in view.global_fig["data"])
     assert "observed" in view.global_fig["layout"]["xaxis"]["title"]["text"]
 

@@ -65,8 +65,10 @@ def test_global_figure_is_valid_plotly_with_numbered_windows():
     fig = plots.global_figure(spec, traj, markers=plots.markers_for("wd"), smooth_width=5)
     go.Figure(fig)  # raises on anything outside Plotly's schema
     flux = next(t for t in fig["data"] if t["name"] == "flux")
-    assert flux["type"] == "scattergl"  # large: WebGL
+    assert flux["type"] == "scatter"  # decimated: one SVG path, no WebGL context to create
     assert len(plots.decode(flux["x"])) <= plots.GLOBAL_POINTS + 10
+    full = plots.global_figure(spec, traj, max_points=20_000)
+    assert next(t for t in full["data"] if t["name"] == "flux")["type"] == "scattergl"
     assert np.isnan(plots.decode(flux["y"])).any()  # masked pixels are gaps, not data
     rects = [
         s for s in fig["layout"]["shapes"] if s["type"] == "rect" and s.get("opacity", 0) > 0.1
@@ -93,6 +95,52 @@ def test_step_panels_are_full_resolution_and_follow_the_frame():
     obs = plots.step_figures(spec, traj, frame="observed")[0][1]
     lo, hi = obs["layout"]["xaxis"]["range"]
     assert lo == pytest.approx(4800 * 1.01) and hi == pytest.approx(4950 * 1.01)
+
+
+def test_stacked_panels_keep_each_panel_in_its_row():
+    spec, traj = _spec(20_000, z=0.01), _traj()
+    panels = plots.step_figures(spec, traj, markers=plots.markers_for("wd"), smooth_width=3)
+    figs = [f for _, f in panels if f is not None] + [plots.empty_figure("step 3: no zoom")]
+    fig = plots.stack_panels(figs, panel_height=200, revision="obj-1")
+    go.Figure(fig)  # raises on anything outside Plotly's schema
+    lay = fig["layout"]
+    assert lay["height"] == 600 and "obj-1" in lay["uirevision"]
+    assert lay["xaxis"]["range"] == figs[0]["layout"]["xaxis"]["range"]
+    assert lay["xaxis2"]["range"] == figs[1]["layout"]["xaxis"]["range"]
+    assert lay["yaxis2"]["range"] == figs[1]["layout"]["yaxis"]["range"]
+    axes = [t["xaxis"] for t in fig["data"]]
+    assert axes == ["x"] * len(figs[0]["data"]) + ["x2"] * len(figs[1]["data"])
+    for a, b in zip(fig["data"], figs[0]["data"] + figs[1]["data"]):
+        assert a["y"] == b["y"] and a["type"] == b["type"]
+    for k, name in enumerate(["yaxis", "yaxis2", "yaxis3"]):  # row k: its own 200 px
+        lo, hi = lay[name]["domain"]
+        assert k * 200 < (1 - hi) * 600 < (1 - lo) * 600 < (k + 1) * 200
+        assert lay[name]["anchor"] == ("x" if k == 0 else f"x{k + 1}")
+    notes = {a["text"]: a for a in lay["annotations"]}
+    assert (notes["Hβ"]["xref"], notes["Hβ"]["yref"]) == ("x", "y domain")  # in window 1 only
+    assert notes["Hα"]["xref"] == "x2"
+    assert notes["2. 6480–6650 Å · Hα"]["yref"] == "y2 domain"  # the panel's title
+    assert notes["step 3: no zoom"]["xref"] == "x3 domain"
+    lines = [s for s in lay["shapes"] if s["type"] == "line"]
+    assert {s["xref"] for s in lines} <= {"x", "x2"} and {s["yref"] for s in lines} <= {
+        "y domain",
+        "y2 domain",
+    }
+
+
+def test_wide_zoom_is_thinned_but_keeps_its_lines():
+    spec = _spec(200_000)
+    flux = spec.flux.copy()
+    rest = spec.rest_wavelength()
+    i = int(np.searchsorted(rest, 6000.0))
+    flux[i] = 9.0  # a one-pixel emission line
+    spec = spec.replace(flux=flux)
+    fig = plots.window_figure(spec, (5000, 7000), title="wide")
+    f = next(t for t in fig["data"] if t["name"] == "flux")
+    y = plots.decode(f["y"])
+    assert ((rest >= 5000) & (rest <= 7000)).sum() > plots.ZOOM_POINTS
+    assert len(y) <= plots.ZOOM_POINTS + 10 and np.nanmax(y) == pytest.approx(9.0)
+    assert f["type"] == "scatter"
 
 
 def test_markers_only_inside_window_and_air_frame_shift():
