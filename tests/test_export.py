@@ -251,8 +251,14 @@ def test_incremental_and_revised(world):
     got = {(r["candidate"], r["label"]) for r in _jsonl(tmp / "r3")}
     assert got == {("c6", "NO"), ("c0", "NO")}
     assert third.manifest["revised"] == 2
+    # the same command again (a re-run after a crash past the commit) changes nothing
+    again = run_export(store, "rl", tmp / "r3")
+    assert again.existing and again.batch_id == third.batch_id
+    assert len(store.export_batches("rl")) == 3
+    (tmp / "other").mkdir()
+    (tmp / "other" / "notes.txt").write_text("not an export")
     with pytest.raises(FileExistsError):
-        run_export(store, "rl", tmp / "r3")
+        run_export(store, "rl", tmp / "other")
 
 
 def _jsonl(out: Path) -> list[dict]:
@@ -338,7 +344,12 @@ def test_cli(world, capsys):
     assert launch.main(["export", "rl", "--db", url, "--out", str(tmp / "cli")]) == 0
     assert "rows" in capsys.readouterr().out
     assert (tmp / "cli" / "manifest.json").is_file()
-    assert launch.main(["export", "rl", "--db", url, "--out", str(tmp / "cli")]) == 2
+    # a repeat (as after a crash past the commit) finds the recorded batch and writes nothing
+    assert launch.main(["export", "rl", "--db", url, "--out", str(tmp / "cli")]) == 0
+    assert "nothing written" in capsys.readouterr().out
+    (tmp / "busy").mkdir()
+    (tmp / "busy" / "x.txt").write_text("someone else's")
+    assert launch.main(["export", "rl", "--db", url, "--out", str(tmp / "busy")]) == 2
 
 
 # -- pure parts ----------------------------------------------------------------------------

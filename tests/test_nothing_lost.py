@@ -1,14 +1,13 @@
-"""Nothing lost: concurrent experts on one SQLite file, SIGKILL in the middle of ingest,
-vet --db and review recording, and bad rows refused while the good ones are kept."""
+"""Nothing lost: concurrent experts on one SQLite file; SIGKILL in the middle of ingest,
+vet --db, review recording and export (LOUPE_CRASH_TRIALS kills per case, default 10, at
+seeded random moments); bad rows refused while the good ones are kept."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
-import os
 import random
-import signal
-import subprocess
-import sys
+import shutil
 import textwrap
 import threading
 from collections import Counter
@@ -19,6 +18,7 @@ from sqlalchemy import text
 
 from agent.catalog import CandidateRef
 from db.store import QueueConfig, Store
+from tests.crash_support import TRIALS, ForkServer
 from tests.store_factory import refs, seeded, traj, write_text_spectrum
 
 REPO = Path(__file__).resolve().parent.parent
@@ -146,66 +146,99 @@ def test_four_processes_record_reviews_exactly_once(tmp_path):
 
 
 # -- SIGKILL at random moments ------------------------------------------------------------
+# Each case: one uninterrupted reference run on a fresh database; then LOUPE_CRASH_TRIALS
+# (default 10) runs on fresh copies, each SIGKILLed at a seeded random moment in (0, the
+# reference run's duration), checked for a sound database, re-run to the end and compared
+# with the reference. Jobs run in a fork server (tests.crash_support) that has Loupe
+# imported, so the kill moments fall in the work, not in interpreter start-up.
 
 
-def run_and_kill(args: list[str], delay: float, env_extra: dict[str, str] | None = None) -> int:
-    """Start `python args...` in the repo, SIGKILL it after `delay` s; its return code."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), **(env_extra or {})}
-    p = subprocess.Popen(
-        [sys.executable, *args],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        p.wait(timeout=delay)
-    except subprocess.TimeoutExpired:
-        p.send_signal(signal.SIGKILL)
-        p.wait()
-    return p.returncode
+@pytest.fixture(scope="module")
+def forks():
+    server = ForkServer()
+    yield server
+    server.close()
 
 
-def run_ok(args: list[str]) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    r = subprocess.run(
-        [sys.executable, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
-    )
-    assert r.returncode == 0, r.stderr[-2000:]
-    return r
+def kill_trials(forks, tmp_path: Path, make_db, job, state, seed: int, after_kill=None) -> dict:
+    """Run the case described above; returns {"reference", "killed", "seconds"}.
+
+    make_db(name) -> url of a fresh database; job(url, name) -> ForkServer job kwargs;
+    state(url) -> what a finished run must leave (compared with the reference run's);
+    after_kill(url, ref_state) checks a killed run's database (after the integrity check).
+    """
+    ref_url = make_db("ref")
+    ref_run = forks.ok(log=tmp_path / "ref.log", **job(ref_url, "ref"))
+    check_consistent(ref_url)
+    reference = state(ref_url)
+    rng = random.Random(seed)
+    killed = 0
+    for k in range(TRIALS):
+        url, name = make_db(f"t{k}"), f"t{k}"
+        delay = rng.uniform(0.0, ref_run["seconds"])
+        res = forks.run(delay, log=tmp_path / f"{name}.log", **job(url, name))
+        killed += res["killed"]
+        if Path(url.removeprefix("sqlite:///")).exists():
+            check_consistent(url)
+            if after_kill is not None:
+                after_kill(url, reference)
+        else:
+            assert res["killed"]  # killed before it opened the database
+        forks.ok(log=tmp_path / f"{name}.log", **job(url, name))
+        check_consistent(url)
+        assert state(url) == reference, f"trial {k} (killed at {delay:.2f} s) differs"
+    # Most kills must land inside the work (a kill after the end tests nothing).
+    assert killed >= TRIALS // 2, f"only {killed}/{TRIALS} runs were killed before the end"
+    return {"reference": reference, "killed": killed, "seconds": ref_run["seconds"]}
+
+
+def _rows(url: str, sql: str) -> list[tuple]:
+    store = Store(url)
+    with store.engine.connect() as c:
+        rows = [tuple(r) for r in c.execute(text(sql)).all()]
+    store.close()
+    return rows
+
+
+def _fresh(tmp_path: Path):
+    return lambda name: f"sqlite:///{tmp_path / f'{name}.db'}"
+
+
+def _copies(tmp_path: Path, template: Path):
+    def make(name: str) -> str:
+        dest = tmp_path / f"{name}.db"
+        shutil.copyfile(template, dest)
+        return f"sqlite:///{dest}"
+
+    return make
 
 
 @pytest.mark.slow
-def test_sigkill_during_ingest_then_rerun_completes(tmp_path):
+def test_sigkill_during_ingest_then_rerun_completes(tmp_path, forks):
     folder = tmp_path / "spectra"
     folder.mkdir()
     for i in range(80):
         write_text_spectrum(folder / f"s{i:03d}.csv", seed=i, n=200)
-    rng = random.Random(7)
-    for trial in range(3):
-        url = f"sqlite:///{tmp_path / f'ingest{trial}.db'}"
-        args = [
-            "launch.py",
-            "ingest",
-            str(folder),
-            "--task",
-            "cv",
-            "--db",
-            url,
-            "--batch-size",
-            "10",
-        ]
-        rc = run_and_kill(args, delay=rng.uniform(1.5, 5.0))
-        if Path(url.removeprefix("sqlite:///")).exists():
-            before = check_consistent(url)
-            assert before["candidate"] == before["spectrum"] <= 80
-        else:
-            assert rc != 0  # killed before it opened the database
-        run_ok(args)
-        after = check_consistent(url)
-        assert after["candidate"] == after["spectrum"] == 80
-    run_ok(args)  # one more run adds nothing
-    assert check_consistent(url) == after
+
+    def job(url, name):
+        return {"launch": ["ingest", str(folder), "--task", "cv", "--db", url,
+                           "--batch-size", "10"]}  # fmt: skip
+
+    def state(url):
+        return sorted(_rows(url, "SELECT c.key, s.path, s.content_hash FROM candidate c "
+                                 "JOIN spectrum s ON s.id = c.spectrum_id"))  # fmt: skip
+
+    def after_kill(url, ref):
+        got = state(url)
+        assert set(got) <= set(ref)  # what is there is right; the rest comes on the re-run
+        counts = check_consistent(url)
+        assert counts["candidate"] == counts["spectrum"] == len(got)
+
+    out = kill_trials(forks, tmp_path, _fresh(tmp_path), job, state, seed=7, after_kill=after_kill)
+    assert len(out["reference"]) == 80
+    url = _fresh(tmp_path)("t0")
+    forks.ok(**job(url, "t0"))  # one more run adds nothing
+    assert state(url) == out["reference"]
 
 
 VET_SCRIPT = textwrap.dedent("""
@@ -225,55 +258,42 @@ VET_SCRIPT = textwrap.dedent("""
 """)
 
 
+def _trajectories(url: str) -> list[tuple]:
+    return sorted(_rows(url, "SELECT c.key, t.verdict, t.confidence, t.state FROM trajectory t "
+                             "JOIN candidate c ON c.id = t.candidate_id"))  # fmt: skip
+
+
 @pytest.mark.slow
-def test_sigkill_during_vet_sink_then_resume_has_no_gaps(tmp_path):
+def test_sigkill_during_vet_sink_then_resume_has_no_gaps(tmp_path, forks):
     script = tmp_path / "vet_job.py"
     script.write_text(VET_SCRIPT)
-    rng = random.Random(11)
-    url = db_url(tmp_path)
-    Store(url).close()
-    for _ in range(3):
-        run_and_kill([str(script), url, "400"], delay=rng.uniform(1.5, 4.0))
-        check_consistent(url)
-    run_ok([str(script), url, "400"])
-    counts = check_consistent(url)
-    assert counts["trajectory"] == counts["candidate"] == 400
-    store = Store(url)
-    assert len(store.done_keys("rules")) == 400
-    store.close()
+
+    def job(url, name):
+        return {"script": str(script), "argv": [url, "150"]}
+
+    out = kill_trials(forks, tmp_path, _fresh(tmp_path), job, _trajectories, seed=11)
+    assert len(out["reference"]) == 150
 
 
 @pytest.mark.slow
-def test_sigkill_during_vet_cli_then_resume(tmp_path):
+def test_sigkill_during_vet_cli_then_resume(tmp_path, forks):
     pytest.importorskip("agent.runner", reason="agent.runner (the batch runner) is not available")
     folder = tmp_path / "spectra"
     folder.mkdir()
-    for i in range(40):
+    for i in range(24):
         write_text_spectrum(folder / f"s{i:03d}.csv", seed=i)
-    url = db_url(tmp_path)
-    args = [
-        "launch.py",
-        "vet",
-        "--input",
-        str(folder),
-        "--task",
-        "cv",
-        "--policy",
-        "rules",
-        "--db",
-        url,
-        "--workers",
-        "1",
-        "--no-progress",
-    ]
-    rng = random.Random(5)
-    for _ in range(2):
-        run_and_kill(args, delay=rng.uniform(2.0, 8.0))
-        if Path(url.removeprefix("sqlite:///")).exists():
-            check_consistent(url)
-    run_ok(args)
-    counts = check_consistent(url)
-    assert counts["trajectory"] == counts["candidate"] == 40
+
+    def job(url, name):
+        return {"launch": ["vet", "--input", str(folder), "--task", "cv", "--policy", "rules",
+                           "--db", url, "--workers", "1", "--no-progress"]}  # fmt: skip
+
+    def after_kill(url, ref):
+        assert set(_trajectories(url)) <= set(ref)
+
+    out = kill_trials(
+        forks, tmp_path, _fresh(tmp_path), job, _trajectories, seed=5, after_kill=after_kill
+    )
+    assert len(out["reference"]) == 24
 
 
 REVIEW_SCRIPT = textwrap.dedent("""
@@ -288,27 +308,128 @@ REVIEW_SCRIPT = textwrap.dedent("""
 
 
 @pytest.mark.slow
-def test_sigkill_during_review_recording(tmp_path):
-    url = db_url(tmp_path)
-    store = Store(url)
-    for e in ("ada", "bob"):
-        store.create_expert(e)
-    seeded(store, [((i * 37) % 100) / 100 for i in range(400)])
+def test_sigkill_during_review_recording(tmp_path, forks):
+    template = tmp_path / "template.db"
+    store = Store(f"sqlite:///{template}")
+    store.create_expert("ada")
+    seeded(store, [((i * 37) % 100) / 100 for i in range(120)])
     store.close()
     script = tmp_path / "review_job.py"
     script.write_text(REVIEW_SCRIPT)
-    rng = random.Random(3)
-    for trial in range(3):
-        run_and_kill([str(script), url, "ada" if trial % 2 else "bob"], delay=rng.uniform(1.5, 3.5))
-        check_consistent(url)
-    # the killed workers' leases expire; release them as an admin would, then finish
-    s = Store(url)
-    s.release("ada")
-    s.release("bob")
-    s.close()
-    run_ok([str(script), url, "ada"])
-    counts = check_consistent(url)
-    assert counts["review"] == 400  # every candidate reviewed once, none twice, none skipped
+
+    def job(url, name):  # the re-run is the same expert: their live lease is served again
+        return {"script": str(script), "argv": [url, "ada"]}
+
+    def state(url):
+        return sorted(_rows(url, "SELECT candidate_id, action, revision FROM review"))
+
+    out = kill_trials(forks, tmp_path, _copies(tmp_path, template), job, state, seed=3)
+    # every candidate reviewed once, none twice, none skipped
+    assert len(out["reference"]) == 120 and all(r[2] == 1 for r in out["reference"])
+
+
+def _export_world(tmp_path: Path, n: int = 30) -> Path:
+    """A store with n vetted candidates (text spectra) and an expert's mixed reviews."""
+    data = tmp_path / "spectra"
+    data.mkdir()
+    template = tmp_path / "template.db"
+    store = Store(f"sqlite:///{template}")
+    refs = []
+    for i in range(n):
+        path = write_text_spectrum(data / f"s{i:03d}.csv", seed=i)
+        refs.append(CandidateRef(id=f"x{i}", task="cv", path=str(path),
+                                 label="YES" if i % 7 == 0 else None))  # fmt: skip
+    store.add_candidates(refs)
+    store.create_expert("ann")
+    for i in range(n):
+        t = traj(f"x{i}", (i % 10) / 10 + 0.05)
+        t.spectrum_ref = {"path": str(data / f"s{i:03d}.csv")}
+        store.record_trajectory(t)
+    cid = {c.key: c.id for c in store.list_candidates(limit=1000, order="id")}
+    for i in range(n):
+        if i % 5 == 4:
+            continue  # unreviewed: a catalogue label at most
+        if i % 3 == 0:
+            store.record_review("ann", cid[f"x{i}"], "correct", label="NO" if i % 2 else "YES",
+                                explanation="The expert's reading.", wrong_step=1)  # fmt: skip
+        else:
+            store.record_review("ann", cid[f"x{i}"], "accept" if i % 3 == 1 else "reject")
+    store.close()
+    assert not Path(f"{template}-wal").exists() or Path(f"{template}-wal").stat().st_size == 0
+    return template
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file()}  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["sft", "rl"])
+def test_sigkill_during_export_then_rerun_is_byte_identical(tmp_path, forks, kind):
+    pytest.importorskip("datasets")
+    template = _export_world(tmp_path)
+
+    def job(url, name):
+        return {"launch": ["export", kind, "--db", url, "--out", str(tmp_path / f"out-{name}"),
+                           "--workers", "1"]}  # fmt: skip
+
+    def batches(url):
+        return _rows(url, "SELECT b.id, b.content_hash, b.manifest, count(i.id), "
+                          "count(DISTINCT i.entity_id) FROM export_batch b "
+                          "LEFT JOIN export_item i ON i.batch_id = b.id GROUP BY b.id")  # fmt: skip
+
+    def state(url):
+        (bid, chash, manifest, n_items, n_distinct), *more = batches(url)
+        assert not more, "one export, one batch"
+        manifest = json.loads(manifest)
+        assert n_items == n_distinct == manifest["rows"]  # every row recorded once
+        out = Path(_rows(url, "SELECT path FROM export_batch")[0][0])
+        assert json.loads((out / "manifest.json").read_text())["content_hash"] == chash
+        leftovers = [p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}.")]
+        assert not leftovers, leftovers
+        return {"files": _tree(out), "rows": manifest["rows"], "hash": chash}
+
+    def after_kill(url, ref):
+        got = batches(url)
+        assert len(got) <= 1  # a batch is recorded whole or not at all
+        for _, chash, manifest, n_items, _ in got:
+            assert chash == ref["hash"] and n_items == json.loads(manifest)["rows"]
+
+    out = kill_trials(
+        forks, tmp_path, _copies(tmp_path, template), job, state, seed=13, after_kill=after_kill
+    )
+    ref = out["reference"]
+    assert ref["rows"] >= 10
+    if kind == "rl":  # one row per labelled object, none twice
+        ids = [json.loads(line)["id"] for name, data in ref["files"].items()
+               if name.endswith(".jsonl") for line in data.decode().splitlines()]  # fmt: skip
+        assert len(ids) == len(set(ids)) == ref["rows"]
+
+
+@pytest.mark.slow
+def test_export_killed_between_files_and_commit_is_completed_by_rerun(tmp_path):
+    """The narrowest window: files renamed into place, batch not yet committed."""
+    pytest.importorskip("datasets")
+    from annotate.export import collect, export_records, run_export
+
+    template = _export_world(tmp_path, n=12)
+    url = f"sqlite:///{template}"
+    store = Store(url)
+    got = collect(store, "rl")
+    # what a run killed after its rename and before its commit leaves behind
+    export_records("rl", got.records, tmp_path / "rl", existing_splits=got.existing_splits,
+                   not_exported=got.not_exported, workers=1,
+                   version=store.code_version())  # fmt: skip
+    files = _tree(tmp_path / "rl")
+    assert store.export_batches() == []
+    res = run_export(store, "rl", tmp_path / "rl", workers=1)
+    assert not res.existing and _tree(tmp_path / "rl") == files
+    (batch,) = store.export_batches()
+    assert batch.content_hash == json.loads(files["manifest.json"])["content_hash"]
+    again = run_export(store, "rl", tmp_path / "rl", workers=1)  # and once more: a no-op
+    assert again.existing and again.batch_id == batch.id and len(store.export_batches()) == 1
+    store.close()
 
 
 # -- bad rows -----------------------------------------------------------------------------
