@@ -640,7 +640,11 @@ def ingest_upload(
     import hashlib
     import shutil
 
-    from agent.catalog import read_candidates
+    from agent.formats import expand_candidates
+
+    # Every path a file names (a catalogue's lines) must stay inside the data roots too.
+    def read_candidates(path: Path, task: str):
+        return expand_candidates([str(path)], task=task, roots=ctx.data_roots)
 
     try:
         require(ex)

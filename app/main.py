@@ -54,6 +54,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-seed", action="store_true", help="Do not seed an empty database with the demo set."
     )
+    parser.add_argument(
+        "--session-hours",
+        type=float,
+        default=12.0,
+        help="With --login: a session expires this long after logging in.",
+    )
+    parser.add_argument(
+        "--secure-cookie",
+        action="store_true",
+        help="With --login: send the session cookie over HTTPS only (behind a TLS proxy).",
+    )
 
 
 def make_context(
@@ -118,8 +129,9 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-def build_app(ctx):
-    """The FastAPI app: Gradio at / and, with login on, /login and /logout."""
+def build_app(ctx, *, session_seconds: float | None = None, secure_cookie: bool = False):
+    """The FastAPI app: Gradio at / and, with login on, /login and /logout (sessions last
+    `session_seconds`, default `auth.SESSION_SECONDS`)."""
     import gradio as gr
     from fastapi import FastAPI
 
@@ -128,7 +140,7 @@ def build_app(ctx):
 
     demo = build(ctx)
     demo.queue(default_concurrency_limit=8)
-    api = FastAPI()
+    api = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)  # no schema to strangers
     kwargs: dict[str, Any] = dict(
         css=CSS,
         js=f"() => {{ {KEYS_JS} }}",
@@ -137,16 +149,33 @@ def build_app(ctx):
         footer_links=[],
     )
     if ctx.login:
-        auth.install(api, ctx.store)
+        auth.install(
+            api,
+            ctx.store,
+            secure_cookie=secure_cookie,
+            session_seconds=session_seconds or auth.SESSION_SECONDS,
+        )
         kwargs["auth_dependency"] = lambda request: auth.user_for_request(ctx.store, request)
-    return gr.mount_gradio_app(api, demo, path="/", **kwargs), demo
+    app = gr.mount_gradio_app(api, demo, path="/", **kwargs)
+    # Gradio checks that a file named in a request was uploaded by that client only once
+    # the Blocks count as launched, which mounting alone does not set: without this, any
+    # logged-in caller could have the server read any file it can reach.
+    demo.has_launched = True
+    return app, demo
 
 
-def serve(ctx, host: str = "127.0.0.1", port: int | None = None) -> Server:
+def serve(
+    ctx,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    *,
+    session_seconds: float | None = None,
+    secure_cookie: bool = False,
+) -> Server:
     """Start the app in a background thread; returns once it answers."""
     import uvicorn
 
-    app, _ = build_app(ctx)
+    app, _ = build_app(ctx, session_seconds=session_seconds, secure_cookie=secure_cookie)
     port = port or free_port(host)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
@@ -178,7 +207,13 @@ def main(args: argparse.Namespace) -> int:
         print("login is on but there are no experts: `launch.py add-expert NAME --role admin`")
     if args.host not in ("127.0.0.1", "localhost", "::1") and not args.login:
         print("warning: serving beyond localhost without --login; anyone who can reach it writes")
-    srv = serve(ctx, args.host, args.port)
+    srv = serve(
+        ctx,
+        args.host,
+        args.port,
+        session_seconds=args.session_hours * 3600,
+        secure_cookie=args.secure_cookie,
+    )
     print(f"Loupe is running on {srv.url}  (Ctrl+C to stop)")
     try:
         while srv.thread.is_alive():

@@ -1,0 +1,367 @@
+"""Access with login on, against the running app (in-process, free port, fresh database).
+
+- Every Gradio endpoint the app exposes (named or not, taken from the app's own config)
+  refuses anonymous calls on every route that runs it, and nothing is written (a snapshot
+  of every table, and of the upload folder, before and after).
+- An expert writes only as themselves: cannot alter another's review, export, or manage
+  experts.
+- Passwords are argon2id with non-trivial cost; sessions expire after the configured time.
+- Uploads and catalogue paths cannot leave the data roots (`..`, absolute paths, symlinks),
+  through the app and through `launch.py ingest --root`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from gradio_client import Client
+from sqlalchemy import inspect, text
+
+from app import handlers as H
+from app.main import serve
+from tests.app_support import context
+from tests.store_factory import write_text_spectrum
+
+PASSWORDS = {"ada": "pw-ada-123456", "bob": "pw-bob-123456", "cy": "pw-cy-123456"}
+
+
+@pytest.fixture(scope="module")
+def team(tmp_path_factory):
+    from annotate.experts import create_expert
+
+    tmp = tmp_path_factory.mktemp("access")
+    ctx = context(tmp_path_factory, tmp, login=True)
+    create_expert(ctx.store, "ada", "admin", PASSWORDS["ada"])
+    create_expert(ctx.store, "bob", "expert", PASSWORDS["bob"])
+    create_expert(ctx.store, "cy", "expert", PASSWORDS["cy"])
+    srv = serve(ctx)
+    yield ctx, srv
+    srv.close()
+    ctx.store.close()
+
+
+def token_for(url: str, name: str, password: str | None = None) -> str:
+    r = httpx.post(url + "/login", data={"username": name, "password": password or PASSWORDS[name]})
+    token = r.cookies.get("loupe_session") or (
+        r.history and r.history[0].cookies.get("loupe_session")
+    )
+    assert token, (r.status_code, r.text[:200])
+    return token
+
+
+def client(url: str, token: str) -> Client:
+    return Client(url, verbose=False, headers={"Cookie": f"loupe_session={token}"})
+
+
+def snapshot(store) -> dict[str, tuple[int, str]]:
+    """(row count, hash of every row) for every table: any write shows."""
+    out = {}
+    with store.engine.connect() as c:
+        for table in sorted(inspect(c).get_table_names()):
+            rows = c.execute(text(f"SELECT * FROM {table} ORDER BY 1")).all()
+            digest = hashlib.sha256(repr([tuple(r) for r in rows]).encode()).hexdigest()
+            out[table] = (len(rows), digest)
+    return out
+
+
+def files_under(root: Path) -> set[str]:
+    return {str(p) for p in root.rglob("*")} if root.exists() else set()
+
+
+def test_every_endpoint_refuses_anonymous_calls_and_writes_nothing(team):
+    ctx, srv = team
+    admin = token_for(srv.url, "ada")
+    config = httpx.get(srv.url + "/config", cookies={"loupe_session": admin}).json()
+    deps = config["dependencies"]
+    named = sorted({d["api_name"] for d in deps if d.get("api_name")})
+    # the client's view of the API agrees with the config (and covers every write)
+    c = client(srv.url, admin)
+    api = c.view_api(print_info=False, return_format="dict")
+    c.close()
+    assert {n.lstrip("/") for n in api["named_endpoints"]} <= set(named)
+    writes = {"accept", "reject", "correct", "skip", "flag", "comment", "next", "jump",
+              "author_save", "author_submit", "audit_approve", "audit_send_back", "export",
+              "add_expert", "ingest"}  # fmt: skip
+    assert writes <= set(named), writes - set(named)
+
+    import gradio.utils
+
+    gradio_tmp = Path(gradio.utils.get_upload_folder())
+    uploads_before = files_under(gradio_tmp) | files_under(ctx.data_roots[0])
+    before = snapshot(ctx.store)
+
+    anon = httpx.Client(base_url=srv.url, timeout=30)
+    forged = httpx.Client(base_url=srv.url, timeout=30, cookies={"loupe_session": "x" * 43})
+    codes: dict[str, set[int]] = {}
+    for who in (anon, forged):
+        for d in deps:
+            payload = {"data": [None] * len(d.get("inputs", [])), "fn_index": d["id"],
+                       "session_hash": "anonymous1", "event_data": None,
+                       "trigger_id": None}  # fmt: skip
+            r = who.post("/gradio_api/queue/join", json=payload)
+            codes.setdefault(f"queue/join #{d['id']}", set()).add(r.status_code)
+            name = d.get("api_name")
+            if name:
+                for route in (f"/gradio_api/call/{name}", f"/gradio_api/run/{name}",
+                              f"/gradio_api/api/{name}"):  # fmt: skip
+                    r = who.post(route, json={"data": payload["data"]})
+                    codes.setdefault(route, set()).add(r.status_code)
+        r = who.post("/gradio_api/upload", files={"files": ("x.csv", b"wavelength,flux\n1,2\n")})
+        codes.setdefault("upload", set()).add(r.status_code)
+        for path in (
+            "/gradio_api/info",
+            "/config",
+            "/gradio_api/queue/data?session_hash=anonymous1",
+        ):
+            codes.setdefault(path, set()).add(who.get(path).status_code)
+    refused = {k: v for k, v in codes.items() if v != {401}}
+    assert not refused, refused
+    assert len([k for k in codes if k.startswith("queue/join")]) == len(deps)
+
+    # every other route of the app (Gradio's internals too), anonymously: refused
+    others = {}
+    for method, path in _routes(srv):
+        if path.rstrip("/") in ("/login", "/logout") or (method == "GET" and path == "/"):
+            continue
+        url = path.replace("{", "").replace("}", "").replace(":path", "")
+        r = anon.request(method, url, json={} if method == "POST" else None)
+        if r.status_code != 401:
+            others[f"{method} {path}"] = r.status_code
+    assert not others, others
+    assert anon.get("/", follow_redirects=False).headers["location"].endswith("/login")
+    assert snapshot(ctx.store) == before
+    assert files_under(gradio_tmp) | files_under(ctx.data_roots[0]) == uploads_before
+
+    # the control: the same call with a session is accepted
+    dash = next(d for d in deps if d.get("api_name") == "dashboard")
+    r = httpx.post(srv.url + "/gradio_api/queue/join", cookies={"loupe_session": admin},
+                   json={"data": ["all", 0.95], "fn_index": dash["id"], "session_hash": "ada1",
+                         "event_data": None, "trigger_id": None})  # fmt: skip
+    assert r.status_code == 200, r.text
+
+
+def _routes(srv) -> list[tuple[str, str]]:
+    """(method, path) of every HTTP route the served app answers, mounted Gradio included."""
+    out = []
+
+    def walk(routes, prefix=""):
+        for r in routes:
+            if hasattr(r, "original_router"):  # a router Gradio includes lazily
+                walk(r.original_router.routes, prefix + r.include_context.prefix)
+            elif hasattr(r, "methods") and r.methods:
+                out.extend((m, prefix + r.path) for m in sorted(r.methods) if m != "HEAD")
+            elif hasattr(getattr(r, "app", None), "routes"):  # a mounted app
+                walk(r.app.routes, prefix + r.path)
+
+    walk(srv.server.config.app.routes)
+    assert ("POST", "/gradio_api/queue/join") in out and ("POST", "/gradio_api/upload") in out
+    return sorted(set(out))
+
+
+def _review_row(store, cid: int, expert: str):
+    me = store.expert(expert)
+    (r,) = [r for r in store.reviews(candidate_id=cid) if r.expert_id == me.id]
+    return (r.id, r.action, r.label, r.comment, r.revision, r.updated)
+
+
+def test_an_expert_writes_only_as_themselves(team):
+    from db.store import StorePermissionError
+
+    ctx, srv = team
+    ada = client(srv.url, token_for(srv.url, "ada"))
+    bob = client(srv.url, token_for(srv.url, "bob"))
+    ada.predict(api_name="/next")
+    ada.predict(api_name="/accept")
+    (mine,) = ctx.store.reviews(expert="ada", actions=["accept"])
+    info = ctx.store.candidate(mine.candidate_id)
+    adas = _review_row(ctx.store, info.id, "ada")
+    # bob opens ada's item and decides on it: that is bob's review, ada's stays as it was
+    bob.predict(info.key, api_name="/jump")
+    bob.predict("comment from bob", api_name="/comment")
+    bob.predict("NO", "none", "bob thinks not", api_name="/correct")
+    assert _review_row(ctx.store, info.id, "ada") == adas
+    bobs = _review_row(ctx.store, info.id, "bob")
+    assert bobs[1:4] == ("correct", "NO", "comment from bob")
+    # the store refuses a revision of another's review outright
+    with pytest.raises(StorePermissionError):
+        ctx.store.record_review("bob", info.id, "reject", review_id=mine.id)
+    assert _review_row(ctx.store, info.id, "ada") == adas
+
+    # no exports, no account management for an expert
+    experts_before = [(e.name, e.role, e.password_hash, e.active) for e in ctx.store.experts()]
+    batches = len(ctx.store.export_batches())
+    for kind in ("sft", "rl", "pairs"):
+        msg, *_ = bob.predict(kind, api_name="/export")
+        assert msg.startswith("Refused") and "not an admin" in msg
+    assert len(ctx.store.export_batches()) == batches
+    assert not any(ctx.export_dir.glob("*")) if ctx.export_dir.exists() else True
+    for name, role, pw in (("mallory", "admin", "pw-mallory-1"), ("ada", "expert", "stolen-pw"),
+                           ("bob", "admin", "")):  # fmt: skip
+        msg = bob.predict(name, role, pw, api_name="/add_expert")[0]
+        assert msg.startswith("Refused"), msg
+    after = [(e.name, e.role, e.password_hash, e.active) for e in ctx.store.experts()]
+    assert after == experts_before
+    assert token_for(srv.url, "ada")  # ada's password still works
+    ada.close()
+    bob.close()
+
+
+def test_passwords_are_argon2id_with_real_cost(team):
+    from argon2 import extract_parameters
+    from argon2.low_level import Type
+
+    ctx, _ = team
+    h = ctx.store.expert("bob").password_hash
+    assert PASSWORDS["bob"] not in h
+    p = extract_parameters(h)  # the hash carries its parameters
+    assert p.type is Type.ID
+    assert p.memory_cost >= 19 * 1024  # KiB; OWASP's floor for argon2id is 19 MiB
+    assert p.time_cost >= 2 and p.parallelism >= 1 and p.salt_len >= 16
+    # one guess costs real time (tens of ms; a fast hash would take microseconds)
+    t0 = time.perf_counter()
+    assert not ctx.store.verify_password("bob", "wrong guess")
+    assert time.perf_counter() - t0 > 0.01
+    # the same password twice: different salts, different hashes
+    from db.store import hash_password
+
+    assert hash_password("same") != hash_password("same")
+
+
+def test_sessions_expire_after_the_configured_time(tmp_path_factory):
+    from annotate.experts import create_expert
+
+    tmp = tmp_path_factory.mktemp("access-ttl")
+    ctx = context(tmp_path_factory, tmp, login=True)
+    create_expert(ctx.store, "bob", "expert", PASSWORDS["bob"])
+    srv = serve(ctx, session_seconds=2)
+    try:
+        r = httpx.post(srv.url + "/login", data={"username": "bob", "password": PASSWORDS["bob"]})
+        cookie = (r.history[0] if r.history else r).headers["set-cookie"]
+        assert "max-age=2" in cookie.lower() and "httponly" in cookie.lower()
+        token = token_for(srv.url, "bob")
+        jar = {"loupe_session": token}
+        deps = httpx.get(srv.url + "/config", cookies=jar).json()["dependencies"]
+        accept = next(d["id"] for d in deps if d.get("api_name") == "accept")
+        join = {"data": [None] * 11, "fn_index": accept, "session_hash": "bob1",
+                "event_data": None, "trigger_id": None}  # fmt: skip
+        assert httpx.get(srv.url + "/gradio_api/info", cookies=jar).status_code == 200
+        time.sleep(2.2)
+        assert ctx.store.session_expert(token) is None
+        before = snapshot(ctx.store)
+        assert httpx.get(srv.url + "/gradio_api/info", cookies=jar).status_code == 401
+        r = httpx.post(srv.url + "/gradio_api/queue/join", cookies=jar, json=join)
+        assert r.status_code == 401
+        assert snapshot(ctx.store) == before
+        page = httpx.get(srv.url + "/", cookies={"loupe_session": token}, follow_redirects=False)
+        assert page.status_code in (302, 303, 307) and page.headers["location"].endswith("/login")
+    finally:
+        srv.close()
+        ctx.store.close()
+    with pytest.raises(ValueError):
+        from fastapi import FastAPI
+
+        from app.auth import install
+
+        install(FastAPI(), ctx.store, session_seconds=0)
+
+
+# -- data roots ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def outside(tmp_path) -> Path:
+    """A folder outside every data root, holding a readable spectrum."""
+    out = tmp_path / "outside"
+    out.mkdir()
+    write_text_spectrum(out / "secret.csv", seed=99)
+    return out
+
+
+def test_app_paths_and_uploads_stay_inside_the_data_roots(team, outside, tmp_path):
+    ctx, srv = team
+    bob = H.Expert("bob")
+    root = ctx.data_roots[-1]
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "link.csv").symlink_to(outside / "secret.csv")
+    (root / "linkdir").symlink_to(outside, target_is_directory=True)
+    rel = "../" * 12 + str(outside / "secret.csv").lstrip("/")
+    before = snapshot(ctx.store)
+    for path in (str(outside / "secret.csv"), str(root / ".." / "outside" / "secret.csv"), rel,
+                 str(root / "link.csv"), str(root / "linkdir"),
+                 str(root / "linkdir" / "secret.csv")):  # fmt: skip
+        msg = H.ingest_upload(ctx, bob, [], "cv", path)
+        assert "outside the data roots" in msg or "outside the allowed" in msg, (path, msg)
+    # a catalogue inside the root (or uploaded) with a line that points outside it
+    lines = {"abs1": str(outside / "secret.csv"), "up1": "../" * 12 + str(outside / "secret.csv"),
+             "sym1": str(root / "link.csv")}  # fmt: skip
+    for key, target in lines.items():
+        cat = tmp_path / f"cat-{key}.csv"
+        cat.write_text(f"path,task,id\n{target},cv,{key}\n")
+        (root / cat.name).write_text(cat.read_text())
+        for msg in (H.ingest_upload(ctx, bob, [str(cat)], "cv"),
+                    H.ingest_upload(ctx, bob, [], "cv", str(root / cat.name))):  # fmt: skip
+            assert "outside" in msg, (key, msg)
+    # an upload's name cannot place it elsewhere
+    sneaky = tmp_path / "x"
+    sneaky.mkdir()
+    evil = write_text_spectrum(sneaky / "..evil.csv", seed=3)
+    H.ingest_upload(ctx, bob, [str(evil)], "cv")
+    assert not (root.parent / "evil.csv").exists()
+    assert all(
+        p.resolve().is_relative_to(ctx.data_roots[0])
+        for p in (ctx.data_roots[0] / "uploads").iterdir()
+    )
+    after = snapshot(ctx.store)
+    assert after["candidate"][0] == before["candidate"][0] + 1  # only the honest upload
+    for key in ("abs1", "up1", "sym1", "secret"):
+        assert ctx.store.find_candidate(key) is None
+
+    # through the API: a file the server has but the client never uploaded is refused
+    token = token_for(srv.url, "bob")
+    fake = {"path": str(outside / "secret.csv"), "meta": {"_type": "gradio.FileData"},
+            "orig_name": "secret.csv"}  # fmt: skip
+    r = httpx.post(srv.url + "/gradio_api/call/ingest", cookies={"loupe_session": token},
+                   json={"data": [[fake], "cv", ""]})  # fmt: skip
+    assert r.status_code == 200
+    stream = httpx.get(srv.url + f"/gradio_api/call/ingest/{r.json()['event_id']}",
+                       cookies={"loupe_session": token}, timeout=60).text  # fmt: skip
+    assert "event: error" in stream, stream[:500]
+    # nor does the file route serve anything outside the export folder
+    for p in (outside / "secret.csv", ctx.store.url.database):
+        got = httpx.get(srv.url + f"/gradio_api/file={p}", cookies={"loupe_session": token})
+        assert got.status_code in (403, 404), (p, got.status_code)
+    assert snapshot(ctx.store)["candidate"] == after["candidate"]
+
+
+def test_cli_ingest_with_roots_refuses_escapes(tmp_path, outside, capsys):
+    import launch
+    from db.store import Store
+
+    root = tmp_path / "root"
+    (root / "ok").mkdir(parents=True)
+    write_text_spectrum(root / "ok" / "fine.csv", seed=1)
+    (root / "link.csv").symlink_to(outside / "secret.csv")
+    (root / "linkdir").symlink_to(outside, target_is_directory=True)
+    (root / "cat.csv").write_text("path,task,id\n../outside/secret.csv,cv,dotdot\n"
+                                  f"{outside / 'secret.csv'},cv,abs\nlink.csv,cv,sym\n"
+                                  "ok/fine.csv,cv,good\n")  # fmt: skip
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    sources = [str(root / "ok"), str(root / ".." / "outside" / "secret.csv"),
+               str(outside / "secret.csv"), str(root / "link.csv"), str(root / "linkdir"),
+               str(root / "cat.csv")]  # fmt: skip
+    rc = launch.main(["ingest", *sources, "--task", "cv", "--db", url, "--root", str(root)])
+    err = capsys.readouterr().err
+    assert rc == 1
+    store = Store(url)
+    keys = sorted(c.key for c in store.list_candidates(limit=100, order="id"))
+    paths = {c.spectrum_ref["path"] for c in store.list_candidates(limit=100)}
+    store.close()
+    assert keys == ["fine"]  # the catalogue's good line names the same spectrum
+    assert all(Path(p).resolve().is_relative_to(root.resolve()) for p in paths)
+    # the seven escapes, each named: ../, absolute, file symlink, folder symlink, and the
+    # catalogue's ../, absolute and symlinked lines
+    assert err.count("outside the allowed data folders") == 7, err
