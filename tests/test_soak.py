@@ -1,4 +1,5 @@
-"""Eight experts vetting at once through the running app (gradio_client), for a bounded time.
+"""Eight experts vetting at once through the running app (gradio_client), for a bounded time,
+on SQLite and, where LOUPE_TEST_PG_URL names a server, on PostgreSQL.
 
 Every submitted review must be stored exactly once and no item may be served to two
 experts (overlap 1; only label-setting actions are used, so a reviewed item is done).
@@ -20,6 +21,7 @@ from gradio_client import Client
 
 from app.main import serve
 from tests.app_support import context
+from tests.test_postgres import pg_url  # noqa: F401 (fixture: a database of its own)
 
 pytestmark = pytest.mark.slow
 
@@ -37,11 +39,32 @@ def _key(out) -> str | None:
     return None
 
 
-def test_eight_experts_soak(tmp_path_factory, tmp_path):
+def _pg_context(url: str, tmp_path):
+    """The same demo set as the SQLite runs, generated, ingested and vetted into PostgreSQL."""
+    from app.main import make_context, seed_demo
+
+    ctx = make_context(url, login=True, data_roots=[str(tmp_path / "data")],
+                       export_dir=str(tmp_path / "exports"))  # fmt: skip
+    seed_demo(ctx, tmp_path / "data" / "demo", n_per_class=6)
+    return ctx
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def team_ctx(request, tmp_path_factory, tmp_path):
+    if request.param == "sqlite":
+        ctx = context(tmp_path_factory, tmp_path, login=True, n_per_class=6)
+    else:
+        ctx = _pg_context(request.getfixturevalue("pg_url"), tmp_path)
+    yield ctx
+    ctx.store.close()
+
+
+def test_eight_experts_soak(team_ctx):
     from annotate.experts import create_expert
 
     seconds = float(os.environ.get("LOUPE_SOAK_SECONDS", "20"))
-    ctx = context(tmp_path_factory, tmp_path, login=True, n_per_class=6)
+    ctx = team_ctx
+    backend = ctx.store.url.get_backend_name()
     names = [f"expert{i}" for i in range(N_EXPERTS)]
     for n in names:
         create_expert(ctx.store, n, "expert", f"pw-{n}-secret")
@@ -115,6 +138,5 @@ def test_eight_experts_soak(tmp_path_factory, tmp_path):
     lat = sorted(latencies)
     p50 = lat[len(lat) // 2] * 1000
     p95 = lat[min(len(lat) - 1, int(len(lat) * 0.95))] * 1000
-    print(f"\nsoak: {N_EXPERTS} experts, {seconds:.0f} s, {total} reviews, "
+    print(f"\nsoak ({backend}): {N_EXPERTS} experts, {seconds:.0f} s, {total} reviews, "
           f"round trip p50 {p50:.0f} ms, p95 {p95:.0f} ms")  # fmt: skip
-    ctx.store.close()
