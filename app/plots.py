@@ -49,6 +49,7 @@ SMOOTH_COLOUR = "#d1495b"
 WINDOW_COLOURS = ["#f4a261", "#2a9d8f", "#e76f51", "#8ab17d", "#b56576", "#6d597a", "#e9c46a"]
 MARKER_COLOURS = {"line": "#3a86ff", "band": "#7b2cbf", "telluric": "#8d99ae"}
 BAND_SPAN = 90.0  # Angstrom of a band's shading beyond its head
+LABEL_SEP = 0.015  # marker labels nearer than this fraction of the panel's width are merged
 
 
 @dataclass(frozen=True)
@@ -273,7 +274,7 @@ def _marker_shapes(
     shapes: list[dict] = []
     notes: list[dict] = []
     lo, hi = xr
-    row = 0
+    labels: list[tuple[float, str, str]] = []  # (x, name, colour)
     for m in markers:
         a = float(to_frame(spec, m.wave, frame))
         b = float(to_frame(spec, m.end, frame)) if m.end is not None else None
@@ -307,14 +308,26 @@ def _marker_shapes(
                         "y1": 1, "line": {"color": colour, "width": 1},
                     }
                 )  # fmt: skip
+        labels.append((a, m.name, colour))
+    # Labels closer than LABEL_SEP of the panel would print over each other: they share one
+    # label ("Ca H/Hε"); the lines themselves are all drawn.
+    sep = LABEL_SEP * (hi - lo)
+    groups: list[list[tuple[float, str, str]]] = []
+    for lab in sorted(labels, key=lambda t: t[0]):
+        if groups and lab[0] - groups[-1][0][0] < sep:
+            groups[-1].append(lab)
+        else:
+            groups.append([lab])
+    for g in groups:
+        names = list(dict.fromkeys(n for _, n, _ in g))
+        text = "/".join(names[:3]) + ("…" if len(names) > 3 else "")
         notes.append(
             {
-                "x": a, "xref": "x", "y": 0.02 + 0.07 * (row % 3), "yref": "paper",
-                "text": m.name, "showarrow": False, "textangle": -90, "xanchor": "right",
-                "yanchor": "bottom", "font": {"size": 9, "color": colour},
+                "x": g[0][0], "xref": "x", "y": 0.02, "yref": "paper", "text": text,
+                "showarrow": False, "textangle": -90, "xanchor": "right", "yanchor": "bottom",
+                "font": {"size": 10, "color": g[0][2]},
             }
         )  # fmt: skip
-        row += 1
     return shapes, notes
 
 
@@ -522,6 +535,8 @@ def stack_panels(
         ya = dict(sub.get("yaxis") or {})
         xname, yname = _axis_ref("x", k, "x"), _axis_ref("y", k, "y")
         xa.update(domain=[0.0, 1.0], anchor=yname)
+        if i < n - 1 and "title" in xa:  # the axis title once, under the last panel
+            xa["title"] = {"text": ""}
         ya.update(domain=[y0, y1], anchor=xname)
         layout["xaxis" + xname[1:]] = xa
         layout["yaxis" + yname[1:]] = ya

@@ -76,7 +76,7 @@ def test_global_figure_is_valid_plotly_with_numbered_windows():
     assert [(r["x0"], r["x1"]) for r in rects] == [(4800, 4950), (6480, 6650)]
     texts = [a["text"] for a in fig["layout"]["annotations"]]
     assert "<b>1</b>" in texts and "<b>2</b>" in texts
-    assert any(t == "Hβ" for t in texts)  # diagnostic markers
+    assert any("Hβ" in t.split("/") for t in texts)  # diagnostic markers (shared when close)
     assert any(t["name"].startswith("smoothed") for t in fig["data"])
     assert any(t.get("fill") == "toself" for t in fig["data"])  # ivar band
 
@@ -152,6 +152,17 @@ def test_markers_only_inside_window_and_air_frame_shift():
     x = fig["layout"]["shapes"][0]["x0"]
     assert x < 4862.7  # air wavelengths are shorter than vacuum
     assert x == pytest.approx(4862.7 / 1.000279, abs=0.2)
+
+
+def test_crowded_marker_labels_are_merged_not_overprinted():
+    spec = _spec()
+    m = [plots.Marker("Ca H", 3969.6), plots.Marker("Hε", 3971.2), plots.Marker("Hδ", 4102.9)]
+    fig = plots.global_figure(spec, None, markers=m)
+    texts = [a["text"] for a in fig["layout"]["annotations"]]
+    assert texts == ["Ca H/Hε", "Hδ"]  # 1.6 Å apart on a 5400 Å panel: one label
+    assert len([s for s in fig["layout"]["shapes"] if s["type"] == "line"]) == 3  # every line
+    zoom = plots.window_figure(spec, (3940, 4000), title="t", markers=m)
+    assert [a["text"] for a in zoom["layout"]["annotations"]] == ["Ca H", "Hε"]  # room here
 
 
 def test_error_band_has_holes_at_masked_pixels():
