@@ -1007,19 +1007,11 @@ def dashboard(ctx: Context, ex: Expert | None, task: str = "all", precision: flo
         none = {"headers": ["-"], "data": []}
         return DashboardView("Log in first.", empty, empty, empty, empty, empty, empty, none, none)
     only = None if task in (None, "", "all") else task
-    from db.store import Filters as StoreFilters
-
-    cands = ctx.store.list_candidates(StoreFilters(task=only), limit=1_000_000, order="id")
-    by_id = {c.id: c for c in cands}
-    names = {e.id: e.name for e in ctx.store.experts()}
-    reviews = [r for r in ctx.store.reviews(task=only)] if cands else []
-    tasks = sorted({c.task for c in cands})
+    # Aggregated in the database: nothing here grows with the number of candidates.
+    st = ctx.store.dashboard_stats(only)
+    tasks = st.tasks
     # progress per task
-    done = {t: sum(1 for c in cands if c.task == t and c.review_count) for t in tasks}
-    auto = {
-        t: sum(1 for c in cands if c.task == t and c.auto and not c.review_count) for t in tasks
-    }
-    total = {t: sum(1 for c in cands if c.task == t) for t in tasks}
+    done, auto, total = st.reviewed, st.auto, st.total
     progress = {
         "data": [
             {"type": "bar", "name": "reviewed", "x": tasks, "y": [done[t] for t in tasks],
@@ -1034,11 +1026,7 @@ def dashboard(ctx: Context, ex: Expert | None, task: str = "all", precision: flo
     # action rates per task
     acts = ["accept", "reject", "correct", "skip", "flag"]
     colours = ["#2a9d8f", "#c1121f", "#f4a261", "#999", "#6d597a"]
-    counts = {t: {a: 0 for a in acts} for t in tasks}
-    for r in reviews:
-        c = by_id.get(r.candidate_id)
-        if c is not None:
-            counts[c.task][r.action] += 1
+    counts = {t: {a: st.actions.get(t, {}).get(a, 0) for a in acts} for t in tasks}
     rates = {
         "data": [
             {"type": "bar", "name": a, "x": tasks, "marker": {"color": col},
@@ -1048,15 +1036,15 @@ def dashboard(ctx: Context, ex: Expert | None, task: str = "all", precision: flo
         "layout": _bar_layout("Decisions per task (share)", yaxis={"tickformat": ".0%"}),
     }  # fmt: skip
     # agent vs experts
-    labelled = [c for c in cands if c.label in ("YES", "NO") and c.label_source != "auto"]
-    cm = ag.confusion_by_task((c.task, c.verdict, c.label) for c in labelled)
+    labelled = [(t, v, lab) for t, v, lab, n in st.confusion for _ in range(n)]
+    cm = ag.confusion_by_task(labelled)
     per_task = []
     z, ylab = [], []
     for t, conf in cm.items():
         p = ag.prf(conf)
         per_task.append([t, conf.n, conf.tp, conf.fp, conf.fn, conf.tn, conf.unanswered,
                          _r(p.precision), _r(p.recall), _r(p.f1)])  # fmt: skip
-    tot = ag.confusion((c.verdict, c.label) for c in labelled) if labelled else None
+    tot = ag.confusion((v, lab) for _, v, lab in labelled) if labelled else None
     if tot is not None:
         z = [[tot.tp, tot.fn], [tot.fp, tot.tn]]
         ylab = ["expert YES", "expert NO"]
@@ -1068,7 +1056,8 @@ def dashboard(ctx: Context, ex: Expert | None, task: str = "all", precision: flo
                               yaxis={"autorange": "reversed"}),
     } if tot else plots.empty_figure("No expert labels yet.")  # fmt: skip
     # reliability + hand-off threshold
-    scored = [(c.confidence, c.label) for c in labelled if c.confidence is not None]
+    # each histogram cell stands for its items at the cell's mean P(YES) (cells 0.001 wide)
+    scored = [(sm / n, lab) for _, lab, n, sm in st.confidence_hist for _ in range(n)]
     if scored:
         rel = ag.reliability_diagram([s[0] for s in scored], [s[1] for s in scored])
         plan = ag.handoff_plan([s[0] for s in scored], [s[1] for s in scored],
@@ -1099,22 +1088,19 @@ def dashboard(ctx: Context, ex: Expert | None, task: str = "all", precision: flo
     else:
         reliability = plots.empty_figure("No labelled candidates with a confidence yet.")
     # seconds per spectrum per expert
-    secs: dict[str, list[float]] = {}
-    for r in reviews:
-        if r.seconds is not None:
-            secs.setdefault(names.get(r.expert_id, "?"), []).append(float(r.seconds))
+    secs = st.seconds  # expert -> n, min, q1, median, q3, max
     speed = {
-        "data": [{"type": "box", "name": n, "y": v, "boxpoints": False} for n, v in secs.items()],
+        "data": [{"type": "box", "name": n, "x": [n], "q1": [q["q1"]], "median": [q["median"]],
+                  "q3": [q["q3"]], "lowerfence": [q["min"]], "upperfence": [q["max"]],
+                  "hovertext": f"{q['n']} timed reviews"} for n, q in secs.items()],
         "layout": _bar_layout("Seconds per spectrum per expert", showlegend=False),
     } if secs else plots.empty_figure("No timed reviews yet.")  # fmt: skip
     # agreement and gold accuracy
-    ratings = [ag.Rating(r.candidate_id, by_id[r.candidate_id].task, names.get(r.expert_id, "?"),
-                         r.label) for r in reviews
-               if r.label in ("YES", "NO") and r.candidate_id in by_id]  # fmt: skip
+    ratings = [ag.Rating(c, t, e, lab) for c, t, e, lab in st.ratings]  # items with 2+ reviews
     kappa = [[t, a.n_items, a.n_ratings, _r(a.fleiss), _r(a.cohen_mean)]
              for t, a in ag.kappa_by_task(ratings).items()]  # fmt: skip
-    gold = {c.id: c.gold_label for c in cands if c.is_gold and c.gold_label}
-    gs = ag.gold_accuracy(ratings, gold)
+    gs = ag.gold_accuracy([ag.Rating(c, t, e, lab) for c, t, e, lab, _ in st.gold],
+                          {c: g for c, _, _, _, g in st.gold})  # fmt: skip
     gold_fig = {
         "data": [{"type": "bar", "x": list(gs), "y": [g.accuracy for g in gs.values()],
                   "text": [f"{g.correct}/{g.n}" for g in gs.values()], "marker": {"color": "#1f3b73"}}],
@@ -1122,11 +1108,11 @@ def dashboard(ctx: Context, ex: Expert | None, task: str = "all", precision: flo
                               "tickformat": ".0%"}),
     } if gs else plots.empty_figure("No gold-standard items reviewed yet.")  # fmt: skip
     n_rev = sum(done.values())
-    med = sorted(s for v in secs.values() for s in v)
+    med = st.seconds_median
     summary = (
-        f"**{len(cands)}** candidates · **{n_rev}** reviewed · **{len(reviews)}** decisions by "
-        f"**{len(secs) or len({r.expert_id for r in reviews})}** expert(s)"
-        + (f" · median **{med[len(med) // 2]:.1f} s** per spectrum" if med else "")
+        f"**{sum(total.values())}** candidates · **{n_rev}** reviewed · **{st.n_reviews}** "
+        f"decisions by **{len(secs) or st.n_reviewers}** expert(s)"
+        + (f" · median **{med:.1f} s** per spectrum" if med is not None else "")
     )
     head = ["task", "n", "TP", "FP", "FN", "TN", "no verdict", "precision", "recall", "F1"]
     khead = ["task", "items (2+ raters)", "ratings", "Fleiss κ", "mean Cohen κ"]
