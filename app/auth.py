@@ -10,6 +10,9 @@ expert of each API call.
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI, Form, Request
@@ -31,6 +34,50 @@ box-sizing:border-box}} .err{{color:#c1121f}}</style></head><body>
 <button type="submit">Log in</button></form></body></html>"""
 
 
+class LoginThrottle:
+    """Refuse logins for a name (or from an address) after `max_failures` wrong passwords
+    within `window_seconds`, until the oldest of them ages out: the slow KDF makes each
+    guess cost the server, so a guesser must not get unlimited ones. Per process; with
+    several app processes each counts its own (a proxy's rate limit covers the sum)."""
+
+    def __init__(
+        self,
+        max_failures: int = 5,
+        window_seconds: float = 900.0,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.max_failures = max_failures
+        self.window = window_seconds
+        self.clock = clock
+        self._failures: dict[str, list[float]] = {}
+        self._lock = threading.Lock()
+
+    def _recent(self, key: str, now: float) -> list[float]:
+        times = [t for t in self._failures.get(key, []) if now - t < self.window]
+        if times:
+            self._failures[key] = times
+        else:
+            self._failures.pop(key, None)
+        return times
+
+    def retry_after(self, *keys: str) -> float:
+        """Seconds until a login for these keys may be tried again (0: now)."""
+        now = self.clock()
+        with self._lock:
+            waits = [
+                self.window - (now - times[-self.max_failures])
+                for times in (self._recent(k, now) for k in keys)
+                if len(times) >= self.max_failures
+            ]
+        return max(waits, default=0.0)
+
+    def failed(self, *keys: str) -> None:
+        now = self.clock()
+        with self._lock:
+            for k in keys:
+                self._failures[k] = [*self._recent(k, now), now]
+
+
 def user_for_request(store: Any, request: Request) -> str | None:
     """The logged-in expert's name for this request, or None (no cookie, expired, inactive)."""
     token = request.cookies.get(COOKIE)
@@ -45,20 +92,29 @@ def install(
     *,
     secure_cookie: bool = False,
     session_seconds: float = SESSION_SECONDS,
+    throttle: LoginThrottle | None = None,
 ) -> None:
     """Add /login and /logout to `app`, and send anonymous page loads to /login. Sessions
     last `session_seconds` from login; `secure_cookie` for deployments behind HTTPS."""
     if not session_seconds > 0:
         raise ValueError(f"session lifetime must be positive (got {session_seconds})")
+    throttle = throttle or LoginThrottle()
 
     @app.get("/login", response_class=HTMLResponse)
     def login_form() -> str:
         return LOGIN_PAGE.format(error="")
 
     @app.post("/login")
-    def login(username: str = Form(""), password: str = Form("")) -> Response:
+    def login(request: Request, username: str = Form(""), password: str = Form("")) -> Response:
+        keys = (f"name:{username.strip().lower()}", f"addr:{_client(request)}")
+        wait = throttle.retry_after(*keys)
+        if wait > 0:
+            msg = f"Too many failed logins; try again in {int(wait) + 1} s."
+            page = LOGIN_PAGE.format(error=f'<p class="err">{msg}</p>')
+            return HTMLResponse(page, status_code=429, headers={"Retry-After": str(int(wait) + 1)})
         token = store.login(username, password, ttl_seconds=session_seconds)
         if not token:
+            throttle.failed(*keys)
             page = LOGIN_PAGE.format(error='<p class="err">Wrong name or password.</p>')
             return HTMLResponse(page, status_code=401)
         resp = RedirectResponse("/", status_code=303)
@@ -94,3 +150,9 @@ def install(
         if request.method in ("GET", "HEAD") and request.url.path in ("/", ""):
             return RedirectResponse("/login", status_code=303)
         return JSONResponse({"detail": "Not authenticated: log in at /login"}, status_code=401)
+
+
+def _client(request: Request) -> str:
+    # Behind the documented reverse proxy every request comes from the proxy, so the name
+    # key is what limits a guesser there; the address key covers direct exposure.
+    return request.client.host if request.client else "?"

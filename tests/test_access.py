@@ -365,3 +365,39 @@ def test_cli_ingest_with_roots_refuses_escapes(tmp_path, outside, capsys):
     # the seven escapes, each named: ../, absolute, file symlink, folder symlink, and the
     # catalogue's ../, absolute and symlinked lines
     assert err.count("outside the allowed data folders") == 7, err
+
+
+def test_repeated_wrong_passwords_are_throttled():
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from app.auth import LoginThrottle, install
+
+    class Store:  # the two calls the login route makes
+        def __init__(self):
+            self.checked = 0
+
+        def login(self, name, password, ttl_seconds):
+            self.checked += 1
+            return "tok" if (name, password) == ("bob", "right-pass") else None
+
+        def session_expert(self, token):
+            return None
+
+    now = [1000.0]
+    store, app = Store(), FastAPI()
+    install(app, store, throttle=LoginThrottle(3, 60.0, clock=lambda: now[0]))
+    web = TestClient(app)
+
+    def attempt(name, password):
+        return web.post(
+            "/login", data={"username": name, "password": password}, follow_redirects=False
+        )
+
+    assert [attempt("bob", "guess").status_code for _ in range(3)] == [401] * 3
+    checked = store.checked
+    r = attempt("bob", "right-pass")  # even the right password waits out the window
+    assert r.status_code == 429 and int(r.headers["retry-after"]) > 0
+    assert store.checked == checked, "a throttled attempt must not reach the slow KDF"
+    now[0] += 61
+    assert attempt("bob", "right-pass").status_code == 303
