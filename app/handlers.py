@@ -243,17 +243,25 @@ def header_html(info: dict[str, Any], traj: Trajectory | None) -> str:
     return f'<div class="loupe-head">{"".join(parts)}</div>'
 
 
-def _thought_html(i: int, step: Step) -> str:
-    title = ""
+def _thought_html(i: int, step: Step, reading: Step | None = None) -> str:
+    """The notes beside zoom panel i. In the Spec-o3 format a turn's thought is written
+    before its zoom, so what the agent read in zoom i is the *next* turn's thought: that is
+    shown first, beside the panel it reads; the thought that asked for the zoom folds away."""
     if step.window is not None:
         title = f"<b>Step {i + 1}</b> · zoom {step.window[0]:.0f}–{step.window[1]:.0f} Å"
     elif step.answer is not None:
         title = "<b>Answer</b>"
     else:
         title = f"<b>Step {i + 1}</b>"
-    body = render_md(step.thought) or "<p><i>(no thought)</i></p>"
     err = f'<p style="color:#c1121f">error: {escape(step.error)}</p>' if step.error else ""
-    return f"<div>{title}{body}{err}</div>"
+    asked = render_md(step.thought) or "<p><i>(no thought)</i></p>"
+    if reading is None or step.window is None:
+        return f"<div>{title}{asked}{err}</div>"
+    read = render_md(reading.thought) or "<p><i>(no thought)</i></p>"
+    return (
+        f"<div>{title}{err}<div class='loupe-reading'>{read}</div>"
+        f"<details><summary>why it zoomed here (step {i + 1})</summary>{asked}</details></div>"
+    )
 
 
 def _model_image(spec: Spectrum, step: Step, renderer: str) -> Any:
@@ -315,7 +323,8 @@ def build_view(
                     img = _model_image(spec, step, traj.renderer)
                 except Exception as e:  # a render failure must not hide the candidate
                     message += f"\n\nstep {i + 1}: image not rendered ({escape(e)})"
-            steps.append(StepView(fig, _thought_html(i, step), img))
+            reading = traj.steps[i + 1] if i + 1 < len(traj.steps) else None
+            steps.append(StepView(fig, _thought_html(i, step, reading), img))
         final = next((s for s in reversed(traj.steps) if s.answer is not None), None)
         state = f" · state {escape(traj.state)}" if traj.state != "done" else ""
         err = f"<br><span style='color:#c1121f'>{escape(traj.error)}</span>" if traj.error else ""

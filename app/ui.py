@@ -41,6 +41,8 @@ CSS = """
   padding:4px 10px 0 4px; border-top:1px solid #e4e7ee}
 .loupe-note:first-child {border-top:none}
 .loupe-note p {margin:4px 0}
+.loupe-note details {color:#555; font-size:13px}
+.loupe-note summary {cursor:pointer}
 .loupe-model-image {display:block; max-width:100%; max-height:300px; margin-top:6px;
   border:1px solid #ddd}
 .loupe-answer {border-left:4px solid #1f3b73; padding:6px 12px; background:#f5f7fb}

@@ -301,3 +301,19 @@ def test_next_on_an_undecided_item_passes_it(ctx):
     assert st["current"] != a and view.message.startswith("Saved **skip**")
     (r,) = ctx.store.reviews(candidate_id=a)
     assert r.action == "skip"
+
+
+def test_each_zoom_panel_shows_the_agents_reading_of_it(ctx):
+    """A turn's thought precedes its zoom, so the reading of zoom k is turn k+1's thought:
+    that is what stands beside panel k, with the thought that asked for it folded below."""
+    ex = H.expert_for(ctx, None)
+    st, view = H.vet_next(ctx, ex, H.new_state(), F, D)
+    traj = ctx.store.trajectory(ctx.store.candidate(st["current"]).trajectory_id)
+    zooms = [i for i, s in enumerate(traj.steps) if s.window is not None]
+    assert len(zooms) >= 2 and zooms[-1] + 1 < len(traj.steps)
+    for row, i in enumerate(zooms[: len(view.steps)]):
+        html = view.steps[row].thought_html
+        reading, asked = html.split("<details>")
+        words = traj.steps[i + 1].thought.split()[:4]
+        assert " ".join(words) in reading  # the next turn's thought reads this panel
+        assert " ".join(traj.steps[i].thought.split()[:4]) in asked
