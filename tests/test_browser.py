@@ -6,6 +6,7 @@ Writes artifacts/vet_page.png, a screenshot of the vet page.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from pathlib import Path
@@ -140,10 +141,10 @@ def test_model_script_is_inert_with_login(browser, tmp_path_factory, tmp_path):
     create_expert(ctx.store, "ada", "admin", "pw-ada-123")
     c = ctx.store.list_candidates(limit=1)[0]
     t = ctx.store.trajectory(c.trajectory_id)
-    t.steps[0] = Step(
-        thought="<script>window.__pwned = 1</script><img src=x onerror='window.__pwned=2'> **bold**",
-        tool_call=t.steps[0].tool_call, window=t.steps[0].window,
-    )  # fmt: skip
+    hostile = "<script>window.__pwned = 1</script><img src=x onerror='window.__pwned=2'> **bold**"
+    t.steps[0] = Step(thought=hostile, tool_call=t.steps[0].tool_call, window=t.steps[0].window)
+    # the next turn's thought is shown beside panel 1 as the agent's reading of it
+    t.steps[1] = dataclasses.replace(t.steps[1], thought=hostile)
     run_id = ctx.store.start_run("hostile", None, t.renderer, {})
     t.policy = "hostile"
     ctx.store.record_trajectory(t, run_id)
@@ -165,7 +166,7 @@ def test_model_script_is_inert_with_login(browser, tmp_path_factory, tmp_path):
         page.wait_for_timeout(500)
         assert page.evaluate("() => window.__pwned === undefined")
         assert page.locator("#vet-thought-0 script, #vet-thought-0 img").count() == 0
-        assert page.locator("#vet-thought-0 strong").inner_text() == "bold"
+        assert page.locator("#vet-thought-0 .loupe-reading strong").inner_text() == "bold"
         assert httpx.get(srv.url + "/gradio_api/info").status_code == 401
     finally:
         srv.close()
