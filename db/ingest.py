@@ -143,20 +143,9 @@ def _catalogue_lines(
 
 
 def _meta_of(spec) -> dict[str, Any]:
-    meta = spec.meta
-    out = {
-        k: getattr(meta, k)
-        for k in (
-            "survey",
-            "obsid",
-            "ra",
-            "dec",
-            "snr",
-            "survey_class",
-            "survey_subclass",
-            "simulated",
-        )
-    }
+    from db.store import SURVEY_META
+
+    out = {k: getattr(spec.meta, k) for k in SURVEY_META}
     return {k: v for k, v in out.items() if v not in (None, "")}
 
 

@@ -2055,7 +2055,8 @@ def trajectory_record(
 
 _VETTED = ("done", "max_turns")  # trajectory states a human can judge
 
-_KNOWN_INFO = {
+# Survey metadata of a spectrum the store keeps in its own columns.
+SURVEY_META = (
     "survey",
     "obsid",
     "ra",
@@ -2064,6 +2065,9 @@ _KNOWN_INFO = {
     "survey_class",
     "survey_subclass",
     "simulated",
+)
+_KNOWN_INFO = {
+    *SURVEY_META,
     "score",
     "split",
     "object_id",
