@@ -68,7 +68,7 @@ import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -572,6 +572,18 @@ def _common_row(r: ExportRecord) -> dict[str, Any]:
     }
 
 
+def _built_rows(
+    records: Sequence[ExportRecord], built: Iterable[_Built], errors: list[dict[str, Any]]
+) -> Iterator[tuple[ExportRecord, _Built]]:
+    """Each built row with its record; a row that failed to build goes to `errors` instead."""
+    for b in built:
+        r = records[b.index]
+        if b.error:
+            errors.append({"id": r.row_id, "candidate": r.key, "reason": b.error})
+        else:
+            yield r, b
+
+
 def _write_sft(records: list[ExportRecord], built: Iterable[_Built], out: Path, tmp: Path, errors):
     from datasets import Features, Image, List
 
@@ -582,11 +594,7 @@ def _write_sft(records: list[ExportRecord], built: Iterable[_Built], out: Path, 
     sharegpt: dict[str, list[dict[str, Any]]] = defaultdict(list)
     images = _ImageStore(out / "sharegpt")
     written = []
-    for b in built:
-        r = records[b.index]
-        if b.error:
-            errors.append({"id": r.row_id, "candidate": r.key, "reason": b.error})
-            continue
+    for r, b in _built_rows(records, built, errors):
         msgs = b.row["messages"]
         pngs = b.images["images"]
         sg = _sharegpt_messages(msgs)
@@ -657,11 +665,7 @@ def _write_pairs(records, built, out: Path, tmp: Path, errors):
     lines: dict[str, list[str]] = defaultdict(list)
     images = _ImageStore(out / "jsonl")
     written = []
-    for b in built:
-        r = records[b.index]
-        if b.error:
-            errors.append({"id": r.row_id, "candidate": r.key, "reason": b.error})
-            continue
+    for r, b in _built_rows(records, built, errors):
         split = r.split or "train"
         w = writers.get(split) or writers.setdefault(split, _HFWriter(features, tmp, split))
         pngs = b.images["images"]
@@ -683,22 +687,13 @@ def _write_rl(records, built, out: Path, tmp: Path, errors):
     rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
     images = _ImageStore(out)
     written = []
-    for b in built:
-        r = records[b.index]
-        if b.error:
-            errors.append({"id": r.row_id, "candidate": r.key, "reason": b.error})
-            continue
+    for r, b in _built_rows(records, built, errors):
         ref = r.spectrum_ref
         png = b.images["images"][0]
         row = {
             **b.row,
             "images": [{"bytes": png, "path": images.put(png)}],
-            "id": r.row_id,
-            "candidate": r.key,
-            "object_id": r.object_id,
-            "task": r.task,
-            "label": r.label,
-            "source": r.source,
+            **_common_row(r),
             "split": r.split or "train",
             "path": str(ref.get("path") or ""),
             "hdu": None if ref.get("hdu") is None else str(ref.get("hdu")),
