@@ -54,13 +54,7 @@ class Context:
         """Surveys present, for the filter (cached a minute: it is a full scan)."""
         t, names = self._surveys
         if time.time() - t > 60:
-            from sqlalchemy import select
-            from sqlalchemy.orm import Session
-
-            from db import models as m
-
-            with Session(self.store.engine) as s:
-                names = sorted({v for v in s.scalars(select(m.Candidate.survey).distinct()) if v})
+            names = self.store.surveys()
             self._surveys = (time.time(), names)
         return names
 

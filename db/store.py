@@ -585,6 +585,11 @@ class Store:
         with self._ro() as s:
             return list(s.scalars(select(m.Task.name).order_by(m.Task.name)))
 
+    def surveys(self) -> list[str]:
+        """The surveys named by any candidate, sorted."""
+        with self._ro() as s:
+            return sorted({v for v in s.scalars(select(m.Candidate.survey).distinct()) if v})
+
     def add_candidates(
         self,
         refs: Iterable[CandidateRef],

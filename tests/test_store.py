@@ -104,6 +104,7 @@ def test_candidate_metadata_and_filters(mem_store):
     assert (c.survey, c.split, c.score, c.source_catalog) == ("LAMOST", "train", 0.7, "cat A")
     assert mem_store.find_candidate("m1").known_label == "YES"
     assert mem_store.count_candidates(Filters(survey="LAMOST")) == 1
+    assert mem_store.surveys() == ["LAMOST"]  # candidates without a survey name none
     assert mem_store.count_candidates(Filters(split="test")) == 3
     assert mem_store.count_candidates(Filters(task="nope")) == 0
     assert mem_store.find_candidate(str(c.id)).key == "m0"  # jump to the internal id too
