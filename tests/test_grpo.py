@@ -144,7 +144,7 @@ def _scripted_generate(model, tokenizer, log):
 @pytest.mark.slow
 def test_two_grpo_steps_with_the_zoom_tool(tiny_model_dir, training_sample, tmp_path, monkeypatch):
     import training.rewards as rewards_mod
-    from training import grpo
+    from training import common, grpo
 
     _, rl_path = training_sample
     out = tmp_path / "grpo-out"
@@ -212,7 +212,7 @@ def test_two_grpo_steps_with_the_zoom_tool(tiny_model_dir, training_sample, tmp_
     changed = [n for n, p in model.named_parameters() if not before[n].equal(p.detach())]
     assert changed and not any("visual" in n.split(".") for n in changed)
 
-    grpo.save_for_policy(trainer, trainer.processing_class, str(out), {"stage": "grpo"})
+    common.save_for_policy(trainer, trainer.processing_class, str(out), {"stage": "grpo"})
     from tests.test_sft import assert_loads_for_policy
 
     assert_loads_for_policy(Path(out))
@@ -269,7 +269,8 @@ def test_specvi_parquet_rows_load(tmp_path):
 
 
 def test_example_configs_load():
-    from training.sft import SFTScriptConfig, parse_config
+    from training.common import parse_config
+    from training.sft import SFTScriptConfig
 
     root = Path(__file__).resolve().parent.parent / "training" / "configs"
     sft = [parse_config(SFTScriptConfig, ["--config", str(f)]) for f in root.glob("sft_*.yaml")]

@@ -9,7 +9,8 @@ import pytest
 
 pytest.importorskip("trl")
 
-from training.sft import SFTScriptConfig, build_trainer, main, parse_config  # noqa: E402
+from training.common import parse_config  # noqa: E402
+from training.sft import SFTScriptConfig, build_trainer, main  # noqa: E402
 
 
 def _tensors(folder: Path) -> dict:

@@ -21,7 +21,6 @@ defaults give 64 prompts per generation and 32 per optimiser step on 8 GPUs.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sys
@@ -33,11 +32,11 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from training.sft import (  # noqa: E402
-    freeze_vision,
+from training.common import (  # noqa: E402
     load_model_and_processor,
     parse_config,
-    save_for_policy,
+    train_and_save,
+    trainer_args,
     use_cuda,
 )
 
@@ -257,23 +256,19 @@ def build_trainer(cfg: GRPOScriptConfig) -> Any:
     bf16 = cuda if cfg.bf16 is None else cfg.bf16
     use_vllm = cuda if cfg.use_vllm is None else cfg.use_vllm
     model, processor = load_model_and_processor(
-        cfg.model, bf16=bf16, chat_template=cfg.chat_template, attn=cfg.attn_implementation
+        cfg.model,
+        bf16=bf16,
+        chat_template=cfg.chat_template,
+        attn=cfg.attn_implementation,
+        freeze=cfg.freeze_vision,
     )
     processor.tokenizer.padding_side = "left"
-    if cfg.freeze_vision:
-        freeze_vision(model)
     paths = [p.strip() for p in cfg.dataset.split(",") if p.strip()]
     dataset = load_rl_dataset(paths, split=cfg.split)
     args = GRPOConfig(
-        output_dir=cfg.output_dir,
-        learning_rate=cfg.learning_rate,
-        lr_scheduler_type=cfg.lr_scheduler_type,
+        **trainer_args(cfg, cuda=cuda, bf16=bf16),
         num_generations=cfg.num_generations,
-        per_device_train_batch_size=cfg.per_device_train_batch_size,
-        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
         steps_per_generation=cfg.steps_per_generation,
-        num_train_epochs=cfg.num_train_epochs,
-        max_steps=cfg.max_steps,
         beta=cfg.beta,
         epsilon=cfg.epsilon,
         loss_type=cfg.loss_type,
@@ -286,17 +281,6 @@ def build_trainer(cfg: GRPOScriptConfig) -> Any:
         vllm_server_port=cfg.vllm_server_port,
         vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
         vllm_tensor_parallel_size=cfg.vllm_tensor_parallel_size,
-        bf16=bf16,
-        use_cpu=not cuda,
-        gradient_checkpointing=cfg.gradient_checkpointing,
-        deepspeed=cfg.deepspeed,
-        logging_steps=cfg.logging_steps,
-        save_strategy=cfg.save_strategy,
-        save_steps=cfg.save_steps,
-        save_total_limit=cfg.save_total_limit,
-        save_only_model=True,
-        seed=cfg.seed,
-        report_to=cfg.report_to,
         # The reward is the sum: accuracy + (-0.2 per format error).
         reward_weights=[1.0, 1.0],
         **cfg.trainer_kwargs,
@@ -324,18 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     t0 = time.perf_counter()
     trainer = build_trainer(cfg)
-    result = trainer.train()
-    save_for_policy(
-        trainer,
-        trainer.processing_class,
-        cfg.output_dir,
-        {
-            "stage": "grpo",
-            "renderer": cfg.renderer,
-            "config": dataclasses.asdict(cfg),
-            "metrics": result.metrics,
-        },
-    )
+    train_and_save(trainer, cfg, stage="grpo", renderer=cfg.renderer)
     rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
     print(
         f"grpo: {trainer.state.global_step} steps in {time.perf_counter() - t0:.1f} s, "

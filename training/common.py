@@ -1,0 +1,190 @@
+"""What the SFT and GRPO scripts share: YAML + command-line config, model set-up, saving.
+
+Each script keeps its own launch command, config dataclass and trainer construction; this
+module holds the pieces whose logic is the same for both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any, TypeVar, get_type_hints
+
+C = TypeVar("C")
+
+
+# -- configuration -----------------------------------------------------------------------
+
+
+def _parse_value(text: str, hint: Any) -> Any:
+    hint_s = str(hint)
+    if text.lower() in ("none", "null") and "None" in hint_s:
+        return None
+    if "bool" in hint_s:
+        if text.lower() in ("1", "true", "yes", "on"):
+            return True
+        if text.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"expected true/false, got {text!r}")
+    if "dict" in hint_s or "list" in hint_s:
+        return json.loads(text)
+    if "int" in hint_s and "float" not in hint_s:
+        return int(text)
+    if "float" in hint_s:
+        return float(text)
+    return text
+
+
+def parse_config(cls: type[C], argv: list[str] | None = None, description: str = "") -> C:
+    """`cls` from `--config FILE.yaml` (optional), then `--field value` overrides."""
+    hints = get_type_hints(cls)
+    parser = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument("--config", help="YAML file with any of the fields below")
+    for f in dataclasses.fields(cls):
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        parser.add_argument(
+            f"--{f.name}",
+            type=str,
+            default=None,
+            metavar=type(default).__name__.upper() if default is not None else "VALUE",
+            help=f"{f.metadata.get('help', '')} (default: {default!r})",
+        )
+    args = parser.parse_args(argv)
+    values: dict[str, Any] = {}
+    if args.config:
+        import yaml
+
+        loaded = yaml.safe_load(Path(args.config).read_text()) or {}
+        if not isinstance(loaded, dict):
+            parser.error(f"{args.config}: expected a mapping of field: value")
+        unknown = sorted(set(loaded) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            parser.error(f"{args.config}: unknown field(s) {', '.join(unknown)}")
+        values.update(loaded)
+    for f in dataclasses.fields(cls):
+        raw = getattr(args, f.name)
+        if raw is not None:
+            try:
+                values[f.name] = _parse_value(raw, hints[f.name])
+            except ValueError as exc:
+                parser.error(f"--{f.name}: {exc}")
+    return cls(**values)
+
+
+def trainer_args(cfg: Any, *, cuda: bool, bf16: bool) -> dict[str, Any]:
+    """The TRL config fields both scripts set the same way, from the fields of `cfg`."""
+    return dict(
+        output_dir=cfg.output_dir,
+        learning_rate=cfg.learning_rate,
+        lr_scheduler_type=cfg.lr_scheduler_type,
+        num_train_epochs=cfg.num_train_epochs,
+        max_steps=cfg.max_steps,
+        per_device_train_batch_size=cfg.per_device_train_batch_size,
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
+        bf16=bf16,
+        use_cpu=not cuda,
+        gradient_checkpointing=cfg.gradient_checkpointing,
+        deepspeed=cfg.deepspeed,
+        logging_steps=cfg.logging_steps,
+        save_strategy=cfg.save_strategy,
+        save_steps=cfg.save_steps,
+        save_total_limit=cfg.save_total_limit,
+        save_only_model=True,
+        seed=cfg.seed,
+        report_to=cfg.report_to,
+    )
+
+
+# -- model -------------------------------------------------------------------------------
+
+
+def use_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def load_model_and_processor(
+    model_path: str,
+    bf16: bool,
+    chat_template: str = "speco3",
+    attn: str | None = None,
+    freeze: bool = False,
+) -> tuple[Any, Any]:
+    """The model and its processor with the chosen chat template; `freeze`: vision frozen."""
+    import torch
+    from transformers import AutoModelForImageTextToText
+
+    from agent.policies.hf import load_processor
+    from training.chat_template import apply_speco3_template
+
+    kwargs: dict[str, Any] = {"dtype": torch.bfloat16 if bf16 else torch.float32}
+    if attn:
+        kwargs["attn_implementation"] = attn
+    model = AutoModelForImageTextToText.from_pretrained(model_path, **kwargs)
+    processor = load_processor(model_path)
+    if chat_template == "speco3":
+        apply_speco3_template(processor)
+    elif chat_template != "model":
+        raise ValueError(f"chat_template must be 'speco3' or 'model', got {chat_template!r}")
+    if freeze:
+        freeze_vision(model)
+    return model, processor
+
+
+# Name fragments of vision towers and projectors across VLM families (Qwen2.5-VL keeps both
+# under `visual`, its projector being `visual.merger`).
+_VISION_PARTS = ("visual", "vision_tower", "vision_model", "multi_modal_projector", "mm_projector")
+
+
+def freeze_vision(model: Any) -> int:
+    """Freeze the vision tower and projector; return how many parameters were frozen."""
+    frozen = 0
+    for name, param in model.named_parameters():
+        if any(part in name.split(".") for part in _VISION_PARTS):
+            param.requires_grad_(False)
+            frozen += param.numel()
+    if frozen == 0:
+        raise ValueError(
+            "found no vision tower or projector parameters to freeze "
+            f"(looked for {', '.join(_VISION_PARTS)}); set freeze_vision: false to train all"
+        )
+    return frozen
+
+
+# -- training and saving -----------------------------------------------------------------
+
+
+def save_for_policy(trainer: Any, processor: Any, output_dir: str, meta: dict[str, Any]) -> None:
+    """Final model + processor + tokenizer, loadable by the `hf` policy as they are."""
+    trainer.save_model(output_dir)
+    if trainer.accelerator.is_main_process:
+        processor.save_pretrained(output_dir)
+        processor.tokenizer.save_pretrained(output_dir)
+        (Path(output_dir) / "loupe_training.json").write_text(
+            json.dumps(meta, indent=2, default=str)
+        )
+
+
+def train_and_save(trainer: Any, cfg: Any, *, stage: str, renderer: str | None) -> Any:
+    """Train, then save the model for the `hf` policy with what it was trained on and how.
+
+    `renderer` is recorded because the policy must draw zooms as the training images were.
+    """
+    result = trainer.train()
+    save_for_policy(
+        trainer,
+        trainer.processing_class,
+        cfg.output_dir,
+        {
+            "stage": stage,
+            "renderer": renderer,
+            "config": dataclasses.asdict(cfg),
+            "metrics": result.metrics,
+        },
+    )
+    return result
