@@ -414,9 +414,12 @@ def store_filters(f: Filters):
     )
 
 
-def _has_review(ctx: Context, ex: Expert, cid: int) -> bool:
+def _my_review(ctx: Context, ex: Expert, cid: int) -> Any:
+    """This expert's review of the candidate (one per expert and candidate), or None."""
     me = ctx.store.expert(ex.name)
-    return me is not None and bool(ctx.store.reviews(candidate_id=cid, expert=me.id))
+    if me is None:
+        return None
+    return next(iter(ctx.store.reviews(candidate_id=cid, expert=me.id)), None)
 
 
 def _push(state: dict, cid: int) -> dict:
@@ -440,7 +443,7 @@ def vet_next(
         state["pos"] = pos + 1
         return _show(ctx, ex, state, hist[pos + 1], display)
     cur = state.get("current")
-    if cur is not None and not _has_review(ctx, ex, cur):
+    if cur is not None and _my_review(ctx, ex, cur) is None:
         # Moving on from an undecided item at the head of the queue passes it (a skip):
         # otherwise the queue would hand the same item straight back.
         return vet_act(ctx, ex, state, "skip", filters, display)
@@ -562,10 +565,7 @@ def vet_comment(ctx: Context, ex: Expert | None, state: dict, text: str) -> tupl
         return state, "Nothing to comment on."
     if not text:
         return state, "Write a comment first."
-    me = ctx.store.expert(ex.name)
-    mine = next(
-        (r for r in ctx.store.reviews(candidate_id=cid) if me and r.expert_id == me.id), None
-    )
+    mine = _my_review(ctx, ex, cid)
     if mine is None:
         state["comment"] = text
         return state, "Comment kept: it is saved with your decision on this candidate."
