@@ -28,16 +28,18 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from agent.catalog import CandidateRef, read_candidates
 from agent.loop import DEFAULT_MAX_TURNS, run_batch
 from agent.trajectory import Trajectory
 
 POLICY_CHOICES = ["rules", "hf", "openai", "vllm"]
+
+T = TypeVar("T")
 
 
 class Sink(Protocol):
@@ -361,6 +363,27 @@ def _chunks(items: list[CandidateRef], size: int) -> Iterator[list[CandidateRef]
         yield items[i : i + size]
 
 
+def _windowed(
+    pool: Executor, fn: Callable[[T], Any], items: Iterable[T], depth: int
+) -> Iterator[tuple[T, Future]]:
+    """`fn` over `items` on `pool`, at most `depth` in flight; yields (item, future) as each
+    completes and only then submits the next, so results stream out while work goes in and
+    a slow consumer holds back the producers."""
+    inflight: dict[Future, T] = {}
+    it = iter(items)
+    for item in it:
+        inflight[pool.submit(fn, item)] = item
+        if len(inflight) >= depth:
+            break
+    while inflight:
+        done, _ = wait(inflight, return_when=FIRST_COMPLETED)
+        for fut in done:
+            yield inflight.pop(fut), fut
+            nxt = next(it, None)
+            if nxt is not None:
+                inflight[pool.submit(fn, nxt)] = nxt
+
+
 def _run_inline(todo, args, kwargs, renderer) -> Iterable[Trajectory]:
     from agent.policies import get_policy
 
@@ -395,23 +418,11 @@ def _run_threads(todo, args, kwargs, renderer) -> Iterable[Trajectory]:
 
     try:
         with ThreadPoolExecutor(max_workers=max(1, args.concurrency)) as pool:
-            inflight: dict[Future, CandidateRef] = {}
-            it = iter(todo)
-            for c in it:
-                inflight[pool.submit(one, c)] = c
-                if len(inflight) >= 2 * args.concurrency:
-                    break
-            while inflight:
-                done, _ = wait(inflight, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    c = inflight.pop(fut)
-                    try:
-                        yield fut.result()
-                    except Exception as exc:
-                        yield _crashed(c, args.policy, exc)
-                    nxt = next(it, None)
-                    if nxt is not None:
-                        inflight[pool.submit(one, nxt)] = nxt
+            for c, fut in _windowed(pool, one, todo, 2 * args.concurrency):
+                try:
+                    yield fut.result()
+                except Exception as exc:
+                    yield _crashed(c, args.policy, exc)
     finally:
         close = getattr(policy, "close", None)
         if close is not None:
@@ -444,25 +455,13 @@ def _run_processes(todo, args, kwargs, renderer) -> Iterable[Trajectory]:
         initializer=_worker_init,
         initargs=(args.policy, kwargs, args.max_turns, renderer),
     ) as pool:
-        inflight: dict[Future, list[CandidateRef]] = {}
-        it = iter(chunks)
-        for chunk in it:  # bounded queue: results stream out while work goes in
-            inflight[pool.submit(_worker_run, chunk)] = chunk
-            if len(inflight) >= args.workers * 2:
-                break
-        while inflight:
-            done, _ = wait(inflight, return_when=FIRST_COMPLETED)
-            for fut in done:
-                chunk = inflight.pop(fut)
-                try:
-                    dicts = fut.result()
-                except Exception as exc:  # a worker died: record its chunk, go on
-                    dicts = [_crashed(c, args.policy, exc).to_dict() for c in chunk]
-                for d in dicts:
-                    yield Trajectory.from_dict(d)
-                nxt = next(it, None)
-                if nxt is not None:
-                    inflight[pool.submit(_worker_run, nxt)] = nxt
+        for chunk, fut in _windowed(pool, _worker_run, chunks, args.workers * 2):
+            try:
+                dicts = fut.result()
+            except Exception as exc:  # a worker died: record its chunk, go on
+                dicts = [_crashed(c, args.policy, exc).to_dict() for c in chunk]
+            for d in dicts:
+                yield Trajectory.from_dict(d)
 
 
 def _crashed(c: CandidateRef, policy: str, exc: BaseException) -> Trajectory:
