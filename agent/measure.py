@@ -216,7 +216,9 @@ class Line:
 
     @property
     def ew_error(self) -> float:
-        return max(self.noise, 1e-3) * math.sqrt(max(self.fwhm if self.fwhm > 0 else 5.0, 2.0) * 2.0)
+        return max(self.noise, 1e-3) * math.sqrt(
+            max(self.fwhm if self.fwhm > 0 else 5.0, 2.0) * 2.0
+        )
 
 
 def measure_line(
@@ -418,12 +420,3 @@ def continuum_slope(arr: Arrays) -> dict[str, float]:
         "v_i": lr("v", "i"),
         "r_z": lr("r", "z"),
     }
-
-
-def emission_excess(arr: Arrays, lo: float, hi: float, windows: list[tuple[float, float]]) -> float:
-    """Flux above the continuum integrated over [lo, hi] (Angstrom; >0 = emission)."""
-    norm = normalise(arr, lo, hi, windows)
-    if norm is None:
-        return float("nan")
-    w, y = norm
-    return float(np.trapezoid(y - 1.0, w))

@@ -76,13 +76,6 @@ def table_columns(h: Any) -> dict[str, str] | None:
     return names if wave and flux else None
 
 
-def first_spectrum_table(hdul: fits.HDUList) -> int | None:
-    for i, h in enumerate(hdul):
-        if table_columns(h) is not None:
-            return i
-    return None
-
-
 def read_fits(path: Path, hdul: fits.HDUList, index: int | None, row: int | None) -> list[Spectrum]:
     if index is None:
         for i, h in enumerate(hdul):
