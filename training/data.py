@@ -55,7 +55,7 @@ def load_sft_dataset(path: str | Path) -> Any:
                 raise DataError(f"{path}: DatasetDict without a 'train' split ({list(ds)})")
             ds = ds["train"]
     else:
-        ds = Dataset.from_list([json.loads(line) for line in _lines(path)])
+        ds = Dataset.from_list(_json_lines(path))
     if "messages" not in ds.column_names:
         raise DataError(f"{path}: SFT data needs a 'messages' column (has {ds.column_names})")
     keep = [c for c in ("messages", "images") if c in ds.column_names]
@@ -222,7 +222,7 @@ def _table(path: str) -> tuple[dict[str, Any], ...]:
         if p.suffix == ".json":
             data = json.loads(p.read_text())
             return tuple(data if isinstance(data, list) else [data])
-        return tuple(json.loads(line) for line in _lines(p))
+        return tuple(_json_lines(p))
     except DataError:
         raise
     except Exception as exc:
@@ -236,15 +236,14 @@ def _table_row(path: str, index: int) -> dict[str, Any]:
     return rows[index]
 
 
-def _lines(path: Path) -> list[str]:
+def _json_lines(path: Path) -> list[Any]:
     out = []
     for n, line in enumerate(path.read_text().splitlines(), 1):
         if line.strip():
             try:
-                json.loads(line)
+                out.append(json.loads(line))
             except ValueError as exc:
                 raise DataError(f"{path} line {n}: not JSON ({exc})") from exc
-            out.append(line)
     return out
 
 
