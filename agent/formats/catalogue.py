@@ -135,8 +135,7 @@ def _folder(folder: Path, task: str | None, roots: list[Path] | None) -> list[Ca
 def _one_source(path: Path, task: str | None, roots: list[Path] | None) -> list[CandidateRef]:
     _guard(path, roots)
     check_file(path)
-    with open(path, "rb") as fh:
-        head = fh.read(4)
+    head = _magic(path)
     if head == PARQUET_MAGIC:
         return _parquet(path, task, roots)
     if not head.startswith((b"SIMP", GZIP_MAGIC)) and is_catalogue(path):
