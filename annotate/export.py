@@ -987,33 +987,9 @@ class Collected:
 
 def collect(store: Any, kind: str, include_auto: bool = False) -> Collected:
     """The records a `kind` export draws from, read from a `db.store.Store`."""
-    from sqlalchemy import or_, select
-    from sqlalchemy.orm import Session
-
-    from db import models as m
-
     skipped: Counter = Counter()
-    with Session(store.engine) as s:
-        existing: dict[str, set[str]] = defaultdict(set)
-        for oid, split in s.execute(
-            select(m.Candidate.object_id, m.Candidate.split).where(m.Candidate.split.is_not(None))
-        ):
-            existing[oid].add(split)
-        extra_ids = []
-        if kind == "rl":
-            extra_ids = list(
-                s.scalars(
-                    select(m.Candidate.id)
-                    .where(m.Candidate.label.is_(None))
-                    .where(
-                        or_(
-                            m.Candidate.gold_label.is_not(None),
-                            m.Candidate.known_label.is_not(None),
-                        )
-                    )
-                    .order_by(m.Candidate.id)
-                )
-            )
+    existing = store.object_splits()
+    extra_ids = store.reference_labelled_ids() if kind == "rl" else []
     cands = store.labelled_candidates()
     usable = []
     for c in cands:

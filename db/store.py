@@ -1922,6 +1922,32 @@ class Store:
                 q = q.where(m.Candidate.task_id == self._task_id(s, task, create=False))
             return [self._info(s, c) for c in s.scalars(q.order_by(m.Candidate.id))]
 
+    def object_splits(self) -> dict[str, set[str]]:
+        """object id -> the splits its candidates are already assigned to."""
+        out: dict[str, set[str]] = {}
+        with self._ro() as s:
+            rows = s.execute(
+                select(m.Candidate.object_id, m.Candidate.split).where(
+                    m.Candidate.split.is_not(None)
+                )
+            )
+            for oid, split in rows:
+                out.setdefault(oid, set()).add(split)
+        return out
+
+    def reference_labelled_ids(self) -> list[int]:
+        """Candidates without a resolved label but with a gold or catalogue label, by id."""
+        with self._ro() as s:
+            q = (
+                select(m.Candidate.id)
+                .where(m.Candidate.label.is_(None))
+                .where(
+                    or_(m.Candidate.gold_label.is_not(None), m.Candidate.known_label.is_not(None))
+                )
+                .order_by(m.Candidate.id)
+            )
+            return list(s.scalars(q))
+
     def exported_items(self, kind: str, entity: str) -> dict[int, set[str]]:
         """entity id -> hashes of its versions already exported in batches of `kind`."""
         out: dict[int, set[str]] = {}

@@ -105,6 +105,9 @@ def test_candidate_metadata_and_filters(mem_store):
     assert mem_store.find_candidate("m1").known_label == "YES"
     assert mem_store.count_candidates(Filters(survey="LAMOST")) == 1
     assert mem_store.surveys() == ["LAMOST"]  # candidates without a survey name none
+    assert mem_store.object_splits()[c.object_id] == {"train"}
+    labelled = [mem_store.candidate(i).key for i in mem_store.reference_labelled_ids()]
+    assert labelled == ["m1", "m3"]  # catalogue labels, nothing resolved yet
     assert mem_store.count_candidates(Filters(split="test")) == 3
     assert mem_store.count_candidates(Filters(task="nope")) == 0
     assert mem_store.find_candidate(str(c.id)).key == "m0"  # jump to the internal id too
