@@ -77,7 +77,7 @@ from typing import Any, Literal
 from agent.spectrum import Spectrum
 from agent.trajectory import Step, Trajectory
 from annotate.authoring import assistant_text, final_step
-from db.store import DEFAULT_DB, trajectory_record
+from db.store import DEFAULT_DB
 
 Kind = Literal["sft", "rl", "pairs"]
 KINDS: tuple[str, ...] = ("sft", "rl", "pairs")
@@ -1022,7 +1022,7 @@ def collect(store: Any, kind: str, include_auto: bool = False) -> Collected:
     info_by_id = {c.id: c for c in cands}
     wanted = {c.trajectory_id for c in usable if c.trajectory_id is not None}
     wanted |= {r.trajectory_id for rs in reviews.values() for r in rs if r.trajectory_id}
-    trajectories = _load_trajectories(store, sorted(wanted), info_by_id)
+    trajectories = store.trajectory_records(sorted(wanted))
 
     def traj(tid: int) -> Trajectory:
         if tid not in trajectories:
@@ -1067,29 +1067,6 @@ def collect(store: Any, kind: str, include_auto: bool = False) -> Collected:
             )
         )
     return Collected(records, dict(skipped), existing)
-
-
-def _load_trajectories(store: Any, ids: list[int], infos: dict[int, Any]) -> dict[int, Trajectory]:
-    """Trajectory records in bulk (one query per 500), as `Store.trajectory` builds them;
-    rows whose candidate is not in `infos` are left to `Store.trajectory`."""
-    from sqlalchemy import select
-    from sqlalchemy.orm import Session
-
-    from db import models as m
-
-    out: dict[int, Trajectory] = {}
-    with Session(store.engine) as s:
-        runs = {r.id: r for r in s.scalars(select(m.AgentRun))}
-        for j in range(0, len(ids), 500):
-            for row in s.scalars(select(m.Trajectory).where(m.Trajectory.id.in_(ids[j : j + 500]))):
-                c = infos.get(row.candidate_id)
-                run = runs.get(row.run_id)
-                if c is None or run is None:
-                    continue
-                out[row.id] = trajectory_record(
-                    row, run, c.key, c.task, c.spectrum_ref, c.known_label
-                )
-    return out
 
 
 def _rl_record(c: Any, label: str, source: str) -> ExportRecord:

@@ -1082,6 +1082,27 @@ class Store:
                 raise NotFound(f"no trajectory #{trajectory_id}")
             return self._to_record(s, row)
 
+    def trajectory_records(self, ids: Sequence[int]) -> dict[int, TrajectoryRecord]:
+        """trajectory id -> record, as `trajectory` builds it, read in bulk (one query per
+        500 ids, the candidate, task, spectrum and run joined in); unknown ids are left out."""
+        ids = list(ids)
+        out: dict[int, TrajectoryRecord] = {}
+        with self._ro() as s:
+            runs = {r.id: r for r in s.scalars(select(m.AgentRun))}
+            C, S = m.Candidate, m.Spectrum
+            for j in range(0, len(ids), 500):
+                q = (
+                    select(m.Trajectory, C.key, C.known_label, m.Task.name, S.path, S.hdu, S.row)
+                    .join(C, C.id == m.Trajectory.candidate_id)
+                    .join(m.Task, m.Task.id == C.task_id)
+                    .join(S, S.id == C.spectrum_id)
+                    .where(m.Trajectory.id.in_(ids[j : j + 500]))
+                )
+                for row, key, known, task, path, hdu, n in s.execute(q):
+                    ref = {"path": path, "hdu": _hdu_out(hdu), "row": n}
+                    out[row.id] = trajectory_record(row, runs[row.run_id], key, task, ref, known)
+        return out
+
     def trajectories(self, candidate_id: int) -> list[tuple[int, TrajectoryRecord]]:
         """(trajectory id, record) for every run over this candidate, oldest first."""
         with self._ro() as s:

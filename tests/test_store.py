@@ -139,6 +139,10 @@ def test_trajectory_round_trip_and_upsert(mem_store):
     assert len(mem_store.trajectories(info.id)) == 2
     assert info.verdict == "YES" and info.disagreement  # the two policies disagree
     assert len(mem_store.runs()) == 2
+    # in bulk, the same records as one at a time; an unknown id is left out
+    ids = [i for i, _ in mem_store.trajectories(info.id)]
+    bulk = mem_store.trajectory_records([*ids, 10_000])
+    assert bulk == {i: mem_store.trajectory(i) for i in ids}
 
 
 def test_trajectory_for_unknown_candidate_creates_it(mem_store):
