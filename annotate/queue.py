@@ -28,11 +28,15 @@ class Queue:
     @classmethod
     def from_settings(cls, store: Store) -> Queue:
         """A queue configured by the team's stored settings (overlap, gold_rate, ...)."""
+        # one read per call: the app builds the queue for every candidate it serves
+        v = store.settings(
+            {"overlap": 1, "gold_rate": 0.0, "auto_accept": None, "lease_seconds": 600.0}
+        )
         cfg = QueueConfig(
-            overlap=int(store.setting("overlap", 1)),
-            gold_rate=float(store.setting("gold_rate", 0.0)),
-            auto_accept=store.setting("auto_accept", None),
-            lease_seconds=float(store.setting("lease_seconds", 600.0)),
+            overlap=int(v["overlap"]),
+            gold_rate=float(v["gold_rate"]),
+            auto_accept=v["auto_accept"],
+            lease_seconds=float(v["lease_seconds"]),
         )
         return cls(store, cfg)
 

@@ -527,9 +527,14 @@ class Store:
 
     # -- settings -----------------------------------------------------------------------
     def setting(self, key: str, default: Any = None) -> Any:
+        return self.settings({key: default})[key]
+
+    def settings(self, defaults: dict[str, Any]) -> dict[str, Any]:
+        """Several settings in one read: key -> the stored value, else the default given."""
         with self._ro() as s:
-            row = s.get(m.Setting, key)
-            return default if row is None else row.value.get("value", default)
+            rows = s.scalars(select(m.Setting).where(m.Setting.key.in_(list(defaults))))
+            stored = {r.key: r.value for r in rows}
+        return {k: stored.get(k, {}).get("value", d) for k, d in defaults.items()}
 
     def set_setting(self, key: str, value: Any, actor: str = "admin") -> None:
         with self._tx() as s:

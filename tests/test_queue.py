@@ -39,6 +39,17 @@ def test_priority_function_orders_by_band_then_disagreement():
     assert queue_priority(None) == queue_priority(0.5)  # unknown confidence: a human must look
 
 
+def test_queue_reads_the_team_settings_with_defaults_for_the_rest(store):
+    assert Queue.from_settings(store).config == QueueConfig(
+        overlap=1, gold_rate=0.0, auto_accept=None, lease_seconds=600.0
+    )
+    store.set_setting("overlap", 2)
+    store.set_setting("auto_accept", 0.97)
+    assert Queue.from_settings(store).config == QueueConfig(
+        overlap=2, gold_rate=0.0, auto_accept=0.97, lease_seconds=600.0
+    )
+
+
 def test_lowest_confidence_distance_first_then_disagreement(store):
     seeded(store, [0.95, 0.51, 0.2, 0.61, 0.45, 0.63])
     # c5 gets a second policy that disagrees: in the same band as c3, it comes first
