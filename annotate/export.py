@@ -64,7 +64,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
@@ -77,7 +76,7 @@ from typing import Any, Literal
 from agent.spectrum import Spectrum
 from agent.trajectory import Step, Trajectory
 from annotate.authoring import assistant_text, final_step
-from db.store import DEFAULT_DB
+from db.store import DEFAULT_DB, code_version
 
 Kind = Literal["sft", "rl", "pairs"]
 KINDS: tuple[str, ...] = ("sft", "rl", "pairs")
@@ -757,27 +756,6 @@ def _rl_schema():
 
 
 # -- the pipeline -------------------------------------------------------------------------
-def code_version() -> str:
-    """The package version and, in a git checkout, the commit."""
-    root = Path(__file__).resolve().parent.parent
-    version = "0.1.0"
-    try:
-        import tomllib
-
-        version = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
-    except Exception:  # an installed copy without pyproject.toml
-        pass
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short=12", "HEAD"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=5,
-        ).stdout.strip()
-    except Exception:  # no git
-        commit = ""
-    return f"{version}+{commit}" if commit else version
 
 
 def export_records(
