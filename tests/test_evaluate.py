@@ -120,3 +120,12 @@ def test_evaluate_refuses_unlabelled_sets(tmp_path):
     cat = tmp_path / "c.csv"
     cat.write_text("path,task\nx.fits,wd\n")
     assert launch.main(["evaluate", "--catalog", str(cat), "--out", str(tmp_path / "o")]) == 2
+
+
+def test_metric_doctests():
+    import doctest
+
+    import training.evaluate
+
+    result = doctest.testmod(training.evaluate)
+    assert result.attempted > 0 and result.failed == 0

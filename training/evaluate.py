@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import shutil
 import sys
 from collections import defaultdict
@@ -27,6 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from annotate import agreement
 
 TASK_ORDER = ("cv", "carbon", "s_type", "m_giant", "wd")
 
@@ -47,7 +50,8 @@ def confusion(labels: Sequence[bool], preds: Sequence[bool]) -> dict[str, int]:
 
 
 def prf(c: dict[str, int]) -> dict[str, float]:
-    """Precision, recall, F1 of the positive class and accuracy from confusion counts.
+    """Precision, recall, F1 of the positive class and accuracy from confusion counts
+    (the definitions of `annotate.agreement.prf`, which the dashboard uses too).
 
     Undefined ratios (no predicted or no true positives) are 0, as scikit-learn's default.
 
@@ -55,17 +59,18 @@ def prf(c: dict[str, int]) -> dict[str, float]:
     >>> round(r['precision'], 3), round(r['recall'], 3), round(r['f1'], 3), r['accuracy']
     (0.667, 0.8, 0.727, 0.94)
     """
-    tp, fn, fp, tn = c["tp"], c["fn"], c["fp"], c["tn"]
-    n = tp + fn + fp + tn
-    precision = tp / (tp + fp) if tp + fp else 0.0
-    recall = tp / (tp + fn) if tp + fn else 0.0
-    f1 = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+    r = agreement.prf(agreement.Confusion(tp=c["tp"], fp=c["fp"], fn=c["fn"], tn=c["tn"]))
+    n = c["tp"] + c["fn"] + c["fp"] + c["tn"]
     return {
-        "precision": precision,
-        "recall": recall,
-        "f1": f1,
-        "accuracy": (tp + tn) / n if n else 0.0,
+        "precision": _zero_if_nan(r.precision),
+        "recall": _zero_if_nan(r.recall),
+        "f1": _zero_if_nan(r.f1),
+        "accuracy": (c["tp"] + c["tn"]) / n if n else 0.0,
     }
+
+
+def _zero_if_nan(v: float) -> float:
+    return 0.0 if math.isnan(v) else v
 
 
 def f1_score(labels: Sequence[bool], preds: Sequence[bool]) -> float:
@@ -89,24 +94,14 @@ def macro_f1(per_task: dict[str, float]) -> float:
 def reliability(
     probs: Sequence[float], labels: Sequence[bool], n_bins: int = 10
 ) -> list[dict[str, float]]:
-    """Equal-width bins of P(YES): count, mean predicted probability, observed YES rate."""
-    bins: list[list[tuple[float, bool]]] = [[] for _ in range(n_bins)]
-    for p, y in zip(probs, labels):
-        i = min(int(p * n_bins), n_bins - 1)
-        bins[i].append((p, bool(y)))
-    out = []
-    for i, b in enumerate(bins):
-        if b:
-            out.append(
-                {
-                    "lo": i / n_bins,
-                    "hi": (i + 1) / n_bins,
-                    "n": len(b),
-                    "mean_p": sum(p for p, _ in b) / len(b),
-                    "frac_yes": sum(y for _, y in b) / len(b),
-                }
-            )
-    return out
+    """Equal-width bins of P(YES) that hold candidates: count, mean predicted probability,
+    observed YES rate (the bins of `annotate.agreement.reliability_diagram`)."""
+    r = agreement.reliability_diagram(list(probs), _yes_no(labels), n_bins)
+    return [
+        {"lo": b.lo, "hi": b.hi, "n": b.count, "mean_p": b.mean_confidence, "frac_yes": b.yes_rate}
+        for b in r.bins
+        if b.count
+    ]
 
 
 def ece(probs: Sequence[float], labels: Sequence[bool], n_bins: int = 10) -> float:
@@ -117,12 +112,13 @@ def ece(probs: Sequence[float], labels: Sequence[bool], n_bins: int = 10) -> flo
     >>> ece([0.75, 0.75, 0.75, 0.75], [True, True, True, False])
     0.0
     """
-    n = len(probs)
-    if n == 0:
+    if len(probs) == 0:
         return 0.0
-    return sum(
-        b["n"] / n * abs(b["mean_p"] - b["frac_yes"]) for b in reliability(probs, labels, n_bins)
-    )
+    return agreement.reliability_diagram(list(probs), _yes_no(labels), n_bins).ece
+
+
+def _yes_no(labels: Sequence[bool]) -> list[str]:
+    return ["YES" if y else "NO" for y in labels]
 
 
 @dataclass
