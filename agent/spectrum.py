@@ -17,10 +17,12 @@ from typing import Any, Literal
 
 import numpy as np
 
+from agent.errors import LoupeError
+
 Frame = Literal["vacuum", "air"]
 
 
-class SpectrumError(ValueError):
+class SpectrumError(LoupeError, ValueError):
     """Any problem reading or validating a spectrum; the message names the source and the problem."""
 
     def __init__(self, source: str | Path | None, problem: str):

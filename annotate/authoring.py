@@ -27,6 +27,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.errors import LoupeError
 from agent.spectrum import Spectrum
 from agent.trajectory import Step, Trajectory
 
@@ -47,7 +48,7 @@ FORBIDDEN = (
 )
 
 
-class AuthoringError(ValueError):
+class AuthoringError(LoupeError, ValueError):
     """A draft operation that cannot be done; the message says why."""
 
 

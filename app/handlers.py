@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent.errors import LoupeError
 from agent.spectrum import Spectrum, SpectrumError
 from agent.trajectory import Step, Trajectory
 from app import plots
@@ -27,7 +28,7 @@ HISTORY = 200  # candidates kept for k (previous) per session
 MAX_PANELS = 12  # step panels drawn per candidate (Spec-o3 trajectories zoom a few times)
 
 
-class AccessError(PermissionError):
+class AccessError(LoupeError, PermissionError):
     """The caller may not do this (not logged in, not an admin, not their review)."""
 
 

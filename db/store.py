@@ -74,6 +74,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
 from agent.catalog import CandidateRef
+from agent.errors import LoupeError
 from agent.trajectory import Step
 from agent.trajectory import Trajectory as TrajectoryRecord
 from db import models as m
@@ -86,7 +87,7 @@ DEFAULT_DB = os.environ.get("LOUPE_DB", "data/loupe.db")
 UNVETTED_PRIORITY = 1e6  # candidates with no agent trajectory come after every vetted one
 
 
-class StoreError(ValueError):
+class StoreError(LoupeError, ValueError):
     """Bad input for the store; the message names the item and the problem."""
 
 

@@ -24,12 +24,13 @@ from typing import Any
 
 import numpy as np
 
+from agent.errors import LoupeError
 from agent.spectrum import Spectrum, SpectrumMeta
 
 SPECVI_TOOL = "spectral_visualization_tool"
 
 
-class DataError(ValueError):
+class DataError(LoupeError, ValueError):
     """A training file or row that cannot be used; the message names it and the problem."""
 
 
