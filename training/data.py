@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 
 from agent.errors import LoupeError
+from agent.protocol import TOOL_NAME, format_turn
 from agent.spectrum import Spectrum, SpectrumMeta
 
-SPECVI_TOOL = "spectral_visualization_tool"
+SPECVI_TOOL = TOOL_NAME  # the key SpecVI-Bench rows file the tool arguments under
 
 
 class DataError(LoupeError, ValueError):
@@ -317,17 +318,10 @@ def simulated_spectrum(task: str, positive: bool, seed: int, snr: float = 30.0) 
 def _script(task: str, label: str) -> list[str]:
     turns = []
     for lo, hi, name in _SAMPLE_WINDOWS[task]:
-        call = json.dumps(
-            {"name": SPECVI_TOOL, "arguments": {"wavelength_range": [lo, hi], "label": name}}
-        )
-        turns.append(
-            f"<think>I should zoom into the {name} region.</think>\n<tool_call>\n{call}\n</tool_call>"
-        )
+        turns.append(format_turn(f"I should zoom into the {name} region.", (lo, hi), label=name))
     seen = "present" if label == "YES" else "absent"
-    turns.append(
-        f"<think>The diagnostic features are {seen}.</think>"
-        f"<answer>\\boxed{{{label}}} The diagnostic features are {seen}.</answer>"
-    )
+    why = f"The diagnostic features are {seen}."
+    turns.append(format_turn(why, answer=label, explanation=why))
     return turns
 
 

@@ -19,7 +19,6 @@ prints refitted constants for `CALIBRATION` below.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import OrderedDict
 from collections.abc import Callable
@@ -40,9 +39,9 @@ from agent.measure import (
     snr_estimate,
 )
 from agent.policies.base import Episode, Reply
+from agent.protocol import format_turn
 from agent.spectrum import Spectrum
 
-TOOL_NAME = "spectral_visualization_tool"
 NAN = float("nan")
 
 # Task names Loupe uses, with the SpecVI-Bench aliases.
@@ -1075,14 +1074,6 @@ def _describe(label: str, m: dict[str, float], task: str = "") -> str:
     return fn()
 
 
-def _tool_call(window: tuple[float, float], label: str) -> str:
-    call = {
-        "name": TOOL_NAME,
-        "arguments": {"wavelength_range": [float(window[0]), float(window[1])], "label": label},
-    }
-    return f"<tool_call>{json.dumps(call, ensure_ascii=False)}</tool_call>"
-
-
 @dataclass
 class _Plan:
     zooms: list[tuple[tuple[float, float], str]]
@@ -1150,7 +1141,7 @@ class RulesPolicy:
             keys = _ZOOM_KEYS.get(prev or "", [])
             meas = {k: float(m[k]) for k in keys if _fin(m.get(k))}
             return Reply(
-                text=f"<think>{thought.strip()}</think>{_tool_call(window, label)}",
+                text=format_turn(thought, window, label=label),
                 measurements=meas,
             )
         # Final answer.
@@ -1179,7 +1170,7 @@ class RulesPolicy:
             f"{'Consistent with' if v.answer == 'YES' else 'Not'} {target} "
             f"(confidence {conf:.2f}): {key_note}."
         )
-        text = f"<think>{' '.join(parts)}</think><answer>\\boxed{{{v.answer}}} {expl}</answer>"
+        text = format_turn(" ".join(parts), answer=v.answer, explanation=expl)
         meas = {k: float(val) for k, val in m.items() if _fin(val)}
         meas["score"] = float(ev.score)
         meas["coverage"] = float(ev.coverage)
