@@ -31,18 +31,13 @@ import numpy as np
 
 from agent.lines import get as feature
 from agent.spectrum import Spectrum, SpectrumMeta
+from agent.units import C_KMS, LAMOST_NPIX, lamost_grid
 
-C_KMS = 299792.458
 HC_K = 1.4387769e8  # h c / k in Angstrom Kelvin
 R_H = 109677.58  # Rydberg constant for hydrogen, cm^-1
 
-# LAMOST low-resolution grid: log10(lambda) = COEFF0 + 1e-4 i, 3909 pixels, 3700-9100 A.
-COEFF0, COEFF1, NPIX = 3.5682, 1e-4, 3909
+NPIX = LAMOST_NPIX
 SIGMA_PIX = 1.0  # instrumental Gaussian sigma in pixels: R = 1 / (2.355 * ln10 * 1e-4) ~ 1850
-
-
-def lamost_grid() -> np.ndarray:
-    return 10.0 ** (COEFF0 + COEFF1 * np.arange(NPIX))
 
 
 def balmer(n: int) -> float:

@@ -112,5 +112,15 @@ def resolve_task(name: str) -> str:
     raise ValueError(f"unknown task {name!r}; choose one of: {choices}")
 
 
+def task_name(name: str | None) -> str:
+    """Loupe's task name for `name` or one of its aliases; other names come back lower-cased.
+
+    >>> task_name(" GM "), task_name("wd"), task_name("o_star")
+    ('m_giant', 'wd', 'o_star')
+    """
+    key = (name or "").strip().lower()
+    return _ALIASES.get(key, key)
+
+
 def get_task(name: str) -> Task:
     return TASKS[resolve_task(name)]

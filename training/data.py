@@ -27,6 +27,7 @@ import numpy as np
 from agent.errors import LoupeError
 from agent.protocol import TOOL_NAME, format_turn
 from agent.spectrum import Spectrum, SpectrumMeta
+from agent.units import lamost_grid
 
 SPECVI_TOOL = TOOL_NAME  # the key SpecVI-Bench rows file the tool arguments under
 
@@ -296,7 +297,7 @@ _SAMPLE_FEATURES: dict[str, list[tuple[float, float, float]]] = {
 def simulated_spectrum(task: str, positive: bool, seed: int, snr: float = 30.0) -> Spectrum:
     """A seeded LAMOST-like spectrum: smooth continuum, the task's features if positive, noise."""
     rng = np.random.default_rng(seed)
-    wave = 10 ** np.linspace(np.log10(3700.0), np.log10(9100.0), 3909)
+    wave = lamost_grid()
     cont = 1.0 + 0.3 * np.sin((wave - 3700.0) / 2500.0 + rng.uniform(0, np.pi))
     flux = cont.copy()
     for centre, sigma, depth in _SAMPLE_FEATURES[task]:

@@ -41,18 +41,11 @@ from agent.measure import (
 from agent.policies.base import Episode, Reply
 from agent.protocol import format_turn
 from agent.spectrum import Spectrum
+from agent.tasks import task_name
+from agent.units import air_to_vacuum
 
 NAN = float("nan")
 
-# Task names Loupe uses, with the SpecVI-Bench aliases.
-_ALIASES = {
-    "cc": "carbon",
-    "c_star": "carbon",
-    "ss": "s_type",
-    "s_star": "s_type",
-    "gm": "m_giant",
-    "mgiant": "m_giant",
-}
 
 # Per-task calibration p = sigmoid(a * x + b), x = score * (0.4 + 0.6 * coverage). Fitted on
 # the tune split of the survey-like benchmark (slope by logistic regression with the
@@ -122,15 +115,12 @@ _HEADS: list[tuple[str, str]] = [
 ]
 
 
-def _vac_air(a: float) -> float:
-    # Reid et al. (1995) index bandpasses are quoted in air; shift to vacuum.
-    return a * 1.000277
-
-
 def _idx(
     num: tuple[float, float], den: tuple[float, float]
 ) -> tuple[tuple[float, float], tuple[float, float]]:
-    return (_vac_air(num[0]), _vac_air(num[1])), (_vac_air(den[0]), _vac_air(den[1]))
+    # Reid et al. (1995) index bandpasses are quoted in air; shift to vacuum.
+    (a, b), (c, d) = (tuple(float(x) for x in air_to_vacuum(w)) for w in (num, den))
+    return (a, b), (c, d)
 
 
 _TIO5 = _idx((7126, 7135), (7042, 7046))
@@ -746,8 +736,7 @@ _ZOOM_KEYS: dict[str, list[str]] = {
 
 
 def resolve(task: str) -> str:
-    t = (task or "").strip().lower()
-    return _ALIASES.get(t, t)
+    return task_name(task)
 
 
 def calibrated(task: str, score: float, coverage_frac: float) -> float:
