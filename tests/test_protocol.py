@@ -7,13 +7,14 @@ import json
 
 import pytest
 
-from agent import demo, protocol
+from agent import protocol
 from agent.loop import run_batch
 from agent.policies.openai import message_text
 from agent.policies.rules import RulesPolicy
 from agent.protocol import TOOL_NAME, format_turn, parse_turn
 from agent.trajectory import Step, Trajectory
 from training.rewards import completion_text
+from training.sim import demo
 
 
 def _meant(step: Step) -> tuple:

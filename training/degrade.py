@@ -23,9 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from agent.spectrum import Spectrum
-from agent.units import C_KMS, LAMOST_COEFF1, LAMOST_NPIX, lamost_grid  # noqa: F401
-
-GRIDS = {"lamost": lamost_grid}
+from agent.units import C_KMS, LAMOST_NPIX  # noqa: F401
+from training.sim.instrument import GRIDS, LAMOST_COEFF1, lamost_grid  # noqa: F401
 
 
 def _fine_log_grid(wave: np.ndarray, lo: float, hi: float) -> np.ndarray:
