@@ -1,18 +1,20 @@
 """Two spectrum renderers behind one function, `render`.
 
-- `speco3` reproduces the published Spec-o3 tool's plots (matplotlib Agg; figure size by
-  window width; blue line, width 1.0, alpha 0.8; grid; "Wavelength (Å)" / "Flux"; a stats
-  box in the emptiest corner; PNG at 80 dpi with a tight box), so the published checkpoints
-  see what they were trained on. Figures are kept per size and cleared between plots; the
-  pixels are the same as from a fresh figure (tests check this).
+- `speco3` draws the published Spec-o3 tool's figure, pixel for pixel, so the published
+  checkpoints see what they were trained on: its matplotlib plot (figure size by the plotted
+  span, "Spectrum" title on zooms, bold labels, major and minor grid, fixed x tick steps,
+  a stats box in the emptiest quadrant, `tight_layout`) saved at 80 dpi with a tight box.
+  Figures are kept per size and updated in place; the pixels are the same as from a fresh
+  figure (tests check this).
 - `fast` rasterises with numpy and PIL: axes, grid, tick labels and axis labels a VLM can
   read, 448x448 by default, an order of magnitude faster. Each pixel column is drawn from
   the first, min, max and last flux that fall in it, so a line one pixel wide is never lost
   however many pixels share a column.
 
-Both draw masked and non-finite flux as gaps: the line stops on each side and nothing is
-drawn for the bad pixels. Markers for catalogue features (`agent.lines`) are optional and
-off by default, because models were not trained with them.
+`fast` draws masked and non-finite flux as gaps: the line stops on each side. `speco3` drops
+them as the published plot drops invalid points, so its line joins their neighbours.
+Markers for catalogue features (`agent.lines`) are optional and off by default, because
+models were not trained with them.
 """
 
 from __future__ import annotations
@@ -52,9 +54,11 @@ def render(
 ) -> Image.Image:
     """Plot `flux` against `wave` (Angstrom) over `window` (default: all of it) as an RGB image.
 
-    `mask` (True = bad) and non-finite flux are gaps. `markers`: None/False (none), True (every
-    catalogue feature in the window), a task name (that task's features), or Features.
-    `size` is (width, height) in pixels for `fast`; `speco3` sizes its figure itself.
+    `mask` (True = bad) and non-finite flux are left out. `markers`: None/False (none), True
+    (every catalogue feature in the window), a task name (that task's features), or Features.
+    `size` is (width, height) in pixels for `fast`; `speco3` sizes its figure itself, by the
+    overview rule when there is no window or a `title` (the tool titles only its global view,
+    with the file name) and by the zoom rule otherwise, with the title "Spectrum".
     """
     wave = np.asarray(wave, dtype=np.float64)
     flux = np.asarray(flux, dtype=np.float64)
@@ -268,14 +272,30 @@ class _Speco3Figure:
                     a.remove()
 
 
+class _Discard(io.RawIOBase):
+    """A file that keeps nothing: the pixels are read from the canvas instead."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b) -> int:
+        return len(b)
+
+
 def _save_tight(fig) -> Image.Image:
-    """The figure as `savefig(dpi=80, bbox_inches="tight")` writes it, as an RGB image."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=SPECO3_DPI, bbox_inches="tight")
-    buf.seek(0)
-    img = Image.open(buf)
-    img.load()
-    return img.convert("RGB")
+    """The figure as `savefig(dpi=80, bbox_inches="tight")` draws it, as an RGB image.
+
+    The same steps as savefig's tight box, less its layout pass (the plot has just been laid
+    out) and the PNG round trip: measure the tight box, pad it, draw only it, and read the
+    pixels from the canvas.
+    """
+    from matplotlib import rcParams
+
+    renderer = fig.canvas.get_renderer()
+    bbox = fig.get_tightbbox(renderer).padded(rcParams["savefig.pad_inches"])
+    fig.set_layout_engine(None)  # laid out already: savefig must not lay out again
+    fig.savefig(_Discard(), format="rgba", dpi=SPECO3_DPI, bbox_inches=bbox)
+    return Image.fromarray(np.asarray(fig.canvas.buffer_rgba())).convert("RGB")
 
 
 _FIG_LOCK = threading.Lock()
@@ -586,5 +606,7 @@ __all__ = [
     "render",
     "resolve_markers",
     "speco3_figsize",
+    "speco3_stats",
+    "speco3_xsteps",
     "to_png",
 ]
