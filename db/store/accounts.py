@@ -16,6 +16,8 @@ from db.store.errors import NotFound, StoreError
 
 
 class AccountsMixin:
+    """Experts, their passwords and login sessions."""
+
     def _expert(self, s: Session, who: str | int) -> m.Expert:
         q = select(m.Expert).where(
             m.Expert.id == who if isinstance(who, int) else m.Expert.name == who

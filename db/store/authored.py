@@ -17,6 +17,8 @@ from db.store.values import json_default
 
 
 class AuthoredMixin:
+    """Expert-written trajectories: draft -> submitted -> approved or rejected."""
+
     def create_authored(
         self,
         author: str | int,

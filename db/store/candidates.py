@@ -52,6 +52,8 @@ def _load_spectrum_cached(path: str, hdu: Any, row: Any) -> Any:
 
 
 class CandidatesMixin:
+    """Tasks, spectra and candidates of a `Store` (uses `CoreMixin`'s transactions)."""
+
     def _task_id(self, s: Session, name: str, create: bool = True) -> int:
         tid = s.scalar(select(m.Task.id).where(m.Task.name == name))
         if tid is None:

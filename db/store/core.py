@@ -30,9 +30,9 @@ from db.store.rules import VETTED, queue_priority
 
 log = logging.getLogger(__name__)
 
-DB = Path(__file__).resolve().parent.parent
-MIGRATIONS = DB / "migrations"
-REPO = DB.parent
+_DB_DIR = Path(__file__).resolve().parent.parent  # the db package
+MIGRATIONS = _DB_DIR / "migrations"
+REPO = _DB_DIR.parent
 # Every command's --db default: the demo database `make run` seeds, or $LOUPE_DB.
 DEFAULT_DB = os.environ.get("LOUPE_DB", "data/loupe.db")
 

@@ -10,6 +10,8 @@ from db.store.records import DashboardStats
 
 
 class DashboardMixin:
+    """The figures the dashboard draws."""
+
     def dashboard_stats(self, task: str | None = None) -> DashboardStats:
         """Progress, decisions, agent-vs-expert counts, a confidence histogram per label,
         seconds per expert, multi-rater labels and gold ratings, for one task or all.

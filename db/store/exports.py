@@ -12,6 +12,8 @@ from db.store.records import CandidateInfo
 
 
 class ExportsMixin:
+    """Reads for the exporters and the record of finished export batches."""
+
     def labelled_candidates(self, task: str | None = None) -> list[CandidateInfo]:
         """Every candidate with a resolved label (reviews, adjudication or auto), by id."""
         with self._ro() as s:

@@ -18,6 +18,8 @@ from db.store.records import Filters, QueueConfig
 
 
 class QueueMixin:
+    """Serving items to experts under leases (candidate filters from `CandidatesMixin`)."""
+
     def next_item(
         self,
         expert: str | int,

@@ -19,6 +19,8 @@ from db.store.rules import derive_label
 
 
 class ReviewsMixin:
+    """Reviews and adjudication; each refreshes the candidate's label and queue columns."""
+
     def record_review(
         self,
         expert: str | int,

@@ -56,6 +56,8 @@ def trajectory_record(
 
 
 class RunsMixin:
+    """Agent runs and trajectories of a `Store`; recording one refreshes its candidate."""
+
     def start_run(
         self,
         policy: str,
