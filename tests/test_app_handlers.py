@@ -335,3 +335,27 @@ def test_each_zoom_panel_shows_the_agents_reading_of_it(ctx):
         words = traj.steps[i + 1].thought.split()[:4]
         assert " ".join(words) in reading  # the next turn's thought reads this panel
         assert " ".join(traj.steps[i].thought.split()[:4]) in asked
+
+
+def test_upload_records_the_run_params_and_resumes(ctx, tmp_path):
+    from agent.loop import DEFAULT_MAX_TURNS
+    from tests.store_factory import write_text_spectrum
+
+    ex = app_context.expert_for(ctx, None)
+    [seeded_run] = ctx.store.runs()  # the demo set, vetted by the same pipeline
+    before = ctx.store.done_keys(run_id=seeded_run.id)
+    spec = write_text_spectrum(tmp_path / "upload.csv", seed=5)
+    msg = upload_page.ingest_upload(ctx, ex, [str(spec)], "cv")
+    assert "1 candidate(s) vetted" in msg
+    [run] = ctx.store.runs()  # the upload joined the serving policy's run
+    assert run.id == seeded_run.id
+    assert (run.policy, run.renderer) == ("rules", "fast")
+    assert run.params == {"max_turns": DEFAULT_MAX_TURNS}
+    after = ctx.store.done_keys(run_id=run.id)
+    [new] = after - before
+    traj_id = ctx.store.find_candidate(new[0], new[1]).trajectory_id
+    # The same file again: the candidate is already vetted by this run, so nothing re-runs.
+    msg = upload_page.ingest_upload(ctx, ex, [str(spec)], "cv")
+    assert "0 candidate(s) vetted" in msg
+    assert ctx.store.done_keys(run_id=run.id) == after
+    assert ctx.store.find_candidate(new[0], new[1]).trajectory_id == traj_id

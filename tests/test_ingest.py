@@ -117,3 +117,23 @@ def test_real_lamost_files(mem_store, shared_spectra):
     assert rep.added + len(errors) >= 4 and rep.added >= 1
     c = mem_store.list_candidates(order="id")[0]
     assert c.survey == "LAMOST"
+
+
+def test_vet_cli_into_the_store_records_params_and_resumes(folder, tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'v.db'}"
+    argv = ["vet", "--input", str(folder / "t0.csv"), "--task", "cv", "--policy", "rules",
+            "--max-turns", "5", "--db", url, "--workers", "1", "--no-progress"]  # fmt: skip
+    assert launch.main(argv) == 0
+    assert "vetted 1 candidates" in capsys.readouterr().out
+    store = Store(url)
+    try:
+        [run] = store.runs()
+        assert (run.policy, run.params) == ("rules", {"max_turns": 5})
+        assert len(store.done_keys(run_id=run.id)) == 1
+    finally:
+        store.close()
+    assert launch.main(argv) == 0  # resumed: nothing left to vet
+    assert "vetted 0 candidates" in capsys.readouterr().out
+    argv[argv.index("--max-turns") + 1] = "4"  # another set-up is another run
+    assert launch.main(argv) == 0
+    assert "vetted 1 candidates" in capsys.readouterr().out
