@@ -359,3 +359,16 @@ def test_upload_records_the_run_params_and_resumes(ctx, tmp_path):
     assert "0 candidate(s) vetted" in msg
     assert ctx.store.done_keys(run_id=run.id) == after
     assert ctx.store.find_candidate(new[0], new[1]).trajectory_id == traj_id
+
+
+def test_jump_and_next_lease_for_the_teams_lease(ctx):
+    ex = app_context.expert_for(ctx, None)
+    ctx.store.set_setting("lease_seconds", 30)
+    st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
+    key = ctx.store.candidate(st["current"]).key
+    st, _ = vet_page.vet_jump(ctx, ex, views.new_state(), key, D)
+    leases = ctx.store.leases(st["current"])
+    assert leases
+    for lease in leases:
+        held = (lease.expires - lease.created).total_seconds()
+        assert 25 <= held <= 35, held  # the team's 30 s, not the store's 600 s default
