@@ -13,6 +13,7 @@ lease a jump takes) and is what the app calls for every queue move.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from annotate.settings import DEFAULTS
@@ -65,3 +66,8 @@ class Queue:
             return None, []
         others = self.store.claim(expert, info.id, self.config.lease_seconds)
         return info, others
+
+    def remaining(self, filters: Filters | None = None) -> int:
+        """Items still short of `overlap` reviews (ignoring leases and auto-accept)."""
+        f = dataclasses.replace(filters or Filters(), max_reviews=self.config.overlap - 1)
+        return self.store.count_candidates(f)
