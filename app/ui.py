@@ -1,7 +1,7 @@
 """The Gradio page: vet, author, dashboard, export and experts tabs.
 
-Layout and wiring only; every callback is a one-line call into a page module (`app.pages`), which does
-the work on plain values. Switching candidates is one round trip that redraws two plots:
+Layout and wiring only; every callback is a one-line call into a page module (`app.pages`),
+which does the work on plain values. Switching candidates is one round trip that redraws two plots:
 the whole spectrum, and the step panels as one figure of stacked subplots, with the
 thoughts beside it in blocks of the panels' height. Vet events run without progress
 overlays and send only what changed.
