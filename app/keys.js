@@ -49,26 +49,31 @@
 
   // r: a one-line reason for the reject; Enter saves it (the box's submit), Esc saves the
   // reject without one.
+  // Gradio scopes the page's CSS under its container, so panels are shown inline.
+  const show = (id, on) => {
+    const el = document.getElementById(id);
+    if (el) el.style.display = on ? "flex" : "";
+  };
   const openReason = () => {
-    document.body.classList.add("loupe-reason");
+    show("reject-reason-row", true);
     const box = document.querySelector("#reject-reason input, #reject-reason textarea");
     if (box) {
       box.scrollIntoView({ block: "nearest" });
       box.focus();
     }
   };
-  const closeReason = () => document.body.classList.remove("loupe-reason");
+  const closeReason = () => show("reject-reason-row", false);
 
   // c: the correct panel, in view with the cursor in the reasoning box.
   window.loupeOpenCorrect = () => {
     closeReason();
-    document.body.classList.add("loupe-correcting");
+    show("correct-panel", true);
     const panel = document.getElementById("correct-panel");
     if (panel) panel.scrollIntoView({ block: "center" });
     const box = document.querySelector("#correct-explanation textarea");
     if (box) box.focus();
   };
-  const closeCorrect = () => document.body.classList.remove("loupe-correcting");
+  const closeCorrect = () => show("correct-panel", false);
 
   // Reasoning the model learns is about the spectrum; say so when it reads like a note
   // about the agent (the server says it again when the correction is saved).

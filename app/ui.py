@@ -55,8 +55,6 @@ CSS = """
 #vet-actions button {min-width:90px}
 /* -- vet page: desk (grade, undo, reason, correct panel, stale panels) -- */
 #correct-panel, #reject-reason-row {display:none}
-body.loupe-correcting #correct-panel {display:flex}
-body.loupe-reason #reject-reason-row {display:flex}
 #correct-warning {color:#9a3412}
 #correct-warning:empty {display:none}
 .loupe-stale {opacity:.25; transition:opacity 60ms}
