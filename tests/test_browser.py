@@ -314,6 +314,9 @@ def test_the_experts_desk_in_the_browser(browser, tmp_path_factory, tmp_path):
 def test_panels_keep_up_with_the_keyboard(browser, tmp_path_factory, tmp_path):
     """Key press to the next candidate's whole-spectrum panel drawn, and opening the page
     to the first panel, in Chromium on the demo."""
+    load = os.getloadavg()[0]
+    if load > (os.cpu_count() or 1):
+        pytest.skip(f"load average {load:.1f} on {os.cpu_count()} cores: timings would be noise")
     ctx = context(tmp_path_factory, tmp_path)
     srv = serve(ctx)
     try:
