@@ -25,8 +25,9 @@ def corrected_trajectory(
     Keeps the steps before `wrong_step` (every tool-call step when it is None), drops the
     rest, and appends the expert's answer turn (see the module docstring).
 
+    >>> from agent.protocol import TOOL_NAME
     >>> from agent.trajectory import Step, Trajectory
-    >>> call = {"name": "spectral_visualization_tool", "arguments": {"wavelength_range": [1, 2]}}
+    >>> call = {"name": TOOL_NAME, "arguments": {"wavelength_range": [1, 2]}}
     >>> t = Trajectory(id="c1", task="wd", steps=[Step(thought="a", tool_call=call, raw="A"),
     ...     Step(thought="b", tool_call=call, raw="B"), Step(thought="c", answer="YES", raw="C")],
     ...     verdict="YES")

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from agent.protocol import TOOL_NAME, system_prompt, task_prompt
 from agent.spectrum import Spectrum
 from annotate.export.conversation import Images
 from annotate.export.record import ExportRecord
@@ -31,8 +32,6 @@ AGENT_NAME = "tool_agent"
 
 
 def build_row(index: int, r: ExportRecord, spectrum: Spectrum, imgs: Images) -> Built:
-    from agent.prompts import system_prompt, task_prompt
-
     good = spectrum.good
     wave = spectrum.vacuum_wavelength()[good]
     flux = spectrum.flux[good]
@@ -51,7 +50,7 @@ def build_row(index: int, r: ExportRecord, spectrum: Spectrum, imgs: Images) -> 
             "name": name,
             "split": r.split,
             "tools_kwargs": {
-                "spectral_visualization_tool": {
+                TOOL_NAME: {
                     "create_kwargs": {
                         "flux": [float(x) for x in flux],
                         "wavelength": [float(x) for x in wave],
@@ -112,7 +111,7 @@ def schema():
             ("redshift", pa.float64()),
         ]
     )
-    tools = pa.struct([("spectral_visualization_tool", pa.struct([("create_kwargs", kwargs)]))])
+    tools = pa.struct([(TOOL_NAME, pa.struct([("create_kwargs", kwargs)]))])
     return pa.schema(
         [
             ("images", pa.list_(pa.struct([("bytes", pa.binary()), ("path", pa.string())]))),
