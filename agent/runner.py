@@ -239,26 +239,12 @@ def _batch_size(args: argparse.Namespace) -> int:
 def main(args: argparse.Namespace, sink: Sink | None = None) -> int:
     """0: every line vetted; 1: some input lines or candidates failed (each reported on
     stderr, the rest vetted); 2: a usage or fatal error, or any bad line with --strict."""
-    from agent.formats.catalogue import normalise_task
-
-    sources = list(args.catalog) + list(args.input)
-    if not sources:
-        print("vet: give candidates with --catalog CSV or --input PATH ...", file=sys.stderr)
-        return 2
     try:
-        normalise_task(args.task)
+        candidates, problems = read_inputs(args)
         kwargs = policy_kwargs(args)
-        candidates, problems = collect_candidates(sources, task=args.task)
     except (ValueError, OSError) as exc:
         print(f"vet: {exc}", file=sys.stderr)
         return 2
-    if problems and getattr(args, "strict", False):
-        print(f"vet: {problems[0]} (--strict: nothing vetted)", file=sys.stderr)
-        return 2
-    for err in problems:  # each names its file (and catalogue line) and the reason
-        print(f"vet: skipped {err}", file=sys.stderr)
-    if args.limit is not None:
-        candidates = candidates[: max(0, args.limit)]
     own_sink = sink is None
     try:
         sink = sink or JsonlSink(args.out)
@@ -278,6 +264,31 @@ def main(args: argparse.Namespace, sink: Sink | None = None) -> int:
         if own_sink:
             sink.close()
     print(summary(stats))
+    return exit_status(problems, stats)
+
+
+def read_inputs(args: argparse.Namespace) -> tuple[list[CandidateRef], list[Exception]]:
+    """The candidates of --catalog/--input, and the bad lines, each already reported on
+    stderr (file, line, reason). ValueError when the run must not start: no sources, an
+    unknown --task, or any bad line with --strict."""
+    from agent.formats.catalogue import normalise_task
+
+    sources = list(args.catalog) + list(args.input)
+    if not sources:
+        raise ValueError("give candidates with --catalog CSV or --input PATH ...")
+    normalise_task(args.task)
+    candidates, problems = collect_candidates(sources, task=args.task)
+    if problems and getattr(args, "strict", False):
+        raise ValueError(f"{problems[0]} (--strict: nothing vetted)")
+    for err in problems:
+        print(f"vet: skipped {err}", file=sys.stderr)
+    if args.limit is not None:
+        candidates = candidates[: max(0, args.limit)]
+    return candidates, list(problems)
+
+
+def exit_status(problems: list[Exception], stats: Stats) -> int:
+    """0 when every line was vetted, 1 when some input lines or candidates failed."""
     if problems:
         print(f"vet: {len(problems)} input line(s) skipped (listed above)", file=sys.stderr)
     return 1 if problems or stats.states["error"] else 0
