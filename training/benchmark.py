@@ -2,16 +2,24 @@
 
     python -m training.benchmark --out data/bench --report docs/accuracy.md
 
-reads ../shared/spectra/manifest.csv, picks for each task its positives and hard
-negatives, degrades every source spectrum (`training.degrade.degrade`) into several
-LAMOST-like realisations (random RV within +-300 km/s, a 10% flux-calibration error,
-noise at SNR 10, 20 and 50), writes them as LAMOST FITS with a labelled catalogue per
-split (`tune/catalog.csv`, `test/catalog.csv`), then scores the `rules` policy on both
-splits with `training.evaluate` and writes the report. Splits are by source OBJECT: one
-star observed by two libraries (MILES and STELIB, CALSPEC and STELIB) or several times
-(U Gem) lands in one split only, and objects whose labels disagree between libraries are
-left out. `--fit-calibration` refits the inspector's per-task logistic calibration on the
-tune split and prints the constants for `agent/policies/rules.py`.
+reads ../shared/spectra/manifest.csv, picks for each task its positives and the hard
+negatives the paper names (K giants, M dwarfs and S stars for M giants; OB stars, hot
+subdwarfs, A/B stars and QSOs for white dwarfs; M giants for S and carbon stars;
+Be/emission-line stars, M dwarfs and QSOs for CVs; redshifted QSOs and galaxies for CVs,
+white dwarfs and carbon stars), and observes every source object as each survey would
+(`training.sim.surveys`): in the LAMOST, SDSS/BOSS and DESI layouts (their grids,
+resolutions, arm joins, masks and flux units, written as real files the readers in
+`agent.formats` read), at SNR 5, 8, 12, 20 and 35, with a random RV within +-300 km/s
+(stars) or a random redshift (the SDSS QSO and galaxy templates), a 10% flux-calibration
+error, sky residuals and flagged bad columns. Each split gets a labelled catalogue
+(`tune/catalog.csv`, `test/catalog.csv`). Splits are by source OBJECT: one star observed
+by two libraries (MILES and STELIB, CALSPEC and STELIB) or several times (U Gem) lands in
+one split only, and objects whose labels disagree between libraries are left out.
+
+`--report` scores the policies on both splits and writes the report: per layout and per
+SNR, with object-level bootstrap confidence intervals, the demo's numbers beside it, and
+how many distinct objects stand behind each positive class. `--fit-calibration` refits
+the inspector's per-task logistic calibration on the tune split and prints the constants.
 
 Sources whose positives are templates rather than single observed stars are flagged
 `template=1` in the catalogue and counted in the report.
@@ -22,7 +30,9 @@ from __future__ import annotations
 import argparse
 import csv
 import hashlib
+import os
 import re
+import shutil
 import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -32,7 +42,8 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_SPECTRA = REPO.parent / "shared" / "spectra"
-SNRS = (10.0, 20.0, 50.0)
+SNRS = (5.0, 8.0, 12.0, 20.0, 35.0)
+LAYOUTS = ("lamost", "sdss", "desi")
 
 # Manifest label -> tasks it is a positive for / a hard negative for.
 POSITIVE: dict[str, tuple[str, ...]] = {
@@ -48,19 +59,25 @@ NEGATIVE: dict[str, tuple[str, ...]] = {
     "ob_star": ("wd",),
     "hot_subdwarf": ("wd",),
     "emission_star": ("cv",),
-    "qso": ("cv",),
+    "qso": ("cv", "wd", "carbon"),
+    "galaxy": ("cv", "wd", "carbon"),
     "m_dwarf": ("cv", "m_giant"),
     "m_star": ("cv", "m_giant"),
     "fgk_giant": ("carbon", "m_giant"),
     "m_giant": ("carbon", "s_type"),
-    "s_type": ("carbon",),
+    "s_type": ("carbon", "m_giant"),
     "carbon": ("s_type", "m_giant"),
     "wd": ("carbon",),  # DQ white dwarfs show C2 too
 }
+# Rest-frame templates observed at a random redshift: (manifest label, row) -> (class, z range).
+EXTRAGALACTIC = {
+    ("qso_pca_component", "0"): ("qso", (0.3, 2.6)),
+    ("galaxy_pca_component", "0"): ("galaxy", (0.02, 0.4)),
+}
 # At most this many source objects per (negative label, task), so one plentiful class
 # does not swamp a task.
-MAX_NEG_SOURCES = 24
-# Approximate resolving power of each library (None: much higher than LAMOST's).
+MAX_NEG_SOURCES = 16
+# Approximate resolving power of each library (None: much higher than the surveys').
 SOURCE_R = {
     "miles": 2000.0,
     "stelib": 1700.0,
@@ -83,6 +100,7 @@ class Source:
     library: str
     obj: str  # object identity used for the split
     template: bool  # a template / PCA mean rather than one observed star
+    z_range: tuple[float, float] | None = None  # rest-frame template: draw a redshift
 
     @property
     def key(self) -> str:
@@ -107,6 +125,10 @@ def _object_id(r: dict[str, str]) -> str:
     return f"{lib}:{Path(r['file']).name}:{r['row']}"
 
 
+def _k_giant(s: Source) -> bool:
+    return s.label != "fgk_giant" or bool(re.search(r"(^|\s)K\d", s.spectral_type.upper()))
+
+
 def load_sources(spectra: Path) -> list[Source]:
     with open(spectra / "manifest.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
@@ -114,7 +136,10 @@ def load_sources(spectra: Path) -> list[Source]:
     labels_of: dict[str, set[str]] = defaultdict(set)
     for r in rows:
         lbl = r["label"]
-        if lbl not in POSITIVE and lbl not in NEGATIVE:
+        z_range = None
+        if (lbl, r["row"]) in EXTRAGALACTIC:
+            lbl, z_range = EXTRAGALACTIC[(lbl, r["row"])]
+        elif lbl not in POSITIVE and lbl not in NEGATIVE:
             continue
         if lbl == "cv_pca_component" and r["row"] not in ("0",):
             continue  # eigenvectors (negative flux) are not spectra; row 0 is the mean CV
@@ -131,6 +156,7 @@ def load_sources(spectra: Path) -> list[Source]:
                 library=lib,
                 obj=obj,
                 template=lib == "sdss-templates",
+                z_range=z_range,
             )
         )
     conflicted = {o for o, ls in labels_of.items() if len(ls) > 1}
@@ -142,17 +168,20 @@ def _h(text: str) -> int:
 
 
 def assign_splits(sources: list[Source]) -> dict[str, str]:
-    """object -> 'tune' | 'test'. Rare positive classes alternate so both splits get some."""
+    """object -> 'tune' | 'test'. Rare classes alternate so both splits get some."""
     split: dict[str, str] = {}
     # Positives are grouped by task (U Gem and the CV template are both "cv"), real
-    # stars before templates, and alternate test/tune so each split gets some.
-    pos_groups: dict[str, list[Source]] = defaultdict(list)
+    # stars before templates, and alternate test/tune so each split gets some; so do the
+    # extragalactic contaminants (real SDSS quasars, the QSO and galaxy templates).
+    groups: dict[str, list[Source]] = defaultdict(list)
     for s in sources:
         if s.label in POSITIVE:
-            pos_groups[POSITIVE[s.label][0]].append(s)
-    for task in sorted(pos_groups):
+            groups[POSITIVE[s.label][0]].append(s)
+        elif s.label in ("qso", "galaxy"):
+            groups["extragalactic"].append(s)
+    for g in sorted(groups):
         objs: list[str] = []
-        for s in sorted(pos_groups[task], key=lambda s: (s.template, _h(s.obj))):
+        for s in sorted(groups[g], key=lambda s: (s.template, _h(s.obj))):
             if s.obj not in objs:
                 objs.append(s.obj)
         for i, o in enumerate(objs):
@@ -170,64 +199,70 @@ def plan(sources: list[Source]) -> dict[str, list[tuple[str, str]]]:
         for t in POSITIVE.get(s.label, ()):
             tasks[s.key].append((t, "YES"))
         for t in NEGATIVE.get(s.label, ()):
+            if t == "m_giant" and not _k_giant(s):
+                continue  # the M-giant contaminant among giants is the K giant
             if neg_count[(s.label, t)] < MAX_NEG_SOURCES:
                 neg_count[(s.label, t)] += 1
                 tasks[s.key].append((t, "NO"))
     return tasks
 
 
-def build(
-    out: Path,
-    spectra: Path = DEFAULT_SPECTRA,
-    snrs: tuple[float, ...] = SNRS,
-    realisations: int = 2,
-    seed: int = 0,
-) -> dict[str, Path]:
-    """Degrade every chosen source and write `out/{tune,test}/catalog.csv` plus FITS files."""
-    from agent.formats import load_one, write_lamost_fits
-    from training.degrade import degrade
+def _file_name(layout: str, name: str) -> str:
+    """Neutral file names in each survey's style: neither the name nor the id gives the class."""
+    from training.sim.surveys import _ids
 
-    sources = load_sources(spectra)
-    split = assign_splits(sources)
-    tasks = plan(sources)
-    rows: dict[str, list[dict]] = {"tune": [], "test": []}
-    skipped = []
-    for s in sources:
-        if not tasks.get(s.key):
-            continue
-        try:
-            spec = load_one(spectra / s.file, hdu=s.hdu, row=s.row)
-        except Exception as exc:
-            skipped.append(f"{s.file}[{s.row}]: {exc}")
-            continue
-        sp = split[s.obj]
+    plate, mjd, fiber = _ids(name)
+    if layout == "sdss":
+        return f"spec-{plate:04d}-{mjd:05d}-{fiber:04d}.fits"
+    if layout == "desi":
+        return f"coadd-{plate}-{mjd}-{fiber:04d}.fits"
+    return f"spec-{mjd}-B{plate}_sp{fiber % 16 + 1:02d}-{fiber:03d}.fits"
+
+
+def _observe_source(job: tuple) -> tuple[list[dict], list[str]]:
+    """Every (layout, SNR) observation of one source, written; catalogue rows and problems."""
+    from agent.formats import load_one
+    from training.sim.surveys import observe_survey, write_survey
+
+    s, spectra, out, split, tasks, layouts, snrs, realisations, seed = job
+    rows: list[dict] = []
+    try:
+        spec = load_one(spectra / s.file, hdu=s.hdu, row=s.row)
+    except Exception as exc:
+        return rows, [f"{s.file}[{s.row}]: {exc}"]
+    for layout in layouts:
         for snr in snrs:
             for k in range(realisations):
-                rng = np.random.default_rng(_h(f"{seed}:{s.key}:{snr}:{k}"))
-                rv = float(rng.uniform(-300.0, 300.0))
+                tag = f"{seed}:{s.key}:{layout}:{snr}:{k}"
+                rng = np.random.default_rng(_h(tag))
+                z, rv = 0.0, 0.0
+                if s.z_range:
+                    z = float(rng.uniform(*s.z_range))
+                else:
+                    rv = float(rng.uniform(-300.0, 300.0))
                 try:
-                    d = degrade(
+                    obs = observe_survey(
                         spec,
+                        layout,
                         snr=snr,
-                        rv_kms=rv,
-                        flux_cal_error=0.1,
-                        source_resolution=SOURCE_R.get(s.library),
                         rng=rng,
+                        rv_kms=rv,
+                        redshift=z,
+                        source_resolution=SOURCE_R.get(s.library),
                     )
-                except Exception as exc:
-                    skipped.append(f"{s.file}[{s.row}]: {exc}")
-                    break
-                name = f"{s.key}_snr{int(snr)}_{k}"
-                d.meta.id = name
-                rel = Path(f"snr{int(snr)}") / f"{name}.fits"
-                write_lamost_fits(d, out / sp / rel)
-                for task, label in tasks[s.key]:
-                    rows[sp].append(
+                except ValueError as exc:
+                    return rows, [f"{s.file}[{s.row}] {layout}: {exc}"]
+                name = f"b{_h(tag):08x}"
+                rel = Path(layout) / f"snr{int(snr)}" / _file_name(layout, name)
+                write_survey(obs, out / split / rel, name)
+                for task, label in tasks:
+                    rows.append(
                         {
                             "path": str(rel),
                             "task": task,
                             "id": f"{name}:{task}",
                             "label": label,
+                            "layout": layout,
                             "snr": int(snr),
                             "source": s.file,
                             "row": "" if s.row is None else s.row,
@@ -235,8 +270,59 @@ def build(
                             "object": s.obj,
                             "template": int(s.template),
                             "rv_kms": round(rv, 1),
+                            "z": round(z, 4),
                         }
                     )
+    return rows, []
+
+
+def build(
+    out: Path,
+    spectra: Path = DEFAULT_SPECTRA,
+    snrs: tuple[float, ...] = SNRS,
+    realisations: int = 1,
+    seed: int = 0,
+    layouts: tuple[str, ...] = LAYOUTS,
+    max_objects: int | None = None,
+    workers: int = 1,
+) -> dict[str, Path]:
+    """Observe every chosen source; write `out/{tune,test}/catalog.csv` plus survey files.
+
+    `max_objects` keeps at most that many source objects per (task, label) (a small,
+    fast subset for tests).
+    """
+    sources = load_sources(spectra)
+    split = assign_splits(sources)
+    tasks = plan(sources)
+    if max_objects is not None:
+        kept: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+        for s in sorted(sources, key=lambda s: (s.template, _h(s.key))):
+            want = []
+            for t, lbl in tasks.get(s.key, []):
+                k = kept[(split[s.obj], t, lbl)]
+                if s.obj in k or len(k) < max_objects:
+                    k.add(s.obj)
+                    want.append((t, lbl))
+            tasks[s.key] = want
+    for sp in ("tune", "test"):
+        shutil.rmtree(out / sp, ignore_errors=True)
+    jobs = [
+        (s, spectra, out, split[s.obj], tasks[s.key], layouts, snrs, realisations, seed)
+        for s in sources
+        if tasks.get(s.key)
+    ]
+    rows: dict[str, list[dict]] = {"tune": [], "test": []}
+    skipped: list[str] = []
+    if workers > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(_observe_source, jobs, chunksize=4))
+    else:
+        results = [_observe_source(j) for j in jobs]
+    for job, (rs, problems) in zip(jobs, results):
+        rows[job[3]] += rs
+        skipped += problems
     paths = {}
     for sp, rs in rows.items():
         (out / sp).mkdir(parents=True, exist_ok=True)
@@ -351,7 +437,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     ap.add_argument("--spectra", default=str(DEFAULT_SPECTRA), help="Folder holding manifest.csv.")
     ap.add_argument("--out", default="data/bench", help="Where the benchmark is written.")
-    ap.add_argument("--realisations", type=int, default=2, help="Noisy copies per source and SNR.")
+    ap.add_argument(
+        "--realisations", type=int, default=1, help="Noisy copies per source, layout and SNR."
+    )
+    ap.add_argument(
+        "--workers", type=int, default=min(2, os.cpu_count() or 1), help="Build processes."
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-build", action="store_true", help="Reuse an existing --out.")
     ap.add_argument("--fit-calibration", action="store_true", help="Print refitted CALIBRATION.")
@@ -362,7 +453,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     out = Path(args.out)
     if not args.skip_build:
-        paths = build(out, Path(args.spectra), realisations=args.realisations, seed=args.seed)
+        paths = build(
+            out,
+            Path(args.spectra),
+            realisations=args.realisations,
+            seed=args.seed,
+            workers=args.workers,
+        )
         for sp, p in paths.items():
             print(f"benchmark: {sp}: {p}")
     if args.fit_calibration:
