@@ -25,11 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from agent.catalog import CandidateRef  # noqa: E402
-from bench.store import TASKS, bulk_fill, bulk_reviews, export_figure, pct, time_next_item  # noqa: E402
-from db.store import Filters, QueueConfig, Store  # noqa: E402
+from agent.catalog import CandidateRef
+from bench.store import TASKS, bulk_fill, bulk_reviews, export_figure, pct, time_next_item
+from db.store import Filters, QueueConfig, Store
 
 
 def timed(fn, repeat: int = 3) -> tuple[float, object]:

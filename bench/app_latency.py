@@ -1,6 +1,6 @@
 """Next-candidate latency of the vetting app over 100 candidates.
 
-    python bench/app.py [--n 100] [--no-browser]
+    python bench/app_latency.py [--n 100] [--no-browser]
 
 A fresh demo database (generated, ingested and vetted by `rules`), then three measures of
 "decide and see the next candidate" (a skip, which records a review and serves the next item
@@ -19,8 +19,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 CHROMIUM = "/usr/bin/chromium"
 
