@@ -609,7 +609,10 @@ def write_report(
     stem = report.with_suffix("")
     plot_reliability({policy: test}, Path(f"{stem}_reliability.png"))
     plot_hitl({policy: test}, Path(f"{stem}_hitl.png"))
-    n_files = {sp: len({(r.layout, r.obj) for r in rs}) for sp, rs in rows.items()}
+    n_files = {}
+    for sp in rows:
+        with open(bench / sp / "catalog.csv", newline="") as fh:
+            n_files[sp] = len({r["path"] for r in csv.DictReader(fh)})
     md = [
         "# Accuracy of the rule-based inspector on survey-like real spectra",
         "",
@@ -705,8 +708,8 @@ def write_report(
         "",
         "## What stands behind each number",
         "",
-        f"Observed spectra (source x layout x SNR): test {n_files['test'] * 5}, tune "
-        f"{n_files['tune'] * 5}.",
+        f"Survey files (one per source, layout and SNR): test {n_files['test']}, tune "
+        f"{n_files['tune']}.",
         "",
     ]
     for split in ("test", "tune"):
