@@ -6,10 +6,10 @@
 Labels come from the store: expert reviews and adjudications, imported labels (recorded as
 reviews), gold items and catalogue labels; the agent's own auto-accepted verdicts are not
 labels and are left out. For each labelled candidate the inspector's measurements are taken
-again from its spectrum. Per task, cross-validation (folds grouped by object where there are
-enough objects) compares the rules' own P(YES) with a refitted Platt calibration, an isotonic
-calibration and, where the task has at least `--min-labels` labelled decisions, a small
-combiner (logistic regression: the rules prior plus a learned correction over the task's
+again from its spectrum. Per task, cross-validation with folds grouped by object (a task
+whose rarer class has fewer than 3 objects keeps the rules) compares the rules' own P(YES)
+with a refitted Platt calibration, an isotonic calibration and, where the task has at
+least `--min-labels` labelled decisions, a small combiner (logistic regression: the rules prior plus a learned correction over the task's
 own measurements). A learned model is switched on for a task only where it beats the
 rules under cross-validation (lower log-loss and no lower F1); elsewhere the rules stay.
 
@@ -157,20 +157,26 @@ def _fit(kind: str, ex: list[Example], feats: list[str]) -> TaskModel:
     )
 
 
+def _n_objects(ex: list[Example]) -> int:
+    """Distinct objects in the rarer class."""
+    pos = {e.group for e in ex if e.label}
+    neg = {e.group for e in ex if not e.label}
+    return min(len(pos), len(neg))
+
+
 def _folds(ex: list[Example], k: int, seed: int) -> list[np.ndarray]:
-    """Test-index arrays: grouped by object where there are enough objects per class."""
-    from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
+    """Test-index arrays, grouped by object: one object's spectra never sit on both sides.
+
+    Splitting one star's realisations across folds would let a learner memorise the star
+    and look better than the rules on exactly the spectra it has seen.
+    """
+    from sklearn.model_selection import StratifiedGroupKFold
 
     y = np.array([int(e.label) for e in ex])
     groups = np.array([e.group for e in ex])
-    n_min = min(len(set(groups[y == 1])), len(set(groups[y == 0])))
-    idx = np.arange(len(ex))
-    if n_min >= k:
-        cv = StratifiedGroupKFold(n_splits=k, shuffle=True, random_state=seed)
-        return [te for _, te in cv.split(idx, y, groups)]
-    k = max(2, min(k, int(min(y.sum(), len(y) - y.sum()))))
-    cv = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
-    return [te for _, te in cv.split(idx, y)]
+    k = max(2, min(k, _n_objects(ex)))
+    cv = StratifiedGroupKFold(n_splits=k, shuffle=True, random_state=seed)
+    return [te for _, te in cv.split(np.arange(len(ex)), y, groups)]
 
 
 def fit_task(
@@ -184,6 +190,12 @@ def fit_task(
     report["rules"] = {"log_loss": _log_loss(p_rules, y), "f1": _f1(p_rules, y)}
     if n_pos < 3 or n - n_pos < 3:
         report["why"] = "fewer than 3 labels of one class"
+        return TaskModel("rules"), report
+    if _n_objects(ex) < 3:
+        report["why"] = (
+            f"{_n_objects(ex)} object(s) in the rarer class: cross-validation cannot hold "
+            "objects out"
+        )
         return TaskModel("rules"), report
     kinds = ["platt", "isotonic"] + (["combiner"] if n >= min_labels else [])
     if n < min_labels:
