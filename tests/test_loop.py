@@ -78,6 +78,25 @@ def test_zoom_then_answer_records_observation_and_messages():
     assert [x.window for x in again.steps] == [x.window for x in t.steps]
 
 
+def test_a_boxed_verdict_beside_a_tool_call_runs_the_tool_and_goes_on():
+    first = zoom(6500, 6620).replace("Look at H-alpha.", "Maybe \\boxed{YES}; look at H-alpha.")
+    seen = []
+
+    def script(ep):
+        seen.append(list(ep.messages))
+        return first if ep.turn == 0 else ANSWER_YES
+
+    t = run_episode(synthetic(), "cv", ScriptedPolicy(script))
+    assert t.state == "done" and t.verdict == "YES" and len(t.steps) == 2
+    s = t.steps[0]
+    assert s.answer is None and s.window == (6500.0, 6620.0) and s.observation_image
+    assert "calls the tool" in s.error and not t.format_ok
+    # the reply text follows the image directly, as verl rendered it
+    reply = seen[1][3]["content"]
+    assert [i["type"] for i in reply] == ["text", "image", "text"]
+    assert reply[2]["text"].startswith("Generated spectral visualization focused on")
+
+
 def test_tool_error_is_recorded_and_run_goes_on():
     pol = ScriptedPolicy([zoom(20000, 21000), zoom(4800, 4900, label="H-beta"), ANSWER_YES])
     t = run_episode(synthetic(), "cv", pol)
