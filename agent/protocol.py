@@ -161,6 +161,51 @@ def user_turn(task: str, global_image: str) -> dict[str, Any]:
     return {"role": "user", "content": [image_item(global_image), text_item(task_prompt(task))]}
 
 
+# What verl's chat template writes as the system text when a prompt has no system message.
+DEFAULT_SYSTEM = "You are a helpful assistant."
+
+
+def opening_messages(
+    task: str,
+    global_image: Any,
+    prompt: Sequence[dict[str, Any]] | None = None,
+    images: Sequence[Any] = (),
+) -> list[dict[str, Any]]:
+    """The system message and first user turn of an episode.
+
+    Without `prompt`: Loupe's system prompt and task turn (`system_message`, `user_turn`).
+    With the chat messages a SpecVI-Bench row carries: those messages as verl rendered them,
+    `<image>` placeholders replaced in order by `images` (then `global_image`), and the
+    `# Tools` block after the row's system text (verl's default text when it has none).
+
+    >>> m = opening_messages("cv", "G", [{"role": "user", "content": "<image>Is this a CV?"}])
+    >>> m[0]["content"][0]["text"].startswith(DEFAULT_SYSTEM + "\\n\\n# Tools")
+    True
+    >>> m[1]["content"]
+    [{'type': 'image', 'image': 'G'}, {'type': 'text', 'text': 'Is this a CV?'}]
+    """
+    if not prompt:
+        return [system_message(), user_turn(task, global_image)]
+    pool = [*images, global_image]
+    system_text, out = DEFAULT_SYSTEM, []
+    for message in prompt:
+        role = message.get("role")
+        text = "".join(message_texts(message))
+        if role == "system":
+            system_text = text
+            continue
+        content: list[dict[str, Any]] = []
+        for i, piece in enumerate(text.split("<image>")):
+            if i:
+                content.append(image_item(pool.pop(0) if pool else global_image))
+            if piece:
+                content.append(text_item(piece))
+        out.append({"role": role, "content": content})
+    if "<tools>" not in system_text:
+        system_text += "\n\n" + tools_block()
+    return [{"role": "system", "content": [text_item(system_text)]}, *out]
+
+
 def assistant_turn(text: str) -> dict[str, Any]:
     return {"role": "assistant", "content": [text_item(text)]}
 
