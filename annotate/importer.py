@@ -19,6 +19,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from annotate.review import decide
 from db.store import DEFAULT_DB, Store, StoreError
 
 LABELS = {"yes": "YES", "y": "YES", "1": "YES", "true": "YES",
@@ -108,8 +109,8 @@ def _import_row(store: Store, rec: dict[str, str], expert: str, base: Path, sour
     else:
         action = "accept" if label == info.verdict else "reject"
     before = _current(store, info.id, expert)
-    review = store.record_review(
-        expert, info.id, action, label=label, comment=rec.get("comment") or None, source=source
+    review = decide(
+        store, expert, info.id, action, label=label, comment=rec.get("comment"), source=source
     )
     return before is None or before != (
         review.revision,

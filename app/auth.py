@@ -24,8 +24,10 @@ from fastapi import FastAPI, Form, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from annotate import experts
+from annotate.settings import DEFAULTS
+
 COOKIE = "loupe_session"
-SESSION_SECONDS = 12 * 3600.0  # a working day; the store refuses the token after this
 PUBLIC_PATHS = ("/login", "/logout")  # all that answers without a session
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 KDF_SLOTS = 2  # password checks at once: argon2 takes 64 MiB and ~4 cores' worth each
@@ -219,7 +221,7 @@ def install(
     store: Any,
     *,
     secure_cookie: bool = False,
-    session_seconds: float = SESSION_SECONDS,
+    session_seconds: float = DEFAULTS.session_seconds,
     throttle: LoginThrottle | None = None,
     trusted_proxies: Iterable[str] = (),
     kdf_slots: int = KDF_SLOTS,
@@ -245,9 +247,8 @@ def install(
     @app.post("/login")
     def login(request: Request, username: str = Form(""), password: str = Form("")) -> Response:
         client = client_address(request, proxies)
-        unlock_marker = getattr(store, "login_unlock_marker", None)
-        if unlock_marker is not None and username.strip():
-            throttle.apply_unlock(username, unlock_marker(username.strip()))
+        if username.strip():
+            throttle.apply_unlock(username, experts.login_unlock_marker(store, username))
         wait, stamp = throttle.reserve(username, client)
         if wait > 0:
             retry = str(int(wait) + 1)
@@ -257,7 +258,7 @@ def install(
             throttle.succeeded(username, client, stamp)  # never checked: not a failure
             return refuse("The server is busy; try again shortly.", 503, {"Retry-After": "5"})
         try:
-            token = store.login(username, password, ttl_seconds=session_seconds)
+            token = experts.login(store, username, password, ttl_seconds=session_seconds)
         finally:
             kdf.release()
         if not token:
@@ -279,7 +280,7 @@ def install(
     def logout(request: Request) -> Response:
         token = request.cookies.get(COOKIE)
         if token:
-            store.logout(token)
+            experts.logout(store, token)
         resp = RedirectResponse("/login", status_code=303)
         resp.delete_cookie(COOKIE, path="/")
         return resp

@@ -43,14 +43,15 @@ def fresh(root: Path, n: int):
 
 
 def bench_server(ctx, n: int) -> list[float]:
-    from app import handlers as H
+    from app import context, views
+    from app.pages import vet as vet_page
 
-    ex = H.expert_for(ctx, None)
-    st, _ = H.vet_next(ctx, ex, H.new_state(), H.Filters(), H.Display())
+    ex = context.expert_for(ctx, None)
+    st, _ = vet_page.vet_next(ctx, ex, views.new_state(), views.QueueFilters(), views.Display())
     out = []
     for _ in range(n):
         t0 = time.perf_counter()
-        st, view = H.vet_act(ctx, ex, st, "skip", H.Filters(), H.Display())
+        st, view = vet_page.vet_act(ctx, ex, st, "skip", views.QueueFilters(), views.Display())
         out.append((time.perf_counter() - t0) * 1000)
         if st["current"] is None:
             break

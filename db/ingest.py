@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import logging
 import sys
 import time
 from pathlib import Path
@@ -23,6 +24,8 @@ from typing import Any
 from agent.catalog import CandidateRef, read_candidates
 from agent.spectrum import SpectrumError
 from db.store import DEFAULT_DB
+
+log = logging.getLogger(__name__)
 
 GLOB_CHARS = set("*?[")
 
@@ -165,7 +168,7 @@ def spectra_meta(refs: list[CandidateRef]) -> tuple[dict[int, dict[str, Any]], d
             try:
                 for spec in read_spectra(path):
                     index[(_norm(spec.meta.hdu), spec.meta.row)] = spec
-            except Exception:
+            except Exception:  # noqa: BLE001 (each ref is read again below and named)
                 index = {}  # fall back to reading each ref on its own, to name the bad one
         for i in idx:
             ref = refs[i]
@@ -175,6 +178,7 @@ def spectra_meta(refs: list[CandidateRef]) -> tuple[dict[int, dict[str, Any]], d
             except SpectrumError as err:
                 problems[i] = err.problem
             except Exception as err:  # a reader bug must not stop the whole ingest
+                log.exception("reading %s failed", _where(ref))
                 problems[i] = f"{type(err).__name__}: {err}"
     return metas, problems
 
@@ -188,18 +192,33 @@ def ingest(
     sources: list[str],
     *,
     task: str | None = None,
+    roots: list[Path] | None = None,
+    **options: Any,
+) -> tuple[Any, list[tuple[str, str]]]:
+    """Expand `sources`, check them, add them; returns (AddReport, [(item, problem)]).
+    `options` are `ingest_refs`'s."""
+    refs, errors = collect(sources, task, roots)
+    report, problems, _ = ingest_refs(store, refs, **options)
+    return report, errors + problems
+
+
+def ingest_refs(
+    store,
+    refs: list[CandidateRef],
+    *,
     split: str | None = None,
     source_catalog: str | None = None,
     gold: bool = False,
     read: bool = True,
     hash_files: bool = True,
-    roots: list[Path] | None = None,
     batch_size: int = 2000,
-) -> tuple[Any, list[tuple[str, str]]]:
-    """Expand `sources`, check them, add them; returns (AddReport, [(item, problem)])."""
+    actor: str = "ingest",
+) -> tuple[Any, list[tuple[str, str]], list[CandidateRef]]:
+    """Check `refs` (their spectra read for survey metadata, their files hashed) and add the
+    good ones; returns (AddReport, [(item, problem)], the refs now in the store)."""
     from db.store import file_hash
 
-    refs, errors = collect(sources, task, roots)
+    errors: list[tuple[str, str]] = []
     metas, problems = spectra_meta(refs) if read else ({}, {})
     meta: dict[int, dict[str, Any]] = {}
     hashes: dict[str, str] = {}
@@ -228,9 +247,11 @@ def ingest(
         meta=meta,
         hashes=hashes,
         batch_size=batch_size,
+        actor=actor,
     )
+    refused = {i for i, _, _ in report.errors}
     errors += [(f"{kept[i].id} ({kept[i].path})", why) for i, _, why in report.errors]
-    return report, errors
+    return report, errors, [r for i, r in enumerate(kept) if i not in refused]
 
 
 def _where(ref: CandidateRef) -> str:

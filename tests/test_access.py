@@ -26,8 +26,9 @@ from gradio_client import Client
 from sqlalchemy import inspect, text
 from starlette.testclient import TestClient
 
-from app import handlers as H
+from app import context as app_context
 from app.main import build_app, serve
+from app.pages import upload as upload_page
 from tests.app_support import context
 from tests.store_factory import write_text_spectrum
 
@@ -311,7 +312,7 @@ def outside(tmp_path) -> Path:
 
 def test_app_paths_and_uploads_stay_inside_the_data_roots(team, web, outside, tmp_path):
     ctx = team
-    bob = H.Expert("bob")
+    bob = app_context.Viewer("bob")
     root = ctx.data_roots[-1]
     root.mkdir(parents=True, exist_ok=True)
     (root / "link.csv").symlink_to(outside / "secret.csv")
@@ -321,7 +322,7 @@ def test_app_paths_and_uploads_stay_inside_the_data_roots(team, web, outside, tm
     for path in (str(outside / "secret.csv"), str(root / ".." / "outside" / "secret.csv"), rel,
                  str(root / "link.csv"), str(root / "linkdir"),
                  str(root / "linkdir" / "secret.csv")):  # fmt: skip
-        msg = H.ingest_upload(ctx, bob, [], "cv", path)
+        msg = upload_page.ingest_upload(ctx, bob, [], "cv", path)
         assert "outside the data roots" in msg or "outside the allowed" in msg, (path, msg)
     # a catalogue inside the root (or uploaded) with a line that points outside it
     lines = {"abs1": str(outside / "secret.csv"), "up1": "../" * 12 + str(outside / "secret.csv"),
@@ -330,14 +331,14 @@ def test_app_paths_and_uploads_stay_inside_the_data_roots(team, web, outside, tm
         cat = tmp_path / f"cat-{key}.csv"
         cat.write_text(f"path,task,id\n{target},cv,{key}\n")
         (root / cat.name).write_text(cat.read_text())
-        for msg in (H.ingest_upload(ctx, bob, [str(cat)], "cv"),
-                    H.ingest_upload(ctx, bob, [], "cv", str(root / cat.name))):  # fmt: skip
+        for msg in (upload_page.ingest_upload(ctx, bob, [str(cat)], "cv"),
+                    upload_page.ingest_upload(ctx, bob, [], "cv", str(root / cat.name))):  # fmt: skip
             assert "outside" in msg, (key, msg)
     # an upload's name cannot place it elsewhere
     sneaky = tmp_path / "x"
     sneaky.mkdir()
     evil = write_text_spectrum(sneaky / "..evil.csv", seed=3)
-    H.ingest_upload(ctx, bob, [str(evil)], "cv")
+    upload_page.ingest_upload(ctx, bob, [str(evil)], "cv")
     assert not (root.parent / "evil.csv").exists()
     assert all(
         p.resolve().is_relative_to(ctx.data_roots[0])

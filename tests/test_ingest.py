@@ -117,3 +117,54 @@ def test_real_lamost_files(mem_store, shared_spectra):
     assert rep.added + len(errors) >= 4 and rep.added >= 1
     c = mem_store.list_candidates(order="id")[0]
     assert c.survey == "LAMOST"
+
+
+def test_vet_cli_into_the_store_records_params_and_resumes(folder, tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'v.db'}"
+    argv = ["vet", "--input", str(folder / "t0.csv"), "--task", "cv", "--policy", "rules",
+            "--max-turns", "5", "--db", url, "--workers", "1", "--no-progress"]  # fmt: skip
+    assert launch.main(argv) == 0
+    assert "vetted 1 candidates" in capsys.readouterr().out
+    store = Store(url)
+    try:
+        [run] = store.runs()
+        assert (run.policy, run.params) == ("rules", {"max_turns": 5})
+        assert len(store.done_keys(run_id=run.id)) == 1
+    finally:
+        store.close()
+    assert launch.main(argv) == 0  # resumed: nothing left to vet
+    assert "vetted 0 candidates" in capsys.readouterr().out
+    argv[argv.index("--max-turns") + 1] = "4"  # another set-up is another run
+    assert launch.main(argv) == 0
+    assert "vetted 1 candidates" in capsys.readouterr().out
+
+
+def test_launch_says_a_loupe_error_in_one_line_and_exits_2(monkeypatch, capsys):
+    import db.ingest
+    from db.store import StoreError
+
+    def refuse(args):
+        raise StoreError("x.csv: line 3\nhas no task")
+
+    monkeypatch.setattr(db.ingest, "main", refuse)
+    assert launch.main(["ingest", "x.csv"]) == 2
+    assert capsys.readouterr().err == "launch.py ingest: x.csv: line 3 has no task\n"
+    monkeypatch.setattr(db.ingest, "main", lambda args: 1 / 0)
+    with pytest.raises(ZeroDivisionError):  # a bug is not dressed up as a message
+        launch.main(["ingest", "x.csv"])
+
+
+def test_log_level_before_or_after_the_command(monkeypatch, capsys):
+    import logging
+
+    import db.ingest
+
+    root = logging.getLogger()
+    seen: list[int] = []
+    monkeypatch.setattr(db.ingest, "main", lambda args: seen.append(root.level) or 0)
+    monkeypatch.setattr(root, "level", root.level)  # restored after the test
+    assert launch.main(["--log-level", "DEBUG", "ingest", "x.csv"]) == 0
+    assert launch.main(["ingest", "x.csv", "--log-level=error"]) == 0
+    assert seen == [logging.DEBUG, logging.ERROR]
+    assert launch.main(["--log-level", "loud", "ingest", "x.csv"]) == 2
+    assert "choose one of DEBUG" in capsys.readouterr().err
