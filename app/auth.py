@@ -14,9 +14,12 @@ browser into one of its choosing.
 from __future__ import annotations
 
 import ipaddress
+import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -214,6 +217,40 @@ def install_origin_check(app: FastAPI, trusted_proxies=()) -> None:
                 status_code=403,
             )
         return await call_next(request)
+
+
+FILE_ROUTE = re.compile(r"^/(?:gradio_api/)?file(?:=|/)(?P<path>.+)$")
+
+
+def install_admin_folder(app: FastAPI, store: Any, folder: str | Path) -> None:
+    """Serve files under `folder` (the export folder: every label, gold items included)
+    only to a logged-in admin, checked on each file request: Gradio's file route serves
+    its allowed paths to any session."""
+    root = Path(folder).resolve()
+
+    def viewer_is_admin(request: Request) -> bool | None:
+        name = user_for_request(store, request)
+        if name is None:
+            return None
+        e = store.expert(name)
+        return e is not None and e.active and e.role == "admin"
+
+    @app.middleware("http")
+    async def admin_files(request: Request, call_next):
+        match = FILE_ROUTE.match(request.url.path)
+        if match and _inside(match["path"], root):
+            ok = await run_in_threadpool(viewer_is_admin, request)
+            if not ok:
+                status = 401 if ok is None else 403
+                return JSONResponse({"detail": "Export files are for admins"}, status_code=status)
+        return await call_next(request)
+
+
+def _inside(path: str, root: Path) -> bool:
+    try:
+        return Path(os.path.realpath(path)).is_relative_to(root)
+    except (OSError, ValueError):
+        return True  # what cannot be resolved is not served to a non-admin either
 
 
 def install(
