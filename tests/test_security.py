@@ -148,3 +148,64 @@ def test_login_refuses_cross_site_posts_and_sets_a_strict_cookie():
     hdrs = {"Cookie": "loupe_session=tok"}
     assert web.post("/write", headers={**hdrs, "Origin": "https://evil.example"}).status_code == 403
     assert web.post("/write", headers={**hdrs, "Origin": "http://testserver"}).status_code == 200
+
+
+def test_add_expert_changes_only_what_it_is_given(tmp_path, monkeypatch, capsys):
+    import io
+
+    import launch
+    from db.store import Store
+
+    url = f"sqlite:///{tmp_path / 'e.db'}"
+
+    def add(*argv, stdin=""):
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+        rc = launch.main(["add-expert", *argv, "--db", url])
+        out = capsys.readouterr()
+        return rc, out.out + out.err
+
+    def ada():
+        with Store(url) as store:
+            e = store.expert("ada")
+            return e.role, e.active
+
+    assert add("ada", "--role", "admin", "--password-stdin", stdin="first pw\n")[0] == 0
+    # resetting the password keeps the admin an admin
+    rc, out = add("ada", "--password-stdin", stdin="second pw\n")
+    assert rc == 0 and ada() == ("admin", True), out
+    assert add("ada", "--deactivate")[0] == 0 and ada() == ("admin", False)
+    assert add("ada", "--activate")[0] == 0 and ada() == ("admin", True)
+    assert add("ada", "--role", "expert")[0] == 0 and ada() == ("expert", True)
+    rc, out = add("ada")
+    assert rc == 0 and "unchanged" in out and ada() == ("expert", True)
+    # --deactivate or --unlock for a name that does not exist: refused, nothing created
+    for flag in ("--deactivate", "--unlock"):
+        rc, out = add("nobody", flag)
+        assert rc != 0 and "no expert 'nobody'" in out and flag in out, out
+    with Store(url) as store:
+        assert store.expert("nobody") is None
+        assert store.login("ada", "second pw")
+    # --unlock bumps the marker the login route compares with what it last saw
+    with Store(url) as store:
+        assert store.login_unlock_marker("ada") is None
+    assert add("ada", "--unlock")[0] == 0
+    assert add("ada", "--unlock")[0] == 0
+    with Store(url) as store:
+        assert store.login_unlock_marker("ADA") == 2
+        assert [e.action for e in store.audit_events(entity="expert")].count("unlock_login") == 2
+
+
+def test_unlock_reaches_a_running_app(tmp_path):
+    from annotate.experts import create_expert, unlock_login
+    from db.store import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'u.db'}")
+    create_expert(store, "ada", "admin", "right-pass-1")
+    app = login_app(store, throttle=LoginThrottle(2, 900.0))
+    web = TestClient(app)
+    for _ in range(2):
+        assert post_login(web, "ADA", "wrong").status_code == 401
+    assert post_login(web, "ada", "right-pass-1").status_code == 429
+    unlock_login(store, "ada")
+    assert post_login(web, "ada", "right-pass-1").status_code == 303
+    store.close()
