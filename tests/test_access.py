@@ -490,3 +490,30 @@ def test_cross_site_requests_are_refused(team, web):
     r = web.post("/gradio_api/queue/join", json=join,
                  headers={**as_(bob), "Origin": "http://testserver"})  # fmt: skip
     assert r.status_code == 200, r.text
+
+
+def test_an_overlong_explanation_is_refused_by_the_server(team, served):
+    from annotate import review
+
+    ctx, srv = team, served
+    http = httpx.Client(base_url=srv.url, timeout=30)
+    cy = client(srv.url, token_for(http, "cy"))
+    info = ctx.store.list_candidates(limit=1, order="id")[0]
+    cy.predict(info.key, api_name="/jump")
+    before = snapshot(ctx.store)
+    out = cy.predict("NO", "none", "x" * 100_000, api_name="/correct")
+    assert "2000" in str(out), str(out)[:300]
+    assert snapshot(ctx.store)["review"] == before["review"]
+    cy.predict("NO", "none", "y" * 2000, api_name="/correct")  # at the limit: kept whole
+    (mine,) = [r for r in ctx.store.reviews(candidate_id=info.id) if r.expert_id ==
+               ctx.store.expert("cy").id]  # fmt: skip
+    assert mine.explanation == "y" * 2000
+    for call in (lambda: review.decide(ctx.store, "cy", info.id, "correct", label="NO",
+                                       explanation="z" * 2001),
+                 lambda: review.comment(ctx.store, "cy", mine, "z" * 2001),
+                 lambda: review.revise(ctx.store, "cy", mine.id, "correct", label="NO",
+                                       explanation="z" * 2001)):  # fmt: skip
+        with pytest.raises(review.ReviewError, match="limit is 2000"):
+            call()
+    cy.close()
+    http.close()
