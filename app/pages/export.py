@@ -3,6 +3,7 @@ download what they wrote."""
 
 from __future__ import annotations
 
+import secrets
 import time
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,9 @@ def run_export(ctx: Context, ex: Viewer | None, kind: str) -> ExportView:
         require(ex, admin=True)
         if kind not in ("sft", "rl", "pairs"):
             raise ValueError(f"unknown export {kind!r}")
-        out = ctx.export_dir / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
+        # a random tail: a folder's name must not be enough to find its files
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        out = ctx.export_dir / f"{kind}-{stamp}-{secrets.token_hex(8)}"
         result = export.run_export(ctx.store, kind, out, actor=ex.name)
     except (AccessError, ValueError) as e:
         return ExportView(f"Refused: {escape(e)}", None, [], export_history(ctx))
