@@ -208,18 +208,25 @@ def build(ctx: context.Context) -> gr.Blocks:
                     d_task = gr.Dropdown(tasks, value="all", label="task")
                     d_prec = gr.Slider(0.5, 1.0, value=0.95, step=0.01, label="target precision")
                     d_go = gr.Button("Refresh", variant="primary")
-                d_summary = gr.Markdown()
+                d_summary = gr.Markdown(elem_id="dash-summary")
                 with gr.Row():
-                    d_progress = gr.Plot(show_label=False)
-                    d_rates = gr.Plot(show_label=False)
+                    d_progress = gr.Plot(show_label=False, elem_id="dash-progress")
+                    d_rates = gr.Plot(show_label=False, elem_id="dash-rates")
                 with gr.Row():
-                    d_conf = gr.Plot(show_label=False)
-                    d_rel = gr.Plot(show_label=False)
+                    d_conf = gr.Plot(show_label=False, elem_id="dash-confusion")
+                    d_rel = gr.Plot(show_label=False, elem_id="dash-reliability")
                 with gr.Row():
-                    d_speed = gr.Plot(show_label=False)
-                    d_gold = gr.Plot(show_label=False)
-                d_table = gr.Dataframe(label="per task: agent vs experts", interactive=False)
-                d_kappa = gr.Dataframe(label="agreement between experts", interactive=False)
+                    d_speed = gr.Plot(show_label=False, elem_id="dash-speed")
+                    d_gold = gr.Plot(show_label=False, elem_id="dash-gold")
+                # Real headers from the first paint; the page load fills the rows.
+                d_table = gr.Dataframe(
+                    value={"headers": dashboard_page.HEADERS["per_task"], "data": []},
+                    label="per task: agent vs experts", interactive=False, elem_id="dash-table",
+                )  # fmt: skip
+                d_kappa = gr.Dataframe(
+                    value={"headers": dashboard_page.HEADERS["kappa"], "data": []},
+                    label="agreement between experts", interactive=False, elem_id="dash-kappa",
+                )  # fmt: skip
 
             # ---------------------------------------------------------------- export
             with gr.Tab("Export", id="export"):
@@ -230,11 +237,31 @@ def build(ctx: context.Context) -> gr.Blocks:
                 e_counts = gr.Markdown()
                 e_manifest = gr.JSON(label="manifest")
                 e_files = gr.File(label="download", file_count="multiple", interactive=False)
-                e_hist = gr.Dataframe(label="earlier batches", interactive=False)
+                # -- VI CSV download (annotate.export.vi)
+                with gr.Row():
+                    e_vi_layout = gr.Radio(["loupe", "prospect", "marz"], value="loupe",
+                                           label="VI CSV columns")  # fmt: skip
+                    e_vi_go = gr.Button("Download decisions as VI CSV", elem_id="btn-export-vi")
+                e_vi_msg = gr.Markdown(elem_id="export-vi-message")
+                e_vi_files = gr.File(label="VI CSV", file_count="multiple", interactive=False,
+                                     elem_id="export-vi-files")  # fmt: skip
+                # -- end VI CSV
+                e_hist = gr.Dataframe(
+                    value={"headers": export_page.HISTORY_HEADERS, "data": []},
+                    label="earlier batches",
+                    interactive=False,
+                    elem_id="export-history",
+                )
 
             # ---------------------------------------------------------------- experts
             with gr.Tab("Experts", id="experts"):
-                x_list = gr.Dataframe(label="experts", interactive=False)
+                x_note = gr.Markdown(elem_id="experts-note")
+                x_list = gr.Dataframe(
+                    value={"headers": experts_page.HEADERS, "data": []},
+                    label="experts",
+                    interactive=False,
+                    elem_id="experts-list",
+                )
                 with gr.Row():
                     x_name = gr.Textbox(label="name")
                     x_role = gr.Radio(["expert", "admin"], value="expert", label="role")
@@ -477,6 +504,8 @@ def build(ctx: context.Context) -> gr.Blocks:
 
         d_outs = [d_summary, d_progress, d_rates, d_conf, d_rel, d_speed, d_gold, d_table, d_kappa]
         d_go.click(on_dash, [d_task, d_prec], d_outs, api_name="dashboard")
+        # The dashboard opens filled, not as empty frames waiting for Refresh.
+        demo.load(on_dash, [d_task, d_prec], d_outs, api_name=False, show_progress="hidden")
 
         # -- export
         def on_export(kind, request: gr.Request):
@@ -485,6 +514,20 @@ def build(ctx: context.Context) -> gr.Blocks:
             return r.message, r.manifest, r.files, r.history
 
         e_go.click(on_export, e_kind, [e_counts, e_manifest, e_files, e_hist], api_name="export")
+
+        def on_vi(layout, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            return export_page.vi_download(ctx, ex, layout)
+
+        e_vi_go.click(on_vi, e_vi_layout, [e_vi_msg, e_vi_files], api_name="export_vi")
+
+        def on_export_tab(request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            if ex is None or not ex.admin:
+                return {"headers": export_page.HISTORY_HEADERS, "data": []}
+            return export_page.export_history(ctx)
+
+        demo.load(on_export_tab, None, e_hist, api_name=False, show_progress="hidden")
 
         # -- experts and uploads
         def on_add_expert(name, role, pw, request: gr.Request):
@@ -503,7 +546,7 @@ def build(ctx: context.Context) -> gr.Blocks:
 
         def on_experts_tab(request: gr.Request):
             ex = context.expert_for(ctx, request)
-            return experts_page.expert_table(ctx, ex)
+            return experts_page.experts_note(ex), experts_page.expert_table(ctx, ex)
 
-        demo.load(on_experts_tab, None, x_list, api_name=False)
+        demo.load(on_experts_tab, None, [x_note, x_list], api_name=False)
     return demo
