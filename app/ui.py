@@ -19,6 +19,7 @@ from agent.tasks import TASKS
 from app import context, views
 from app.pages import author as author_page
 from app.pages import dashboard as dashboard_page
+from app.pages import desk
 from app.pages import experts as experts_page
 from app.pages import export as export_page
 from app.pages import upload as upload_page
@@ -117,6 +118,31 @@ def build(ctx: context.Context) -> gr.Blocks:
                     o_smooth = gr.Slider(0, 25, value=0, step=1, label="smoothing (px)")
                     o_frame = gr.Radio(["rest", "observed"], value="rest", label="frame")
                     o_images = gr.Checkbox(value=False, label="show the images the model saw")
+                # -- desk: redshift, templates, normalised view, all markers (app.pages.desk)
+                with gr.Row(equal_height=True, elem_id="desk"):
+                    o_norm = gr.Checkbox(value=False, label="continuum-normalised (n)",
+                                         elem_id="desk-normalise", scale=1)  # fmt: skip
+                    o_allmk = gr.Checkbox(value=False, label="all markers, not only the task's (m)",
+                                          elem_id="desk-all-markers", scale=1)  # fmt: skip
+                    o_tmpl = gr.Dropdown(desk.template_names(ctx), value="none", scale=1,
+                                         label="template (t cycles)", elem_id="desk-template")  # fmt: skip
+                    z_slider = gr.Slider(desk.Z_MIN, desk.Z_MAX, value=0.0, step=0.0001, scale=3,
+                                         label="redshift z  (z: type · [ ] ±0.001 · { } ±0.05)",
+                                         elem_id="desk-z")  # fmt: skip
+                with gr.Row(equal_height=True):
+                    z_info = gr.HTML(elem_id="desk-z-info-box")
+                    z_adopt = gr.Button("Adopt agent z (=)", size="sm", elem_id="btn-z-adopt")
+                    z_steps = [
+                        (gr.Button(text, size="sm", elem_id=eid, min_width=60), step)
+                        for text, eid, step in (
+                            ("−0.05 {", "btn-z-down-large", -desk.LARGE_STEP),
+                            ("−0.001 [", "btn-z-down", -desk.SMALL_STEP),
+                            ("+0.001 ]", "btn-z-up", desk.SMALL_STEP),
+                            ("+0.05 }", "btn-z-up-large", desk.LARGE_STEP),
+                        )
+                    ]  # fmt: skip
+                    t_next = gr.Button("Next template (t)", size="sm", elem_id="btn-template-next")
+                # -- end desk
                 g_plot = gr.Plot(elem_id="vet-global", show_label=False)
                 with gr.Row(equal_height=False, elem_id="vet-steps"):
                     z_plot = gr.Plot(show_label=False, scale=3, elem_id="vet-zooms",
@@ -286,6 +312,7 @@ def build(ctx: context.Context) -> gr.Blocks:
         display = [o_markers, o_error, o_smooth, o_frame, o_images]
         view_outs = [state, header, g_plot, z_plot, thoughts, answer, c_label, c_step, c_expl,
                      correct_panel, message, f_survey]  # fmt: skip
+        view_outs += [z_slider, z_info]  # the desk's redshift control follows the candidate
 
         def show(st: dict, view: views.VetView) -> list[Any]:
             # Outputs the expert cannot edit are sent only when they differ from what this
@@ -321,7 +348,11 @@ def build(ctx: context.Context) -> gr.Blocks:
                 gr.update(visible=False),
                 once("message", view.message, view.message),
                 once("surveys", tuple(surveys), gr.update(choices=surveys)),
-            ]
+                # -- desk
+                once("z", (view.redshift or {}).get("z"),
+                     gr.update(value=round((view.redshift or {}).get("z") or 0.0, 4))),
+                once("z_info", view.redshift, desk.info_html(view.redshift)),
+            ]  # fmt: skip
             st["_sent"] = sent
             out[0] = st
             return out
@@ -330,7 +361,7 @@ def build(ctx: context.Context) -> gr.Blocks:
             ex = context.expert_for(ctx, request)
             f, d = (
                 views.QueueFilters(tk, band, status, survey, split),
-                views.Display(mk, err, sm, fr, im),
+                desk.display_with(st, views.Display(mk, err, sm, fr, im)),
             )
             st, view = vet_page.vet_next(ctx, ex, st, f, d)
             return [context.whoami(ctx, ex), *show(st, view)]
@@ -342,7 +373,7 @@ def build(ctx: context.Context) -> gr.Blocks:
                 ex = context.expert_for(ctx, request)
                 f, d = (
                     views.QueueFilters(tk, band, status, survey, split),
-                    views.Display(mk, err, sm, fr, im),
+                    desk.display_with(st, views.Display(mk, err, sm, fr, im)),
                 )
                 if kind == "next":
                     st, view = vet_page.vet_next(ctx, ex, st, f, d)
@@ -368,7 +399,9 @@ def build(ctx: context.Context) -> gr.Blocks:
         def on_jump(st, cid, tk, band, status, survey, split, mk, err, sm, fr, im,
                     request: gr.Request):  # fmt: skip
             ex = context.expert_for(ctx, request)
-            st, view = vet_page.vet_jump(ctx, ex, st, cid, views.Display(mk, err, sm, fr, im))
+            st, view = vet_page.vet_jump(
+                ctx, ex, st, cid, desk.display_with(st, views.Display(mk, err, sm, fr, im))
+            )
             return show(st, view)
 
         jump_btn.click(on_jump, [state, jump_id, *filters, *display], view_outs, api_name="jump",
@@ -381,7 +414,7 @@ def build(ctx: context.Context) -> gr.Blocks:
                 ex = context.expert_for(ctx, request)
                 f, d = (
                     views.QueueFilters(tk, band, status, survey, split),
-                    views.Display(mk, err, sm, fr, im),
+                    desk.display_with(st, views.Display(mk, err, sm, fr, im)),
                 )
                 st, view = vet_page.vet_act(ctx, ex, st, action, f, d)
                 return show(st, view)
@@ -399,7 +432,7 @@ def build(ctx: context.Context) -> gr.Blocks:
             ex = context.expert_for(ctx, request)
             f, d = (
                 views.QueueFilters(tk, band, status, survey, split),
-                views.Display(mk, err, sm, fr, im),
+                desk.display_with(st, views.Display(mk, err, sm, fr, im)),
             )
             st, view = vet_page.vet_act(
                 ctx, ex, st, "correct", f, d, label=label, explanation=expl, wrong_step=step
@@ -417,6 +450,44 @@ def build(ctx: context.Context) -> gr.Blocks:
         comment_btn.click(on_comment, [state, comment], [state, message, comment],
                           api_name="comment")  # fmt: skip
         comment.submit(on_comment, [state, comment], [state, message, comment], api_name=False)
+
+        # -- desk: each control refreshes the shown candidate with the new choice
+        desk_ins = [state, o_tmpl, z_slider, o_norm, o_allmk, *filters, *display]
+
+        def desk_op(op: str, step: float = 0.0):
+            def fn(st, tmpl, z, norm, allmk, tk, band, status, survey, split, mk, err, sm, fr,
+                   im, request: gr.Request):  # fmt: skip
+                ex = context.expert_for(ctx, request)
+                st = desk.set_option(st, normalised=bool(norm), all_markers=bool(allmk),
+                                     template=tmpl or "none")  # fmt: skip
+                if op == "z":
+                    st = desk.set_z(st, z)
+                elif op == "nudge":
+                    st = desk.set_z(st, float(z or 0.0) + step)
+                elif op == "adopt":
+                    st = desk.set_z(st, desk.adopt_z(ctx, st), source="agent")
+                elif op == "template":
+                    st = desk.set_option(st, template=desk.next_template(ctx, tmpl))
+                d = desk.display_with(st, views.Display(mk, err, sm, fr, im))
+                st, view = vet_page.vet_refresh(ctx, ex, st, d)
+                out = show(st, view)
+                if op == "template":
+                    out.append(desk.desk_of(st)["template"])
+                return out
+
+            return fn
+
+        for comp in (o_norm, o_allmk, o_tmpl):
+            comp.input(desk_op("option"), desk_ins, view_outs, api_name=False,
+                       trigger_mode="always_last", **FAST)  # fmt: skip
+        z_slider.input(desk_op("z"), desk_ins, view_outs, api_name="desk_z",
+                       trigger_mode="always_last", **FAST)  # fmt: skip
+        for btn, step in z_steps:
+            btn.click(desk_op("nudge", step), desk_ins, view_outs, api_name=False, **FAST)
+        z_adopt.click(desk_op("adopt"), desk_ins, view_outs, api_name="desk_adopt", **FAST)
+        t_next.click(desk_op("template"), desk_ins, [*view_outs, o_tmpl], api_name=False,
+                     **FAST)  # fmt: skip
+        # -- end desk
 
         # -- author
         a_outs = [astate, a_head, a_global, a_steps, a_verdict, a_expl, a_msg]
