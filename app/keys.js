@@ -174,7 +174,18 @@
       if (ev.key !== "Enter" || !t || !t.closest || !t.closest("#desk-z")) return;
       if ((t.getAttribute("type") || "") !== "number") return;
       ev.preventDefault();
+      // Hand the typed value to the slider as a drag would, so the page's input/release
+      // events carry it to the server.
+      const range = document.querySelector("#desk-z input[type=range]");
+      const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, "value").set;
       t.dispatchEvent(new Event("change", { bubbles: true }));
+      if (range) {
+        setter.call(range, t.value);
+        range.dispatchEvent(new Event("input", { bubbles: true }));
+        range.dispatchEvent(new Event("change", { bubbles: true }));
+        range.dispatchEvent(new PointerEvent("pointerup", { bubbles: true }));
+        range.dispatchEvent(new MouseEvent("mouseup", { bubbles: true }));
+      }
       t.blur();
     },
     true

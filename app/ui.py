@@ -482,6 +482,8 @@ def build(ctx: context.Context) -> gr.Blocks:
                        trigger_mode="always_last", **FAST)  # fmt: skip
         z_slider.input(desk_op("z"), desk_ins, view_outs, api_name="desk_z",
                        trigger_mode="always_last", **FAST)  # fmt: skip
+        z_slider.release(desk_op("z"), desk_ins, view_outs, api_name=False,
+                         trigger_mode="always_last", **FAST)  # fmt: skip
         for btn, step in z_steps:
             btn.click(desk_op("nudge", step), desk_ins, view_outs, api_name=False, **FAST)
         z_adopt.click(desk_op("adopt"), desk_ins, view_outs, api_name="desk_adopt", **FAST)

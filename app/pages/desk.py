@@ -109,7 +109,7 @@ def set_z(state: dict, z: float | None, source: str = "expert") -> dict:
         d.pop("z_source", None)
     else:
         d["z_source"] = source
-        d["z"] = round(min(Z_MAX, max(Z_MIN, float(z))), 5)
+        d["z"] = round(min(Z_MAX, max(Z_MIN, float(z))), 5) + 0.0  # never "-0.0000"
         d["z_key"] = state.get("key")
     state["desk"] = d
     return state
