@@ -157,3 +157,32 @@ def test_make_run_port(args, env, port, tmp_path):
                          capture_output=True, text=True, env=e, check=True).stdout  # fmt: skip
     serve = [ln for ln in out.splitlines() if "launch.py serve" in ln]
     assert serve and f"--port {port}" in serve[-1]
+
+
+def test_desk_redshift_is_per_candidate_and_adoptable(ctx, tmp_path):
+    from agent.templates import read_templates, write_templates
+    from app.pages import desk
+
+    ex = app_context.expert_for(ctx, None)
+    st, view = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
+    assert view.redshift["source"] == "pipeline" and not view.redshift["set_by_expert"]
+    st = desk.set_option(st, template="QSO")
+    st = desk.set_z(st, 1.27)
+    st, view = vet_page.vet_refresh(ctx, ex, st, desk.display_with(st, D))
+    assert view.global_fig["data"][-1]["name"] == "template: QSO at z = 1.2700"
+    assert desk.chosen_z(st) == (1.27, "expert") and view.redshift["z"] == 1.27
+    st = desk.set_z(st, desk.adopt_z(ctx, st), source="agent")
+    assert desk.chosen_z(st)[1] == "agent" and abs(desk.chosen_z(st)[0]) < 0.01
+    # another candidate starts from its own estimate, not the last one's choice
+    st = desk.set_z(st, 2.0)
+    st["shown_at"] = time.time()
+    st, view = vet_page.vet_act(ctx, ex, st, "skip", F, desk.display_with(st, D))
+    assert not view.redshift["set_by_expert"] and desk.chosen_z(st) == (None, None)
+    # a template folder: the team's templates come first
+    write_templates(tmp_path / "tpl")
+    ctx.templates = read_templates(tmp_path / "tpl")
+    assert desk.template_names(ctx)[1] == ctx.templates[0].name
+    from agent.templates import TemplateError
+
+    with pytest.raises(TemplateError, match="not a folder"):
+        read_templates(tmp_path / "missing")
