@@ -152,7 +152,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--policy", choices=POLICY_CHOICES, default="rules", help="backend that plays the agent"
     )
     pol.add_argument(
-        "--model", default=None, help="checkpoint folder (hf, vllm) or model name (openai)"
+        "--model",
+        default=None,
+        help="checkpoint folder (hf, vllm), model name (openai) or inspector model JSON (rules)",
     )
     pol.add_argument(
         "--base-url",
@@ -207,7 +209,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def policy_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     name = args.policy
     if name == "rules":
-        return {}
+        return {"model": args.model} if getattr(args, "model", None) else {}
     kw: dict[str, Any] = {"model": args.model, "temperature": args.temperature}
     if args.renderer:
         kw["renderer"] = args.renderer
