@@ -30,6 +30,13 @@ class Display:
     smooth: int = 0
     frame: str = "rest"
     images: bool = False
+    # The desk's view options (app.pages.desk): continuum-normalised flux, every marker of
+    # the catalogue rather than the task's key species, a template drawn at redshift z.
+    normalised: bool = False
+    all_markers: bool = False
+    template: str = "none"
+    z: float | None = None  # the expert's redshift, for the candidate `z_key` only
+    z_key: str | None = None
 
 
 @dataclass
@@ -58,6 +65,8 @@ class VetView:
     thoughts_html: str = ""
     grade: int | None = None  # this expert's grade (1-4), saved or waiting for a decision
     jump_tasks: list[str] = field(default_factory=list)  # an ambiguous jump: choose a task
+    # The redshift control's reading for this candidate (app.pages.desk.redshift_info).
+    redshift: dict[str, Any] | None = None
 
 
 @dataclass
