@@ -15,7 +15,6 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from agent.catalog import CandidateRef
 from agent.policies.base import Episode, Policy, Reply
 from agent.protocol import (
     assistant_turn,
@@ -24,6 +23,7 @@ from agent.protocol import (
     tool_response_turn,
     user_turn,
 )
+from agent.refs import CandidateRef
 from agent.spectrum import Spectrum
 from agent.tasks import resolve_task
 from agent.trajectory import Trajectory, finish, record_observation, step_from_parsed

@@ -19,10 +19,10 @@ from astropy.io import fits
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.catalog import read_candidates
-from agent.formats import LIMITS, LimitError, expand_candidates, load_one, read_file
+from agent.catalog import expand_candidates, read_candidates
+from agent.formats import LIMITS, LimitError, load_one, read_file, read_spectra
 from agent.formats.lamost import write_lamost_fits
-from agent.spectrum import Spectrum, SpectrumError, read_spectra
+from agent.spectrum import Spectrum, SpectrumError
 
 
 def lamost_bytes() -> bytes:
@@ -544,7 +544,8 @@ def test_task_aliases_map_to_known_tasks(tmp_path):
 
 def test_bad_lines_reported_and_the_rest_kept(tmp_path):
     """`collect_candidates` reports each bad line (file, line, reason) and keeps the rest."""
-    from agent.catalog import ConflictError, collect_candidates
+    from agent.catalog import collect_candidates
+    from agent.refs import ConflictError
 
     path = catalogue(
         tmp_path,

@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agent.catalog import CandidateRef
 from agent.formats import write_lamost_fits
 from agent.loop import run_batch
 from agent.parse import parse_turn
 from agent.policies.scripted import ScriptedPolicy
+from agent.refs import CandidateRef
 from agent.spectrum import Spectrum, SpectrumMeta
 from agent.trajectory import Step, Trajectory
 from annotate import authoring

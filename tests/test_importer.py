@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import launch
-from agent.catalog import CandidateRef
+from agent.refs import CandidateRef
 from annotate.importer import import_labels
 from db.store import Store, StoreError
 from tests.store_factory import traj

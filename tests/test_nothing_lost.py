@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from agent.catalog import CandidateRef
+from agent.refs import CandidateRef
 from db.store import QueueConfig, Store
 from tests.crash_support import TRIALS, ForkServer
 from tests.store_factory import refs, seeded, traj, write_text_spectrum

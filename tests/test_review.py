@@ -8,7 +8,7 @@ import doctest
 import pytest
 
 import db.store
-from agent.catalog import CandidateRef
+from agent.refs import CandidateRef
 from annotate import review as rv
 from db.store import StoreError
 from tests.store_factory import seeded

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from agent.catalog import CandidateRef
+from agent.refs import CandidateRef
 from agent.trajectory import Trajectory
 from db import models as m
 from db.store import Filters, NotFound, Store, StoreError, StorePermissionError

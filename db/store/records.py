@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.catalog import CandidateRef
+from agent.refs import CandidateRef
 
 
 @dataclass
