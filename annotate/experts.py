@@ -13,7 +13,7 @@ import argparse
 import getpass
 import sys
 
-from annotate.settings import DEFAULTS
+from db.settings import DEFAULTS
 from db.store import DEFAULT_DB, Store, StoreError, hash_password, verify_password_hash
 
 __all__ = [

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from annotate.settings import DEFAULTS
+from db.settings import DEFAULTS
 from db.store import CandidateInfo, Filters, QueueConfig, Store, queue_priority
 
 __all__ = ["Queue", "QueueConfig", "Filters", "queue_priority"]
