@@ -108,32 +108,28 @@ def _read_password(args: argparse.Namespace) -> str | None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Create or update the account. A refusal (no password on stdin, the passwords differ,
+    a bad role or name) is a `StoreError`: launch.py prints it on one line and exits 2."""
+    password = _read_password(args)
+    store = Store(args.db)
     try:
-        password = _read_password(args)
-        store = Store(args.db)
-        try:
-            if store.expert(args.name) is None:
-                create_expert(store, args.name, args.role, password, actor="add-expert")
-                print(
-                    f"created {args.role} {args.name!r}" + (" with a password" if password else "")
-                )
-            else:
-                update_expert(
-                    store,
-                    args.name,
-                    role=args.role,
-                    password=password,
-                    active=False if args.deactivate else None,
-                    actor="add-expert",
-                )
-                print(
-                    f"updated {args.name!r}: role {args.role}"
-                    + (", new password" if password else "")
-                    + (", deactivated" if args.deactivate else "")
-                )
-        finally:
-            store.close()
-    except StoreError as err:
-        print(f"add-expert: {err}", file=sys.stderr)
-        return 1
+        if store.expert(args.name) is None:
+            create_expert(store, args.name, args.role, password, actor="add-expert")
+            print(f"created {args.role} {args.name!r}" + (" with a password" if password else ""))
+        else:
+            update_expert(
+                store,
+                args.name,
+                role=args.role,
+                password=password,
+                active=False if args.deactivate else None,
+                actor="add-expert",
+            )
+            print(
+                f"updated {args.name!r}: role {args.role}"
+                + (", new password" if password else "")
+                + (", deactivated" if args.deactivate else "")
+            )
+    finally:
+        store.close()
     return 0
