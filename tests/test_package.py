@@ -95,6 +95,15 @@ def test_console_script_and_extras_are_declared():
     assert {"app", "train", "gpu", "test"} <= set(project["optional-dependencies"])
 
 
+def test_every_run_collects_the_packages_doctests():
+    # No test file runs doctest.testmod itself: pytest collects the examples of every
+    # module of these packages, so a new example runs without anyone registering it.
+    pytest_ini = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]
+    opts = pytest_ini["ini_options"]
+    assert "--doctest-modules" in opts["addopts"].split()
+    assert {"agent", "db", "annotate", "app", "training"} <= set(opts["testpaths"])
+
+
 # What pip writes for `[project.scripts] loupe = "launch:main"`.
 CONSOLE_SCRIPT = """import sys
 from launch import main
