@@ -150,4 +150,3 @@ class Spectrum:
             redshift=float(d.get("redshift") or 0.0),
             meta=meta,
         )
-

@@ -107,7 +107,9 @@ class AccountsMixin:
         ok = verify_password_hash(e.password_hash if e is not None else None, password or "")
         return e if ok and e is not None and e.active else None
 
-    def login(self, name: str, password: str, ttl_seconds: float = DEFAULTS.session_seconds) -> str | None:
+    def login(
+        self, name: str, password: str, ttl_seconds: float = DEFAULTS.session_seconds
+    ) -> str | None:
         """A new session token for a correct name and password, else None."""
         e = self.verify_password(name, password)
         if e is None:
