@@ -18,11 +18,36 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent.errors import LoupeError
 from db.store import CandidateInfo, Store
 
-__all__ = ["ACTIONS", "decide", "comment", "revise", "history", "adjudicate"]
+__all__ = [
+    "ACTIONS",
+    "MAX_TEXT",
+    "ReviewError",
+    "decide",
+    "comment",
+    "revise",
+    "history",
+    "adjudicate",
+]
 
 ACTIONS = ("accept", "reject", "correct", "skip", "flag")
+# Longest explanation or comment, in characters: enough for a paragraph of reasoning; the
+# API is reachable without the page's text box, so the limit is applied here.
+MAX_TEXT = 2000
+
+
+class ReviewError(LoupeError, ValueError):
+    """A decision that cannot be recorded as given; the message names the field."""
+
+
+def _check_text(**fields: str | None) -> None:
+    for name, text in fields.items():
+        if text is not None and len(text) > MAX_TEXT:
+            raise ReviewError(
+                f"the {name} is {len(text)} characters; the limit is {MAX_TEXT}: shorten it"
+            )
 
 
 def decide(
@@ -45,6 +70,7 @@ def decide(
     step that went wrong: a form that still holds them from another action does not leak
     them into this one. `source` marks imported reviews.
     """
+    _check_text(explanation=explanation if action == "correct" else None, comment=comment)
     extra: dict[str, Any] = {} if source is None else {"source": source}
     return store.record_review(
         expert,
@@ -62,6 +88,7 @@ def decide(
 
 def comment(store: Store, expert: str, review: Any, text: str):
     """Put `text` as the comment on `expert`'s own `review`, keeping the decision."""
+    _check_text(comment=text)
     return store.record_review(
         expert,
         review.candidate_id,
@@ -78,6 +105,7 @@ def comment(store: Store, expert: str, review: Any, text: str):
 
 def revise(store: Store, expert: str, review_id: int, action: str, **fields):
     """Change an existing review; raises PermissionError if it is not `expert`'s."""
+    _check_text(explanation=fields.get("explanation"), comment=fields.get("comment"))
     candidate_id = store.review(review_id).candidate_id
     return store.record_review(expert, candidate_id, action, review_id=review_id, **fields)
 
