@@ -306,12 +306,12 @@ def test_add_expert_command(tmp_path, monkeypatch, capsys):
     assert capsys.readouterr().err == (
         "launch.py add-expert: --password-stdin: stdin held no password\n"
     )
-    monkeypatch.setattr("sys.stdin", io.StringIO("other\n"))
+    monkeypatch.setattr("sys.stdin", io.StringIO("other passphrase\n"))
     assert (
         launch.main(["add-expert", "ada", "--role", "expert", "--password-stdin", "--db", url]) == 0
     )
     store = Store(url)
-    assert store.login("ada", "s3cret pass") is None and store.login("ada", "other")
+    assert store.login("ada", "s3cret pass") is None and store.login("ada", "other passphrase")
     assert store.expert("ada").role == "expert"
     store.close()
 
