@@ -36,8 +36,9 @@ from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExe
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from agent.catalog import CandidateRef, collect_candidates
+from agent.catalog import collect_candidates
 from agent.loop import DEFAULT_MAX_TURNS, run_batch
+from agent.refs import CandidateRef
 from agent.trajectory import Trajectory
 
 POLICY_CHOICES = ["rules", "hf", "openai", "vllm"]

@@ -157,14 +157,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Exit 1 when some rows were refused (each named; the rest are recorded). An unknown
+    expert or an unreadable file is a `StoreError`: launch.py prints it and exits 2."""
     store = Store(args.db)
     try:
         report = import_labels(
             store, args.csv, args.expert, create_expert=getattr(args, "create_expert", False)
         )
-    except StoreError as err:
-        print(f"import-labels: {err}", file=sys.stderr)
-        return 1
     finally:
         store.close()
     for line, why in report.errors:

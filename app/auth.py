@@ -28,7 +28,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from starlette.concurrency import run_in_threadpool
 
 from annotate import experts
-from annotate.settings import DEFAULTS
+from db.settings import DEFAULTS
 
 COOKIE = "loupe_session"
 PUBLIC_PATHS = ("/login", "/logout")  # all that answers without a session

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from annotate.settings import DEFAULTS, ServeSettings
+from db.settings import DEFAULTS, ServeSettings
 from db.store import DEFAULT_DB
 
 

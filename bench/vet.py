@@ -19,8 +19,9 @@ import sys
 import time
 from pathlib import Path
 
+from agent.formats import read_spectra
 from agent.loop import run_batch
-from agent.spectrum import Spectrum, read_spectra
+from agent.spectrum import Spectrum
 from agent.tasks import TASKS
 
 REPO = Path(__file__).resolve().parent.parent

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agent.catalog import CandidateRef
+from agent.refs import CandidateRef
 from agent.spectrum import SpectrumError
 from db.store import DEFAULT_DB
 
@@ -90,7 +90,8 @@ def collect(
 ) -> tuple[list[CandidateRef], list[tuple[str, str]]]:
     """Candidates from every source, and (source or catalogue line, problem) for each one
     that failed; ids given to two spectra come back as `Conflict`s, the first one kept."""
-    from agent.catalog import ConflictError, collect_candidates
+    from agent.catalog import collect_candidates
+    from agent.refs import ConflictError
 
     refs, bad = collect_candidates(sources, task=task, roots=roots)
     errors = [
@@ -110,7 +111,7 @@ def _meta_of(spec) -> dict[str, Any]:
 def spectra_meta(refs: list[CandidateRef]) -> tuple[dict[int, dict[str, Any]], dict[int, str]]:
     """Survey metadata for each ref (index -> meta), reading each file once, and
     index -> problem for refs whose spectrum cannot be read."""
-    from agent.spectrum import read_spectra
+    from agent.formats import read_spectra
 
     by_path: dict[str, list[int]] = {}
     for i, ref in enumerate(refs):

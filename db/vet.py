@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from agent.catalog import CandidateRef
+from agent.refs import CandidateRef
 from agent.trajectory import Trajectory
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import launch
-from agent.catalog import CandidateRef
+from agent.refs import CandidateRef
 from annotate.importer import import_labels
 from db.store import Store, StoreError
 from tests.store_factory import traj
@@ -92,7 +92,9 @@ def test_cli(tmp_path, capsys):
     f = tmp_path / "l.csv"
     f.write_text("id,label\na1,NO\nb2,YES\n")
     rc = launch.main(["import-labels", str(f), "--expert", "ada", "--db", url])
-    assert rc == 1 and "no expert 'ada'" in capsys.readouterr().err  # no phantom expert
+    err = capsys.readouterr().err  # no phantom expert; the command could not run: exit 2
+    assert rc == 2 and err.startswith("launch.py import-labels: no expert 'ada'")
+    assert err.count("\n") == 1
     s = Store(url)
     assert s.expert("ada") is None
     s.close()

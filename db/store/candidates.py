@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import JSON, func, select, update
 from sqlalchemy.orm import Session
 
-from agent.catalog import CandidateRef
+from agent.refs import CandidateRef
 from db import models as m
 from db.models import utcnow
 from db.store.errors import NotFound, StoreError

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.catalog import CandidateRef
+from agent.refs import CandidateRef
+from db.settings import DEFAULTS
 
 
 @dataclass
@@ -125,4 +126,4 @@ class QueueConfig:
     overlap: int = 1
     gold_rate: float = 0.0
     auto_accept: float | None = None
-    lease_seconds: float = 600.0
+    lease_seconds: float = DEFAULTS.lease_seconds
