@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from agent.catalog import CandidateRef, read_candidates
+from agent.errors import LoupeError
 from agent.loop import DEFAULT_MAX_TURNS, run_batch
 from agent.trajectory import Trajectory
 
@@ -195,6 +196,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
 
+    from agent.cluster import add_arguments as add_cluster_arguments  # imports no Ray
+
+    add_cluster_arguments(parser)
+
 
 def policy_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     name = args.policy
@@ -256,6 +261,9 @@ def main(args: argparse.Namespace, sink: Sink | None = None) -> int:
                 file=sys.stderr,
             )
         stats = _run(todo, args, kwargs, sink)
+    except LoupeError as exc:
+        print(f"vet: {exc}", file=sys.stderr)
+        return 2
     finally:
         if own_sink:
             sink.close()
@@ -324,7 +332,11 @@ def _run(todo: list[CandidateRef], args: argparse.Namespace, kwargs: dict, sink:
     bar = _progress(len(todo), disable=args.no_progress)
     renderer = args.renderer
     try:
-        if args.policy == "rules" and args.workers > 1 and len(todo) > 1:
+        if getattr(args, "ray", None):  # a Ray cluster: agent.cluster, imported only here
+            from agent import cluster
+
+            stats.workers, results = cluster.vet(todo, args, kwargs, renderer)
+        elif args.policy == "rules" and args.workers > 1 and len(todo) > 1:
             stats.workers = args.workers
             results = _run_processes(todo, args, kwargs, renderer)
         elif args.policy == "openai":
@@ -337,6 +349,7 @@ def _run(todo: list[CandidateRef], args: argparse.Namespace, kwargs: dict, sink:
                 bar.write(f"vet: {t.id} ({t.task}): {t.error}", file=sys.stderr)
             sink.write(t)
             stats.add(t)
+            bar.set_postfix(stats.states, refresh=False)  # counts per state
             bar.update(1)
     finally:
         bar.close()
