@@ -12,7 +12,9 @@ and fsynced as it is written; a half-written last line is cut off on the next st
 Parallelism follows the backend: worker processes for `rules` (each loads and vets its own
 candidates), a sliding window of episodes sharing one connection pool for `openai` (at most
 --concurrency requests in flight), batched generation for `hf` and `vllm` (--batch-size
-episodes advance turn by turn together).
+episodes advance turn by turn together). With `--ray [ADDRESS]` the same candidates run in a
+Ray actor pool across a cluster (`agent.cluster`, imported only then) and stream back into
+the same sink.
 
 A candidate whose file cannot be read (or whose task is unknown) is reported on stderr and
 recorded as a trajectory with state "error" and the reason, so the run goes on and a resume
