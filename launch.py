@@ -18,7 +18,7 @@ import sys
 # command -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("app.main", "Serve the vetting web app (the default command)."),
-    "demo": ("agent.demo", "Generate the simulated demo spectra (and optionally their labels)."),
+    "demo": ("training.sim.demo", "Generate the simulated demo spectra (and optionally their labels)."),
     "vet": ("db.vet", "Run an agent policy over candidates; write JSONL or record into --db."),
     "ingest": ("db.ingest", "Load candidates (files, globs, folders, catalogue CSV, parquet) into the store."),
     "import-labels": ("annotate.importer", "Record earlier verdicts from a CSV as an expert's reviews."),

@@ -16,9 +16,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from agent.catalog import CandidateRef
-from agent.parse import parse_turn
 from agent.policies.base import Episode, Policy, Reply
-from agent.prompts import assistant_turn, system_message, tool_response_turn, user_turn
+from agent.protocol import (
+    assistant_turn,
+    parse_turn,
+    system_message,
+    tool_response_turn,
+    user_turn,
+)
 from agent.spectrum import Spectrum
 from agent.tasks import resolve_task
 from agent.trajectory import Trajectory, finish, record_observation, step_from_parsed

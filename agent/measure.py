@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from agent.spectrum import Spectrum
+from agent.units import C_KMS
 
-C_KMS = 299_792.458
 DEFAULT_TOL_KMS = 500.0
 
 

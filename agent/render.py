@@ -1,18 +1,20 @@
 """Two spectrum renderers behind one function, `render`.
 
-- `speco3` reproduces the published Spec-o3 tool's plots (matplotlib Agg; figure size by
-  window width; blue line, width 1.0, alpha 0.8; grid; "Wavelength (Å)" / "Flux"; a stats
-  box in the emptiest corner; PNG at 80 dpi with a tight box), so the published checkpoints
-  see what they were trained on. Figures are kept per size and cleared between plots; the
-  pixels are the same as from a fresh figure (tests check this).
+- `speco3` draws the published Spec-o3 tool's figure, pixel for pixel, so the published
+  checkpoints see what they were trained on: its matplotlib plot (figure size by the plotted
+  span, "Spectrum" title on zooms, bold labels, major and minor grid, fixed x tick steps,
+  a stats box in the emptiest quadrant, `tight_layout`) saved at 80 dpi with a tight box.
+  Figures are kept per size and updated in place; the pixels are the same as from a fresh
+  figure (tests check this).
 - `fast` rasterises with numpy and PIL: axes, grid, tick labels and axis labels a VLM can
   read, 448x448 by default, an order of magnitude faster. Each pixel column is drawn from
   the first, min, max and last flux that fall in it, so a line one pixel wide is never lost
   however many pixels share a column.
 
-Both draw masked and non-finite flux as gaps: the line stops on each side and nothing is
-drawn for the bad pixels. Markers for catalogue features (`agent.lines`) are optional and
-off by default, because models were not trained with them.
+`fast` draws masked and non-finite flux as gaps: the line stops on each side. `speco3` drops
+them as the published plot drops invalid points, so its line joins their neighbours.
+Markers for catalogue features (`agent.lines`) are optional and off by default, because
+models were not trained with them.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import io
 import math
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import Literal
 
@@ -52,9 +54,11 @@ def render(
 ) -> Image.Image:
     """Plot `flux` against `wave` (Angstrom) over `window` (default: all of it) as an RGB image.
 
-    `mask` (True = bad) and non-finite flux are gaps. `markers`: None/False (none), True (every
-    catalogue feature in the window), a task name (that task's features), or Features.
-    `size` is (width, height) in pixels for `fast`; `speco3` sizes its figure itself.
+    `mask` (True = bad) and non-finite flux are left out. `markers`: None/False (none), True
+    (every catalogue feature in the window), a task name (that task's features), or Features.
+    `size` is (width, height) in pixels for `fast`; `speco3` sizes its figure itself, by the
+    overview rule when there is no window or a `title` (the tool titles only its global view,
+    with the file name) and by the zoom rule otherwise, with the title "Spectrum".
     """
     wave = np.asarray(wave, dtype=np.float64)
     flux = np.asarray(flux, dtype=np.float64)
@@ -74,7 +78,8 @@ def render(
     if renderer == "fast":
         return _render_fast(w, f, lo, hi, title=title, markers=feats, size=size or DEFAULT_SIZE)
     if renderer == "speco3":
-        return _render_speco3(w, f, lo, hi, title=title, markers=feats)
+        overview = window is None or title is not None
+        return _render_speco3(w, f, lo, hi, title=title, markers=feats, overview=overview)
     raise ValueError(f"unknown renderer {renderer!r}; choose one of {', '.join(RENDERERS)}")
 
 
@@ -102,66 +107,199 @@ def resolve_markers(markers: Markers, lo: float, hi: float) -> list[Feature]:
 # ---------------------------------------------------------------------------------------
 
 
-def speco3_figsize(width_angstrom: float) -> tuple[float, float]:
-    """Figure size (inches) by window width, as the published tool chooses it."""
-    if width_angstrom < 50:
-        return (6.0, 4.0)
-    if width_angstrom < 200:
-        return (7.0, 4.5)
-    if width_angstrom < 1000:
-        return (8.0, 5.0)
-    if width_angstrom <= 3000:
-        return (9.0, 5.5)
-    return (10.0, 6.0)
+# The published tool's plot, as its `plot_spectrum` draws it and its tool saves it:
+#   figure size by the plotted data's wavelength span (zoom and overview rules differ; x1.05 in
+#   width above 10000 points, x0.95 under 50), 80 dpi; blue line, width 1.0, alpha 0.8; bold
+#   axis labels (12 pt) and title (14 pt, pad 20); major grid (alpha 0.3, width 0.5) and minor
+#   grid (alpha 0.1, width 0.3); ticks inward, labels 10 pt; fixed x tick steps by span and
+#   automatic minor y ticks; x and y limits autoscaled with matplotlib's default margins;
+#   `tight_layout`; a stats box (9 pt, round, white at alpha 0.8) in the quadrant holding the
+#   fewest points; saved with `bbox_inches="tight"`. Invalid points are dropped (the line
+#   joins their neighbours), and the zooms are titled "Spectrum".
+SPECO3_DPI = 80
+SPECO3_ZOOM_TITLE = "Spectrum"
+
+# (minimum span, major step, minor step), first match wins
+_SPECO3_XSTEPS = (
+    (5000.0, 1000.0, 200.0),
+    (1000.0, 200.0, 50.0),
+    (500.0, 100.0, 20.0),
+    (300.0, 100.0, 25.0),
+    (150.0, 50.0, 25.0),
+    (100.0, 25.0, 5.0),
+    (50.0, 10.0, 2.0),
+    (20.0, 5.0, 1.0),
+    (5.0, 2.0, 0.5),
+    (-math.inf, 1.0, 0.2),
+)
+
+# axes-fraction anchor of the stats box by corner: x, y, ha, va
+_CORNER_XY = {
+    "upper left": (0.02, 0.98, "left", "top"),
+    "upper right": (0.98, 0.98, "right", "top"),
+    "lower left": (0.02, 0.02, "left", "bottom"),
+    "lower right": (0.98, 0.02, "right", "bottom"),
+}
+
+
+def speco3_figsize(span: float, n_points: int, *, overview: bool = False) -> tuple[float, float]:
+    """Figure size (inches) for `n_points` spanning `span` Angstrom, as the published tool
+    chooses it: zooms by their span (never the 10x6 overview size), the overview by its own
+    rule; x1.05 in width above 10000 points, x0.95 under 50."""
+    if overview:
+        if span > 3000:
+            width, height = 10.0, 6.0
+        elif span > 1000:
+            width, height = 8.0, 5.0
+        elif span > 200:
+            width, height = 7.0, 4.5
+        else:
+            width, height = 6.0, 4.0
+    elif span < 50:
+        width, height = 6.0, 4.0
+    elif span < 200:
+        width, height = 7.0, 4.5
+    elif span < 1000:
+        width, height = 8.0, 5.0
+    else:
+        width, height = 9.0, 5.5
+    if n_points > 10000:
+        width *= 1.05
+    elif n_points < 50:
+        width *= 0.95
+    return (width, height)
+
+
+def speco3_xsteps(span: float) -> tuple[float, float]:
+    """(major, minor) x tick step in Angstrom for data spanning `span` Angstrom."""
+    for least, major, minor in _SPECO3_XSTEPS:
+        if span >= least:
+            return major, minor
+    raise AssertionError("unreachable: the last row takes any span")
+
+
+def emptiest_corner(x: np.ndarray, y: np.ndarray) -> str:
+    """The corner ("upper left", "upper right", "lower left", "lower right") whose quadrant,
+    split at the middle of the data's x and y ranges, holds the fewest points; points on a
+    midline count for both sides, and ties go in that order."""
+    x_mid = (x.min() + x.max()) / 2
+    y_mid = (y.min() + y.max()) / 2
+    counts = (
+        int(np.sum((x <= x_mid) & (y >= y_mid))),
+        int(np.sum((x >= x_mid) & (y >= y_mid))),
+        int(np.sum((x <= x_mid) & (y <= y_mid))),
+        int(np.sum((x >= x_mid) & (y <= y_mid))),
+    )
+    return ("upper left", "upper right", "lower left", "lower right")[int(np.argmin(counts))]
+
+
+def speco3_stats(x: np.ndarray, y: np.ndarray) -> str:
+    """The stats box text."""
+    return (
+        f"Data points: {len(x)}\n"
+        f"λ range: {x.min():.1f} - {x.max():.1f} Å\n"
+        f"Flux range: {y.min():.2e} - {y.max():.2e}"
+    )
+
+
+class _Speco3Figure:
+    """One figure of one size with the artists every plot has; `draw` updates them.
+
+    matplotlib's figure, axes, tick and text objects are the slow part of a plot, so they
+    are made once per size. Everything a plot changes is set again on each `draw`, from the
+    state a fresh figure starts in (subplot parameters included), so a reused figure gives
+    the pixels a fresh one gives.
+    """
+
+    def __init__(self, figsize: tuple[float, float]) -> None:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+        from matplotlib.ticker import AutoMinorLocator
+
+        self.fig = fig = Figure(figsize=figsize, dpi=SPECO3_DPI)
+        FigureCanvasAgg(fig)
+        self.subplotpars = {
+            k: getattr(fig.subplotpars, k) for k in ("left", "right", "bottom", "top")
+        }
+        self.ax = ax = fig.add_subplot(111)
+        (self.line,) = ax.plot([], [], color="blue", linewidth=1.0, alpha=0.8, label="Spectrum")
+        ax.set_xlabel("Wavelength (Å)", fontsize=12, fontweight="bold")
+        ax.set_ylabel("Flux", fontsize=12, fontweight="bold")
+        ax.set_title("", fontsize=14, fontweight="bold", pad=20)
+        ax.grid(True, alpha=0.3, linestyle="-", linewidth=0.5)
+        ax.grid(True, which="minor", alpha=0.1, linestyle="-", linewidth=0.3)
+        ax.tick_params(axis="both", which="major", labelsize=10, direction="in")
+        ax.tick_params(axis="both", which="minor", direction="in")
+        ax.yaxis.set_minor_locator(AutoMinorLocator())
+        self.stats = ax.text(
+            0.02,
+            0.98,
+            "",
+            transform=ax.transAxes,
+            verticalalignment="top",
+            horizontalalignment="left",
+            fontsize=9,
+            bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.8},
+        )
+
+    def draw(self, x: np.ndarray, y: np.ndarray, title: str, markers: list[Feature]) -> Image.Image:
+        from matplotlib.ticker import MultipleLocator
+
+        fig, ax = self.fig, self.ax
+        self.line.set_data(x, y)
+        ax.relim()
+        ax.autoscale_view()
+        ax.title.set_text(title)
+        major, minor = speco3_xsteps(float(x.max() - x.min()))
+        ax.xaxis.set_major_locator(MultipleLocator(major))
+        ax.xaxis.set_minor_locator(MultipleLocator(minor))
+        # the published plot lays out before its stats box exists
+        self.stats.set_visible(False)
+        fig.subplots_adjust(**self.subplotpars)
+        fig.tight_layout()
+        tx, ty, ha, va = _CORNER_XY[emptiest_corner(x, y)]
+        self.stats.set_position((tx, ty))
+        self.stats.set_horizontalalignment(ha)
+        self.stats.set_verticalalignment(va)
+        self.stats.set_text(speco3_stats(x, y))
+        self.stats.set_visible(True)
+        extra = [_mpl_marker(ax, feat) for feat in markers]
+        try:
+            return _save_tight(fig)
+        finally:
+            for artists in extra:
+                for a in artists:
+                    a.remove()
+
+
+class _Discard(io.RawIOBase):
+    """A file that keeps nothing: the pixels are read from the canvas instead."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b) -> int:
+        return len(b)
+
+
+def _save_tight(fig) -> Image.Image:
+    """The figure as `savefig(dpi=80, bbox_inches="tight")` draws it, as an RGB image.
+
+    The same steps as savefig's tight box, less its layout pass (the plot has just been laid
+    out) and the PNG round trip: measure the tight box, pad it, draw only it, and read the
+    pixels from the canvas.
+    """
+    from matplotlib import rcParams
+
+    renderer = fig.canvas.get_renderer()
+    bbox = fig.get_tightbbox(renderer).padded(rcParams["savefig.pad_inches"])
+    fig.set_layout_engine(None)  # laid out already: savefig must not lay out again
+    fig.savefig(_Discard(), format="rgba", dpi=SPECO3_DPI, bbox_inches=bbox)
+    return Image.fromarray(np.asarray(fig.canvas.buffer_rgba())).convert("RGB")
 
 
 _FIG_LOCK = threading.Lock()
-_FIGS: dict[tuple[float, float], object] = {}
-
-
-def _figure(figsize: tuple[float, float], reuse: bool):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    if reuse and figsize in _FIGS:
-        fig = _FIGS[figsize]
-        fig.axes[0].cla()
-        return fig
-    fig = Figure(figsize=figsize)
-    FigureCanvasAgg(fig)
-    fig.add_subplot(111)
-    if reuse:
-        _FIGS[figsize] = fig
-    return fig
-
-
-def emptiest_corner(
-    x: np.ndarray, y: np.ndarray, xlim: Sequence[float], ylim: Sequence[float]
-) -> str:
-    """The axes corner ("upper right", "upper left", "lower left", "lower right") with the
-    fewest data points in a 30% x 25% box; ties go in that order."""
-    corners = ("upper right", "upper left", "lower left", "lower right")
-    ok = np.isfinite(x) & np.isfinite(y)
-    if not ok.any() or xlim[1] <= xlim[0] or ylim[1] <= ylim[0]:
-        return corners[0]
-    u = (x[ok] - xlim[0]) / (xlim[1] - xlim[0])
-    v = (y[ok] - ylim[0]) / (ylim[1] - ylim[0])
-    right, left, top, bottom = u >= 0.70, u <= 0.30, v >= 0.75, v <= 0.25
-    counts = (
-        int(np.sum(right & top)),
-        int(np.sum(left & top)),
-        int(np.sum(left & bottom)),
-        int(np.sum(right & bottom)),
-    )
-    return corners[int(np.argmin(counts))]
-
-
-_CORNER_XY = {
-    "upper right": (0.98, 0.97, "right", "top"),
-    "upper left": (0.02, 0.97, "left", "top"),
-    "lower left": (0.02, 0.03, "left", "bottom"),
-    "lower right": (0.98, 0.03, "right", "bottom"),
-}
+_FIGS: dict[tuple[float, float], _Speco3Figure] = {}
 
 
 def _render_speco3(
@@ -172,80 +310,60 @@ def _render_speco3(
     *,
     title: str | None,
     markers: list[Feature],
+    overview: bool = False,
     reuse: bool = True,
 ) -> Image.Image:
-    figsize = speco3_figsize(hi - lo)
+    ok = np.isfinite(w) & np.isfinite(f)
+    x, y = w[ok], f[ok]
+    if x.size == 0:
+        raise ValueError(f"no valid flux in the window ({lo:g}, {hi:g}) Å to plot")
+    if np.any(np.diff(x) < 0):
+        order = np.argsort(x)
+        x, y = x[order], y[order]
+    figsize = speco3_figsize(float(x.max() - x.min()), int(x.size), overview=overview)
     with _FIG_LOCK:
-        fig = _figure(figsize, reuse)
-        ax = fig.axes[0]
-        ax.plot(w, f, color="blue", linewidth=1.0, alpha=0.8)
-        ax.set_xlim(lo, hi)
-        ax.set_xlabel("Wavelength (Å)")
-        ax.set_ylabel("Flux")
-        if title:
-            ax.set_title(title)
-        ax.grid(True, alpha=0.3)
-        good = np.isfinite(f)
-        if good.any():
-            fg = f[good]
-            stats = (
-                f"Data points: {int(good.sum())}\n"
-                f"Wavelength range: {w[good].min():.1f} - {w[good].max():.1f} Å\n"
-                f"Flux range: {fg.min():.2f} - {fg.max():.2f}"
-            )
-        else:
-            stats = "Data points: 0"
-        corner = emptiest_corner(w, f, ax.get_xlim(), ax.get_ylim())
-        tx, ty, ha, va = _CORNER_XY[corner]
-        ax.text(
-            tx,
-            ty,
-            stats,
-            transform=ax.transAxes,
-            ha=ha,
-            va=va,
-            fontsize=9,
-            bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.8},
-        )
-        for feat in markers:
-            _mpl_marker(ax, feat)
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
         if not reuse:
-            fig.clf()
-    buf.seek(0)
-    img = Image.open(buf)
-    img.load()
-    return img.convert("RGB")
+            return _Speco3Figure(figsize).draw(x, y, title or SPECO3_ZOOM_TITLE, markers)
+        fig = _FIGS.get(figsize)
+        if fig is None:
+            fig = _FIGS[figsize] = _Speco3Figure(figsize)
+        return fig.draw(x, y, title or SPECO3_ZOOM_TITLE, markers)
 
 
-def _mpl_marker(ax, feat: Feature) -> None:
+def _mpl_marker(ax, feat: Feature) -> list:
+    """Draw one catalogue feature; returns the artists added."""
     rgb = tuple(c / 255 for c in _MARKER_RGB[feat.kind])
     trans = ax.get_xaxis_transform()
+    added = []
     if feat.kind == "telluric":
-        ax.axvspan(feat.window[0], feat.window[1], color=rgb, alpha=0.12, lw=0)
+        added.append(ax.axvspan(feat.window[0], feat.window[1], color=rgb, alpha=0.12, lw=0))
     else:
-        ax.axvline(feat.wavelength, color=rgb, ls="--", lw=0.8, alpha=0.7)
+        added.append(ax.axvline(feat.wavelength, color=rgb, ls="--", lw=0.8, alpha=0.7))
         if feat.degrade:
             lo, hi = ax.get_xlim()
             dx = 0.06 * (hi - lo) * (-1 if feat.degrade == "blue" else 1)
-            ax.annotate(
-                "",
-                xy=(feat.wavelength + dx, 0.93),
-                xytext=(feat.wavelength, 0.93),
-                xycoords=trans,
-                arrowprops={"arrowstyle": "->", "color": rgb, "lw": 0.8},
+            added.append(
+                ax.annotate(
+                    "",
+                    xy=(feat.wavelength + dx, 0.93),
+                    xytext=(feat.wavelength, 0.93),
+                    xycoords=trans,
+                    arrowprops={"arrowstyle": "->", "color": rgb, "lw": 0.8},
+                )
             )
-    ax.text(
-        feat.wavelength,
-        0.99,
-        feat.label,
-        transform=trans,
-        ha="center",
-        va="top",
-        fontsize=8,
-        color=rgb,
+    added.append(
+        ax.text(
+            feat.wavelength,
+            0.99,
+            feat.label,
+            transform=trans,
+            ha="center",
+            va="top",
+            fontsize=8,
+            color=rgb,
+        )
     )
+    return added
 
 
 # ---------------------------------------------------------------------------------------
@@ -488,5 +606,7 @@ __all__ = [
     "render",
     "resolve_markers",
     "speco3_figsize",
+    "speco3_stats",
+    "speco3_xsteps",
     "to_png",
 ]

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import numpy as np
 
 from agent.errors import LoupeError
+from agent.units import air_to_vacuum, vacuum_to_air  # noqa: F401  (named here for readers)
 
 Frame = Literal["vacuum", "air"]
 
@@ -149,22 +150,6 @@ class Spectrum:
             redshift=float(d.get("redshift") or 0.0),
             meta=meta,
         )
-
-
-def air_to_vacuum(wave_air: np.ndarray) -> np.ndarray:
-    """Air to vacuum wavelengths (Angstrom), the IAU standard (Morton 1991 / Ciddor)."""
-    wave_air = np.asarray(wave_air, dtype=np.float64)
-    sigma2 = (1e4 / wave_air) ** 2
-    n = 1.0 + 6.4328e-5 + 2.94981e-2 / (146.0 - sigma2) + 2.5540e-4 / (41.0 - sigma2)
-    # Below 2000 A the convention keeps vacuum wavelengths as they are.
-    return np.where(wave_air >= 2000.0, wave_air * n, wave_air)
-
-
-def vacuum_to_air(wave_vac: np.ndarray) -> np.ndarray:
-    wave_vac = np.asarray(wave_vac, dtype=np.float64)
-    sigma2 = (1e4 / wave_vac) ** 2
-    n = 1.0 + 8.34254e-5 + 2.406147e-2 / (130.0 - sigma2) + 1.5998e-4 / (38.9 - sigma2)
-    return np.where(wave_vac >= 2000.0, wave_vac / n, wave_vac)
 
 
 def read_spectra(

@@ -2,7 +2,8 @@
 
 Each task is data, in the structure Spec-o3 prompts use (a question, then the class's key
 visual indicators), written in Loupe's own words from the physics in the paper notes. A new
-task is a new `Task` entry in `TASKS`; nothing else needs to change. SpecVI-Bench names its
+task is a new `Task` entry in `TASKS`, whose `inspector` names the rule-based inspector's
+module for it (evidence, zoom plan and calibration in one file). SpecVI-Bench names its
 tasks differently (cc, carbon, gm, ss); `resolve_task` maps those aliases.
 """
 
@@ -19,6 +20,8 @@ class Task:
     indicators: tuple[str, ...]  # the key visual indicators, one per line in the prompt
     contaminants: tuple[str, ...] = ()  # what usually masquerades as the target
     aliases: tuple[str, ...] = ()  # other names (SpecVI-Bench data_source / file suffix)
+    # The rule-based inspector's module for this task: its evidence, zooms and calibration.
+    inspector: str = ""
 
 
 TASKS: dict[str, Task] = {
@@ -26,6 +29,7 @@ TASKS: dict[str, Task] = {
     for t in [
         Task(
             name="cv",
+            inspector="agent.policies.rules.cv",
             target="cataclysmic variable",
             question="Is this object a cataclysmic variable (CV)?",
             indicators=(
@@ -42,6 +46,7 @@ TASKS: dict[str, Task] = {
         ),
         Task(
             name="carbon",
+            inspector="agent.policies.rules.carbon",
             target="carbon star",
             question="Is this object a carbon star (C-type)?",
             indicators=(
@@ -57,6 +62,7 @@ TASKS: dict[str, Task] = {
         ),
         Task(
             name="s_type",
+            inspector="agent.policies.rules.s_type",
             target="S-type star",
             question="Is this object an S-type star?",
             indicators=(
@@ -70,6 +76,7 @@ TASKS: dict[str, Task] = {
         ),
         Task(
             name="m_giant",
+            inspector="agent.policies.rules.m_giant",
             target="M giant",
             question="Is this object an M giant star?",
             indicators=(
@@ -83,6 +90,7 @@ TASKS: dict[str, Task] = {
         ),
         Task(
             name="wd",
+            inspector="agent.policies.rules.wd",
             target="white dwarf",
             question="Is this object a white dwarf?",
             indicators=(
@@ -110,6 +118,16 @@ def resolve_task(name: str) -> str:
         return _ALIASES[key]
     choices = ", ".join(sorted(TASKS) + sorted(_ALIASES))
     raise ValueError(f"unknown task {name!r}; choose one of: {choices}")
+
+
+def task_name(name: str | None) -> str:
+    """Loupe's task name for `name` or one of its aliases; other names come back lower-cased.
+
+    >>> task_name(" GM "), task_name("wd"), task_name("o_star")
+    ('m_giant', 'wd', 'o_star')
+    """
+    key = (name or "").strip().lower()
+    return _ALIASES.get(key, key)
 
 
 def get_task(name: str) -> Task:

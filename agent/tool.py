@@ -28,42 +28,13 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+# The tool's name, schema and image references belong to the protocol; named here too.
+from agent.protocol import TOOL_NAME, TOOL_SCHEMA, image_reference, parse_reference  # noqa: F401
 from agent.render import RENDERERS, Markers, render
 from agent.spectrum import Spectrum, SpectrumError
 from agent.trajectory import Step
 
-TOOL_NAME = "spectral_visualization_tool"
 MIN_PIXELS = 3  # fewer valid pixels than this in a window is not a plot
-
-TOOL_SCHEMA: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": TOOL_NAME,
-        "description": (
-            "Plot the spectrum over a wavelength range to inspect spectral features in detail. "
-            "Wavelengths are rest-frame Angstrom."
-        ),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "wavelength_range": {
-                    "type": "array",
-                    "items": {"type": "number"},
-                    "minItems": 2,
-                    "maxItems": 2,
-                    "description": (
-                        "Wavelength range to focus on [min_wavelength, max_wavelength] in Angstroms"
-                    ),
-                },
-                "label": {
-                    "type": "string",
-                    "description": "Optional label for the spectral feature being analyzed",
-                },
-            },
-            "required": ["wavelength_range"],
-        },
-    },
-}
 
 
 @dataclass
@@ -80,39 +51,7 @@ class ToolResult:
         return self.error is None
 
 
-# -- references to re-renderable images -----------------------------------------------
-
-
-def image_reference(renderer: str, window: tuple[float, float] | None) -> str:
-    """Reference to a re-renderable image: `render:<renderer>:<lo>:<hi>` for a zoom and
-    `render:<renderer>:global` for the global view.
-
-    Numbers are written with repr so the reference gives back the exact window.
-    """
-    if window is None:
-        return f"render:{renderer}:global"
-    return f"render:{renderer}:{float(window[0])!r}:{float(window[1])!r}"
-
-
-def parse_reference(ref: Any) -> tuple[str, tuple[float, float] | None] | None:
-    """(renderer, window) from an image reference (window None for the global view);
-    None when `ref` is not a render reference (e.g. a file path)."""
-    if not isinstance(ref, str) or not ref.startswith("render:"):
-        return None
-    parts = ref.split(":")
-    if len(parts) == 3 and parts[2] == "global" and parts[1]:
-        return parts[1], None
-    if len(parts) != 4 or not parts[1]:
-        return None
-    try:
-        lo, hi = float(parts[2]), float(parts[3])
-    except ValueError:
-        return None
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        return None
-    return parts[1], (lo, hi)
-
-
+# The reference format is part of the protocol (agent.protocol); the tool renders from it.
 parse_image_reference = parse_reference
 
 

@@ -6,7 +6,7 @@ is deterministic, so a step keeps the window and renderer and the image is re-re
 on demand (`agent.tool.render_step`).
 
 `to_messages()` / `from_messages()` convert a run to and from the Spec-o3 chat format (the
-conversation a model sees and SFT exports hold); `finish()` derives verdict, format_ok and
+conversation a model sees and SFT exports hold; `agent.protocol` writes and reads it); `finish()` derives verdict, format_ok and
 state from the steps the same way for the agent loop and for rebuilt conversations.
 """
 
@@ -17,7 +17,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Verdict = Literal["YES", "NO"]
+from agent import protocol
+from agent.protocol import ParsedTurn
+
+Verdict = protocol.Verdict
 State = Literal["done", "max_turns", "error", "running"]
 
 
@@ -101,26 +104,15 @@ class Trajectory:
         d["steps"] = [Step.from_dict(s) for s in d.get("steps") or []]
         return cls(**d)
 
-    # -- the Spec-o3 chat form ---------------------------------------------------------
+    # -- the Spec-o3 chat form (agent.protocol writes and reads it) -----------------------
     def to_messages(self, global_image: str | None = None) -> list[dict[str, Any]]:
-        """The run as the Spec-o3 conversation (Qwen2.5-VL chat, hermes tools).
-
-        system + `# Tools` block; user: global view image + task prompt; then per step the
-        assistant's raw text and, after a tool call, a user turn `<tool_response>` image +
-        text `</tool_response>`. Images are references (`observation_image`), which
-        `agent.tool` renders on demand.
-        """
-        from agent.prompts import assistant_turn, system_message, tool_response_turn, user_turn
-
-        ref = global_image or self.params.get("global_image") or _global_reference(self.renderer)
-        messages = [system_message(), user_turn(self.task, ref)]
-        for step in self.steps:
-            messages.append(assistant_turn(step.raw))
-            if step.tool_call is not None and step.answer is None:
-                messages.append(
-                    tool_response_turn(step.observation_text or "", step.observation_image)
-                )
-        return messages
+        """The run as the Spec-o3 conversation; see `agent.protocol.to_messages`."""
+        ref = (
+            global_image
+            or self.params.get("global_image")
+            or protocol.image_reference(self.renderer, None)
+        )
+        return protocol.to_messages(self.task, self.steps, ref)
 
     @classmethod
     def from_messages(cls, messages: list[dict[str, Any]], **fields: Any) -> Trajectory:
@@ -129,54 +121,25 @@ class Trajectory:
         Assistant texts are re-parsed exactly as the agent loop parses them, so malformed
         text becomes recorded format errors here too. Never raises on odd content.
         """
-        from agent.parse import parse_turn
-        from agent.tasks import TASKS
-
-        msgs = [m for m in messages if isinstance(m, dict)]
+        conv = protocol.from_messages(messages)
         params = dict(fields.pop("params", {}) or {})
+        if conv.global_image is not None:
+            params.setdefault("global_image", conv.global_image)
         task = fields.pop("task", None)
-        users = [m for m in msgs if m.get("role") == "user"]
-        if users:
-            first_text = "".join(_texts(users[0]))
-            gimg = next(iter(_images(users[0])), None)
-            if gimg is not None:
-                params.setdefault("global_image", gimg)
-            if task is None:
-                from agent.prompts import task_prompt
-
-                task = next((t for t in TASKS if task_prompt(t) in first_text), "")
         steps: list[Step] = []
-        i = 0
-        seen_first_user = False
-        while i < len(msgs):
-            m = msgs[i]
-            role = m.get("role")
-            if role == "user" and not seen_first_user:
-                seen_first_user = True
-            elif role == "assistant":
-                raw = "".join(_texts(m))
-                step = step_from_parsed(parse_turn(raw))
-                nxt = msgs[i + 1] if i + 1 < len(msgs) else None
-                if (
-                    step.tool_call is not None
-                    and nxt is not None
-                    and nxt.get("role") in ("user", "tool")
-                    and "<tool_response>" in "".join(_texts(nxt))
-                ):
-                    text = "".join(_texts(nxt))
-                    text = text.replace("<tool_response>", "", 1).rsplit("</tool_response>", 1)[0]
-                    imgs = _images(nxt)
-                    image = imgs[0] if imgs else None
-                    text = text[1:] if text.startswith("\n") else text
-                    if image is not None and text.startswith("\n"):
-                        text = text[1:]
-                    text = text[:-1] if text.endswith("\n") else text
-                    window = _window_from_reference(image) if image is not None else None
-                    record_observation(step, text, image, window, tool_error=image is None)
-                    i += 1
-                steps.append(step)
-            i += 1
-        traj = cls(id=fields.pop("id", ""), task=task or "", steps=steps, params=params)
+        for parsed, obs in conv.turns:
+            step = step_from_parsed(parsed)
+            if obs is not None:
+                record_observation(
+                    step, obs.text, obs.image, obs.window, tool_error=obs.image is None
+                )
+            steps.append(step)
+        traj = cls(
+            id=fields.pop("id", ""),
+            task=conv.task if task is None else task,
+            steps=steps,
+            params=params,
+        )
         finish(traj)
         for k, v in fields.items():
             setattr(traj, k, v)
@@ -200,8 +163,8 @@ def _jsonable(o: Any) -> Any:
 
 
 # -- shared by the agent loop and from_messages, so both build identical records ---------
-def step_from_parsed(parsed: Any) -> Step:
-    """A Step from an `agent.parse.ParsedTurn` (before any tool observation)."""
+def step_from_parsed(parsed: ParsedTurn) -> Step:
+    """A Step from a parsed assistant turn (before any tool observation)."""
     return Step(
         thought=parsed.thought,
         tool_call=None if parsed.is_answer else parsed.tool_call,
@@ -255,57 +218,3 @@ def _turn_format_ok(step: Step) -> bool:
     if not step.error:
         return True
     return all(part.startswith("tool error:") for part in step.error.split("; "))
-
-
-def _texts(message: dict[str, Any]) -> list[str]:
-    content = message.get("content")
-    if isinstance(content, str):
-        return [content]
-    if not isinstance(content, list):
-        return []
-    out = []
-    for item in content:
-        if isinstance(item, str):
-            out.append(item)
-        elif isinstance(item, dict) and item.get("type", "text") == "text" and "text" in item:
-            out.append(str(item["text"]))
-    return out
-
-
-def _images(message: dict[str, Any]) -> list[Any]:
-    content = message.get("content")
-    if not isinstance(content, list):
-        return []
-    return [
-        item.get("image")
-        for item in content
-        if isinstance(item, dict) and (item.get("type") == "image" or "image" in item)
-    ]
-
-
-def _global_reference(renderer: str) -> str:
-    try:
-        from agent.tool import image_reference
-
-        return image_reference(renderer, None)
-    except ImportError:
-        return f"render:{renderer}:global"
-
-
-def _window_from_reference(ref: Any) -> tuple[float, float] | None:
-    if not isinstance(ref, str):
-        return None
-    try:
-        from agent.tool import parse_reference
-
-        parsed = parse_reference(ref)
-        return parsed[1] if parsed else None
-    except ImportError:
-        pass
-    parts = ref.split(":")
-    if len(parts) == 4 and parts[0] == "render":
-        try:
-            return (float(parts[2]), float(parts[3]))
-        except ValueError:
-            return None
-    return None

@@ -102,7 +102,7 @@ def make_context(
 
 def seed_demo(ctx, out_dir: Path, policy: str = "rules", n_per_class: int | None = None) -> int:
     """Generate, ingest and vet the demo set; returns the number of candidates vetted."""
-    from agent.demo import generate_demo
+    from training.sim.demo import generate_demo
     from app.handlers import ingest_and_vet
 
     kwargs: dict[str, Any] = {}

@@ -5,7 +5,7 @@
 Runs the whole agent loop (global view, every zoom rendered as an image, parsing, the
 record) with the rule-based inspector in this one process, over the same candidates with
 each renderer. Candidates are real LAMOST files from ../shared/spectra when present (else
-simulated LAMOST-like spectra from `agent.demo`), each vetted for all five tasks; one
+simulated LAMOST-like spectra from `training.sim.demo`), each vetted for all five tasks; one
 (spectrum, task) pair counts as one spectrum vetted. Spectra are read before timing.
 Prints spectra/s per core for each renderer and their ratio.
 
@@ -48,7 +48,7 @@ def real_spectra(n: int) -> list[Spectrum]:
 
 
 def simulated_spectra(n: int) -> list[Spectrum]:
-    from agent.demo import CLASSES, simulate
+    from training.sim.demo import CLASSES, simulate
 
     names = [c.name for c in CLASSES]
     return [simulate(names[i % len(names)], (7, i), spec_id=f"bench-{i}")[0] for i in range(n)]
@@ -164,7 +164,7 @@ def main() -> int:
     source = "real LAMOST files (../shared/spectra)"
     if len(spectra) < args.spectra:
         spectra = simulated_spectra(args.spectra)
-        source = "simulated LAMOST-like spectra (agent.demo)"
+        source = "simulated LAMOST-like spectra (training.sim.demo)"
     n = len(spectra) * len(TASKS)
     print(f"{len(spectra)} spectra x {len(TASKS)} tasks = {n} runs; {source}; one process")
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agent import demo
 from agent.lines import get
 from agent.spectrum import read_spectra
+from training.sim import demo
 
 
 def test_same_seed_same_spectra_and_different_seed_differs():

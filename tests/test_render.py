@@ -56,29 +56,46 @@ def test_fast_keeps_one_pixel_line_and_draws_no_masked_pixels():
     assert rows2.max() - rows2.min() <= 2
 
 
-def test_masked_region_is_a_gap_in_both_renderers():
+def test_masked_region_is_a_gap_in_fast():
     wave, flux = spectrum()
     gap = (wave > 6000) & (wave < 6600)
     flux_nan = flux.copy()
     flux_nan[gap] = np.nan
-    for renderer in ("fast", "speco3"):
-        full = blue_columns(R.render(wave, flux, renderer=renderer))
-        holed = blue_columns(R.render(wave, flux_nan, renderer=renderer))
-        assert holed.sum() < full.sum() - 20, renderer
-        # the gap is one run of blank columns inside the plotted span
-        span = np.flatnonzero(holed)
-        inner = ~holed[span.min() : span.max()]
-        assert inner.sum() > 20, renderer
-        masked = R.render(wave, flux, mask=gap, renderer=renderer)
-        assert np.array_equal(blue_columns(masked), holed), renderer
+    full = blue_columns(R.render(wave, flux))
+    holed = blue_columns(R.render(wave, flux_nan))
+    assert holed.sum() < full.sum() - 20
+    # the gap is one run of blank columns inside the plotted span
+    span = np.flatnonzero(holed)
+    inner = ~holed[span.min() : span.max()]
+    assert inner.sum() > 20
+    masked = R.render(wave, flux, mask=gap)
+    assert np.array_equal(blue_columns(masked), holed)
 
 
-def test_speco3_figure_size_by_window_width():
-    assert R.speco3_figsize(30) == (6.0, 4.0)
-    assert R.speco3_figsize(120) == (7.0, 4.5)
-    assert R.speco3_figsize(500) == (8.0, 5.0)
-    assert R.speco3_figsize(2000) == (9.0, 5.5)
-    assert R.speco3_figsize(5000) == (10.0, 6.0)
+def test_speco3_drops_masked_points_as_the_published_tool_drops_invalid_ones():
+    # the published plot filters non-finite points out, so the line joins their neighbours
+    wave, flux = spectrum()
+    gap = (wave > 6000) & (wave < 6600)
+    flux_nan = flux.copy()
+    flux_nan[gap] = np.nan
+    holed = np.asarray(R.render(wave, flux_nan, renderer="speco3"))
+    masked = np.asarray(R.render(wave, flux, mask=gap, renderer="speco3"))
+    dropped = np.asarray(R.render(wave[~gap], flux[~gap], renderer="speco3"))
+    assert np.array_equal(holed, masked) and np.array_equal(holed, dropped)
+    full = np.asarray(R.render(wave, flux, renderer="speco3"))
+    assert not np.array_equal(full, holed)
+
+
+def test_speco3_figure_size_by_data_span():
+    assert R.speco3_figsize(30, 100) == (6.0, 4.0)
+    assert R.speco3_figsize(120, 100) == (7.0, 4.5)
+    assert R.speco3_figsize(500, 100) == (8.0, 5.0)
+    assert R.speco3_figsize(2000, 1000) == (9.0, 5.5)
+    assert R.speco3_figsize(5000, 3000) == (9.0, 5.5)  # a zoom never gets the overview size
+    assert R.speco3_figsize(5000, 3000, overview=True) == (10.0, 6.0)
+    assert R.speco3_figsize(2000, 3000, overview=True) == (8.0, 5.0)
+    assert R.speco3_figsize(30, 40) == (6.0 * 0.95, 4.0)
+    assert R.speco3_figsize(5000, 20000, overview=True) == (10.0 * 1.05, 6.0)
     wave, flux = spectrum()
     sizes = {}
     for name, window in (("narrow", (6540, 6580)), ("mid", (6400, 6900)), ("full", None)):
@@ -92,20 +109,23 @@ def test_speco3_figure_size_by_window_width():
 def test_speco3_reused_figure_gives_identical_pixels():
     wave, flux = spectrum()
     R.render(wave, flux * 3, renderer="speco3", window=(4800, 4920), title="other")  # dirty cache
+    R.render(wave, -flux, renderer="speco3", window=(4790, 4930), markers=True)
     reused = R.render(wave, flux, renderer="speco3", window=(4800, 4920))
     sel = (wave >= 4800) & (wave <= 4920)
     fresh = R._render_speco3(wave[sel], flux[sel], 4800, 4920, title=None, markers=[], reuse=False)
     assert np.array_equal(np.asarray(reused), np.asarray(fresh))
 
 
-def test_stats_box_goes_to_the_emptiest_corner():
+def test_stats_box_goes_to_the_emptiest_quadrant():
     x = np.linspace(0, 1, 100)
     rising = x  # data fill lower left and upper right
-    assert R.emptiest_corner(x, rising, (0, 1), (0, 1)) == "upper left"
+    assert R.emptiest_corner(x, rising) == "upper left"
     falling = 1 - x
-    assert R.emptiest_corner(x, falling, (0, 1), (0, 1)) == "upper right"
-    high = np.full_like(x, 0.9)
-    assert R.emptiest_corner(x, high, (0, 1), (0, 1)) == "lower left"
+    assert R.emptiest_corner(x, falling) == "upper right"
+    dip = np.r_[np.ones(50), np.zeros(50)]  # high on the left, low on the right
+    assert R.emptiest_corner(x, dip) == "upper right"
+    flat = np.full_like(x, 0.5)  # every point sits on the y midline: a tie
+    assert R.emptiest_corner(x, flat) == "upper left"
 
 
 def test_markers_are_optional_and_drawn():

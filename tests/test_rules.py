@@ -201,7 +201,7 @@ def test_cv_thought_says_emission_width_and_alternative():
 
 
 def test_window_outside_coverage_is_said_in_the_thought():
-    from agent.policies.rules import _describe
+    from agent.policies.rules import describe as _describe
 
     full = _survey(_cool(tio=0.6), snr=50)
     m = measure_all(full.replace(mask=full.mask | (lamost_grid() > 7300)))
@@ -220,7 +220,7 @@ def test_featureless_blue_continuum_is_a_dc_white_dwarf_but_he_ii_star_is_not():
 
 
 def test_zro_is_judged_against_an_m_giant_of_the_same_tio():
-    from agent.policies.rules import zro_excess
+    from agent.policies.rules.s_type import zro_excess
 
     base = {"tio_7054": 0.5, "zro_4620": 0.17, "zro_5551": 0.09, "zro_6474": 0.07}
     z, heads = zro_excess(base)
@@ -228,3 +228,23 @@ def test_zro_is_judged_against_an_m_giant_of_the_same_tio():
     z2, _ = zro_excess({**base, "zro_6474": 0.40})
     assert z2 > 2.5
     assert np.isnan(zro_excess({"zro_6474": 0.4})[0])  # no TiO reference, no verdict
+
+
+def test_every_task_has_an_inspector_module_with_all_its_parts():
+    from agent.policies.rules import TASK_PARTS, task_module
+    from agent.policies.rules.narration import Zoom
+    from agent.tasks import TASKS
+
+    for name, task in TASKS.items():
+        assert task.inspector, f"{name} names no inspector module"
+        mod = task_module(name)
+        missing = [p for p in TASK_PARTS if not hasattr(mod, p)]
+        assert not missing, f"{task.inspector} lacks {missing}"
+        assert callable(mod.evidence) and len(mod.CALIBRATION) == 2
+        assert mod.HYPOTHESIS and mod.TARGET
+        assert mod.ZOOMS and all(
+            isinstance(z, Zoom) and z.window[0] < z.window[1] for z in mod.ZOOMS
+        )
+        assert len({z.label for z in mod.ZOOMS}) == len(mod.ZOOMS)
+        for z in mod.ZOOMS:  # every zoom can be narrated, even with nothing measured
+            assert isinstance(z.describe({}), str)

@@ -95,3 +95,17 @@ def test_round_trip_property(flux, frame, z):
     np.testing.assert_array_equal(back.mask, s.mask)
     np.testing.assert_array_equal(back.flux[s.good], s.flux[s.good])
     assert back.frame == frame and back.redshift == z
+
+
+def test_units_are_the_one_home_of_constants_and_conversions():
+    import doctest
+
+    import agent.spectrum
+    import agent.tasks
+    import agent.units
+    from training import degrade
+
+    assert doctest.testmod(agent.units).failed == 0
+    assert doctest.testmod(agent.tasks).failed == 0
+    assert agent.spectrum.air_to_vacuum is agent.units.air_to_vacuum
+    assert degrade.lamost_grid is agent.units.lamost_grid and degrade.C_KMS == agent.units.C_KMS

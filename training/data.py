@@ -25,9 +25,11 @@ from typing import Any
 import numpy as np
 
 from agent.errors import LoupeError
+from agent.protocol import TOOL_NAME, format_turn
 from agent.spectrum import Spectrum, SpectrumMeta
+from agent.units import lamost_grid
 
-SPECVI_TOOL = "spectral_visualization_tool"
+SPECVI_TOOL = TOOL_NAME  # the key SpecVI-Bench rows file the tool arguments under
 
 
 class DataError(LoupeError, ValueError):
@@ -295,7 +297,7 @@ _SAMPLE_FEATURES: dict[str, list[tuple[float, float, float]]] = {
 def simulated_spectrum(task: str, positive: bool, seed: int, snr: float = 30.0) -> Spectrum:
     """A seeded LAMOST-like spectrum: smooth continuum, the task's features if positive, noise."""
     rng = np.random.default_rng(seed)
-    wave = 10 ** np.linspace(np.log10(3700.0), np.log10(9100.0), 3909)
+    wave = lamost_grid()
     cont = 1.0 + 0.3 * np.sin((wave - 3700.0) / 2500.0 + rng.uniform(0, np.pi))
     flux = cont.copy()
     for centre, sigma, depth in _SAMPLE_FEATURES[task]:
@@ -317,17 +319,10 @@ def simulated_spectrum(task: str, positive: bool, seed: int, snr: float = 30.0) 
 def _script(task: str, label: str) -> list[str]:
     turns = []
     for lo, hi, name in _SAMPLE_WINDOWS[task]:
-        call = json.dumps(
-            {"name": SPECVI_TOOL, "arguments": {"wavelength_range": [lo, hi], "label": name}}
-        )
-        turns.append(
-            f"<think>I should zoom into the {name} region.</think>\n<tool_call>\n{call}\n</tool_call>"
-        )
+        turns.append(format_turn(f"I should zoom into the {name} region.", (lo, hi), label=name))
     seen = "present" if label == "YES" else "absent"
-    turns.append(
-        f"<think>The diagnostic features are {seen}.</think>"
-        f"<answer>\\boxed{{{label}}} The diagnostic features are {seen}.</answer>"
-    )
+    why = f"The diagnostic features are {seen}."
+    turns.append(format_turn(why, answer=label, explanation=why))
     return turns
 
 

@@ -23,24 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from agent.spectrum import Spectrum
-
-C_KMS = 299_792.458
-LAMOST_COEFF0 = 3.5682  # log10 of the first pixel's wavelength (3700.0 A)
-LAMOST_COEFF1 = 1e-4  # log10 step per pixel
-LAMOST_NPIX = 3909  # reaches ~9100 A
-
-
-def lamost_grid(npix: int = LAMOST_NPIX) -> np.ndarray:
-    """The LAMOST DR log-linear vacuum wavelength grid.
-
-    >>> g = lamost_grid()
-    >>> round(float(g[0]), 1), len(g), 9090 < float(g[-1]) < 9110
-    (3700.0, 3909, True)
-    """
-    return 10.0 ** (LAMOST_COEFF0 + LAMOST_COEFF1 * np.arange(npix))
-
-
-GRIDS = {"lamost": lamost_grid}
+from agent.units import C_KMS, LAMOST_NPIX  # noqa: F401
+from training.sim.instrument import GRIDS, LAMOST_COEFF1, lamost_grid  # noqa: F401
 
 
 def _fine_log_grid(wave: np.ndarray, lo: float, hi: float) -> np.ndarray:
@@ -128,9 +112,7 @@ def degrade(
     fine, fconv = convolve_to_resolution(wave, flux, resolution, source_resolution)
     # Average the fine samples into each output pixel (flux-conserving for smooth input).
     edges = np.sqrt(out_wave[1:] * out_wave[:-1])
-    edges = np.concatenate(
-        [[out_wave[0] ** 2 / edges[0]], edges, [out_wave[-1] ** 2 / edges[-1]]]
-    )
+    edges = np.concatenate([[out_wave[0] ** 2 / edges[0]], edges, [out_wave[-1] ** 2 / edges[-1]]])
     idx = np.searchsorted(edges, fine) - 1
     inside = (idx >= 0) & (idx < out_wave.size)
     sums = np.bincount(idx[inside], weights=fconv[inside], minlength=out_wave.size)
@@ -217,15 +199,28 @@ def _source_gaps(wave: np.ndarray, out_wave: np.ndarray) -> np.ndarray:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", nargs="*", default=[], help="Spectrum files, globs or folders.")
-    parser.add_argument("--catalog", help="A labelled catalogue CSV (path,task[,id,hdu,row,label]).")
-    parser.add_argument("--task", help="Task for --input spectra (cv, carbon, s_type, m_giant, wd).")
+    parser.add_argument(
+        "--catalog", help="A labelled catalogue CSV (path,task[,id,hdu,row,label])."
+    )
+    parser.add_argument(
+        "--task", help="Task for --input spectra (cv, carbon, s_type, m_giant, wd)."
+    )
     parser.add_argument("--label", choices=["YES", "NO"], help="Label for --input spectra.")
     parser.add_argument("--snr", type=float, action="append", help="Target SNR (repeatable).")
     parser.add_argument("--realisations", type=int, default=1, help="Noisy copies per SNR.")
-    parser.add_argument("--rv-max", type=float, default=300.0, help="|RV| drawn uniformly up to this (km/s).")
+    parser.add_argument(
+        "--rv-max", type=float, default=300.0, help="|RV| drawn uniformly up to this (km/s)."
+    )
     parser.add_argument("--resolution", type=float, default=1800.0, help="Target resolving power.")
-    parser.add_argument("--source-resolution", type=float, default=None, help="Resolving power of the input, if known.")
-    parser.add_argument("--flux-cal-error", type=float, default=0.1, help="RMS fractional flux-calibration error.")
+    parser.add_argument(
+        "--source-resolution",
+        type=float,
+        default=None,
+        help="Resolving power of the input, if known.",
+    )
+    parser.add_argument(
+        "--flux-cal-error", type=float, default=0.1, help="RMS fractional flux-calibration error."
+    )
     parser.add_argument("--seed", type=int, default=0, help="Random seed.")
     parser.add_argument("--out", required=True, help="Output folder (FITS files + catalog.csv).")
 
@@ -283,4 +278,3 @@ def main(args: argparse.Namespace) -> int:
 
 def _safe(s: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in s)[:80] or "spectrum"
-

@@ -6,14 +6,15 @@ in TRL's multi-turn rollouts, the list of messages the model and the tool exchan
 use is not rewarded directly.
 
 A format error is: missing or unbalanced `<think>`, not exactly one `<answer>...</answer>`,
-or no `\\boxed{YES|NO}` inside it. The rules per turn are `agent.parse.parse_turn`'s, the
+or no `\\boxed{YES|NO}` inside it. The rules per turn are `agent.protocol.parse_turn`'s, the
 ones the agent loop records, so training and vetting count the same errors.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from agent.protocol import parse_turn, think_block, tool_call_block
 
 FORMAT_PENALTY = 0.2
 
@@ -50,12 +51,10 @@ def completion_text(completion: Any) -> str:
             text = content or ""
         # A rollout's parser may have split reasoning out of the content; put it back.
         if message.get("reasoning_content"):
-            text = f"<think>{message['reasoning_content']}</think>" + text
+            text = think_block(message["reasoning_content"]) + text
         for call in message.get("tool_calls") or []:
             fn = call.get("function", call)
-            args = fn.get("arguments", {})
-            args = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-            text += f'\n<tool_call>\n{{"name": "{fn.get("name", "")}", "arguments": {args}}}\n</tool_call>'
+            text += tool_call_block(fn.get("name", ""), fn.get("arguments", {}))
         parts.append(text)
     return "\n".join(parts)
 
@@ -97,8 +96,6 @@ def format_error(completion: Any) -> str | None:
     ...                "tool_calls": [{"function": {"name": "t", "arguments": {"x": 1}}}]}])
     'the last turn does not answer'
     """
-    from agent.parse import parse_turn
-
     turns = assistant_turns(completion)
     if not turns:
         return "no assistant output"
@@ -125,8 +122,6 @@ def extract_verdict(completion: Any) -> str | None:
     >>> extract_verdict("no verdict here") is None
     True
     """
-    from agent.parse import parse_turn
-
     turns = assistant_turns(completion)
     return parse_turn(turns[-1]).answer if turns else None
 

@@ -15,7 +15,6 @@ Qwen2.5-VL processor without torchvision) and `AutoModelForImageTextToText`.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -39,7 +38,7 @@ MIN_PIXELS = 56 * 56
 
 def _corpus() -> list[str]:
     """Trajectory-like text so the BPE merges cover what the model will read and write."""
-    from agent.prompts import system_prompt, task_prompt
+    from agent.protocol import format_turn, system_prompt, task_prompt
     from agent.tasks import TASKS
 
     lines = [system_prompt()]
@@ -52,24 +51,17 @@ def _corpus() -> list[str]:
         (7000, 7700, "TiO bands"),
         (8150, 8220, "Na I doublet"),
     ]:
-        call = json.dumps(
-            {
-                "name": "spectral_visualization_tool",
-                "arguments": {"wavelength_range": [lo, hi], "label": label},
-            }
+        lines.append(
+            format_turn(f"I should zoom into {label} near {lo} to {hi}.", (lo, hi), label=label)
         )
-        lines.append(f"<think>I should zoom into {label} near {lo} to {hi}.</think>")
-        lines.append(f"<tool_call>\n{call}\n</tool_call>")
         lines.append(
             f"<tool_response>Generated spectral visualization focused on wavelength range "
             f"({lo}, {hi}) Å for {label}.</tool_response>"
         )
     lines.append(
-        "<think>The lines are broad and deep.</think><answer>\\boxed{YES} broad Balmer.</answer>"
+        format_turn("The lines are broad and deep.", answer="YES", explanation="broad Balmer.")
     )
-    lines.append(
-        "<think>No emission is seen.</think><answer>\\boxed{NO} no emission lines.</answer>"
-    )
+    lines.append(format_turn("No emission is seen.", answer="NO", explanation="no emission lines."))
     return lines * 4
 
 

@@ -23,8 +23,8 @@ from agent.formats.common import (
     check_file,
     file_stem,
 )
-from agent.formats.specvi import SPECVI_TASKS
 from agent.spectrum import SpectrumError
+from agent.tasks import task_name
 
 CATALOGUE_COLUMNS = ("path", "task", "id", "hdu", "row", "label")
 SPECTRUM_SUFFIXES = (
@@ -52,8 +52,7 @@ def normalise_label(value: Any, where: str) -> str | None:
 def normalise_task(task: str | None) -> str | None:
     if task is None or not str(task).strip():
         return None
-    t = str(task).strip().lower()
-    return SPECVI_TASKS.get(t, t)
+    return task_name(str(task))
 
 
 def _guard(path: Path, roots: list[Path] | None, shown: str | Path | None = None) -> Path:

@@ -24,9 +24,10 @@ from agent.formats.common import (
     make_spectrum,
     plausible_redshift,
 )
-from agent.spectrum import Spectrum, SpectrumError, air_to_vacuum
+from agent.spectrum import Spectrum, SpectrumError
+from agent.units import LAMOST_COEFF1, air_to_vacuum
 
-LOG_STEP = 1e-4
+LOG_STEP = LAMOST_COEFF1
 # and-mask bits that make a pixel unusable: BADCCD (1), BADPROFILE (2), BADCENTER (16),
 # NODATA (32). NOSKY and BRIGHTSKY pixels are still measured and stay visible.
 BAD_PIXEL_BITS = 1 | 2 | 16 | 32  # LAMOST and SDSS pixel width in log10(lambda)

@@ -22,11 +22,8 @@ from agent.formats.common import (
     rows_to_read,
 )
 from agent.spectrum import Spectrum, SpectrumError
+from agent.tasks import task_name
 
-# SpecVI-Bench task names (data_source and file names) -> Loupe task names.
-SPECVI_TASKS = {
-    "carbon": "carbon", "cc": "carbon", "cv": "cv", "gm": "m_giant", "ss": "s_type", "wd": "wd",
-}  # fmt: skip
 NEEDED = ("data_source", "reward_model", "extra_info")
 
 
@@ -82,7 +79,7 @@ def rows(path: Path) -> list[dict[str, Any]]:
         source = str(rec.get("data_source") or "").strip().lower()
         out.append(
             {
-                "task": SPECVI_TASKS.get(source, source or None),
+                "task": task_name(source) or None,  # SpecVI names are aliases in agent.tasks
                 "label": reward.get("ground_truth"),
                 "name": info.get("name"),
                 "index": info.get("index"),

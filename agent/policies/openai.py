@@ -17,15 +17,20 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
-import json
 import os
 import random
 import threading
 import weakref
 from typing import Any
 
-from agent.parse import parse_turn, verdict_char_index, yes_share
 from agent.policies.base import Episode, Reply
+from agent.protocol import (
+    parse_turn,
+    think_block,
+    tool_call_block,
+    verdict_char_index,
+    yes_share,
+)
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
@@ -105,16 +110,10 @@ def message_text(message: dict[str, Any]) -> str:
         text = "".join(p.get("text", "") for p in text if isinstance(p, dict))
     reasoning = message.get("reasoning_content") or message.get("reasoning")
     if reasoning and "<think>" not in text:
-        text = f"<think>{reasoning}</think>" + text
+        text = think_block(reasoning) + text
     for call in message.get("tool_calls") or []:
         fn = call.get("function") or {}
-        args = fn.get("arguments")
-        try:
-            args = json.loads(args) if isinstance(args, str) else args
-        except ValueError:
-            pass
-        body = json.dumps({"name": fn.get("name"), "arguments": args}, ensure_ascii=False)
-        text += f"\n<tool_call>\n{body}\n</tool_call>"
+        text += tool_call_block(fn.get("name"), fn.get("arguments"))
     return text
 
 

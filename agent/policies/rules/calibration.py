@@ -1,0 +1,25 @@
+"""From an evidence score to a calibrated P(YES).
+
+`p_yes = sigmoid(a * score * (0.4 + 0.6 * coverage) + b)` with (a, b) per task, kept in
+the task's module as `CALIBRATION`. The constants were fitted on the tune split of the
+survey-like benchmark (slope by logistic regression with the intercept held at the physics
+threshold, pooled over tasks with < 5 positive objects); refit them with
+
+    python -m training.benchmark --out data/bench --skip-build --fit-calibration
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def calibrated(constants: tuple[float, float], score: float, coverage_frac: float) -> float:
+    """P(YES) for an evidence `score` of which `coverage_frac` could be checked.
+
+    >>> round(calibrated((1.5, 0.0), 2.0, 1.0), 3), calibrated((1.5, 0.0), 0.0, 0.3)
+    (0.953, 0.5)
+    """
+    a, b = constants
+    # Missing diagnostics shrink the evidence towards the prior rather than inventing any.
+    x = a * score * (0.4 + 0.6 * coverage_frac) + b
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, x))))

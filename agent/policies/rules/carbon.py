@@ -1,0 +1,114 @@
+"""Carbon star: the evidence, the zoom plan and the calibration of the `carbon` task."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from agent.policies.rules.features import NAN, Evidence, cool_type, depth_points, finite
+from agent.policies.rules.narration import Zoom, say_head, say_tio
+
+TARGET = "a carbon star"
+HYPOTHESIS = "I will look for C2 Swan band heads and CN, and check for TiO of an M giant."
+# p = sigmoid(a * x + b), x = score * (0.4 + 0.6 * coverage); see agent.policies.rules.calibration.
+CALIBRATION = (1.625, 0.0)
+
+
+def evidence(m: dict[str, float]) -> Evidence:
+    e = Evidence()
+    j = m.get("c2_5165")
+    ct = cool_type(m)
+    tio = (finite(m.get("tio5")) and m["tio5"] < 0.8) or (
+        finite(m.get("tio_7054")) and m["tio_7054"] > 0.15
+    )
+    if not finite(j):
+        e.missing.append("C2 5165 head")
+    else:
+        e.checked += 1
+        if j > 0.2:
+            e.add(
+                3.0,
+                f"C2 Swan 5165 head: flux jumps by {math.exp(j):.2f}x across it, the band degrading to the blue",
+            )
+        elif j > 0.1:
+            e.add(1.5, f"weak C2 Swan 5165 head (depth {depth_points(j):.2f})")
+        elif j < 0.03:
+            e.add(
+                -2.5,
+                f"no C2 Swan 5165 head (depth {depth_points(j):.2f}"
+                + ("; the TiO 5167 band degrades the other way)" if j < -0.1 else ")"),
+            )
+    for k, lbl in (("c2_5636", "C2 5636"), ("c2_4737", "C2 4737")):
+        v = m.get(k)
+        if finite(v):
+            e.checked += 1
+            if v > 0.15 and not tio:
+                e.add(1.0 if k == "c2_5636" else 0.5, f"{lbl} head depth {depth_points(v):.2f}")
+        else:
+            e.missing.append(lbl)
+    cn = [m.get(k) for k in ("cn_7874", "cn_8067") if finite(m.get(k))]
+    if cn and np.mean(cn) > 0.08 and not tio:
+        e.add(0.5, f"CN bands (head depths {', '.join(f'{depth_points(x):.2f}' for x in cn)})")
+    if finite(ct) or finite(m.get("tio5")):
+        e.checked += 1
+        if tio:
+            e.add(
+                -2.5,
+                f"TiO bands present (TiO5 {m.get('tio5', NAN):.2f}, 7054 head depth {depth_points(m.get('tio_7054', NAN)):.2f}): an oxygen-rich M or S star",
+            )
+    else:
+        e.missing.append("TiO 7054")
+    br = m.get("b_r")
+    if finite(br):
+        if br > -0.05:
+            e.add(
+                -4.0,
+                f"blue continuum (log F4600/F6100 = {br:.2f}): too hot for a carbon star (a DQ white dwarf shows C2 too)",
+            )
+    e.score -= 0.5
+    return e
+
+
+# Zoom windows (rest-frame vacuum Angstrom): the task's own diagnostics first, then those
+# that rule in the competing explanations; each with the measurements its thought reports.
+ZOOMS = [
+    Zoom(
+        (5050.0, 5250.0),
+        "C2 5165 head",
+        ["c2_5165"],
+        lambda m: say_head(
+            m,
+            "c2_5165",
+            "C2 Swan 5165",
+            "a carbon star, or a DQ white dwarf if the continuum is hot",
+        ),
+    ),
+    Zoom(
+        (5550.0, 5700.0),
+        "C2 5636 head",
+        ["c2_5636"],
+        lambda m: say_head(m, "c2_5636", "C2 Swan 5636", "carbon molecules confirmed"),
+    ),
+    Zoom(
+        (4650.0, 4800.0),
+        "C2 4737 head",
+        ["c2_4737"],
+        lambda m: say_head(m, "c2_4737", "C2 Swan 4737", "carbon molecules confirmed"),
+    ),
+    Zoom(
+        (7000.0, 7200.0),
+        "TiO 7054 (M star check)",
+        ["tio_7054", "tio5"],
+        lambda m: say_tio(m, "carbon"),
+    ),
+    Zoom(
+        (7800.0, 8150.0),
+        "CN 7874 and 8067",
+        ["cn_7874", "cn_8067"],
+        lambda m: " ".join(
+            say_head(m, k, lbl, "CN, strong in carbon stars")
+            for k, lbl in (("cn_7874", "CN 7874"), ("cn_8067", "CN 8067"))
+        ),
+    ),
+]

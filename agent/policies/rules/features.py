@@ -1,0 +1,250 @@
+"""What the inspector measures on a spectrum, and the signals several tasks read from it.
+
+`measure_all` gives every number once per spectrum (nan where not measurable); a task's
+evidence function turns them into an `Evidence` score.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from agent import lines
+from agent.measure import (
+    Arrays,
+    arrays_of,
+    band_depth,
+    continuum_slope,
+    coverage,
+    flux_ratio,
+    head_jump,
+    measure_line,
+    snr_estimate,
+)
+from agent.spectrum import Spectrum
+from agent.units import air_to_vacuum
+
+NAN = float("nan")
+
+
+def wavelength_of(key: str) -> float:
+    return lines.get(key).wavelength
+
+
+def finite(x: float | None) -> bool:
+    return x is not None and isinstance(x, float | int) and math.isfinite(x)
+
+
+def value(x: float | None) -> float:
+    return float(x) if finite(x) else NAN
+
+
+# (name, catalogue key, integration half-width, continuum sidebands relative to centre)
+_NARROW: list[tuple[str, str, float, list[tuple[float, float]]]] = [
+    ("ha", "H-alpha", 30.0, [(-95, -55), (55, 95)]),
+    ("hb", "H-beta", 30.0, [(-70, -40), (45, 75)]),
+    ("hg", "H-gamma", 22.0, [(-60, -40), (40, 60)]),
+    ("hei5877", "He I 5876", 10.0, [(-45, -20), (33, 53)]),
+    ("hei6680", "He I 6678", 12.0, [(-40, -20), (20, 40)]),
+    ("hei4473", "He I 4471", 12.0, [(-32, -18), (18, 32)]),
+    ("hei4923", "He I 4922", 12.0, [(-32, -18), (18, 32)]),
+    ("heii4687", "He II 4686", 12.0, [(-32, -18), (18, 32)]),
+    ("cak", "Ca II K", 8.0, [(-24, -12), (12, 20)]),
+    ("cat8544", "Ca II 8542", 10.0, [(-28, -14), (16, 30)]),
+    ("cat8664", "Ca II 8662", 10.0, [(-34, -20), (20, 34)]),
+    ("nad", "Na I D2", 12.0, [(-40, -25), (30, 45)]),
+]
+
+
+# Broad (white dwarf) Balmer windows: sidebands far out, beyond pressure-broadened wings.
+_BROAD: list[tuple[str, str, float, list[tuple[float, float]]]] = [
+    ("hb_w", "H-beta", 150.0, [(-242, -202), (218, 258)]),
+    ("hg_w", "H-gamma", 100.0, [(-152, -127), (138, 178)]),
+    ("ha_w", "H-alpha", 150.0, [(-215, -165), (185, 235)]),
+]
+
+
+# Molecular band heads: (name, catalogue key)
+_HEADS: list[tuple[str, str]] = [
+    ("c2_4737", "C2 4737"),
+    ("c2_5165", "C2 5165"),
+    ("c2_5636", "C2 5636"),
+    ("tio_4955", "TiO 4955"),
+    ("tio_5448", "TiO 5448"),
+    ("tio_6159", "TiO 6159"),
+    ("tio_7054", "TiO 7054"),
+    ("tio_8432", "TiO 8432"),
+    ("zro_4620", "ZrO 4620"),
+    ("zro_5551", "ZrO 5551"),
+    ("zro_6474", "ZrO 6474"),
+    ("lao_7403", "LaO 7403"),
+    ("cn_7874", "CN 7874"),
+    ("cn_8067", "CN 8067"),
+    ("vo_7334", "VO 7334"),
+]
+
+
+def _idx(
+    num: tuple[float, float], den: tuple[float, float]
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    # Reid et al. (1995) index bandpasses are quoted in air; shift to vacuum.
+    (a, b), (c, d) = (tuple(float(x) for x in air_to_vacuum(w)) for w in (num, den))
+    return (a, b), (c, d)
+
+
+_TIO5 = _idx((7126, 7135), (7042, 7046))
+
+
+_CAH2 = _idx((6814, 6846), (7042, 7046))
+
+
+_CAH3 = _idx((6960, 6990), (7042, 7046))
+
+
+def measure_all(spectrum: Spectrum) -> dict[str, float]:
+    """Every number the inspector uses, for one spectrum (nan where not measurable)."""
+    arr = arrays_of(spectrum)
+    m: dict[str, float] = {}
+    m["snr"] = value(snr_estimate(arr))
+    m["wave_lo"], m["wave_hi"] = arr.lo, arr.hi
+    m["redshift"] = float(spectrum.redshift)
+    for name, key, hw, side in _NARROW + _BROAD:
+        c = wavelength_of(key)
+        ln = measure_line(arr, name, c, hw, [(c + a, c + b) for a, b in side])
+        if ln is None:
+            for k in ("ew", "depth", "peak", "fwhm", "em", "sig"):
+                m[f"{name}_{k}"] = NAN
+            continue
+        m[f"{name}_ew"] = ln.ew
+        m[f"{name}_depth"] = ln.depth
+        m[f"{name}_peak"] = ln.peak
+        m[f"{name}_fwhm"] = ln.fwhm
+        m[f"{name}_em"] = 1.0 if ln.emission else 0.0
+        m[f"{name}_sig"] = abs(ln.ew) / max(ln.ew_error, 1e-3)
+    # Na I 8183/8195 doublet integrated as one feature (it is blended at R ~ 1800).
+    na = measure_line(arr, "na8190", 8191.0, 13.0, [(8140.0, 8165.0), (8212.0, 8232.0)])
+    m["na8190_ew"] = na.ew if na is not None else NAN
+    # Higher Balmer lines: contrast against the peaks between them. Sharp, separate lines
+    # (A/B stars, subdwarfs) give a high contrast; merged white-dwarf wings do not.
+    m["h8_contrast"] = _contrast(arr, wavelength_of("H8"), (3858.0, 3868.0), (3912.0, 3922.0))
+    m["h9_contrast"] = _contrast(arr, wavelength_of("H9"), (3812.0, 3820.0), (3858.0, 3868.0))
+    for name, key in _HEADS:
+        f = lines.get(key)
+        m[name] = value(head_jump(arr, f.wavelength, f.degrade or "red"))
+    m["tio5"] = value(flux_ratio(arr, *_TIO5))
+    m["cah2"] = value(flux_ratio(arr, *_CAH2))
+    m["cah3"] = value(flux_ratio(arr, *_CAH3))
+    m["cah1"] = value(band_depth(arr, (6382.0, 6392.0), [(6347.0, 6357.0), (6412.0, 6422.0)]))
+    m.update(continuum_slope(arr))
+    m["blue_frac"] = _blue_fraction(arr)
+    return m
+
+
+def _contrast(
+    arr: Arrays, center: float, blue: tuple[float, float], red: tuple[float, float]
+) -> float:
+    if min(coverage(arr, *blue), coverage(arr, *red), coverage(arr, center - 4, center + 4)) < 0.5:
+        return NAN
+    _, fb = arr.window(*blue)
+    _, fr = arr.window(*red)
+    _, fc = arr.window(center - 3.0, center + 3.0)
+    peak = 0.5 * (np.max(_sm(fb)) + np.max(_sm(fr)))
+    if peak <= 0:
+        return NAN
+    return float(1.0 - np.min(_sm(fc)) / peak)
+
+
+def _sm(f: np.ndarray) -> np.ndarray:
+    if f.size < 3:
+        return f
+    return np.convolve(f, np.ones(3) / 3, mode="valid")
+
+
+def _blue_fraction(arr: Arrays) -> float:
+    """Share of the 4000-9000 A flux that falls below 5500 A (hot objects ~0.5, cool ~0.1)."""
+    if coverage(arr, 4000.0, 5500.0) < 0.6 or coverage(arr, 5500.0, 9000.0) < 0.6:
+        return NAN
+    wb, fb = arr.window(4000.0, 5500.0)
+    wr, fr = arr.window(5500.0, 9000.0)
+    b = float(np.mean(fb)) * 1500.0
+    r = float(np.mean(fr)) * 3500.0
+    if b + r <= 0:
+        return NAN
+    return b / (b + r)
+
+
+@dataclass
+class Evidence:
+    """What a task's checklist found: a score, the sentences behind it, and coverage."""
+
+    score: float = 0.0
+    notes: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    checked: int = 0
+
+    def add(self, points: float, note: str) -> None:
+        self.score += points
+        if note:
+            self.notes.append(note)
+
+    @property
+    def coverage(self) -> float:
+        total = self.checked + len(self.missing)
+        return 1.0 if total == 0 else self.checked / total
+
+
+def has(m: dict[str, float], *keys: str) -> bool:
+    return all(finite(m.get(k)) for k in keys)
+
+
+def cool_type(m: dict[str, float]) -> float:
+    """TiO strength: 0 for no TiO, ~1 for a mid-M star (from TiO5 and the 7054 head)."""
+    parts = []
+    if finite(m.get("tio5")):
+        parts.append(np.clip((1.0 - m["tio5"]) / 0.5, -0.5, 2.0))
+    if finite(m.get("tio_7054")):
+        parts.append(np.clip(m["tio_7054"] / 0.4, -0.5, 2.0))
+    if finite(m.get("tio_6159")):
+        parts.append(np.clip(m["tio_6159"] / 0.3, -0.5, 2.0))
+    return float(np.mean(parts)) if parts else NAN
+
+
+def depth_points(jump: float) -> float:
+    """Band-head depth (fraction of the flux lost across the head) from a log jump."""
+    return 1.0 - math.exp(-jump) if finite(jump) else NAN
+
+
+def c2_strength(m: dict[str, float]) -> float:
+    vals = [m[k] for k in ("c2_4737", "c2_5165", "c2_5636") if finite(m.get(k))]
+    return float(np.mean(vals)) if vals else NAN
+
+
+def balmer_wd(m: dict[str, float]) -> tuple[float, str] | None:
+    """The white-dwarf reading of the strongest of H-beta / H-gamma (H-alpha as fallback)."""
+    got = []
+    for n, lbl in (("hb_w", "H-beta"), ("hg_w", "H-gamma"), ("ha_w", "H-alpha")):
+        f, d, w = m.get(f"{n}_fwhm"), m.get(f"{n}_depth"), m.get(f"{n}_ew")
+        if finite(f) and finite(d) and finite(w) and d < 0.95:  # depth ~1 means a data hole
+            got.append((f, d, w, lbl))
+    if not got:
+        return None
+    blue = [g for g in got if g[3] != "H-alpha"] or got
+    # Noise at low SNR pinches a shallow line's half-depth width; of the lines nearly as
+    # deep as the deepest, the widest is the one least hurt.
+    dmax = max(t[1] for t in blue)
+    f, d, w, lbl = max((t for t in blue if t[1] >= 0.75 * dmax), key=lambda t: t[0])
+    return d, f"{lbl} FWHM {f:.0f} Å, depth {d:.2f}, EW {w:.0f} Å"
+
+
+def in_emission(m: dict[str, float], name: str) -> bool:
+    fw = m.get(f"{name}_fwhm")
+    return (
+        m.get(f"{name}_em") == 1.0
+        and finite(m.get(f"{name}_sig"))
+        and m[f"{name}_sig"] > 3
+        and m.get(f"{name}_peak", 0) > 0.15
+        and finite(fw)
+        and 2.0 < fw < 60.0
+    )

@@ -1,0 +1,108 @@
+"""M giant: the evidence, the zoom plan and the calibration of the `m_giant` task."""
+
+from __future__ import annotations
+
+from agent.policies.rules.features import Evidence, depth_points, finite, has
+from agent.policies.rules.narration import Zoom, say_cat, say_gravity_cah, say_head, say_na, say_tio
+
+TARGET = "an M giant"
+HYPOTHESIS = (
+    "I will confirm TiO and then test gravity with CaH, Na I 8183/8195 and the Ca II triplet."
+)
+# p = sigmoid(a * x + b), x = score * (0.4 + 0.6 * coverage); see agent.policies.rules.calibration.
+CALIBRATION = (1.619, 0.0)
+
+
+def evidence(m: dict[str, float]) -> Evidence:
+    e = Evidence()
+    t5, j = m.get("tio5"), m.get("tio_7054")
+    m_type = no_tio = False
+    if not (finite(t5) or finite(j)):
+        e.missing.append("TiO bands")
+    else:
+        e.checked += 1
+        m_type = (finite(t5) and t5 < 0.82) or (finite(j) and j > 0.12)
+        no_tio = (not finite(t5) or t5 > 0.9) and (not finite(j) or j < 0.06)
+        txt = f"TiO5 index {t5:.2f}, TiO 7054 head depth {depth_points(j):.2f}"
+        if m_type:
+            e.add(1.0, f"TiO bands ({txt}): an M-type star")
+        elif no_tio:
+            e.add(-4.0, f"no TiO bands ({txt}): not an M star")
+        else:
+            e.add(-0.5, f"weak TiO ({txt}): K/M boundary")
+    # Gravity: CaH relative to TiO (Reid et al. 1995 indices). Dwarfs follow
+    # CaH3 ~ 0.60 + 0.37 TiO5; giants have weaker CaH at the same TiO.
+    if has(m, "cah3", "tio5"):
+        e.checked += 1
+        d = m["cah3"] - (0.60 + 0.37 * m["tio5"])
+        txt = f"CaH3 {m['cah3']:.2f} at TiO5 {m['tio5']:.2f} (excess {d:+.2f} over the dwarf sequence)"
+        if d > 0.04:
+            e.add(2.0 + min(1.0, (d - 0.04) * 20), f"{txt}: weak CaH, low gravity")
+        elif d < 0.015:
+            e.add(-2.5, f"{txt}: CaH as strong as a dwarf's")
+        else:
+            e.add(0.0, f"{txt}: gravity ambiguous")
+    else:
+        e.missing.append("CaH/TiO indices")
+    na = m.get("na8190_ew")
+    if finite(na):
+        e.checked += 1
+        if na > 1.8:
+            e.add(-1.5, f"Na I 8183/8195 EW {na:.1f} Å: strong, as in a dwarf")
+        elif na < 1.0:
+            e.add(1.0, f"Na I 8183/8195 EW {na:.1f} Å: weak, as in a giant")
+    else:
+        e.missing.append("Na I 8183/8195")
+    cat = [m.get(k) for k in ("cat8544_ew", "cat8664_ew") if finite(m.get(k))]
+    if cat:
+        e.checked += 1
+        s = float(sum(cat))
+        if s > 7.0:
+            e.add(0.5, f"Ca II triplet strong (8542+8662 EW {s:.1f} Å), as in giants")
+    else:
+        e.missing.append("Ca II triplet")
+    c2 = m.get("c2_5165")
+    if finite(c2) and c2 > 0.15:
+        e.add(
+            -3.0, f"C2 Swan 5165 head depth {depth_points(c2):.2f}: a carbon star, not an M giant"
+        )
+    # Gravity only matters for an M star: without TiO the answer is no, however giant-like.
+    if (finite(t5) or finite(j)) and not m_type:
+        e.score = min(e.score, -3.0 if no_tio else 0.5 * e.score - 1.0)
+    return e
+
+
+# Zoom windows (rest-frame vacuum Angstrom): the task's own diagnostics first, then those
+# that rule in the competing explanations; each with the measurements its thought reports.
+ZOOMS = [
+    Zoom(
+        (7000.0, 7200.0),
+        "TiO 7054 head and TiO5",
+        ["tio_7054", "tio5"],
+        lambda m: say_tio(m, "m_giant"),
+    ),
+    Zoom(
+        (6780.0, 7060.0),
+        "CaH 6750-6990 (gravity)",
+        ["cah2", "cah3"],
+        lambda m: say_gravity_cah(m),
+    ),
+    Zoom(
+        (8150.0, 8240.0),
+        "Na I 8183/8195 (gravity)",
+        ["na8190_ew"],
+        lambda m: say_na(m),
+    ),
+    Zoom(
+        (8480.0, 8700.0),
+        "Ca II triplet",
+        ["cat8544_ew", "cat8664_ew"],
+        lambda m: say_cat(m),
+    ),
+    Zoom(
+        (5050.0, 5250.0),
+        "C2 5165 / TiO 5167 (carbon check)",
+        ["c2_5165"],
+        lambda m: say_head(m, "c2_5165", "C2 Swan 5165", "a carbon star, not an M giant"),
+    ),
+]

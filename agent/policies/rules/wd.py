@@ -1,0 +1,162 @@
+"""White dwarf: the evidence, the zoom plan and the calibration of the `wd` task."""
+
+from __future__ import annotations
+
+from agent.policies.rules.features import Evidence, balmer_wd, depth_points, finite
+from agent.policies.rules.narration import Zoom, say_balmer_wd, say_he, say_high_balmer
+
+TARGET = "a white dwarf"
+HYPOTHESIS = (
+    "I will measure the Balmer line widths and check the A/B-star and subdwarf alternatives."
+)
+# p = sigmoid(a * x + b), x = score * (0.4 + 0.6 * coverage); see agent.policies.rules.calibration.
+CALIBRATION = (1.399, 0.0)
+
+
+def evidence(m: dict[str, float]) -> Evidence:
+    e = Evidence()
+    br = m.get("b_r")
+    hot = finite(br) and br > 0.0
+    bw = balmer_wd(m)
+    balmer = 0.0
+    strong_balmer = False
+    if bw is None:
+        e.missing.append("Balmer lines")
+    else:
+        e.checked += 1
+        d, txt = bw
+        f = float(txt.split("FWHM ")[1].split(" ")[0])
+        if d >= 0.12 and f >= 35:
+            strong_balmer = True
+            balmer = min(4.0, 2.5 + (f - 35) / 15)
+            e.add(balmer, f"{txt}: pressure broadening of a DA white dwarf")
+        elif d >= 0.2:
+            strong_balmer = True
+            if f >= 28:
+                e.add(0.0, f"{txt}: broad, but short of a typical white dwarf's")
+            else:
+                e.add(-3.0, f"{txt}: too narrow for a white dwarf (A/B star or hot subdwarf)")
+        elif d >= 0.1 and f < 28:
+            e.add(-1.0, f"{txt}: weak, narrow Balmer lines (hot subdwarf or B star)")
+        else:
+            e.add(0.0, f"{txt}: no strong Balmer lines (not a DA)")
+    h9 = m.get("h9_contrast")
+    if finite(h9) and strong_balmer:
+        e.checked += 1
+        if h9 > 0.3:
+            e.add(
+                -1.5,
+                f"H9 is sharp and separate (contrast {h9:.2f}): the high series is resolved as in an A/B star",
+            )
+        elif h9 < 0.2 and balmer > 0:
+            e.add(0.5, f"H8-H10 merged (H9 contrast {h9:.2f}), as pressure broadening does")
+    cak, cakd = m.get("cak_ew"), m.get("cak_depth")
+    if finite(cak):
+        e.checked += 1
+        if cak > 1.5 and finite(cakd) and cakd > 0.15:
+            if strong_balmer:
+                e.add(
+                    -1.5, f"Ca II K absorption EW {cak:.1f} Å beside strong Balmer lines: an A star"
+                )
+            elif hot:
+                e.add(
+                    3.0,
+                    f"Ca II K EW {cak:.1f} Å on a blue continuum with no hydrogen: a DZ white dwarf",
+                )
+    if not strong_balmer:
+        he = [
+            m.get(f"{k}_ew")
+            for k in ("hei4473", "hei4923", "hei5877")
+            if finite(m.get(f"{k}_ew")) and m.get(f"{k}_sig", 0.0) > 3.0
+        ]
+        he2, he2_sig = m.get("heii4687_ew"), m.get("heii4687_sig")
+        he2_abs = finite(he2) and he2 > 0.3 and finite(he2_sig) and he2_sig > 3
+        if he and sum(1 for x in he if x > 1.0) >= 2 and hot:
+            if he2_abs:
+                e.add(
+                    -1.0,
+                    f"He I absorption ({', '.join(f'EW {x:.1f} Å' for x in he)}) together with He II 4686 "
+                    f"(EW {he2:.1f} Å): an O star or He-rich hot subdwarf; a DB white dwarf is too cool for He II",
+                )
+            else:
+                e.add(
+                    3.0,
+                    f"He I absorption ({', '.join(f'EW {x:.1f} Å' for x in he)}) with no Balmer lines "
+                    "and no He II: a DB white dwarf",
+                )
+        c2 = m.get("c2_5165")
+        if finite(c2) and c2 > 0.15 and finite(br) and br > -0.15:
+            e.add(
+                3.0,
+                f"C2 Swan 5165 head depth {depth_points(c2):.2f} on a warm continuum (log F4600/F6100 = {br:.2f}): a DQ white dwarf",
+            )
+        # A DC white dwarf: a hot continuum and no line at all. OB stars and hot subdwarfs
+        # always show Balmer or He I lines at these depths, so featurelessness is the test.
+        broad = [m.get(k) for k in ("hb_w_depth", "hg_w_depth") if finite(m.get(k))]
+        narrow = [
+            (m.get(f"{k}_ew"), m.get(f"{k}_sig", 0.0))
+            for k in ("hb", "hg", "hei4473", "hei5877", "cak")
+            if finite(m.get(f"{k}_ew"))
+        ]
+        lines_seen = [ew for ew, sig in narrow if ew > 2.0 and sig > 4.0]
+        if (
+            broad
+            and len(narrow) >= 3
+            and max(broad) < 0.12
+            and not lines_seen
+            and hot
+            and not (finite(c2) and c2 > 0.15)
+        ):
+            e.add(
+                2.5,
+                f"a featureless blue continuum: Balmer lines shallower than {max(broad):.2f} of the continuum "
+                "and no He I or Ca II line of EW above 2 Å, as in a DC white dwarf",
+            )
+    if finite(br):
+        e.checked += 1
+        if br < -0.2:
+            e.add(
+                -2.0, f"red continuum (log F4600/F6100 = {br:.2f}): too cool for most white dwarfs"
+            )
+    else:
+        e.missing.append("continuum colour")
+    if finite(m.get("tio5")) and m["tio5"] < 0.75 and not hot:
+        e.add(-2.0, f"TiO bands (TiO5 = {m['tio5']:.2f}): an M star dominates")
+    e.score -= 1.0  # prior: most candidates are not white dwarfs
+    return e
+
+
+# Zoom windows (rest-frame vacuum Angstrom): the task's own diagnostics first, then those
+# that rule in the competing explanations; each with the measurements its thought reports.
+ZOOMS = [
+    Zoom(
+        (4650.0, 5080.0),
+        "H-beta profile",
+        ["hb_w_fwhm", "hb_w_depth", "hb_w_ew"],
+        lambda m: say_balmer_wd(m, "hb", "H-beta"),
+    ),
+    Zoom(
+        (4150.0, 4500.0),
+        "H-gamma profile",
+        ["hg_w_fwhm", "hg_w_depth", "hg_w_ew"],
+        lambda m: say_balmer_wd(m, "hg", "H-gamma"),
+    ),
+    Zoom(
+        (3760.0, 4000.0),
+        "H8-H10 and Ca II K (A star check)",
+        ["h9_contrast", "h8_contrast", "cak_ew"],
+        lambda m: say_high_balmer(m),
+    ),
+    Zoom(
+        (5820.0, 5940.0),
+        "He I 5876 (DB check)",
+        ["hei5877_ew", "hei5877_em"],
+        lambda m: say_he(m, "hei5877", "He I 5876", "wd"),
+    ),
+    Zoom(
+        (6400.0, 6730.0),
+        "H-alpha",
+        ["ha_w_fwhm", "ha_w_depth", "ha_ew"],
+        lambda m: say_balmer_wd(m, "ha", "H-alpha"),
+    ),
+]

@@ -1,0 +1,1 @@
+"""The spectrum simulator: class library, instrument model and the demo set."""
