@@ -38,6 +38,7 @@ from typing import Any
 
 from agent.catalog import CandidateRef
 from agent.errors import LoupeError
+from agent.failure import failed
 from agent.loop import run_batch
 from agent.trajectory import Trajectory
 
@@ -120,16 +121,12 @@ class Vetter:
                 params=self.params,
             )
         except Exception as exc:  # as in the process pool: the batch is recorded as failed
-            from agent.runner import _crashed
-
-            return [_crashed(c, self.name, exc) for c in refs]
+            return [failed(c, self.name, exc) for c in refs]
 
     def _threaded(self, refs: list[CandidateRef]) -> list[Trajectory]:
         # HTTP backends: each episode in its own thread, at most `threads` in flight per
         # actor; the endpoint's server batches the requests of all actors.
         from concurrent.futures import ThreadPoolExecutor
-
-        from agent.runner import _crashed
 
         def one(i: int) -> Trajectory:
             policy = self.policies[i % len(self.policies)]
@@ -142,7 +139,7 @@ class Vetter:
                     params=self.params,
                 )[0]
             except Exception as exc:
-                return _crashed(refs[i], self.name, exc)
+                return failed(refs[i], self.name, exc)
 
         with ThreadPoolExecutor(max_workers=min(self.threads, len(refs))) as pool:
             return list(pool.map(one, range(len(refs))))

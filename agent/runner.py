@@ -37,6 +37,8 @@ from typing import Any, Protocol, TypeVar
 
 from agent.catalog import CandidateRef, read_candidates
 from agent.errors import LoupeError
+from agent.failure import failed as _crashed
+from agent.failure import task_key
 from agent.loop import DEFAULT_MAX_TURNS, run_batch
 from agent.trajectory import Trajectory
 
@@ -273,15 +275,6 @@ def main(args: argparse.Namespace, sink: Sink | None = None) -> int:
     return 0
 
 
-def task_key(task: str) -> str:
-    from agent.tasks import resolve_task
-
-    try:
-        return resolve_task(task)
-    except ValueError:
-        return task
-
-
 def pending(candidates: list[CandidateRef], done: set[tuple[str, str]]) -> list[CandidateRef]:
     """Candidates not yet recorded, each (id, task) once, in input order."""
     seen = set(done)
@@ -477,19 +470,6 @@ def _run_processes(todo, args, kwargs, renderer) -> Iterable[Trajectory]:
                 dicts = [_crashed(c, args.policy, exc).to_dict() for c in chunk]
             for d in dicts:
                 yield Trajectory.from_dict(d)
-
-
-def _crashed(c: CandidateRef, policy: str, exc: BaseException) -> Trajectory:
-    return Trajectory(
-        id=c.id,
-        task=task_key(c.task),
-        spectrum_ref=c.spectrum_ref,
-        policy=policy,
-        state="error",
-        format_ok=False,
-        error=f"worker failed: {type(exc).__name__}: {exc}",
-        label=c.label if c.label in ("YES", "NO") else None,
-    )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -76,9 +76,9 @@ def candidate_refs(n: int, tmp: Path) -> tuple[list, str]:
     files = sorted((REPO.parent / "shared" / "spectra" / "lamost").glob("*.fits"))[:n]
     source = "real LAMOST files"
     if len(files) < n:
-        from agent.demo import generate_demo
+        from training.sim.demo import CLASSES, generate_demo
 
-        generate_demo(tmp, n_per_class=-(-n // 13), seed=7)
+        generate_demo(tmp, n_per_class=-(-n // len(CLASSES)), seed=7)
         files = sorted(tmp.glob("*.fits"))[:n]
         source = "simulated spectra"
     refs = [r for task in TASKS for r in read_candidates([str(f) for f in files], task=task)]
