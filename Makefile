@@ -7,11 +7,15 @@ PYTEST_ARGS ?=
 
 .PHONY: run test lint bench install
 
-$(STAMP): requirements.txt constraints.txt
+$(STAMP): requirements.txt constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	# torch first, so the CPU wheel is taken and nothing pulls a CUDA build.
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -r requirements.txt -c constraints.txt
+	# The project itself, editable and without resolving again what the pins above installed:
+	# this gives the `loupe` command and lets `python training/sft.py` and `python bench/x.py`
+	# import the packages from any directory.
+	$(BIN)/pip install -q --no-deps -e .
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -26,4 +30,4 @@ lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
 bench: $(STAMP)
-	for f in bench/render.py bench/vet.py bench/store.py bench/app.py; do $(BIN)/python $$f || exit 1; done
+	for f in bench/render.py bench/vet.py bench/store.py bench/app_latency.py; do $(BIN)/python $$f || exit 1; done

@@ -3,6 +3,7 @@
 
     python launch.py                 # = serve: the vetting app on http://127.0.0.1:7860
     python launch.py COMMAND --help  # every flag of one command
+    python launch.py --log-level INFO vet ...   # (before or after the command)
 
 Each command lives in the module that owns it; that module defines
 `add_arguments(parser)` and `main(args) -> int`. Modules are imported only when their
@@ -13,19 +14,46 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
+
+from agent.errors import LoupeError
+
+log = logging.getLogger("launch")
 
 # command -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("app.main", "Serve the vetting web app (the default command)."),
-    "demo": ("training.sim.demo", "Generate the simulated demo spectra (and optionally their labels)."),
+    "demo": (
+        "training.sim.demo",
+        "Generate the simulated demo spectra (and optionally their labels).",
+    ),
     "vet": ("db.vet", "Run an agent policy over candidates; write JSONL or record into --db."),
-    "ingest": ("db.ingest", "Load candidates (files, globs, folders, catalogue CSV, parquet) into the store."),
-    "import-labels": ("annotate.importer", "Record earlier verdicts from a CSV as an expert's reviews."),
+    "ingest": (
+        "db.ingest",
+        "Load candidates (files, globs, folders, catalogue CSV, parquet) into the store.",
+    ),
+    "import-labels": (
+        "annotate.importer",
+        "Record earlier verdicts from a CSV as an expert's reviews.",
+    ),
     "export": ("annotate.export", "Export reviewed decisions as SFT, RL or preference-pair data."),
-    "add-expert": ("annotate.experts", "Create or update an expert account (name, role, password)."),
-    "evaluate": ("training.evaluate", "Score one or more policies on a labelled set, side by side."),
-    "degrade": ("training.degrade", "Turn library spectra into survey-like LAMOST files plus a catalogue."),
+    "add-expert": (
+        "annotate.experts",
+        "Create or update an expert account (name, role, password).",
+    ),
+    "evaluate": (
+        "training.evaluate",
+        "Score one or more policies on a labelled set, side by side.",
+    ),
+    "calibrate": (
+        "annotate.calibrate",
+        "Refit the rule-based inspector's calibration from expert labels in the store.",
+    ),
+    "degrade": (
+        "training.degrade",
+        "Turn library spectra into survey-like LAMOST files plus a catalogue.",
+    ),
 }
 
 
@@ -45,7 +73,7 @@ def build_parser(command: str) -> argparse.ArgumentParser:
 def top_help() -> str:
     width = max(len(c) for c in COMMANDS)
     lines = [
-        "usage: launch.py [COMMAND] [ARGS...]",
+        "usage: launch.py [--log-level LEVEL] [COMMAND] [ARGS...]",
         "",
         "Loupe: vet rare-object candidates in survey spectra with a zooming agent and its experts.",
         "With no command, `serve` runs on the demo database.",
@@ -53,12 +81,60 @@ def top_help() -> str:
         "commands:",
     ]
     lines += [f"  {c.ljust(width)}  {h}" for c, (_, h) in COMMANDS.items()]
-    lines += ["", "`launch.py COMMAND --help` documents every flag of a command."]
+    lines += [
+        "",
+        "`launch.py COMMAND --help` documents every flag of a command.",
+        f"--log-level ({', '.join(LOG_LEVELS)}; default WARNING), before or after the command,",
+        "sets what is logged to stderr.",
+    ]
     return "\n".join(lines)
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def pop_log_level(argv: list[str]) -> str:
+    """Take `--log-level LEVEL` (or `--log-level=LEVEL`) out of `argv`, wherever it is
+    before a `--`; returns the level, default WARNING."""
+    level, out, i = "WARNING", [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            out += argv[i:]
+            break
+        if arg == "--log-level":
+            if i + 1 >= len(argv):
+                raise LoupeError("--log-level needs a level: " + ", ".join(LOG_LEVELS))
+            level, i = argv[i + 1], i + 2
+            continue
+        if arg.startswith("--log-level="):
+            level, i = arg.split("=", 1)[1], i + 1
+            continue
+        out.append(arg)
+        i += 1
+    if level.upper() not in LOG_LEVELS:
+        raise LoupeError(f"--log-level {level!r}: choose one of {', '.join(LOG_LEVELS)}")
+    argv[:] = out
+    return level.upper()
+
+
+def configure_logging(level: str) -> None:
+    """Log records of `level` and above to stderr, one line each (once per process)."""
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+    root.setLevel(level)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        configure_logging(pop_log_level(argv))
+    except LoupeError as err:
+        print(f"launch.py: {err}", file=sys.stderr)
+        return 2
     if argv and argv[0] in ("-h", "--help", "help"):
         print(top_help())
         return 0
@@ -70,7 +146,14 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     parser = build_parser(command)
     args = parser.parse_args(argv)
-    return int(args._main(args) or 0)
+    try:
+        return int(args._main(args) or 0)
+    except LoupeError as err:
+        # A problem the user can fix: one line, no traceback. Anything else is a bug and
+        # keeps its traceback.
+        log.debug("%s failed", command, exc_info=True)
+        print(f"launch.py {command}: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

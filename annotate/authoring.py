@@ -15,37 +15,21 @@ The logic behind the Author page, free of any UI:
   it back with comments; the author revises and resubmits, as many rounds as it takes.
   Every round's comment is kept.
 
-`assistant_text` writes a step as the Spec-o3 assistant turn; exporters use it for steps
-that an expert, not a model, wrote.
+`assistant_text` writes a step as the Spec-o3 assistant turn through `agent.protocol`, the one
+writer of that text; exporters use it for steps that an expert, not a model, wrote.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent.errors import LoupeError
+from agent.protocol import FORBIDDEN, TOOL_NAME, format_turn
 from agent.spectrum import Spectrum
 from agent.trajectory import Step, Trajectory
-
-TOOL_NAME = "spectral_visualization_tool"
-# Text an expert may not type into a thought or explanation: it would change how the turn
-# parses (or, for <image>, how LLaMA-Factory counts images).
-FORBIDDEN = (
-    "<think>",
-    "</think>",
-    "<answer>",
-    "</answer>",
-    "<tool_call>",
-    "</tool_call>",
-    "<tool_response>",
-    "</tool_response>",
-    "\\boxed",
-    "<image>",
-)
 
 
 class AuthoringError(LoupeError, ValueError):
@@ -53,37 +37,26 @@ class AuthoringError(LoupeError, ValueError):
 
 
 def assistant_text(step: Step) -> str:
-    """The Spec-o3 assistant turn for `step`: `<think>` then a tool call or an answer.
+    """The Spec-o3 assistant turn for `step` (`agent.protocol.format_turn` writes it):
+    `<think>` then a tool call or an answer.
 
     >>> s = Step(thought="Check H-beta.", tool_call={"name": TOOL_NAME,
-    ...          "arguments": {"wavelength_range": [4800.0, 4920.0]}})
+    ...          "arguments": {"wavelength_range": [4800, 4920]}})
     >>> print(assistant_text(s))
-    <think>
-    Check H-beta.
-    </think>
+    <think>Check H-beta.</think>
     <tool_call>
-    {"name": "spectral_visualization_tool", "arguments": {"wavelength_range": [4800.0, 4920.0]}}
+    {"name": "spectral_visualization_tool", "arguments": {"wavelength_range": [4800, 4920]}}
     </tool_call>
     >>> print(assistant_text(Step(thought="Broad Balmer lines.", answer="YES",
     ...                           explanation="A DA white dwarf.")))
-    <think>
-    Broad Balmer lines.
-    </think>
-    <answer>
-    \\boxed{YES} A DA white dwarf.
-    </answer>
+    <think>Broad Balmer lines.</think><answer>\\boxed{YES} A DA white dwarf.</answer>
     """
-    head = f"<think>\n{step.thought.strip()}\n</think>\n"
     if step.answer is not None:
-        expl = (step.explanation or "").strip()
-        return head + f"<answer>\n\\boxed{{{step.answer}}}{' ' + expl if expl else ''}\n</answer>"
+        return format_turn(step.thought, answer=step.answer, explanation=step.explanation or "")
     if step.tool_call is None:
         raise ValueError("a step needs a tool call or an answer")
-    call = json.dumps(
-        {"name": step.tool_call["name"], "arguments": step.tool_call.get("arguments", {})},
-        ensure_ascii=False,
-    )
-    return head + f"<tool_call>\n{call}\n</tool_call>"
+    # The arguments as asked (4800, not 4800.0): the tool echoes what was asked.
+    return format_turn(step.thought, arguments=dict(step.tool_call.get("arguments") or {}))
 
 
 def final_step(label: str, explanation: str, thought: str | None = None) -> Step:
@@ -175,7 +148,10 @@ def _zoom_step(
         observation_text=text,
         observation_image=image_reference(renderer, window),
     )
-    step.raw = assistant_text(step)
+    try:
+        step.raw = assistant_text(step)
+    except ValueError:
+        step.raw = ""  # protocol text in a thought taken from an agent's run: validate names it
     return step
 
 
@@ -216,10 +192,10 @@ def add_step(
     """Zoom into (lo, hi) with the draft's renderer and add the step (at `index`, default the
     end). Returns the tool's result so the page can show the image. A window the tool
     refuses raises AuthoringError and adds nothing."""
+    _check_text(thought, "thought")
     result = zoom_preview(draft, spectrum, lo, hi, label)
     lo, hi = sorted((float(lo), float(hi)))
     step = _zoom_step(thought, result.window, label, result.text, draft.renderer, asked=(lo, hi))
-    _check_text(thought, "thought")
     if index is None:
         draft.steps.append(step)
     else:

@@ -13,6 +13,7 @@ import argparse
 import getpass
 import sys
 
+from annotate.settings import DEFAULTS
 from db.store import DEFAULT_DB, Store, StoreError, hash_password, verify_password_hash
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "hash_password",
     "verify_password_hash",
     "login",
+    "logout",
     "add_arguments",
     "main",
 ]
@@ -59,8 +61,16 @@ def verify_password(store: Store, name: str, password: str):
     return store.verify_password(name, password)
 
 
-def login(store: Store, name: str, password: str, ttl_seconds: float = 12 * 3600) -> str | None:
+def login(
+    store: Store, name: str, password: str, ttl_seconds: float = DEFAULTS.session_seconds
+) -> str | None:
+    """A new session token for the expert if the password is right, else None."""
     return store.login(name, password, ttl_seconds)
+
+
+def logout(store: Store, token: str) -> None:
+    """End the session with this token (a no-op for an unknown one)."""
+    store.logout(token)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

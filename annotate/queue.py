@@ -7,7 +7,8 @@ items are mixed in at `gold_rate` to measure each expert; `overlap` k asks for k
 each item; items the agent is at least `auto_accept` sure of are not served; a served item
 is leased to its expert for `lease_seconds`, so two experts get the same item only when
 overlap asks for it. The selection runs in the store (one indexed query inside the lease
-transaction); this module is the API the app calls.
+transaction); this module holds the workflow rules around it (the team's settings, the
+lease a jump takes) and is what the app calls for every queue move.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from annotate.settings import DEFAULTS
 from db.store import CandidateInfo, Filters, QueueConfig, Store, queue_priority
 
 __all__ = ["Queue", "QueueConfig", "Filters", "queue_priority"]
@@ -26,11 +28,17 @@ class Queue:
     config: QueueConfig = field(default_factory=QueueConfig)
 
     @classmethod
-    def from_settings(cls, store: Store) -> Queue:
-        """A queue configured by the team's stored settings (overlap, gold_rate, ...)."""
+    def from_settings(cls, store: Store, lease_seconds: float = DEFAULTS.lease_seconds) -> Queue:
+        """A queue configured by the team's stored settings (overlap, gold_rate, ...);
+        `lease_seconds` is the lease when the team has stored none."""
         # one read per call: the app builds the queue for every candidate it serves
         v = store.settings(
-            {"overlap": 1, "gold_rate": 0.0, "auto_accept": None, "lease_seconds": 600.0}
+            {
+                "overlap": 1,
+                "gold_rate": 0.0,
+                "auto_accept": None,
+                "lease_seconds": lease_seconds,
+            }
         )
         cfg = QueueConfig(
             overlap=int(v["overlap"]),
@@ -42,8 +50,12 @@ class Queue:
 
     def next(self, expert: str, filters: Filters | None = None) -> CandidateInfo | None:
         """Lease and return the next item for `expert`, or None when nothing is left."""
-        cid = self.store.next_item(expert, self.config, filters)
+        cid = self.next_id(expert, filters)
         return None if cid is None else self.store.candidate(cid)
+
+    def next_id(self, expert: str, filters: Filters | None = None) -> int | None:
+        """Lease the next item for `expert`; its store id, or None when nothing is left."""
+        return self.store.next_item(expert, self.config, filters)
 
     def jump(
         self, expert: str, key: str, task: str | None = None
@@ -54,9 +66,6 @@ class Queue:
             return None, []
         others = self.store.claim(expert, info.id, self.config.lease_seconds)
         return info, others
-
-    def release(self, expert: str) -> None:
-        self.store.release(expert)
 
     def remaining(self, filters: Filters | None = None) -> int:
         """Items still short of `overlap` reviews (ignoring leases and auto-accept)."""

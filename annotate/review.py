@@ -9,130 +9,75 @@
 One review per expert and candidate. An expert may revise their own review (the earlier
 version is kept in its history) but never another's. Several experts' labels resolve by
 majority; an admin's adjudication overrides it; disagreements are listed as conflicts.
-The rules themselves (`derive_label`, `resolve_label`) are applied by the store inside the
-writing transaction; this module is the API the app and scripts call.
+The label rules themselves (`derive_label`, `resolve_label`) are applied by the store inside
+the writing transaction; this module decides which fields a decision carries, and is what
+the app and the importer call to record one.
 """
 
 from __future__ import annotations
 
-from db.store import (
-    CandidateInfo,
-    Store,
-    StoreError,
-    StorePermissionError,
-    derive_label,
-    resolve_label,
-)
+from typing import Any
 
-__all__ = [
-    "accept",
-    "reject",
-    "correct",
-    "skip",
-    "flag",
-    "revise",
-    "adjudicate",
-    "conflicts",
-    "history",
-    "derive_label",
-    "resolve_label",
-    "ReviewError",
-    "ReviewPermissionError",
-]
+from db.store import CandidateInfo, Store
 
-ReviewError = StoreError
-ReviewPermissionError = StorePermissionError
+__all__ = ["ACTIONS", "decide", "comment", "revise", "history", "adjudicate"]
+
+ACTIONS = ("accept", "reject", "correct", "skip", "flag")
 
 
-def accept(
+def decide(
     store: Store,
     expert: str,
     candidate_id: int,
+    action: str,
     *,
-    comment: str | None = None,
-    seconds: float | None = None,
-    trajectory_id: int | None = None,
-):
-    return store.record_review(
-        expert,
-        candidate_id,
-        "accept",
-        comment=comment,
-        seconds=seconds,
-        trajectory_id=trajectory_id,
-    )
-
-
-def reject(
-    store: Store,
-    expert: str,
-    candidate_id: int,
-    *,
-    comment: str | None = None,
-    wrong_step: int | None = None,
-    seconds: float | None = None,
-    trajectory_id: int | None = None,
-):
-    return store.record_review(
-        expert,
-        candidate_id,
-        "reject",
-        comment=comment,
-        wrong_step=wrong_step,
-        seconds=seconds,
-        trajectory_id=trajectory_id,
-    )
-
-
-def correct(
-    store: Store,
-    expert: str,
-    candidate_id: int,
-    label: str,
-    *,
+    label: str | None = None,
     explanation: str | None = None,
     wrong_step: int | None = None,
     comment: str | None = None,
     seconds: float | None = None,
     trajectory_id: int | None = None,
+    source: str | None = None,
 ):
+    """Record `expert`'s decision on a candidate (their existing review is revised).
+
+    Only `correct` sets a label and an explanation, and only `correct` and `reject` name the
+    step that went wrong: a form that still holds them from another action does not leak
+    them into this one. `source` marks imported reviews.
+    """
+    extra: dict[str, Any] = {} if source is None else {"source": source}
     return store.record_review(
         expert,
         candidate_id,
-        "correct",
-        label=label,
-        explanation=explanation,
-        wrong_step=wrong_step,
-        comment=comment,
+        action,
+        label=label if action == "correct" else None,
+        explanation=(explanation or None) if action == "correct" else None,
+        wrong_step=wrong_step if action in ("correct", "reject") else None,
+        comment=comment or None,
         seconds=seconds,
         trajectory_id=trajectory_id,
+        **extra,
     )
 
 
-def skip(
-    store: Store,
-    expert: str,
-    candidate_id: int,
-    *,
-    comment: str | None = None,
-    seconds: float | None = None,
-):
-    return store.record_review(expert, candidate_id, "skip", comment=comment, seconds=seconds)
-
-
-def flag(
-    store: Store,
-    expert: str,
-    candidate_id: int,
-    *,
-    comment: str | None = None,
-    seconds: float | None = None,
-):
-    return store.record_review(expert, candidate_id, "flag", comment=comment, seconds=seconds)
+def comment(store: Store, expert: str, review: Any, text: str):
+    """Put `text` as the comment on `expert`'s own `review`, keeping the decision."""
+    return store.record_review(
+        expert,
+        review.candidate_id,
+        review.action,
+        label=review.label if review.action == "correct" else None,
+        explanation=review.explanation,
+        wrong_step=review.wrong_step,
+        comment=text,
+        seconds=review.seconds,
+        trajectory_id=review.trajectory_id,
+        review_id=review.id,
+    )
 
 
 def revise(store: Store, expert: str, review_id: int, action: str, **fields):
-    """Change an existing review; raises ReviewPermissionError if it is not `expert`'s."""
+    """Change an existing review; raises PermissionError if it is not `expert`'s."""
     candidate_id = store.review(review_id).candidate_id
     return store.record_review(expert, candidate_id, action, review_id=review_id, **fields)
 
@@ -145,8 +90,5 @@ def history(store: Store, review_id: int) -> list:
 def adjudicate(
     store: Store, admin: str, candidate_id: int, label: str | None, comment: str | None = None
 ) -> CandidateInfo:
+    """An admin's label for a candidate, overriding the majority (None withdraws it)."""
     return store.adjudicate(admin, candidate_id, label, comment)
-
-
-def conflicts(store: Store, task: str | None = None) -> list[CandidateInfo]:
-    return store.conflicts(task)

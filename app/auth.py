@@ -19,8 +19,10 @@ from fastapi import FastAPI, Form, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from annotate import experts
+from annotate.settings import DEFAULTS
+
 COOKIE = "loupe_session"
-SESSION_SECONDS = 12 * 3600.0  # a working day; the store refuses the token after this
 PUBLIC_PATHS = ("/login", "/logout")  # all that answers without a session
 
 LOGIN_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>Loupe: log in</title>
@@ -91,7 +93,7 @@ def install(
     store: Any,
     *,
     secure_cookie: bool = False,
-    session_seconds: float = SESSION_SECONDS,
+    session_seconds: float = DEFAULTS.session_seconds,
     throttle: LoginThrottle | None = None,
 ) -> None:
     """Add /login and /logout to `app`, and send anonymous page loads to /login. Sessions
@@ -112,7 +114,7 @@ def install(
             msg = f"Too many failed logins; try again in {int(wait) + 1} s."
             page = LOGIN_PAGE.format(error=f'<p class="err">{msg}</p>')
             return HTMLResponse(page, status_code=429, headers={"Retry-After": str(int(wait) + 1)})
-        token = store.login(username, password, ttl_seconds=session_seconds)
+        token = experts.login(store, username, password, ttl_seconds=session_seconds)
         if not token:
             throttle.failed(*keys)
             page = LOGIN_PAGE.format(error='<p class="err">Wrong name or password.</p>')
@@ -133,7 +135,7 @@ def install(
     def logout(request: Request) -> Response:
         token = request.cookies.get(COOKIE)
         if token:
-            store.logout(token)
+            experts.logout(store, token)
         resp = RedirectResponse("/login", status_code=303)
         resp.delete_cookie(COOKIE, path="/")
         return resp

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from annotate.settings import DEFAULTS, ServeSettings
 from db.store import DEFAULT_DB
 
 
@@ -49,7 +50,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--export-dir", default="exports", help="Folder exports are written to (download links)."
     )
     parser.add_argument(
-        "--max-upload-mb", type=float, default=50.0, help="Largest spectrum file accepted."
+        "--max-upload-mb",
+        type=float,
+        default=DEFAULTS.max_upload_mb,
+        help="Largest spectrum file accepted.",
     )
     parser.add_argument(
         "--no-seed", action="store_true", help="Do not seed an empty database with the demo set."
@@ -57,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--session-hours",
         type=float,
-        default=12.0,
+        default=DEFAULTS.session_hours,
         help="With --login: a session expires this long after logging in.",
     )
     parser.add_argument(
@@ -74,9 +78,9 @@ def make_context(
     data_roots: list[str] | None = None,
     policy: str = "rules",
     export_dir: str = "exports",
-    max_upload_mb: float = 50.0,
+    settings: ServeSettings = DEFAULTS,
 ):
-    from app.handlers import Context
+    from app.context import Context
     from db.store import Store
 
     if db.startswith("sqlite:///") and not db.startswith("sqlite:///:memory:"):
@@ -91,7 +95,7 @@ def make_context(
         data_roots=roots,
         policy=policy,
         export_dir=Path(export_dir).resolve(),
-        max_upload_bytes=int(max_upload_mb * 1024 * 1024),
+        settings=settings,
     )
     if not login and store.expert(ctx.local_expert) is None:
         from annotate.experts import create_expert
@@ -102,8 +106,8 @@ def make_context(
 
 def seed_demo(ctx, out_dir: Path, policy: str = "rules", n_per_class: int | None = None) -> int:
     """Generate, ingest and vet the demo set; returns the number of candidates vetted."""
+    from app.pages.upload import ingest_and_vet
     from training.sim.demo import generate_demo
-    from app.handlers import ingest_and_vet
 
     kwargs: dict[str, Any] = {}
     if n_per_class is not None:
@@ -131,7 +135,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def build_app(ctx, *, session_seconds: float | None = None, secure_cookie: bool = False):
     """The FastAPI app: Gradio at / and, with login on, /login and /logout (sessions last
-    `session_seconds`, default `auth.SESSION_SECONDS`)."""
+    `session_seconds`, default the context's `settings.session_seconds`)."""
     import gradio as gr
     from fastapi import FastAPI
 
@@ -144,7 +148,7 @@ def build_app(ctx, *, session_seconds: float | None = None, secure_cookie: bool 
     kwargs: dict[str, Any] = dict(
         css=CSS,
         js=f"() => {{ {KEYS_JS} }}",
-        max_file_size=ctx.max_upload_bytes,
+        max_file_size=ctx.settings.max_upload_bytes,
         allowed_paths=[str(ctx.export_dir)],
         footer_links=[],
     )
@@ -153,7 +157,7 @@ def build_app(ctx, *, session_seconds: float | None = None, secure_cookie: bool 
             api,
             ctx.store,
             secure_cookie=secure_cookie,
-            session_seconds=session_seconds or auth.SESSION_SECONDS,
+            session_seconds=session_seconds or ctx.settings.session_seconds,
         )
         kwargs["auth_dependency"] = lambda request: auth.user_for_request(ctx.store, request)
     app = gr.mount_gradio_app(api, demo, path="/", **kwargs)
@@ -190,13 +194,17 @@ def serve(
 
 
 def main(args: argparse.Namespace) -> int:
+    settings = ServeSettings(
+        max_upload_bytes=int(args.max_upload_mb * 1024 * 1024),
+        session_seconds=args.session_hours * 3600,
+    )
     ctx = make_context(
         args.db,
         login=args.login,
         data_roots=args.data_root,
         policy=args.policy,
         export_dir=args.export_dir,
-        max_upload_mb=args.max_upload_mb,
+        settings=settings,
     )
     if not args.no_seed and ctx.store.count_candidates() == 0:
         print("empty database: generating, ingesting and vetting the demo set ...")
@@ -211,7 +219,6 @@ def main(args: argparse.Namespace) -> int:
         ctx,
         args.host,
         args.port,
-        session_seconds=args.session_hours * 3600,
         secure_cookie=args.secure_cookie,
     )
     print(f"Loupe is running on {srv.url}  (Ctrl+C to stop)")

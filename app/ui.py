@@ -1,7 +1,7 @@
 """The Gradio page: vet, author, dashboard, export and experts tabs.
 
-Layout and wiring only; every callback is a one-line call into `app.handlers`, which does
-the work on plain values. Switching candidates is one round trip that redraws two plots:
+Layout and wiring only; every callback is a one-line call into a page module (`app.pages`),
+which does the work on plain values. Switching candidates is one round trip that redraws two plots:
 the whole spectrum, and the step panels as one figure of stacked subplots, with the
 thoughts beside it in blocks of the panels' height. Vet events run without progress
 overlays and send only what changed.
@@ -16,7 +16,13 @@ import gradio as gr
 from gradio.components.plot import PlotData
 
 from agent.tasks import TASKS
-from app import handlers as H
+from app import context, views
+from app.pages import author as author_page
+from app.pages import dashboard as dashboard_page
+from app.pages import experts as experts_page
+from app.pages import export as export_page
+from app.pages import upload as upload_page
+from app.pages import vet as vet_page
 from app.plots import to_json
 
 KEYS_JS = (Path(__file__).parent / "keys.js").read_text()
@@ -83,11 +89,11 @@ def plotly(fig_json: str) -> PlotData:
     return PlotData(type="plotly", plot=fig_json)
 
 
-def build(ctx: H.Context) -> gr.Blocks:
+def build(ctx: context.Context) -> gr.Blocks:
     tasks = ["all", *TASKS]
     with gr.Blocks(title="Loupe") as demo:
         gr.HTML(CHEATSHEET)
-        state = gr.State(H.new_state())
+        state = gr.State(views.new_state())
         who = gr.Markdown(elem_id="whoami")
         with gr.Tabs():
             # ---------------------------------------------------------------- vet
@@ -254,7 +260,7 @@ def build(ctx: H.Context) -> gr.Blocks:
         view_outs = [state, header, g_plot, z_plot, thoughts, answer, c_label, c_step, c_expl,
                      correct_panel, message, f_survey]  # fmt: skip
 
-        def show(st: dict, view: H.VetView) -> list[Any]:
+        def show(st: dict, view: views.VetView) -> list[Any]:
             # Outputs the expert cannot edit are sent only when they differ from what this
             # session was last sent: an unchanged plot is neither re-sent nor redrawn.
             st = dict(st)
@@ -294,23 +300,29 @@ def build(ctx: H.Context) -> gr.Blocks:
             return out
 
         def on_load(st, tk, band, status, survey, split, mk, err, sm, fr, im, request: gr.Request):
-            ex = H.expert_for(ctx, request)
-            f, d = H.Filters(tk, band, status, survey, split), H.Display(mk, err, sm, fr, im)
-            st, view = H.vet_next(ctx, ex, st, f, d)
-            return [H.whoami(ctx, ex), *show(st, view)]
+            ex = context.expert_for(ctx, request)
+            f, d = (
+                views.QueueFilters(tk, band, status, survey, split),
+                views.Display(mk, err, sm, fr, im),
+            )
+            st, view = vet_page.vet_next(ctx, ex, st, f, d)
+            return [context.whoami(ctx, ex), *show(st, view)]
 
         demo.load(on_load, [state, *filters, *display], [who, *view_outs], api_name="open")
 
         def nav(kind: str):
             def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im, request: gr.Request):
-                ex = H.expert_for(ctx, request)
-                f, d = H.Filters(tk, band, status, survey, split), H.Display(mk, err, sm, fr, im)
+                ex = context.expert_for(ctx, request)
+                f, d = (
+                    views.QueueFilters(tk, band, status, survey, split),
+                    views.Display(mk, err, sm, fr, im),
+                )
                 if kind == "next":
-                    st, view = H.vet_next(ctx, ex, st, f, d)
+                    st, view = vet_page.vet_next(ctx, ex, st, f, d)
                 elif kind == "prev":
-                    st, view = H.vet_prev(ctx, ex, st, f, d)
+                    st, view = vet_page.vet_prev(ctx, ex, st, f, d)
                 else:
-                    st, view = H.vet_refresh(ctx, ex, st, d)
+                    st, view = vet_page.vet_refresh(ctx, ex, st, d)
                 return show(st, view)
 
             return fn
@@ -328,8 +340,8 @@ def build(ctx: H.Context) -> gr.Blocks:
 
         def on_jump(st, cid, tk, band, status, survey, split, mk, err, sm, fr, im,
                     request: gr.Request):  # fmt: skip
-            ex = H.expert_for(ctx, request)
-            st, view = H.vet_jump(ctx, ex, st, cid, H.Display(mk, err, sm, fr, im))
+            ex = context.expert_for(ctx, request)
+            st, view = vet_page.vet_jump(ctx, ex, st, cid, views.Display(mk, err, sm, fr, im))
             return show(st, view)
 
         jump_btn.click(on_jump, [state, jump_id, *filters, *display], view_outs, api_name="jump",
@@ -339,9 +351,12 @@ def build(ctx: H.Context) -> gr.Blocks:
 
         def act(action: str):
             def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im, request: gr.Request):
-                ex = H.expert_for(ctx, request)
-                f, d = H.Filters(tk, band, status, survey, split), H.Display(mk, err, sm, fr, im)
-                st, view = H.vet_act(ctx, ex, st, action, f, d)
+                ex = context.expert_for(ctx, request)
+                f, d = (
+                    views.QueueFilters(tk, band, status, survey, split),
+                    views.Display(mk, err, sm, fr, im),
+                )
+                st, view = vet_page.vet_act(ctx, ex, st, action, f, d)
                 return show(st, view)
 
             return fn
@@ -354,9 +369,12 @@ def build(ctx: H.Context) -> gr.Blocks:
 
         def on_correct(st, label, step, expl, tk, band, status, survey, split, mk, err, sm, fr,
                        im, request: gr.Request):  # fmt: skip
-            ex = H.expert_for(ctx, request)
-            f, d = H.Filters(tk, band, status, survey, split), H.Display(mk, err, sm, fr, im)
-            st, view = H.vet_act(
+            ex = context.expert_for(ctx, request)
+            f, d = (
+                views.QueueFilters(tk, band, status, survey, split),
+                views.Display(mk, err, sm, fr, im),
+            )
+            st, view = vet_page.vet_act(
                 ctx, ex, st, "correct", f, d, label=label, explanation=expl, wrong_step=step
             )
             return show(st, view)
@@ -365,8 +383,8 @@ def build(ctx: H.Context) -> gr.Blocks:
                      api_name="correct", **FAST)  # fmt: skip
 
         def on_comment(st, text, request: gr.Request):
-            ex = H.expert_for(ctx, request)
-            st, msg = H.vet_comment(ctx, ex, st, text)
+            ex = context.expert_for(ctx, request)
+            st, msg = vet_page.vet_comment(ctx, ex, st, text)
             return st, msg, ""
 
         comment_btn.click(on_comment, [state, comment], [state, message, comment],
@@ -376,20 +394,20 @@ def build(ctx: H.Context) -> gr.Blocks:
         # -- author
         a_outs = [astate, a_head, a_global, a_steps, a_verdict, a_expl, a_msg]
 
-        def a_show(d: dict, view: H.DraftView) -> list[Any]:
+        def a_show(d: dict, view: views.DraftView) -> list[Any]:
             return [d, view.header_html, plot(view.global_fig), view.rows, view.verdict,
                     view.explanation, view.message]  # fmt: skip
 
         def on_a_load(d, cid, start, request: gr.Request):
-            ex = H.expert_for(ctx, request)
-            d, view = H.author_load(ctx, ex, d, cid, start)
+            ex = context.expert_for(ctx, request)
+            d, view = author_page.author_load(ctx, ex, d, cid, start)
             return a_show(d, view)
 
         a_load.click(on_a_load, [astate, a_cid, a_start], a_outs, api_name="author_load")
-        a_current.click(lambda st: H.current_id(st), state, a_cid, api_name=False)
+        a_current.click(lambda st: views.current_id(st), state, a_cid, api_name=False)
 
         def on_zoom(d, lo, hi, label):
-            img, fig, msg = H.author_zoom(ctx, d, lo, hi, label)
+            img, fig, msg = author_page.author_zoom(ctx, d, lo, hi, label)
             return img, plot(fig), msg
 
         a_zoom.click(on_zoom, [astate, a_lo, a_hi, a_lab], [a_img, a_win, a_msg],
@@ -397,8 +415,8 @@ def build(ctx: H.Context) -> gr.Blocks:
 
         def step_op(op: str):
             def fn(d, lo, hi, label, thought, n, verdict, expl, request: gr.Request):
-                ex = H.expert_for(ctx, request)
-                d, view, form = H.author_step(
+                ex = context.expert_for(ctx, request)
+                d, view, form = author_page.author_step(
                     ctx, ex, d, op, lo=lo, hi=hi, label=label, thought=thought, index=n,
                     verdict=verdict, explanation=expl,
                 )  # fmt: skip
@@ -414,8 +432,8 @@ def build(ctx: H.Context) -> gr.Blocks:
 
         def finish(op: str):
             def fn(d, verdict, expl, request: gr.Request):
-                ex = H.expert_for(ctx, request)
-                d, view = H.author_finish(ctx, ex, d, op, verdict, expl)
+                ex = context.expert_for(ctx, request)
+                d, view = author_page.author_finish(ctx, ex, d, op, verdict, expl)
                 return a_show(d, view)
 
             return fn
@@ -425,22 +443,22 @@ def build(ctx: H.Context) -> gr.Blocks:
                        api_name="author_submit")  # fmt: skip
 
         def on_audit_list(request: gr.Request):
-            ex = H.expert_for(ctx, request)
-            return gr.Dropdown(choices=H.audit_choices(ctx, ex), value=None)
+            ex = context.expert_for(ctx, request)
+            return gr.Dropdown(choices=author_page.audit_choices(ctx, ex), value=None)
 
         au_refresh.click(on_audit_list, None, au_pick, api_name="audit_list")
 
         def on_audit_view(pick, request: gr.Request):
-            ex = H.expert_for(ctx, request)
-            return H.audit_view(ctx, ex, pick)
+            ex = context.expert_for(ctx, request)
+            return author_page.audit_view(ctx, ex, pick)
 
         au_pick.change(on_audit_view, au_pick, au_view, api_name="audit_view")
 
         def audit(op: str):
             def fn(pick, text, request: gr.Request):
-                ex = H.expert_for(ctx, request)
-                msg = H.audit_decide(ctx, ex, pick, op, text)
-                return msg, gr.Dropdown(choices=H.audit_choices(ctx, ex), value=None)
+                ex = context.expert_for(ctx, request)
+                msg = author_page.audit_decide(ctx, ex, pick, op, text)
+                return msg, gr.Dropdown(choices=author_page.audit_choices(ctx, ex), value=None)
 
             return fn
 
@@ -451,8 +469,8 @@ def build(ctx: H.Context) -> gr.Blocks:
 
         # -- dashboard
         def on_dash(task, precision, request: gr.Request):
-            ex = H.expert_for(ctx, request)
-            dv = H.dashboard(ctx, ex, task, precision)
+            ex = context.expert_for(ctx, request)
+            dv = dashboard_page.dashboard(ctx, ex, task, precision)
             return [dv.summary, plot(dv.progress), plot(dv.rates), plot(dv.confusion),
                     plot(dv.reliability), plot(dv.speed), plot(dv.gold), dv.per_task,
                     dv.kappa]  # fmt: skip
@@ -462,30 +480,30 @@ def build(ctx: H.Context) -> gr.Blocks:
 
         # -- export
         def on_export(kind, request: gr.Request):
-            ex = H.expert_for(ctx, request)
-            r = H.run_export(ctx, ex, kind)
+            ex = context.expert_for(ctx, request)
+            r = export_page.run_export(ctx, ex, kind)
             return r.message, r.manifest, r.files, r.history
 
         e_go.click(on_export, e_kind, [e_counts, e_manifest, e_files, e_hist], api_name="export")
 
         # -- experts and uploads
         def on_add_expert(name, role, pw, request: gr.Request):
-            ex = H.expert_for(ctx, request)
-            msg = H.add_expert(ctx, ex, name, role, pw)
-            return msg, H.expert_table(ctx, ex), ""
+            ex = context.expert_for(ctx, request)
+            msg = experts_page.add_expert(ctx, ex, name, role, pw)
+            return msg, experts_page.expert_table(ctx, ex), ""
 
         x_add.click(on_add_expert, [x_name, x_role, x_pw], [x_msg, x_list, x_pw],
                     api_name="add_expert")  # fmt: skip
 
         def on_ingest(files, task, path, request: gr.Request):
-            ex = H.expert_for(ctx, request)
-            return H.ingest_upload(ctx, ex, files or [], task, path)
+            ex = context.expert_for(ctx, request)
+            return upload_page.ingest_upload(ctx, ex, files or [], task, path)
 
         u_go.click(on_ingest, [u_files, u_task, u_path], u_msg, api_name="ingest")
 
         def on_experts_tab(request: gr.Request):
-            ex = H.expert_for(ctx, request)
-            return H.expert_table(ctx, ex)
+            ex = context.expert_for(ctx, request)
+            return experts_page.expert_table(ctx, ex)
 
         demo.load(on_experts_tab, None, x_list, api_name=False)
     return demo

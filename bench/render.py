@@ -25,11 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from agent.render import render
+from agent.spectrum import Spectrum, SpectrumMeta, read_spectra
 
-from agent.render import render  # noqa: E402
-from agent.spectrum import Spectrum, SpectrumMeta, read_spectra  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 ZOOMS = [(4800.0, 4920.0), (6500.0, 6620.0), (8450.0, 8700.0)]
 

@@ -25,11 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from agent.catalog import CandidateRef  # noqa: E402
-from bench.store import TASKS, bulk_fill, bulk_reviews, export_figure, pct, time_next_item  # noqa: E402
-from db.store import Filters, QueueConfig, Store  # noqa: E402
+from agent.catalog import CandidateRef
+from bench.store import TASKS, bulk_fill, bulk_reviews, export_figure, pct, time_next_item
+from db.store import Filters, QueueConfig, Store
 
 
 def timed(fn, repeat: int = 3) -> tuple[float, object]:
@@ -117,13 +115,14 @@ def main() -> int:
     ts = time_next_item(store, QueueConfig(), args.calls // 2, lambda k: Filters(task=TASKS[k % 5]))
     print(f"next_item, task filter:          p50 {pct(ts, 50):.2f} ms, p99 {pct(ts, 99):.2f} ms")
 
-    from app import handlers as H
+    from app import context
+    from app.pages import dashboard as dashboard_page
 
-    ctx = H.Context(store=store, data_roots=[work], export_dir=work / "exports")
-    ex = H.Expert("bench", "admin")
+    ctx = context.Context(store=store, data_roots=[work], export_dir=work / "exports")
+    ex = context.Viewer("bench", "admin")
     ms_stats, _ = timed(lambda: store.dashboard_stats())
-    ms_dash, view = timed(lambda: H.dashboard(ctx, ex, "all", 0.95))
-    ms_task, _ = timed(lambda: H.dashboard(ctx, ex, TASKS[0], 0.95))
+    ms_dash, view = timed(lambda: dashboard_page.dashboard(ctx, ex, "all", 0.95))
+    ms_task, _ = timed(lambda: dashboard_page.dashboard(ctx, ex, TASKS[0], 0.95))
     print(f"dashboard: Store.dashboard_stats {ms_stats:.0f} ms; handler, all tasks {ms_dash:.0f} "
           f"ms; one task {ms_task:.0f} ms ({view.summary})")  # fmt: skip
     if args.before:

@@ -25,12 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from agent.catalog import CandidateRef  # noqa: E402
-from agent.trajectory import Step, Trajectory  # noqa: E402
-from db import models as m  # noqa: E402
-from db.store import Filters, QueueConfig, Store, queue_priority  # noqa: E402
+from agent.catalog import CandidateRef
+from agent.trajectory import Step, Trajectory
+from db import models as m
+from db.store import Filters, QueueConfig, Store, queue_priority
 
 TASKS = ("cv", "wd", "carbon", "s_type", "m_giant")
 EXPERTS = [f"expert{i}" for i in range(8)]

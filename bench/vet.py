@@ -26,12 +26,11 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from agent.loop import run_batch
+from agent.spectrum import Spectrum, read_spectra
+from agent.tasks import TASKS
 
-from agent.loop import run_batch  # noqa: E402
-from agent.spectrum import Spectrum, read_spectra  # noqa: E402
-from agent.tasks import TASKS  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 
 def real_spectra(n: int) -> list[Spectrum]:

@@ -2,39 +2,159 @@
 
 Every flag of the batch runner (`agent.runner`) applies. With `--db URL` each trajectory is
 committed to the store as soon as it is finished (a candidate not yet ingested is created
-from the trajectory's spectrum reference), and candidates that already have a finished
-trajectory from the same policy and model are skipped, so a killed run resumes where it
-stopped.
+from the trajectory's spectrum reference) under one agent run that records the run's real
+set-up (policy, model, renderer, max_turns, temperature), and candidates already recorded
+for that run are skipped, so a killed run resumes where it stopped.
 
     python launch.py vet --input "data/*.fits" --task cv --policy rules --db loupe.db
+
+`vet_into_store` is the same pipeline for callers that hold a store (the app's uploads and
+its demo seeding).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import sys
+from collections.abc import Sequence
 from typing import Any
 
+from agent.catalog import CandidateRef
 from agent.trajectory import Trajectory
+
+log = logging.getLogger(__name__)
+
+
+def run_params(policy: str, max_turns: int, temperature: float) -> dict[str, Any]:
+    """The settings that make two runs of one policy, model and renderer comparable; the
+    rules inspector samples nothing, so temperature is not part of its run."""
+    params: dict[str, Any] = {"max_turns": int(max_turns)}
+    if policy != "rules":
+        params["temperature"] = float(temperature)
+    return params
 
 
 class StoreSink:
-    """The runner's sink protocol (done_keys / write / close) over a `Store`."""
+    """The runner's sink protocol (done_keys / write / close) over a `Store`.
 
-    def __init__(self, store: Any, policy: str | None = None, model: str | None = None):
+    Trajectories go to the run named by (their policy, model and renderer, `params`); with
+    `resume`, `done_keys` names the candidates that run (or, before the renderer is known,
+    any run of this policy, model and params) has already recorded.
+    """
+
+    def __init__(
+        self,
+        store: Any,
+        policy: str | None = None,
+        model: str | None = None,
+        *,
+        renderer: str | None = None,
+        params: dict[str, Any] | None = None,
+        resume: bool = True,
+        actor: str = "vet",
+    ):
         self.store = store
         self.policy = policy
         self.model = model
+        self.renderer = renderer
+        self.params = dict(params or {})
+        self.resume = resume
+        self.actor = actor
         self.written = 0
+        self._runs: dict[tuple[str, str | None, str], int] = {}
+
+    def _matches(self, run: Any) -> bool:
+        return (
+            (self.policy is None or run.policy == self.policy)
+            and (self.model is None or run.model == self.model)
+            and (self.renderer is None or run.renderer == self.renderer)
+            and (run.params or {}) == self.params
+        )
 
     def done_keys(self) -> set[tuple[str, str]]:
-        return self.store.done_keys(policy=self.policy, model=self.model)
+        if not self.resume:
+            return set()
+        done: set[tuple[str, str]] = set()
+        for run in self.store.runs():
+            if self._matches(run):
+                done |= self.store.done_keys(run_id=run.id)
+        return done
+
+    def run_id(self, trajectory: Trajectory) -> int:
+        key = (trajectory.policy, trajectory.model, trajectory.renderer or "fast")
+        if key not in self._runs:
+            self._runs[key] = self.store.start_run(*key, self.params, actor=self.actor)
+        return self._runs[key]
 
     def write(self, trajectory: Trajectory) -> None:
-        self.store.record_trajectory(trajectory, actor="vet")
+        self.store.record_trajectories([trajectory], self.run_id(trajectory), actor=self.actor)
         self.written += 1
 
     def close(self) -> None:
         self.store.close()
+
+
+def runner_options(
+    options: argparse.Namespace | None = None, **settings: Any
+) -> argparse.Namespace:
+    """The batch runner's options: its defaults, then `options`, then `settings`."""
+    from agent import runner
+
+    parser = argparse.ArgumentParser(add_help=False)
+    runner.add_arguments(parser)
+    ns = parser.parse_args([])
+    known = set(vars(ns))
+    # the command's own flags (--db, ...) are not the runner's
+    for name, value in vars(options or argparse.Namespace()).items():
+        if name in known:
+            setattr(ns, name, value)
+    for name, value in settings.items():
+        if name not in known:
+            raise TypeError(f"vet_into_store: unknown runner option {name!r}")
+        setattr(ns, name, value)
+    return ns
+
+
+def vet_into_store(
+    store: Any,
+    candidates: Sequence[CandidateRef],
+    *,
+    policy: str = "rules",
+    renderer: str | None = None,
+    resume: bool = True,
+    actor: str = "vet",
+    options: argparse.Namespace | None = None,
+    **settings: Any,
+):
+    """Vet `candidates` with `policy` and record each trajectory in `store` as it finishes.
+
+    `settings` are the batch runner's options by their attribute names (model, max_turns,
+    temperature, workers, concurrency, batch_size, base_url, no_progress, ...); `options`
+    is a parsed runner namespace to start from (the CLI's). The run is recorded with its
+    real parameters; with `resume`, candidates already recorded for it are skipped. Returns
+    the runner's `Stats`. Bad policy settings raise ValueError.
+    """
+    from agent import runner
+
+    ns = runner_options(options, policy=policy, renderer=renderer, **settings)
+    kwargs = runner.policy_kwargs(ns)
+    sink = StoreSink(
+        store,
+        policy=ns.policy,
+        model=ns.model,
+        renderer=ns.renderer,
+        params=run_params(ns.policy, ns.max_turns, ns.temperature),
+        resume=resume,
+        actor=actor,
+    )
+    todo = runner.pending(list(candidates), sink.done_keys())
+    skipped = len(candidates) - len(todo)
+    if skipped:
+        log.info(
+            "%d of %d candidates already vetted by this run; skipped", skipped, len(candidates)
+        )
+    return runner._run(todo, ns, kwargs, sink)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,25 +170,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def make_sink(args: argparse.Namespace) -> StoreSink:
-    from db.store import Store
-
-    policy = getattr(args, "policy", None)
-    model = getattr(args, "model", None)
-    return StoreSink(
-        Store(args.db),
-        policy=policy if isinstance(policy, str) else None,
-        model=model if isinstance(model, str) else None,
-    )
-
-
 def main(args: argparse.Namespace) -> int:
     from agent import runner
+    from db.store import Store
 
-    if getattr(args, "db", None):
-        sink = make_sink(args)
-        try:
-            return int(runner.main(args, sink=sink) or 0)
-        finally:
-            sink.close()
-    return int(runner.main(args) or 0)
+    if not getattr(args, "db", None):
+        return int(runner.main(args) or 0)
+    try:
+        candidates, problems = runner.read_inputs(args)  # bad lines reported, the rest kept
+        runner.policy_kwargs(args)  # a missing --model or --base-url is said before any work
+    except (ValueError, OSError) as exc:
+        print(f"vet: {exc}", file=sys.stderr)
+        return 2
+    store = Store(args.db)
+    try:
+        stats = vet_into_store(
+            store, candidates, policy=args.policy, renderer=args.renderer, options=args
+        )
+    finally:
+        store.close()
+    print(runner.summary(stats))
+    return runner.exit_status(problems, stats)

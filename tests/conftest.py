@@ -51,3 +51,13 @@ def training_sample(tmp_path_factory) -> tuple[Path, Path]:
     from training.data import write_sample
 
     return write_sample(tmp_path_factory.mktemp("training-sample"), n=6, seed=0, renderer="fast")
+
+
+SLOW_TIMEOUT_S = 900
+
+
+def pytest_collection_modifyitems(config, items):
+    """Slow tests (training steps, soak, crash runs) get a longer timeout than the default."""
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))

@@ -1,4 +1,8 @@
-"""Access with login on, against the running app (in-process, free port, fresh database).
+"""Access with login on, against the app and a fresh database.
+
+Requests go to the ASGI app in-process (Starlette's TestClient: the app's lifespan runs, so
+Gradio's queue does, but no port is bound); only the test that drives the UI's event chain
+with `gradio_client`, which needs a URL, serves the app on a free local port.
 
 - Every Gradio endpoint the app exposes (named or not, taken from the app's own config)
   refuses anonymous calls on every route that runs it, and nothing is written (a snapshot
@@ -20,9 +24,11 @@ import httpx
 import pytest
 from gradio_client import Client
 from sqlalchemy import inspect, text
+from starlette.testclient import TestClient
 
-from app import handlers as H
-from app.main import serve
+from app import context as app_context
+from app.main import build_app, serve
+from app.pages import upload as upload_page
 from tests.app_support import context
 from tests.store_factory import write_text_spectrum
 
@@ -38,19 +44,39 @@ def team(tmp_path_factory):
     create_expert(ctx.store, "ada", "admin", PASSWORDS["ada"])
     create_expert(ctx.store, "bob", "expert", PASSWORDS["bob"])
     create_expert(ctx.store, "cy", "expert", PASSWORDS["cy"])
-    srv = serve(ctx)
-    yield ctx, srv
-    srv.close()
+    yield ctx
     ctx.store.close()
 
 
-def token_for(url: str, name: str, password: str | None = None) -> str:
-    r = httpx.post(url + "/login", data={"username": name, "password": password or PASSWORDS[name]})
-    token = r.cookies.get("loupe_session") or (
-        r.history and r.history[0].cookies.get("loupe_session")
-    )
+@pytest.fixture(scope="module")
+def web(team):
+    """The app in-process; a request carries a session only through `as_(token)`."""
+    app, _ = build_app(team)
+    with TestClient(app) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def served(team):
+    """The app on a free local port, for `gradio_client` (which takes only a URL)."""
+    srv = serve(team)
+    yield srv
+    srv.close()
+
+
+def token_for(http: httpx.Client, name: str, password: str | None = None) -> str:
+    """Log in on `http` (in-process or over the network); its cookie jar stays empty."""
+    data = {"username": name, "password": password or PASSWORDS[name]}
+    r = http.post("/login", data=data, follow_redirects=False)
+    token = r.cookies.get("loupe_session")
+    http.cookies.clear()
     assert token, (r.status_code, r.text[:200])
     return token
+
+
+def as_(token: str) -> dict[str, str]:
+    """Request headers that present `token` as the session cookie."""
+    return {"Cookie": f"loupe_session={token}"}
 
 
 def client(url: str, token: str) -> Client:
@@ -72,17 +98,16 @@ def files_under(root: Path) -> set[str]:
     return {str(p) for p in root.rglob("*")} if root.exists() else set()
 
 
-def test_every_endpoint_refuses_anonymous_calls_and_writes_nothing(team):
-    ctx, srv = team
-    admin = token_for(srv.url, "ada")
-    config = httpx.get(srv.url + "/config", cookies={"loupe_session": admin}).json()
+def test_every_endpoint_refuses_anonymous_calls_and_writes_nothing(team, web):
+    ctx = team
+    admin = token_for(web, "ada")
+    config = web.get("/config", headers=as_(admin)).json()
     deps = config["dependencies"]
     named = sorted({d["api_name"] for d in deps if d.get("api_name")})
-    # the client's view of the API agrees with the config (and covers every write)
-    c = client(srv.url, admin)
-    api = c.view_api(print_info=False, return_format="dict")
-    c.close()
-    assert {n.lstrip("/") for n in api["named_endpoints"]} <= set(named)
+    # the API's description (what `gradio_client` reads) agrees with the config, and covers
+    # every write
+    api = web.get("/gradio_api/info", headers=as_(admin)).json()
+    assert api["named_endpoints"] and {n.lstrip("/") for n in api["named_endpoints"]} <= set(named)
     writes = {"accept", "reject", "correct", "skip", "flag", "comment", "next", "jump",
               "author_save", "author_submit", "audit_approve", "audit_send_back", "export",
               "add_expert", "ingest"}  # fmt: skip
@@ -94,57 +119,57 @@ def test_every_endpoint_refuses_anonymous_calls_and_writes_nothing(team):
     uploads_before = files_under(gradio_tmp) | files_under(ctx.data_roots[0])
     before = snapshot(ctx.store)
 
-    anon = httpx.Client(base_url=srv.url, timeout=30)
-    forged = httpx.Client(base_url=srv.url, timeout=30, cookies={"loupe_session": "x" * 43})
+    assert not web.cookies  # anonymous: no session cookie in the jar
     codes: dict[str, set[int]] = {}
-    for who in (anon, forged):
+    for headers in ({}, as_("x" * 43)):  # no session, a forged one
         for d in deps:
             payload = {"data": [None] * len(d.get("inputs", [])), "fn_index": d["id"],
                        "session_hash": "anonymous1", "event_data": None,
                        "trigger_id": None}  # fmt: skip
-            r = who.post("/gradio_api/queue/join", json=payload)
+            r = web.post("/gradio_api/queue/join", json=payload, headers=headers)
             codes.setdefault(f"queue/join #{d['id']}", set()).add(r.status_code)
             name = d.get("api_name")
             if name:
                 for route in (f"/gradio_api/call/{name}", f"/gradio_api/run/{name}",
                               f"/gradio_api/api/{name}"):  # fmt: skip
-                    r = who.post(route, json={"data": payload["data"]})
+                    r = web.post(route, json={"data": payload["data"]}, headers=headers)
                     codes.setdefault(route, set()).add(r.status_code)
-        r = who.post("/gradio_api/upload", files={"files": ("x.csv", b"wavelength,flux\n1,2\n")})
+        r = web.post("/gradio_api/upload", headers=headers,
+                     files={"files": ("x.csv", b"wavelength,flux\n1,2\n")})  # fmt: skip
         codes.setdefault("upload", set()).add(r.status_code)
         for path in (
             "/gradio_api/info",
             "/config",
             "/gradio_api/queue/data?session_hash=anonymous1",
         ):
-            codes.setdefault(path, set()).add(who.get(path).status_code)
+            codes.setdefault(path, set()).add(web.get(path, headers=headers).status_code)
     refused = {k: v for k, v in codes.items() if v != {401}}
     assert not refused, refused
     assert len([k for k in codes if k.startswith("queue/join")]) == len(deps)
 
     # every other route of the app (Gradio's internals too), anonymously: refused
     others = {}
-    for method, path in _routes(srv):
+    for method, path in _routes(web.app):
         if path.rstrip("/") in ("/login", "/logout") or (method == "GET" and path == "/"):
             continue
         url = path.replace("{", "").replace("}", "").replace(":path", "")
-        r = anon.request(method, url, json={} if method == "POST" else None)
+        r = web.request(method, url, json={} if method == "POST" else None)
         if r.status_code != 401:
             others[f"{method} {path}"] = r.status_code
     assert not others, others
-    assert anon.get("/", follow_redirects=False).headers["location"].endswith("/login")
+    assert web.get("/", follow_redirects=False).headers["location"].endswith("/login")
     assert snapshot(ctx.store) == before
     assert files_under(gradio_tmp) | files_under(ctx.data_roots[0]) == uploads_before
 
     # the control: the same call with a session is accepted
     dash = next(d for d in deps if d.get("api_name") == "dashboard")
-    r = httpx.post(srv.url + "/gradio_api/queue/join", cookies={"loupe_session": admin},
-                   json={"data": ["all", 0.95], "fn_index": dash["id"], "session_hash": "ada1",
-                         "event_data": None, "trigger_id": None})  # fmt: skip
+    r = web.post("/gradio_api/queue/join", headers=as_(admin),
+                 json={"data": ["all", 0.95], "fn_index": dash["id"], "session_hash": "ada1",
+                       "event_data": None, "trigger_id": None})  # fmt: skip
     assert r.status_code == 200, r.text
 
 
-def _routes(srv) -> list[tuple[str, str]]:
+def _routes(app) -> list[tuple[str, str]]:
     """(method, path) of every HTTP route the served app answers, mounted Gradio included."""
     out = []
 
@@ -157,7 +182,7 @@ def _routes(srv) -> list[tuple[str, str]]:
             elif hasattr(getattr(r, "app", None), "routes"):  # a mounted app
                 walk(r.app.routes, prefix + r.path)
 
-    walk(srv.server.config.app.routes)
+    walk(app.routes)
     assert ("POST", "/gradio_api/queue/join") in out and ("POST", "/gradio_api/upload") in out
     return sorted(set(out))
 
@@ -168,12 +193,13 @@ def _review_row(store, cid: int, expert: str):
     return (r.id, r.action, r.label, r.comment, r.revision, r.updated)
 
 
-def test_an_expert_writes_only_as_themselves(team):
+def test_an_expert_writes_only_as_themselves(team, served):
     from db.store import StorePermissionError
 
-    ctx, srv = team
-    ada = client(srv.url, token_for(srv.url, "ada"))
-    bob = client(srv.url, token_for(srv.url, "bob"))
+    ctx, srv = team, served
+    http = httpx.Client(base_url=srv.url, timeout=30)
+    ada = client(srv.url, token_for(http, "ada"))
+    bob = client(srv.url, token_for(http, "bob"))
     ada.predict(api_name="/next")
     ada.predict(api_name="/accept")
     (mine,) = ctx.store.reviews(expert="ada", actions=["accept"])
@@ -205,16 +231,17 @@ def test_an_expert_writes_only_as_themselves(team):
         assert msg.startswith("Refused"), msg
     after = [(e.name, e.role, e.password_hash, e.active) for e in ctx.store.experts()]
     assert after == experts_before
-    assert token_for(srv.url, "ada")  # ada's password still works
+    assert token_for(http, "ada")  # ada's password still works
     ada.close()
     bob.close()
+    http.close()
 
 
 def test_passwords_are_argon2id_with_real_cost(team):
     from argon2 import extract_parameters
     from argon2.low_level import Type
 
-    ctx, _ = team
+    ctx = team
     h = ctx.store.expert("bob").password_hash
     assert PASSWORDS["bob"] not in h
     p = extract_parameters(h)  # the hash carries its parameters
@@ -237,29 +264,31 @@ def test_sessions_expire_after_the_configured_time(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("access-ttl")
     ctx = context(tmp_path_factory, tmp, login=True)
     create_expert(ctx.store, "bob", "expert", PASSWORDS["bob"])
-    srv = serve(ctx, session_seconds=2)
+    app, _ = build_app(ctx, session_seconds=2)
     try:
-        r = httpx.post(srv.url + "/login", data={"username": "bob", "password": PASSWORDS["bob"]})
-        cookie = (r.history[0] if r.history else r).headers["set-cookie"]
-        assert "max-age=2" in cookie.lower() and "httponly" in cookie.lower()
-        token = token_for(srv.url, "bob")
-        jar = {"loupe_session": token}
-        deps = httpx.get(srv.url + "/config", cookies=jar).json()["dependencies"]
-        accept = next(d["id"] for d in deps if d.get("api_name") == "accept")
-        join = {"data": [None] * 11, "fn_index": accept, "session_hash": "bob1",
-                "event_data": None, "trigger_id": None}  # fmt: skip
-        assert httpx.get(srv.url + "/gradio_api/info", cookies=jar).status_code == 200
-        time.sleep(2.2)
-        assert ctx.store.session_expert(token) is None
-        before = snapshot(ctx.store)
-        assert httpx.get(srv.url + "/gradio_api/info", cookies=jar).status_code == 401
-        r = httpx.post(srv.url + "/gradio_api/queue/join", cookies=jar, json=join)
-        assert r.status_code == 401
-        assert snapshot(ctx.store) == before
-        page = httpx.get(srv.url + "/", cookies={"loupe_session": token}, follow_redirects=False)
-        assert page.status_code in (302, 303, 307) and page.headers["location"].endswith("/login")
+        with TestClient(app) as web:
+            r = web.post("/login", data={"username": "bob", "password": PASSWORDS["bob"]},
+                         follow_redirects=False)  # fmt: skip
+            web.cookies.clear()
+            cookie = r.headers["set-cookie"]
+            assert "max-age=2" in cookie.lower() and "httponly" in cookie.lower()
+            token = token_for(web, "bob")
+            deps = web.get("/config", headers=as_(token)).json()["dependencies"]
+            accept = next(d["id"] for d in deps if d.get("api_name") == "accept")
+            join = {"data": [None] * 11, "fn_index": accept, "session_hash": "bob1",
+                    "event_data": None, "trigger_id": None}  # fmt: skip
+            assert web.get("/gradio_api/info", headers=as_(token)).status_code == 200
+            time.sleep(2.2)
+            assert ctx.store.session_expert(token) is None
+            before = snapshot(ctx.store)
+            assert web.get("/gradio_api/info", headers=as_(token)).status_code == 401
+            r = web.post("/gradio_api/queue/join", headers=as_(token), json=join)
+            assert r.status_code == 401
+            assert snapshot(ctx.store) == before
+            page = web.get("/", headers=as_(token), follow_redirects=False)
+            assert page.status_code in (302, 303, 307)
+            assert page.headers["location"].endswith("/login")
     finally:
-        srv.close()
         ctx.store.close()
     with pytest.raises(ValueError):
         from fastapi import FastAPI
@@ -281,9 +310,9 @@ def outside(tmp_path) -> Path:
     return out
 
 
-def test_app_paths_and_uploads_stay_inside_the_data_roots(team, outside, tmp_path):
-    ctx, srv = team
-    bob = H.Expert("bob")
+def test_app_paths_and_uploads_stay_inside_the_data_roots(team, web, outside, tmp_path):
+    ctx = team
+    bob = app_context.Viewer("bob")
     root = ctx.data_roots[-1]
     root.mkdir(parents=True, exist_ok=True)
     (root / "link.csv").symlink_to(outside / "secret.csv")
@@ -293,7 +322,7 @@ def test_app_paths_and_uploads_stay_inside_the_data_roots(team, outside, tmp_pat
     for path in (str(outside / "secret.csv"), str(root / ".." / "outside" / "secret.csv"), rel,
                  str(root / "link.csv"), str(root / "linkdir"),
                  str(root / "linkdir" / "secret.csv")):  # fmt: skip
-        msg = H.ingest_upload(ctx, bob, [], "cv", path)
+        msg = upload_page.ingest_upload(ctx, bob, [], "cv", path)
         assert "outside the data roots" in msg or "outside the allowed" in msg, (path, msg)
     # a catalogue inside the root (or uploaded) with a line that points outside it
     lines = {"abs1": str(outside / "secret.csv"), "up1": "../" * 12 + str(outside / "secret.csv"),
@@ -302,14 +331,14 @@ def test_app_paths_and_uploads_stay_inside_the_data_roots(team, outside, tmp_pat
         cat = tmp_path / f"cat-{key}.csv"
         cat.write_text(f"path,task,id\n{target},cv,{key}\n")
         (root / cat.name).write_text(cat.read_text())
-        for msg in (H.ingest_upload(ctx, bob, [str(cat)], "cv"),
-                    H.ingest_upload(ctx, bob, [], "cv", str(root / cat.name))):  # fmt: skip
+        for msg in (upload_page.ingest_upload(ctx, bob, [str(cat)], "cv"),
+                    upload_page.ingest_upload(ctx, bob, [], "cv", str(root / cat.name))):  # fmt: skip
             assert "outside" in msg, (key, msg)
     # an upload's name cannot place it elsewhere
     sneaky = tmp_path / "x"
     sneaky.mkdir()
     evil = write_text_spectrum(sneaky / "..evil.csv", seed=3)
-    H.ingest_upload(ctx, bob, [str(evil)], "cv")
+    upload_page.ingest_upload(ctx, bob, [str(evil)], "cv")
     assert not (root.parent / "evil.csv").exists()
     assert all(
         p.resolve().is_relative_to(ctx.data_roots[0])
@@ -321,18 +350,17 @@ def test_app_paths_and_uploads_stay_inside_the_data_roots(team, outside, tmp_pat
         assert ctx.store.find_candidate(key) is None
 
     # through the API: a file the server has but the client never uploaded is refused
-    token = token_for(srv.url, "bob")
+    token = token_for(web, "bob")
     fake = {"path": str(outside / "secret.csv"), "meta": {"_type": "gradio.FileData"},
             "orig_name": "secret.csv"}  # fmt: skip
-    r = httpx.post(srv.url + "/gradio_api/call/ingest", cookies={"loupe_session": token},
-                   json={"data": [[fake], "cv", ""]})  # fmt: skip
+    r = web.post("/gradio_api/call/ingest", headers=as_(token),
+                 json={"data": [[fake], "cv", ""]})  # fmt: skip
     assert r.status_code == 200
-    stream = httpx.get(srv.url + f"/gradio_api/call/ingest/{r.json()['event_id']}",
-                       cookies={"loupe_session": token}, timeout=60).text  # fmt: skip
+    stream = web.get(f"/gradio_api/call/ingest/{r.json()['event_id']}", headers=as_(token)).text
     assert "event: error" in stream, stream[:500]
     # nor does the file route serve anything outside the export folder
     for p in (outside / "secret.csv", ctx.store.url.database):
-        got = httpx.get(srv.url + f"/gradio_api/file={p}", cookies={"loupe_session": token})
+        got = web.get(f"/gradio_api/file={p}", headers=as_(token))
         assert got.status_code in (403, 404), (p, got.status_code)
     assert snapshot(ctx.store)["candidate"] == after["candidate"]
 

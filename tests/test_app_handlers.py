@@ -8,10 +8,18 @@ from types import SimpleNamespace
 import plotly.graph_objects as go
 import pytest
 
-from app import handlers as H
+from annotate.settings import DEFAULTS, ServeSettings
+from app import context as app_context
+from app import views
+from app.pages import author as author_page
+from app.pages import dashboard as dashboard_page
+from app.pages import experts as experts_page
+from app.pages import export as export_page
+from app.pages import upload as upload_page
+from app.pages import vet as vet_page
 from tests.app_support import context
 
-F, D = H.Filters(), H.Display()
+F, D = views.QueueFilters(), views.Display()
 
 
 @pytest.fixture
@@ -35,12 +43,12 @@ def team(tmp_path_factory, tmp_path):
 
 
 def who(ctx, name):
-    return H.expert_for(ctx, SimpleNamespace(username=name))
+    return app_context.expert_for(ctx, SimpleNamespace(username=name))
 
 
 def test_first_item_is_the_least_certain(ctx):
-    ex = H.expert_for(ctx, None)
-    st, view = H.vet_next(ctx, ex, H.new_state(), F, D)
+    ex = app_context.expert_for(ctx, None)
+    st, view = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
     assert view.candidate_id is not None and view.global_fig is not None
     shown = ctx.store.candidate(st["current"])
     vetted = [c for c in ctx.store.list_candidates(limit=1000) if c.confidence is not None]
@@ -50,20 +58,20 @@ def test_first_item_is_the_least_certain(ctx):
     # the page draws the panels as one figure, one row per step, thoughts in the same order
     lay = view.zoom_fig["layout"]
     assert sum(1 for k in lay if k.startswith("yaxis")) == len(view.steps)
-    assert lay["height"] == len(view.steps) * H.plots.PANEL_HEIGHT
+    assert lay["height"] == len(view.steps) * vet_page.plots.PANEL_HEIGHT
     for i in range(len(view.steps)):
         assert f'id="vet-thought-{i}"' in view.thoughts_html
 
 
 def test_accept_reject_correct_skip_flag_are_saved_at_once(ctx):
-    ex = H.expert_for(ctx, None)
-    st, _ = H.vet_next(ctx, ex, H.new_state(), F, D)
+    ex = app_context.expert_for(ctx, None)
+    st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
     seen = []
     for action in ("accept", "reject", "skip", "flag"):
         cid = st["current"]
         seen.append(cid)
         st["shown_at"] = time.time() - 4.0  # as if the expert looked for four seconds
-        st, view = H.vet_act(ctx, ex, st, action, F, D)
+        st, view = vet_page.vet_act(ctx, ex, st, action, F, D)
         assert view.message.startswith(f"Saved **{action}**")
         (r,) = ctx.store.reviews(candidate_id=cid)
         assert r.action == action and 3.9 < r.seconds < 30
@@ -76,91 +84,95 @@ def test_accept_reject_correct_skip_flag_are_saved_at_once(ctx):
             assert c.flagged
     assert len(set(seen)) == 4 and st["current"] not in seen
     cid = st["current"]
-    st, view = H.vet_act(ctx, ex, st, "correct", F, D, label="YES", explanation="C2 at 5165",
+    st, view = vet_page.vet_act(ctx, ex, st, "correct", F, D, label="YES", explanation="C2 at 5165",
                          wrong_step="2")  # fmt: skip
     (r,) = ctx.store.reviews(candidate_id=cid)
     assert (r.action, r.label, r.explanation, r.wrong_step) == ("correct", "YES", "C2 at 5165", 1)
 
 
 def test_correct_without_label_stores_nothing(ctx):
-    ex = H.expert_for(ctx, None)
-    st, _ = H.vet_next(ctx, ex, H.new_state(), F, D)
-    st2, view = H.vet_act(ctx, ex, st, "correct", F, D, label=None)
+    ex = app_context.expert_for(ctx, None)
+    st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
+    st2, view = vet_page.vet_act(ctx, ex, st, "correct", F, D, label=None)
     assert "Choose the correct label" in view.message
     assert st2["current"] == st["current"] and ctx.store.reviews() == []
 
 
 def test_prev_next_walk_the_session_history(ctx):
-    ex = H.expert_for(ctx, None)
-    st, _ = H.vet_next(ctx, ex, H.new_state(), F, D)
+    ex = app_context.expert_for(ctx, None)
+    st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
     a = st["current"]
-    st, _ = H.vet_act(ctx, ex, st, "accept", F, D)
+    st, _ = vet_page.vet_act(ctx, ex, st, "accept", F, D)
     b = st["current"]
-    st, _ = H.vet_prev(ctx, ex, st, F, D)
+    st, _ = vet_page.vet_prev(ctx, ex, st, F, D)
     assert st["current"] == a
-    st, view = H.vet_next(ctx, ex, st, F, D)
+    st, view = vet_page.vet_next(ctx, ex, st, F, D)
     assert st["current"] == b
     # revising one's own review from history is allowed and keeps the history
-    st, _ = H.vet_prev(ctx, ex, st, F, D)
-    st, _ = H.vet_act(ctx, ex, st, "reject", F, D)
+    st, _ = vet_page.vet_prev(ctx, ex, st, F, D)
+    st, _ = vet_page.vet_act(ctx, ex, st, "reject", F, D)
     (r,) = ctx.store.reviews(candidate_id=a)
     assert r.action == "reject" and r.revision == 2
 
 
 def test_jump_to_id_and_unknown_id(ctx):
-    ex = H.expert_for(ctx, None)
+    ex = app_context.expert_for(ctx, None)
     target = ctx.store.list_candidates(limit=50, order="id")[-1]
-    st, view = H.vet_jump(ctx, ex, H.new_state(), target.key, D)
+    st, view = vet_page.vet_jump(ctx, ex, views.new_state(), target.key, D)
     assert st["key"] == target.key and view.candidate_id == target.key
-    st, view = H.vet_jump(ctx, ex, st, "no-such-object", D)
+    st, view = vet_page.vet_jump(ctx, ex, st, "no-such-object", D)
     assert "No candidate" in view.message and st["key"] == target.key
 
 
 def test_filters_restrict_the_queue(ctx):
-    ex = H.expert_for(ctx, None)
-    st, view = H.vet_next(ctx, ex, H.new_state(), H.Filters(task="carbon"), D)
+    ex = app_context.expert_for(ctx, None)
+    st, view = vet_page.vet_next(ctx, ex, views.new_state(), views.QueueFilters(task="carbon"), D)
     assert ctx.store.candidate(st["current"]).task == "carbon"
-    st, view = H.vet_next(ctx, ex, H.new_state(), H.Filters(task="wd", band="0.8-1.0"), D)
+    st, view = vet_page.vet_next(
+        ctx, ex, views.new_state(), views.QueueFilters(task="wd", band="0.8-1.0"), D
+    )
     if st["current"] is not None:
         assert ctx.store.candidate(st["current"]).confidence >= 0.8
-    st, view = H.vet_next(ctx, ex, H.new_state(), H.Filters(survey="no-such-survey"), D)
+    st, view = vet_page.vet_next(
+        ctx, ex, views.new_state(), views.QueueFilters(survey="no-such-survey"), D
+    )
     assert st["current"] is None and "Nothing left" in view.message
 
 
 def test_comment_is_kept_then_saved_with_the_decision(ctx):
-    ex = H.expert_for(ctx, None)
-    st, _ = H.vet_next(ctx, ex, H.new_state(), F, D)
+    ex = app_context.expert_for(ctx, None)
+    st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
     cid = st["current"]
-    st, msg = H.vet_comment(ctx, ex, st, "odd continuum <b>x</b>")
+    st, msg = vet_page.vet_comment(ctx, ex, st, "odd continuum <b>x</b>")
     assert "kept" in msg and ctx.store.reviews() == []
-    st, _ = H.vet_act(ctx, ex, st, "accept", F, D)
+    st, _ = vet_page.vet_act(ctx, ex, st, "accept", F, D)
     (r,) = ctx.store.reviews(candidate_id=cid)
     assert r.comment == "odd continuum <b>x</b>"
-    st, _ = H.vet_prev(ctx, ex, st, F, D)
-    st, msg = H.vet_comment(ctx, ex, st, "second thought")
+    st, _ = vet_page.vet_prev(ctx, ex, st, F, D)
+    st, msg = vet_page.vet_comment(ctx, ex, st, "second thought")
     (r,) = ctx.store.reviews(candidate_id=cid)
     assert r.comment == "second thought" and r.action == "accept"
 
 
 def test_display_options_and_model_images(ctx):
-    ex = H.expert_for(ctx, None)
-    st, _ = H.vet_next(ctx, ex, H.new_state(), F, D)
-    st, view = H.vet_refresh(ctx, ex, st, H.Display(markers=False, smooth=5, frame="observed",
+    ex = app_context.expert_for(ctx, None)
+    st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
+    st, view = vet_page.vet_refresh(ctx, ex, st, views.Display(markers=False, smooth=5, frame="observed",
                                                     images=True))  # fmt: skip
     assert all(s.image is not None and s.image.size[0] > 100 for s in view.steps)
     assert view.thoughts_html.count('src="data:image/png;base64,') == len(view.steps)
-    assert view.zoom_fig["layout"]["height"] == len(view.steps) * H.IMAGE_PANEL_HEIGHT
+    assert view.zoom_fig["layout"]["height"] == len(view.steps) * vet_page.IMAGE_PANEL_HEIGHT
     assert any(t["name"].startswith("smoothed") for t in view.global_fig["data"])
     assert "observed" in view.global_fig["layout"]["xaxis"]["title"]["text"]
 
 
 def test_switching_is_fast_server_side(ctx):
-    ex = H.expert_for(ctx, None)
-    st, _ = H.vet_next(ctx, ex, H.new_state(), F, D)  # warm caches
+    ex = app_context.expert_for(ctx, None)
+    st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)  # warm caches
     times = []
     for _ in range(8):
         t0 = time.perf_counter()
-        st, view = H.vet_act(ctx, ex, st, "skip", F, D)
+        st, view = vet_page.vet_act(ctx, ex, st, "skip", F, D)
         times.append((time.perf_counter() - t0) * 1000)
         if st["current"] is None:
             break
@@ -168,104 +180,110 @@ def test_switching_is_fast_server_side(ctx):
 
 
 def test_login_mode_identity_and_permissions(team):
-    assert H.expert_for(team, SimpleNamespace(username=None)) is None
-    assert H.expert_for(team, SimpleNamespace(username="mallory")) is None
-    st, view = H.vet_act(team, None, {"current": 1, "key": "x"}, "accept", F, D)
+    assert app_context.expert_for(team, SimpleNamespace(username=None)) is None
+    assert app_context.expert_for(team, SimpleNamespace(username="mallory")) is None
+    st, view = vet_page.vet_act(team, None, {"current": 1, "key": "x"}, "accept", F, D)
     assert "Log in" in view.message and team.store.reviews() == []
     bob, cyd, ada = who(team, "bob"), who(team, "cyd"), who(team, "ada")
-    st, _ = H.vet_jump(team, bob, H.new_state(), team.store.candidate(1).key, D)
-    H.vet_act(team, bob, st, "accept", F, D)
-    st, _ = H.vet_jump(team, cyd, H.new_state(), team.store.candidate(1).key, D)
-    H.vet_act(team, cyd, st, "reject", F, D)
+    st, _ = vet_page.vet_jump(team, bob, views.new_state(), team.store.candidate(1).key, D)
+    vet_page.vet_act(team, bob, st, "accept", F, D)
+    st, _ = vet_page.vet_jump(team, cyd, views.new_state(), team.store.candidate(1).key, D)
+    vet_page.vet_act(team, cyd, st, "reject", F, D)
     by = {team.store.expert(r.expert_id).name: r for r in team.store.reviews(candidate_id=1)}
     assert by["bob"].action == "accept" and by["cyd"].action == "reject"  # each their own
-    assert "Refused" in H.run_export(team, bob, "rl").message
-    assert "Refused" in H.add_expert(team, bob, "eve", "admin", "x")
+    assert "Refused" in export_page.run_export(team, bob, "rl").message
+    assert "Refused" in experts_page.add_expert(team, bob, "eve", "admin", "x")
     assert team.store.expert("eve") is None
-    assert "saved" in H.add_expert(team, ada, "eve", "expert", "pw-eve-123")
+    assert "saved" in experts_page.add_expert(team, ada, "eve", "expert", "pw-eve-123")
     assert team.store.expert("eve").role == "expert"
 
 
 def test_author_two_steps_submit_and_audit(team):
     bob, ada = who(team, "bob"), who(team, "ada")
     key = team.store.candidate(1).key
-    d, view = H.author_load(team, bob, None, key, "blank")
+    d, view = author_page.author_load(team, bob, None, key, "blank")
     assert d.candidate_id == 1 and view.global_fig["layout"]["dragmode"] == "select"
-    img, fig, msg = H.author_zoom(team, d, 6450, 6680, "Hα")
+    img, fig, msg = author_page.author_zoom(team, d, 6450, 6680, "Hα")
     assert img is not None and fig is not None and "6450" in msg
-    d, view, form = H.author_step(team, bob, d, "add", lo=6450, hi=6680, label="Hα",
+    d, view, form = author_page.author_step(team, bob, d, "add", lo=6450, hi=6680, label="Hα",
                                   thought="H-alpha in emission")  # fmt: skip
     assert form == [None, None, "", ""] and view.rows[0][2] == "Hα"
-    d, view, form = H.author_step(team, bob, d, "add", lo=4800, hi=4950, label="",
+    d, view, form = author_page.author_step(team, bob, d, "add", lo=4800, hi=4950, label="",
                                   thought="H-beta too")  # fmt: skip
-    d, view, _ = H.author_step(team, bob, d, "up", index=2)
+    d, view, _ = author_page.author_step(team, bob, d, "up", index=2)
     assert [s.thought for s in d.steps] == ["H-beta too", "H-alpha in emission"]
     assert [r[3] for r in view.rows] == ["H-beta too", "H-alpha in emission"]
-    d, view, _ = H.author_step(team, bob, d, "add", lo=1, hi=2, thought="outside")
+    d, view, _ = author_page.author_step(team, bob, d, "add", lo=1, hi=2, thought="outside")
     assert "Not done" in view.message and len(d.steps) == 2
-    d, view = H.author_finish(team, bob, d, "submit", None, "")
+    d, view = author_page.author_finish(team, bob, d, "submit", None, "")
     assert "Before submitting" in view.message and "verdict" in view.message
     assert d.authored_id is None and team.store.list_authored() == []
-    d, view = H.author_finish(team, bob, d, "submit", "YES", "Balmer emission: a CV")
+    d, view = author_page.author_finish(team, bob, d, "submit", "YES", "Balmer emission: a CV")
     assert "Submitted" in view.message
     a = team.store.authored(d.authored_id)
     assert a.status == "submitted" and len(a.steps) == 3 and a.verdict == "YES"
-    assert H.audit_choices(team, bob) == []  # not one's own
-    pick = H.audit_choices(team, ada)[0][1]
-    assert "H-alpha" in H.audit_view(team, ada, pick)
-    assert "saying what to change" in H.audit_decide(team, ada, pick, "send_back", "")
+    assert author_page.audit_choices(team, bob) == []  # not one's own
+    pick = author_page.audit_choices(team, ada)[0][1]
+    assert "H-alpha" in author_page.audit_view(team, ada, pick)
+    assert "saying what to change" in author_page.audit_decide(team, ada, pick, "send_back", "")
     assert team.store.authored(a.id).status == "submitted"
-    assert "sent back" in H.audit_decide(team, ada, pick, "send_back", "zoom on He II too")
-    d2, view = H.author_load(team, bob, None, key, "blank")
+    assert "sent back" in author_page.audit_decide(
+        team, ada, pick, "send_back", "zoom on He II too"
+    )
+    d2, view = author_page.author_load(team, bob, None, key, "blank")
     assert d2.authored_id == a.id and "zoom on He II" in view.header_html
-    d2, _ = H.author_finish(team, bob, d2, "submit", "YES", "Balmer emission: a CV")
-    assert "zoom on He II too" in H.audit_view(team, ada, str(a.id))  # earlier round shown
-    assert "approved" in H.audit_decide(team, ada, str(a.id), "approve", "fine")
+    d2, _ = author_page.author_finish(team, bob, d2, "submit", "YES", "Balmer emission: a CV")
+    assert "zoom on He II too" in author_page.audit_view(
+        team, ada, str(a.id)
+    )  # earlier round shown
+    assert "approved" in author_page.audit_decide(team, ada, str(a.id), "approve", "fine")
     assert team.store.authored(a.id).status == "approved"
 
 
 def test_author_edit_replace_delete_keep_the_form(team):
     bob = who(team, "bob")
-    d, _ = H.author_load(team, bob, None, team.store.candidate(1).key, "blank")
-    d, _, _ = H.author_step(team, bob, d, "add", lo=4800, hi=4950, label="Hβ", thought="one")
-    d, _, _ = H.author_step(team, bob, d, "add", lo=6450, hi=6680, thought="two")
-    d, view, form = H.author_step(team, bob, d, "edit", index=1)
+    d, _ = author_page.author_load(team, bob, None, team.store.candidate(1).key, "blank")
+    d, _, _ = author_page.author_step(
+        team, bob, d, "add", lo=4800, hi=4950, label="Hβ", thought="one"
+    )
+    d, _, _ = author_page.author_step(team, bob, d, "add", lo=6450, hi=6680, thought="two")
+    d, view, form = author_page.author_step(team, bob, d, "edit", index=1)
     assert form == [4800.0, 4950.0, "Hβ", "one"] and "in the form" in view.message
-    d, view, _ = H.author_step(team, bob, d, "replace", index=1, lo=4300, hi=4400, label="",
+    d, view, _ = author_page.author_step(team, bob, d, "replace", index=1, lo=4300, hi=4400, label="",
                                thought="one, moved to H-gamma")  # fmt: skip
     assert d.steps[0].window == (4300.0, 4400.0) and d.steps[0].thought.endswith("H-gamma")
     assert "label" not in d.steps[0].tool_call["arguments"]  # an emptied label is dropped
     before = d
-    d, view, form = H.author_step(team, bob, d, "add", lo=4000, hi=4100, thought="<answer>x",
+    d, view, form = author_page.author_step(team, bob, d, "add", lo=4000, hi=4100, thought="<answer>x",
                                   verdict="NO", explanation="kept")  # fmt: skip
     assert "Not done" in view.message and len(d.steps) == 2 and form[3] == "<answer>x"
     assert d.explanation == "kept" and d.verdict == "NO" and before.verdict is None
-    d, view, _ = H.author_step(team, bob, d, "down", index=2)
+    d, view, _ = author_page.author_step(team, bob, d, "down", index=2)
     assert "cannot move down" in view.message
-    d, view, _ = H.author_step(team, bob, d, "delete", index=1)
+    d, view, _ = author_page.author_step(team, bob, d, "delete", index=1)
     assert [s.thought for s in d.steps] == ["two"]
-    d, view = H.author_finish(team, bob, d, "save", "NO", "narrow lines")
+    d, view = author_page.author_finish(team, bob, d, "save", "NO", "narrow lines")
     assert "saved" in view.message and team.store.authored(d.authored_id).status == "draft"
 
 
 def test_author_from_agent_draft(ctx):
-    ex = H.expert_for(ctx, None)
+    ex = app_context.expert_for(ctx, None)
     c = next(c for c in ctx.store.list_candidates(limit=100) if c.trajectory_id)
-    d, view = H.author_load(ctx, ex, None, c.key, "agent draft")
+    d, view = author_page.author_load(ctx, ex, None, c.key, "agent draft")
     t = ctx.store.trajectory(c.trajectory_id)
     assert len(d.steps) == len(t.zooms) and d.verdict == t.verdict
     assert d.based_on == c.trajectory_id and d.renderer == t.renderer
-    same, view = H.author_load(ctx, ex, d, "no-such-object", "blank")
+    same, view = author_page.author_load(ctx, ex, d, "no-such-object", "blank")
     assert same is d and "No candidate" in view.message  # the draft in hand is kept
 
 
 def test_dashboard_figures_are_valid(ctx):
-    ex = H.expert_for(ctx, None)
-    st, _ = H.vet_next(ctx, ex, H.new_state(), F, D)
+    ex = app_context.expert_for(ctx, None)
+    st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
     for action in ("accept", "reject", "accept"):
         st["shown_at"] = time.time() - 5
-        st, _ = H.vet_act(ctx, ex, st, action, F, D)
-    dv = H.dashboard(ctx, ex, "all", 0.9)
+        st, _ = vet_page.vet_act(ctx, ex, st, action, F, D)
+    dv = dashboard_page.dashboard(ctx, ex, "all", 0.9)
     for fig in (dv.progress, dv.rates, dv.confusion, dv.reliability, dv.speed, dv.gold):
         go.Figure(fig)
     assert "3** decisions" in dv.summary
@@ -273,31 +291,31 @@ def test_dashboard_figures_are_valid(ctx):
 
 
 def test_uploads_are_validated_and_paths_confined(ctx, tmp_path):
-    ex = H.expert_for(ctx, None)
+    ex = app_context.expert_for(ctx, None)
     junk = tmp_path / "junk.fits"
     junk.write_bytes(b"not a fits file at all" * 10)
-    msg = H.ingest_upload(ctx, ex, [str(junk)], "cv")
+    msg = upload_page.ingest_upload(ctx, ex, [str(junk)], "cv")
     assert "refused" in msg and not any((ctx.data_roots[0] / "uploads").glob("*junk*"))
     big = tmp_path / "big.fits"
     big.write_bytes(b"\0" * 2048)
-    ctx.max_upload_bytes = 1024
-    assert "limit" in H.ingest_upload(ctx, ex, [str(big)], "cv")
-    assert "outside the data roots" in H.ingest_upload(ctx, ex, [], "cv", "/etc/passwd")
-    assert "outside the data roots" in H.ingest_upload(ctx, ex, [], "cv",
+    ctx.settings = ServeSettings(max_upload_bytes=1024)
+    assert "limit" in upload_page.ingest_upload(ctx, ex, [str(big)], "cv")
+    assert "outside the data roots" in upload_page.ingest_upload(ctx, ex, [], "cv", "/etc/passwd")
+    assert "outside the data roots" in upload_page.ingest_upload(ctx, ex, [], "cv",
                                                        str(ctx.data_roots[0] / ".." / ".."))  # fmt: skip
-    ctx.max_upload_bytes = H.MAX_UPLOAD_BYTES
+    ctx.settings = DEFAULTS
     good = next((ctx.data_roots[0] / "demo").glob("*.fits"))
     n0 = ctx.store.count_candidates()
-    msg = H.ingest_upload(ctx, ex, [str(good)], "wd")
+    msg = upload_page.ingest_upload(ctx, ex, [str(good)], "wd")
     assert "1 spectrum" in msg and "vetted" in msg
     assert ctx.store.count_candidates() >= n0  # same file: may already be a wd candidate
 
 
 def test_next_on_an_undecided_item_passes_it(ctx):
-    ex = H.expert_for(ctx, None)
-    st, _ = H.vet_next(ctx, ex, H.new_state(), F, D)
+    ex = app_context.expert_for(ctx, None)
+    st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
     a = st["current"]
-    st, view = H.vet_next(ctx, ex, st, F, D)
+    st, view = vet_page.vet_next(ctx, ex, st, F, D)
     assert st["current"] != a and view.message.startswith("Saved **skip**")
     (r,) = ctx.store.reviews(candidate_id=a)
     assert r.action == "skip"
@@ -306,8 +324,8 @@ def test_next_on_an_undecided_item_passes_it(ctx):
 def test_each_zoom_panel_shows_the_agents_reading_of_it(ctx):
     """A turn's thought precedes its zoom, so the reading of zoom k is turn k+1's thought:
     that is what stands beside panel k, with the thought that asked for it folded below."""
-    ex = H.expert_for(ctx, None)
-    st, view = H.vet_next(ctx, ex, H.new_state(), F, D)
+    ex = app_context.expert_for(ctx, None)
+    st, view = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
     traj = ctx.store.trajectory(ctx.store.candidate(st["current"]).trajectory_id)
     zooms = [i for i, s in enumerate(traj.steps) if s.window is not None]
     assert len(zooms) >= 2 and zooms[-1] + 1 < len(traj.steps)
@@ -317,3 +335,40 @@ def test_each_zoom_panel_shows_the_agents_reading_of_it(ctx):
         words = traj.steps[i + 1].thought.split()[:4]
         assert " ".join(words) in reading  # the next turn's thought reads this panel
         assert " ".join(traj.steps[i].thought.split()[:4]) in asked
+
+
+def test_upload_records_the_run_params_and_resumes(ctx, tmp_path):
+    from agent.loop import DEFAULT_MAX_TURNS
+    from tests.store_factory import write_text_spectrum
+
+    ex = app_context.expert_for(ctx, None)
+    [seeded_run] = ctx.store.runs()  # the demo set, vetted by the same pipeline
+    before = ctx.store.done_keys(run_id=seeded_run.id)
+    spec = write_text_spectrum(tmp_path / "upload.csv", seed=5)
+    msg = upload_page.ingest_upload(ctx, ex, [str(spec)], "cv")
+    assert "1 candidate(s) vetted" in msg
+    [run] = ctx.store.runs()  # the upload joined the serving policy's run
+    assert run.id == seeded_run.id
+    assert (run.policy, run.renderer) == ("rules", "fast")
+    assert run.params == {"max_turns": DEFAULT_MAX_TURNS}
+    after = ctx.store.done_keys(run_id=run.id)
+    [new] = after - before
+    traj_id = ctx.store.find_candidate(new[0], new[1]).trajectory_id
+    # The same file again: the candidate is already vetted by this run, so nothing re-runs.
+    msg = upload_page.ingest_upload(ctx, ex, [str(spec)], "cv")
+    assert "0 candidate(s) vetted" in msg
+    assert ctx.store.done_keys(run_id=run.id) == after
+    assert ctx.store.find_candidate(new[0], new[1]).trajectory_id == traj_id
+
+
+def test_jump_and_next_lease_for_the_teams_lease(ctx):
+    ex = app_context.expert_for(ctx, None)
+    ctx.store.set_setting("lease_seconds", 30)
+    st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
+    key = ctx.store.candidate(st["current"]).key
+    st, _ = vet_page.vet_jump(ctx, ex, views.new_state(), key, D)
+    leases = ctx.store.leases(st["current"])
+    assert leases
+    for lease in leases:
+        held = (lease.expires - lease.created).total_seconds()
+        assert 25 <= held <= 35, held  # the team's 30 s, not the store's 600 s default

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from agent import protocol
 from agent.catalog import CandidateRef
 from agent.formats import write_lamost_fits
 from agent.parse import parse_turn
@@ -136,8 +137,55 @@ def test_to_trajectory_parses_like_a_model():
     assert len(images) == 3
 
 
+def test_turns_are_written_by_the_protocol():
+    t = au.to_trajectory(_ready_draft(_spectrum()))
+    for s in t.steps:
+        if s.answer is None:
+            expected = protocol.format_turn(s.thought, arguments=s.tool_call["arguments"])
+        else:
+            expected = protocol.format_turn(s.thought, answer=s.answer, explanation=s.explanation)
+        assert s.raw == expected
+    # the conversation reads back to the same steps
+    conv = protocol.from_messages(t.to_messages())
+    assert conv.task == "wd"
+    assert [(p.thought, p.tool_call, p.answer) for p, _ in conv.turns] == [
+        (s.thought, s.tool_call, s.answer) for s in t.steps
+    ]
+    assert [o.window if o else None for _, o in conv.turns] == [s.window for s in t.steps]
+
+
+def test_annotate_writes_no_protocol_text_of_its_own():
+    """Every Spec-o3 turn in annotate/ is written by agent.protocol: no string outside a
+    docstring spells a protocol tag, and no module defines its own TOOL_NAME."""
+    import ast
+    from pathlib import Path
+
+    root = Path(au.__file__).resolve().parent
+    tags = ("<tool_call>", "</tool_call>", "<think>", "</think>", "<answer>", "</answer>")
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Module | ast.FunctionDef | ast.ClassDef)
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if id(node) not in docstrings and any(t in node.value for t in tags):
+                    found.append(f"{path.name}:{node.lineno}")
+            if isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(isinstance(t, ast.Name) and t.id == "TOOL_NAME" for t in targets):
+                    found.append(f"{path.name}:{node.lineno} defines TOOL_NAME")
+    assert found == []
+
+
 def test_start_from_agent_trajectory():
-    call = {"name": "spectral_visualization_tool", "arguments": {"wavelength_range": [4800, 4920]}}
+    call = {"name": protocol.TOOL_NAME, "arguments": {"wavelength_range": [4800, 4920]}}
     agent = Trajectory(
         id="w1",
         task="wd",
@@ -152,6 +200,15 @@ def test_start_from_agent_trajectory():
     assert len(d.steps) == 1 and d.steps[0].thought == "look"
     assert d.steps[0].observation_image == image_reference("speco3", (4800.0, 4920.0))
     assert (d.verdict, d.explanation, d.final_thought, d.based_on) == ("NO", "narrow", "so", 9)
+    # a model's thought that spells protocol text is kept for the expert to fix, not refused
+    odd = Trajectory(
+        id="w1",
+        task="wd",
+        steps=[Step(thought="then \\boxed{YES}", tool_call=call, window=(4800.0, 4920.0))],
+    )
+    d = au.start_draft(_Cand(), from_trajectory=odd)
+    assert d.steps[0].thought == "then \\boxed{YES}"
+    assert any("\\boxed" in p for p in au.validate(d))
 
 
 @pytest.fixture

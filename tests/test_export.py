@@ -438,9 +438,18 @@ def test_bad_rows_reported_not_fatal(tmp_path):
 
 def test_doctests():
     import doctest
+    import importlib
+    import pkgutil
 
     from annotate import authoring, export
 
-    for mod in (export, authoring):
+    modules = [
+        importlib.import_module(f"annotate.export.{m.name}")
+        for m in pkgutil.iter_modules(export.__path__)
+    ]
+    attempted = 0
+    for mod in [*modules, authoring]:
         result = doctest.testmod(mod)
-        assert result.attempted >= 2 and result.failed == 0
+        assert result.failed == 0, mod.__name__
+        attempted += result.attempted
+    assert attempted >= 4

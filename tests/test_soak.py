@@ -21,6 +21,7 @@ from gradio_client import Client
 
 from app.main import serve
 from tests.app_support import context
+from tests.concurrency import run_threads
 from tests.test_postgres import pg_url  # noqa: F401 (fixture: a database of its own)
 
 pytestmark = pytest.mark.slow
@@ -76,18 +77,17 @@ def test_eight_experts_soak(team_ctx):
     shown: dict[str, list[str]] = {n: [] for n in names}
     submitted: dict[str, list[tuple[str, str]]] = {n: [] for n in names}
     latencies: list[float] = []
-    errors: list[str] = []
     lock = threading.Lock()
     deadline = time.time() + seconds
 
     def expert(name: str, seed: int) -> None:
         rng = random.Random(seed)
+        r = httpx.post(srv.url + "/login", timeout=120,
+                       data={"username": name, "password": f"pw-{name}-secret"})  # fmt: skip
+        token = r.cookies.get("loupe_session")
+        assert token, f"{name}: login failed ({r.status_code})"
+        c = Client(srv.url, verbose=False, headers={"Cookie": f"loupe_session={token}"})
         try:
-            r = httpx.post(srv.url + "/login", timeout=120,
-                           data={"username": name, "password": f"pw-{name}-secret"})  # fmt: skip
-            token = r.cookies.get("loupe_session")
-            assert token, f"login failed ({r.status_code})"
-            c = Client(srv.url, verbose=False, headers={"Cookie": f"loupe_session={token}"})
             t0 = time.perf_counter()
             key = _key(c.predict(api_name="/next"))
             with lock:
@@ -104,27 +104,20 @@ def test_eight_experts_soak(team_ctx):
                     out = c.predict(api_name=f"/{action}")
                 with lock:
                     latencies.append(time.perf_counter() - t0)
-                if not any(isinstance(o, str) and o.startswith(f"Saved **{action}**") for o in out):
-                    errors.append(f"{name}: {action} on {key} not confirmed")
-                    break
+                saved = f"Saved **{action}**"
+                confirmed = any(isinstance(o, str) and o.startswith(saved) for o in out)
+                assert confirmed, f"{name}: {action} on {key} not confirmed"
                 submitted[name].append((key, action))
                 key = _key(out)
-        except Exception as e:  # collected and asserted below
-            import traceback
+        finally:
+            c.close()
 
-            errors.append(f"{name}: {type(e).__name__}: {e} {traceback.format_exc()[-600:]}")
-
-    threads = [threading.Thread(target=expert, args=(n, i)) for i, n in enumerate(names)]
     started = time.time()
     try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(seconds + 120)
+        run_threads(expert, [(n, i) for i, n in enumerate(names)], timeout=seconds + 120)
     finally:
         srv.close()
     elapsed = time.time() - started
-    assert not errors, errors[:5]
     total = sum(len(v) for v in submitted.values())
     assert total > 0
     # stored exactly once: one review per submitted (expert, candidate), nothing extra

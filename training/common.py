@@ -1,7 +1,9 @@
-"""What the SFT and GRPO scripts share: YAML + command-line config, model set-up, saving.
+"""What the training scripts share: the base config, YAML + command-line parsing, model
+set-up, saving.
 
-Each script keeps its own launch command, config dataclass and trainer construction; this
-module holds the pieces whose logic is the same for both.
+Each script keeps its own launch command, its config (a subclass of `TrainingScriptConfig`
+that adds its own fields and may change defaults) and its trainer construction; this module
+holds the pieces whose logic is the same for all of them.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, get_type_hints
 
@@ -16,6 +19,90 @@ C = TypeVar("C")
 
 
 # -- configuration -----------------------------------------------------------------------
+
+
+@dataclass
+class TrainingScriptConfig:
+    """The fields every training script (SFT, GRPO, ...) takes, with their help texts.
+
+    A script's config subclasses this, adds its own fields and redeclares a field to change
+    its default (keeping its help), as TRL's configs extend `trainer.base_config`. The
+    defaults here are the SFT cold start's; `trainer_args` turns the fields into the TRL
+    config arguments they set.
+    """
+
+    model: str = field(
+        default="Qwen/Qwen2.5-VL-7B-Instruct",
+        metadata={"help": "Hub id or local folder of the vision-language model to train."},
+    )
+    dataset: str = field(
+        default="", metadata={"help": "The export (folder or file) to train on; required."}
+    )
+    output_dir: str = field(
+        default="checkpoints/model",
+        metadata={"help": "Where checkpoints and the final model go."},
+    )
+    chat_template: str = field(
+        default="speco3",
+        metadata={
+            "help": "'speco3' installs Loupe's Spec-o3 template (tool-capable, generation "
+            "markers); 'model' keeps the checkpoint's own."
+        },
+    )
+    freeze_vision: bool = field(
+        default=True,
+        metadata={"help": "Freeze the vision tower and the projector (the paper does)."},
+    )
+    learning_rate: float = field(default=2e-5, metadata={"help": "Peak learning rate."})
+    lr_scheduler_type: str = field(default="cosine", metadata={"help": "Learning-rate schedule."})
+    num_train_epochs: float = field(default=5.0, metadata={"help": "Passes over the data."})
+    max_steps: int = field(
+        default=-1, metadata={"help": "Stop after this many optimiser steps (-1: use epochs)."}
+    )
+    per_device_train_batch_size: int = field(
+        default=4, metadata={"help": "Training examples per device per micro-batch."}
+    )
+    gradient_accumulation_steps: int = field(
+        default=1, metadata={"help": "Micro-batches accumulated per optimiser step."}
+    )
+    bf16: bool | None = field(
+        default=None, metadata={"help": "bf16 mixed precision; default: on with CUDA, off on CPU."}
+    )
+    gradient_checkpointing: bool = field(
+        default=True, metadata={"help": "Recompute activations to save memory."}
+    )
+    attn_implementation: str | None = field(
+        default=None,
+        metadata={
+            "help": "Attention kernel: 'flash_attention_2', 'sdpa' or 'eager' (default: auto)."
+        },
+    )
+    deepspeed: str | None = field(
+        default=None,
+        metadata={"help": "DeepSpeed JSON config, when not given by the accelerate config."},
+    )
+    logging_steps: int = field(default=1, metadata={"help": "Log every N steps."})
+    save_strategy: str = field(
+        default="epoch",
+        metadata={"help": "'epoch', 'steps' or 'no' (the final model is saved anyway)."},
+    )
+    save_steps: int = field(
+        default=500, metadata={"help": "Checkpoint every N optimiser steps with 'steps'."}
+    )
+    save_total_limit: int | None = field(
+        default=2, metadata={"help": "Keep at most this many intermediate checkpoints."}
+    )
+    seed: int = field(default=42, metadata={"help": "Random seed."})
+    report_to: str = field(
+        default="none", metadata={"help": "Logger: 'none', 'tensorboard', 'wandb', 'trackio'."}
+    )
+    trainer_kwargs: dict[str, Any] = field(
+        default_factory=dict,
+        metadata={
+            "help": "Any other fields of the script's TRL config (SFTConfig, GRPOConfig, ...), "
+            "as a YAML mapping or JSON on the command line."
+        },
+    )
 
 
 def _parse_value(text: str, hint: Any) -> Any:
@@ -75,8 +162,8 @@ def parse_config(cls: type[C], argv: list[str] | None = None, description: str =
     return cls(**values)
 
 
-def trainer_args(cfg: Any, *, cuda: bool, bf16: bool) -> dict[str, Any]:
-    """The TRL config fields both scripts set the same way, from the fields of `cfg`."""
+def trainer_args(cfg: TrainingScriptConfig, *, cuda: bool, bf16: bool) -> dict[str, Any]:
+    """The TRL config arguments every script sets the same way, from the base fields."""
     return dict(
         output_dir=cfg.output_dir,
         learning_rate=cfg.learning_rate,

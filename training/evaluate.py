@@ -21,7 +21,6 @@ import argparse
 import csv
 import json
 import math
-import shutil
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
@@ -483,117 +482,6 @@ def _num_key(g: str):
         return (0, float(g))
     except ValueError:
         return (1, g)
-
-
-def benchmark_report(
-    bench: Path, report: Path, policies: Sequence[str] = ("rules",), command: str = ""
-) -> None:
-    """Evaluate on the benchmark's tune and test splits and write the accuracy document."""
-    from training.benchmark import composition
-
-    report.parent.mkdir(parents=True, exist_ok=True)
-    res = {}
-    for split in ("test", "tune"):
-        cat = bench / split / "catalog.csv"
-        # The runner resumes from existing results; those of an earlier policy version
-        # (or an earlier build of the benchmark) would be scored as if they were current.
-        shutil.rmtree(bench / f"eval-{split}", ignore_errors=True)
-        res[split] = evaluate(
-            [str(cat)], policies=policies, out=bench / f"eval-{split}", group_by="snr"
-        )
-    test = res["test"]
-    stem = report.with_suffix("")
-    for suffix in ("reliability", "hitl"):
-        src = bench / "eval-test" / f"{suffix}.png"
-        (Path(f"{stem}_{suffix}.png")).write_bytes(src.read_bytes())
-    md = [
-        "# Accuracy of the rule-based inspector on survey-like real spectra",
-        "",
-        "Regenerate (benchmark, evaluation and this file) with:",
-        "",
-        "```",
-        command or "python -m training.benchmark --out data/bench --report docs/accuracy.md",
-        "```",
-        "",
-        "Library spectra from `../shared/spectra` (MILES, STELIB, Pickles, CALSPEC, SDSS, "
-        "SDSS templates, LAMOST, U Gem) degraded to LAMOST quality by `training/degrade.py`: "
-        "random RV within +-300 km/s, R ~ 1800, the LAMOST log-linear grid (3700-9100 Å), a "
-        "10% smooth flux-calibration error, noise at SNR 10, 20 and 50, gaps where the source "
-        "has no coverage. Two noisy realisations per source and SNR. Splits are by source "
-        "object; the inspector's thresholds and calibration were set on `tune` only, and "
-        "the headline numbers are on `test` (held out), with one exception disclosed under "
-        "the caveats below (the S-type rule was revised once after a test score had been seen).",
-        "",
-        "## Held-out test split: macro-F1 over the five tasks, by SNR",
-        "",
-    ]
-    for g, r in test["groups"].items():
-        md += [f"### SNR {g}", "", markdown_table(r), ""]
-    md += ["### All SNRs", "", markdown_table(test["overall"]), ""]
-    for name, m in test["overall"].items():
-        md += [f"Per task ({name}, all SNRs):", "", task_table(m), ""]
-    md += ["## Tune split (for reference; this is what the rules were set on)", ""]
-    for g, r in res["tune"]["groups"].items():
-        md += [f"SNR {g}:", "", markdown_table(r), ""]
-    md += [
-        "## Human in the loop (test split, all SNRs)",
-        "",
-        "Macro-F1 when the k% least confident candidates are sent to experts (simulated "
-        "with the labels).",
-        "",
-        hitl_table(test["overall"]),
-        "",
-        f"![reliability]({Path(f'{stem}_reliability.png').name}) "
-        f"![hitl]({Path(f'{stem}_hitl.png').name})",
-        "",
-    ]
-    md += ["## What the benchmark holds", ""]
-    for split in ("test", "tune"):
-        comp = composition(bench / split / "catalog.csv")
-        md += [
-            f"### {split}",
-            "",
-            "| task | positive objects | of which templates | negative objects | positive spectra | negative spectra | negative classes |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for c in comp:
-            md.append(
-                f"| {c['task']} | {c['pos_objects']} | {c['pos_template_objects']} | {c['neg_objects']} | "
-                f"{c['pos_spectra']} | {c['neg_spectra']} | {c['neg_classes']} |"
-            )
-        md.append("")
-    md += [
-        "## Caveats, honestly",
-        "",
-        "- Real positives are scarce; the table above gives, per task and split, how many "
-        "positive objects there are and how many of them are templates. Template-derived "
-        "positives (SDSS `spEigenStar`/`spEigenCVstar` rows: means of many stars, not one "
-        "observed star) are: ALL carbon-star positives (3 template rows; no single observed "
-        "carbon star exists in the library), the tune-split CV positive (the mean SDSS CV "
-        "eigenspectrum; the other CV eigenvectors have negative flux and are not used), the "
-        "DQ/DZ/magnetic/cool/hot white-dwarf templates, and some M giants. Real observed "
-        "positives per class: carbon 0; CV 1 star (U Gem in quiescence: 3 spectra of ONE "
-        "star, covering only 6425-6726 Å, all in test); S-type 3 stars (MILES MS/S stars with "
-        "weak ZrO: 2 in test, 1 in tune); white dwarfs about 14 (CALSPEC, STELIB, SDSS); M "
-        "giants about 30 (MILES, STELIB, Pickles). F1 on a class with one or two test objects "
-        "moves in large steps: one star is 6 spectra.",
-        "- S-type: the tune S star (HD 163990, M6S) has ZrO heads within the scatter of M "
-        "giants of the same TiO strength, and is missed at every SNR; weak MS-type stars are "
-        "not separable from M giants at R ~ 1800 by band heads alone. The ZrO rule (ZrO 6474 "
-        "above the tune M giants' ZrO-TiO line by more than 2.5 sigma, where tune M giants reach "
-        "2.2 sigma at most) was revised once after a first version (mean excess over three "
-        "heads) had been scored on test, so the test S-type F1 is not a clean held-out number.",
-        "- Objects whose labels disagree between libraries (e.g. Feige 110: sdO in CALSPEC, "
-        "DA in STELIB) are left out; the same star in two libraries stays in one split.",
-        "- Templates and Pickles/CALSPEC spectra are smoother or coarser than LAMOST data; the "
-        "degrader cannot add back resolution they lack.",
-        "- Negatives are chosen by physics (the contaminants listed for each task), not by a "
-        "screening classifier's score as in SpecVI-Bench, and the positive:negative ratio "
-        "differs, so F1 here is not comparable number-for-number with the paper's.",
-        "",
-    ]
-    report.write_text("\n".join(md))
-    print(f"benchmark: wrote {report}")
 
 
 # -- command line -------------------------------------------------------------------------

@@ -26,13 +26,10 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: make the repo importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from training.common import (  # noqa: E402
+from training.common import (
+    TrainingScriptConfig,
     load_model_and_processor,
     parse_config,
     train_and_save,
@@ -42,7 +39,9 @@ from training.common import (  # noqa: E402
 
 
 @dataclass
-class GRPOScriptConfig:
+class GRPOScriptConfig(TrainingScriptConfig):
+    """`TrainingScriptConfig` with the paper's GRPO defaults and the rollout and vLLM fields."""
+
     model: str = field(
         default="checkpoints/sft",
         metadata={"help": "Hub id or local folder of the (cold-started) model to train."},
@@ -65,15 +64,6 @@ class GRPOScriptConfig:
             "checkpoints saw) or 'fast'. Vet with the same one."
         },
     )
-    chat_template: str = field(
-        default="speco3",
-        metadata={
-            "help": "'speco3' installs Loupe's tool-capable template; 'model' keeps the own."
-        },
-    )
-    freeze_vision: bool = field(
-        default=True, metadata={"help": "Freeze the vision tower and the projector."}
-    )
     learning_rate: float = field(default=1e-6, metadata={"help": "Learning rate (constant)."})
     lr_scheduler_type: str = field(default="constant", metadata={"help": "Learning-rate schedule."})
     num_generations: int = field(default=8, metadata={"help": "Group size: rollouts per prompt."})
@@ -89,9 +79,6 @@ class GRPOScriptConfig:
         metadata={"help": "Micro-batches per generation round (8 GPUs x 8 x 8 = 64 prompts x 8)."},
     )
     num_train_epochs: float = field(default=3.0, metadata={"help": "Passes over the prompts."})
-    max_steps: int = field(
-        default=-1, metadata={"help": "Stop after this many optimiser steps (-1: use epochs)."}
-    )
     beta: float = field(default=0.0, metadata={"help": "KL coefficient (the paper uses none)."})
     epsilon: float = field(default=0.2, metadata={"help": "PPO clip range."})
     loss_type: str = field(
@@ -122,30 +109,8 @@ class GRPOScriptConfig:
     vllm_tensor_parallel_size: int = field(
         default=1, metadata={"help": "Tensor parallel size of vLLM in colocate mode."}
     )
-    bf16: bool | None = field(
-        default=None, metadata={"help": "bf16 mixed precision; default: on with CUDA, off on CPU."}
-    )
-    gradient_checkpointing: bool = field(
-        default=True, metadata={"help": "Recompute activations to save memory."}
-    )
-    attn_implementation: str | None = field(
-        default=None, metadata={"help": "Attention kernel: 'flash_attention_2', 'sdpa' or 'eager'."}
-    )
-    deepspeed: str | None = field(
-        default=None, metadata={"help": "DeepSpeed JSON config, when not given by accelerate."}
-    )
-    logging_steps: int = field(default=1, metadata={"help": "Log every N steps."})
     save_strategy: str = field(default="steps", metadata={"help": "'steps', 'epoch' or 'no'."})
     save_steps: int = field(default=10, metadata={"help": "Checkpoint every N optimiser steps."})
-    save_total_limit: int | None = field(
-        default=2, metadata={"help": "Keep at most this many intermediate checkpoints."}
-    )
-    seed: int = field(default=42, metadata={"help": "Random seed."})
-    report_to: str = field(default="none", metadata={"help": "Logger: 'none', 'wandb', ..."})
-    trainer_kwargs: dict[str, Any] = field(
-        default_factory=dict,
-        metadata={"help": "Any other TRL GRPOConfig fields (YAML mapping or JSON on the CLI)."},
-    )
 
 
 # -- the environment ---------------------------------------------------------------------

@@ -25,10 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: make the repo importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from training.common import (  # noqa: E402
+from training.common import (
+    TrainingScriptConfig,
     load_model_and_processor,
     parse_config,
     train_and_save,
@@ -38,11 +36,9 @@ from training.common import (  # noqa: E402
 
 
 @dataclass
-class SFTScriptConfig:
-    model: str = field(
-        default="Qwen/Qwen2.5-VL-7B-Instruct",
-        metadata={"help": "Hub id or local folder of the vision-language model to fine-tune."},
-    )
+class SFTScriptConfig(TrainingScriptConfig):
+    """`TrainingScriptConfig` with the SFT defaults (the base's) and the SFT-only fields."""
+
     dataset: str = field(
         default="",
         metadata={"help": "SFT export folder (`launch.py export sft`) or JSONL of messages rows."},
@@ -50,67 +46,9 @@ class SFTScriptConfig:
     output_dir: str = field(
         default="checkpoints/sft", metadata={"help": "Where checkpoints and the final model go."}
     )
-    chat_template: str = field(
-        default="speco3",
-        metadata={
-            "help": "'speco3' installs Loupe's Spec-o3 template (tool-capable, generation "
-            "markers); 'model' keeps the checkpoint's own."
-        },
-    )
-    freeze_vision: bool = field(
-        default=True,
-        metadata={"help": "Freeze the vision tower and the projector (the paper does)."},
-    )
-    learning_rate: float = field(default=2e-5, metadata={"help": "Peak learning rate."})
-    lr_scheduler_type: str = field(default="cosine", metadata={"help": "Learning-rate schedule."})
     warmup_ratio: float = field(default=0.05, metadata={"help": "Fraction of steps for warm-up."})
-    num_train_epochs: float = field(default=5.0, metadata={"help": "Passes over the data."})
-    max_steps: int = field(
-        default=-1, metadata={"help": "Stop after this many optimiser steps (-1: use epochs)."}
-    )
-    per_device_train_batch_size: int = field(
-        default=4, metadata={"help": "Conversations per device per step."}
-    )
-    gradient_accumulation_steps: int = field(
-        default=1, metadata={"help": "Micro-batches accumulated per optimiser step."}
-    )
     max_length: int = field(
         default=32768, metadata={"help": "Cutoff in tokens (images included) per conversation."}
-    )
-    bf16: bool | None = field(
-        default=None, metadata={"help": "bf16 mixed precision; default: on with CUDA, off on CPU."}
-    )
-    gradient_checkpointing: bool = field(
-        default=True, metadata={"help": "Recompute activations to save memory."}
-    )
-    attn_implementation: str | None = field(
-        default=None,
-        metadata={
-            "help": "Attention kernel: 'flash_attention_2', 'sdpa' or 'eager' (default: auto)."
-        },
-    )
-    deepspeed: str | None = field(
-        default=None,
-        metadata={"help": "DeepSpeed JSON config, when not given by the accelerate config."},
-    )
-    logging_steps: int = field(default=1, metadata={"help": "Log every N steps."})
-    save_strategy: str = field(
-        default="epoch",
-        metadata={"help": "'epoch', 'steps' or 'no' (the final model is saved anyway)."},
-    )
-    save_steps: int = field(
-        default=500, metadata={"help": "Checkpoint every N steps with 'steps'."}
-    )
-    save_total_limit: int | None = field(
-        default=2, metadata={"help": "Keep at most this many intermediate checkpoints."}
-    )
-    seed: int = field(default=42, metadata={"help": "Random seed."})
-    report_to: str = field(
-        default="none", metadata={"help": "Logger: 'none', 'tensorboard', 'wandb', 'trackio'."}
-    )
-    trainer_kwargs: dict[str, Any] = field(
-        default_factory=dict,
-        metadata={"help": "Any other TRL SFTConfig fields (YAML mapping or JSON on the CLI)."},
     )
 
 

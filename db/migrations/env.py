@@ -4,15 +4,10 @@ connection in `config.attributes["connection"]`. From the command line, use a co
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 from alembic import context
 from sqlalchemy import create_engine
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the `alembic` command line
-
-from db.models import Base  # noqa: E402
+from db.models import Base
 
 config = context.config
 target_metadata = Base.metadata

@@ -1,6 +1,6 @@
 """Next-candidate latency of the vetting app over 100 candidates.
 
-    python bench/app.py [--n 100] [--no-browser]
+    python bench/app_latency.py [--n 100] [--no-browser]
 
 A fresh demo database (generated, ingested and vetted by `rules`), then three measures of
 "decide and see the next candidate" (a skip, which records a review and serves the next item
@@ -19,8 +19,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -45,14 +43,15 @@ def fresh(root: Path, n: int):
 
 
 def bench_server(ctx, n: int) -> list[float]:
-    from app import handlers as H
+    from app import context, views
+    from app.pages import vet as vet_page
 
-    ex = H.expert_for(ctx, None)
-    st, _ = H.vet_next(ctx, ex, H.new_state(), H.Filters(), H.Display())
+    ex = context.expert_for(ctx, None)
+    st, _ = vet_page.vet_next(ctx, ex, views.new_state(), views.QueueFilters(), views.Display())
     out = []
     for _ in range(n):
         t0 = time.perf_counter()
-        st, view = H.vet_act(ctx, ex, st, "skip", H.Filters(), H.Display())
+        st, view = vet_page.vet_act(ctx, ex, st, "skip", views.QueueFilters(), views.Display())
         out.append((time.perf_counter() - t0) * 1000)
         if st["current"] is None:
             break

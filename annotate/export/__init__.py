@@ -1,0 +1,54 @@
+"""Export reviewed decisions as training data: SFT trajectories, RL labels, DPO pairs.
+
+    python launch.py export sft   --db loupe.db --out exports/sft-1 --renderer speco3
+    python launch.py export rl    --db loupe.db --out exports/rl-1
+    python launch.py export pairs --db loupe.db --out exports/pairs-1
+
+What goes in
+- sft: agent trajectories an expert accepted (resolved label = agent verdict, well formed,
+  finished), trajectories an expert corrected, and approved authored trajectories.
+- rl: every candidate with a resolved label (expert reviews or adjudication), else the
+  verdict of an approved authored trajectory, a gold label or a catalogue label; label only.
+- pairs: the agent's trajectory against its correction (or against an approved authored
+  trajectory that reaches the other verdict).
+
+Where each part lives
+- `selection`: reading the store into `ExportRecord`s, one per object and task, and the
+  split rule (`collect`, `dedup`, `hash_split`, `object_split`).
+- `correction`: the correction rule (`corrected_trajectory`), used by sft and pairs.
+- `conversation`: a trajectory as chat messages with image placeholders, and its images.
+- `sft`, `rl`, `pairs`: one writer per format (each module says what its files hold).
+- `writing`: what those writers share (content-named images, streamed HF splits).
+- `manifest`: `manifest.json`, the write-then-rename that keeps a recorded batch complete,
+  and what a folder already holds on a re-run.
+- `pipeline`: `export_records`, records to a finished folder; `cli`: `run_export`, the
+  store to a recorded batch, and `launch.py export`.
+"""
+
+from annotate.export.cli import add_arguments, main, run_export
+from annotate.export.conversation import Conversation, conversation
+from annotate.export.correction import corrected_trajectory
+from annotate.export.manifest import content_hash
+from annotate.export.pipeline import export_records
+from annotate.export.record import KINDS, ExportRecord, ExportResult, Kind
+from annotate.export.selection import Collected, collect, dedup, hash_split, object_split
+
+__all__ = [
+    "KINDS",
+    "Collected",
+    "Conversation",
+    "ExportRecord",
+    "ExportResult",
+    "Kind",
+    "add_arguments",
+    "collect",
+    "content_hash",
+    "conversation",
+    "corrected_trajectory",
+    "dedup",
+    "export_records",
+    "hash_split",
+    "main",
+    "object_split",
+    "run_export",
+]

@@ -1,0 +1,133 @@
+"""`launch.py export`: collect from the store, write the export, record it as a batch.
+
+python launch.py export sft   --db loupe.db --out exports/sft-1 --renderer speco3
+python launch.py export rl    --db loupe.db --out exports/rl-1
+python launch.py export pairs --db loupe.db --out exports/pairs-1
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from annotate.export.manifest import folder_state, record_batch
+from annotate.export.pipeline import export_records
+from annotate.export.record import KINDS, ExportResult
+from annotate.export.selection import collect
+from db.store import DEFAULT_DB, Store
+
+
+def run_export(
+    db: Any,
+    kind: str,
+    out: str | Path,
+    *,
+    renderer: str = "fast",
+    test_fraction: float = 0.1,
+    full: bool = False,
+    include_auto: bool = False,
+    force: bool = False,
+    workers: int | None = None,
+    actor: str = "",
+) -> ExportResult:
+    """Collect from the store, write the export, and record it as an ExportBatch.
+
+    Safe to re-run after a crash, with the same arguments, wherever it stopped: the files
+    are renamed into `out` only when complete, and the batch is recorded (one transaction)
+    only after that. A re-run into a folder that holds a complete export no batch records
+    (killed between the rename and the commit) writes it again, byte-identical, and records
+    it; a re-run into a folder whose batch is recorded changes nothing and returns that
+    batch (`result.existing`).
+    """
+    store = db if isinstance(db, Store) else Store(db)
+    out = Path(out)
+    if not force and out.is_dir() and any(out.iterdir()):
+        state = folder_state(store, kind, out)
+        if isinstance(state, ExportResult):
+            return state
+        force = state
+    got = collect(store, kind, include_auto=include_auto)
+    previous = {} if full else store.exported_items(kind, "candidate")
+    batches = store.export_batches(kind)
+    result = export_records(
+        kind,
+        got.records,
+        out,
+        renderer=renderer,
+        previous=previous,
+        test_fraction=test_fraction,
+        existing_splits=got.existing_splits,
+        not_exported=got.not_exported,
+        workers=workers,
+        force=force,
+        version=store.code_version(),
+        since_batch=None if full or not batches else batches[-1].id,
+    )
+    result.batch_id = record_batch(store, kind, result, actor)
+    return result
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("kind", choices=KINDS, help="sft trajectories, rl labels or DPO pairs")
+    parser.add_argument("--db", default=DEFAULT_DB, help="database URL or SQLite file")
+    parser.add_argument("--out", required=True, help="new folder to write the export into")
+    parser.add_argument(
+        "--renderer",
+        default="fast",
+        choices=("fast", "speco3"),
+        help="renderer of the model that will train on the images (speco3 for Spec-o3 weights)",
+    )
+    parser.add_argument(
+        "--test-fraction",
+        type=float,
+        default=0.1,
+        help="fraction of objects without a stored split that go to test (by hash of object id)",
+    )
+    parser.add_argument(
+        "--full", action="store_true", help="export everything, not only what is new"
+    )
+    parser.add_argument(
+        "--include-auto",
+        action="store_true",
+        help="also export labels the agent set by auto-accept (no expert saw them)",
+    )
+    parser.add_argument("--force", action="store_true", help="replace --out if it is not empty")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="render processes; None: as many as CPUs, at most 4",
+    )
+    parser.add_argument("--actor", default="", help="who runs the export (recorded in the batch)")
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        result = run_export(
+            args.db,
+            args.kind,
+            args.out,
+            renderer=args.renderer,
+            test_fraction=args.test_fraction,
+            full=args.full,
+            include_auto=args.include_auto,
+            force=args.force,
+            workers=args.workers,
+            actor=args.actor,
+        )
+    except (FileExistsError, ValueError) as exc:
+        print(f"export: {exc}", file=sys.stderr)
+        return 2
+    m = result.manifest
+    if result.existing:
+        print(f"{args.kind}: {result.out} already holds batch {result.batch_id} "
+              f"({m['rows']} rows); nothing written")  # fmt: skip
+        return 0
+    print(f"{args.kind}: {m['rows']} rows into {result.out} ({result.seconds:.1f} s)")
+    for name in ("split", "task", "label", "source"):
+        print(f"  by {name}: {m['counts'][name]}")
+    for e in result.errors:
+        print(f"  skipped {e['id']}: {e['reason']}", file=sys.stderr)
+    return 0

@@ -1,0 +1,251 @@
+"""What an export draws from the store: the records, one per object and task, and their splits.
+
+- One row per object and task (`Candidate.object_id`); when several sources offer one, an
+  approved authored trajectory beats a correction, which beats an accepted agent run; the
+  newest wins among equals. Labels come from the store's resolution rule
+  (`Candidate.label`: majority with an adjudicator's override).
+- Splits by object: an object's existing `Candidate.split` wins (if its candidates name
+  several, the most held-out one: holdout > test > train); otherwise a hash of the object
+  id puts `--test-fraction` of objects in test. No object is in two splits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from agent.trajectory import Trajectory
+from annotate.authoring import authored_to_trajectory
+from annotate.export.correction import corrected_trajectory
+from annotate.export.record import SPLIT_ORDER, ExportRecord
+
+# A source's rank when several offer one object+task: higher wins.
+SOURCE_RANK = {"authored": 3, "corrected": 2, "accepted": 1, "review": 3, "gold": 2, "catalog": 1}
+# For pairs a correction is preferred: it shares the agent's steps up to the wrong one, a
+# cleaner contrast.
+PAIR_RANK = {"corrected": 3, "authored": 2}
+
+
+def hash_split(object_id: str, test_fraction: float, salt: str = "loupe") -> str:
+    """`test` for about `test_fraction` of object ids, `train` for the rest; stable.
+
+    >>> hash_split("obj-1", 0.0), hash_split("obj-1", 1.0)
+    ('train', 'test')
+    """
+    h = int(hashlib.sha256(f"{salt}:{object_id}".encode()).hexdigest()[:12], 16) / 16**12
+    return "test" if h < test_fraction else "train"
+
+
+def object_split(
+    object_id: str, existing: Iterable[str | None], test_fraction: float, salt: str = "loupe"
+) -> str:
+    """The split of an object: its candidates' existing split wins (the most held-out one
+    if they disagree), else the hash.
+
+    >>> object_split("o", ["train", None, "test"], 0.1)
+    'test'
+    >>> object_split("o", [None], 0.0)
+    'train'
+    """
+    named = {s for s in existing if s}
+    unknown = named - set(SPLIT_ORDER)
+    if unknown:
+        raise ValueError(f"object {object_id}: unknown split {sorted(unknown)}")
+    if named:
+        return max(named, key=SPLIT_ORDER.__getitem__)
+    return hash_split(object_id, test_fraction, salt)
+
+
+def dedup(
+    records: Iterable[ExportRecord], rank: dict[str, int] | None = None
+) -> list[ExportRecord]:
+    """One record per (object, task): the best source (`rank`), then the newest."""
+    rank = SOURCE_RANK if rank is None else rank
+    best: dict[tuple[str, str], ExportRecord] = {}
+
+    def key(r: ExportRecord) -> tuple:
+        return (rank.get(r.source, 0), r.recency, r.candidate_id)
+
+    for r in records:
+        k = (r.object_id, r.task)
+        if k not in best or key(r) > key(best[k]):
+            best[k] = r
+    return list(best.values())
+
+
+def sort_key(r: ExportRecord) -> tuple:
+    return (SPLIT_ORDER.get(r.split or "train", 9), r.task, r.object_id, r.key, r.candidate_id)
+
+
+def assign_splits(
+    records: Iterable[ExportRecord],
+    existing_splits: dict[str, set[str]],
+    test_fraction: float,
+    salt: str = "loupe",
+) -> None:
+    """Set each record's split to its object's (`object_split`), in place. `existing_splits`
+    maps object id -> the splits its candidates carry in the store (all of them, not only
+    exported)."""
+    for r in records:
+        splits = set(existing_splits.get(r.object_id, set())) | ({r.split} if r.split else set())
+        r.split = object_split(r.object_id, splits, test_fraction, salt)
+
+
+# -- reading the store -------------------------------------------------------------------
+@dataclass
+class Collected:
+    records: list[ExportRecord]
+    not_exported: dict[str, int]  # reason -> count
+    existing_splits: dict[str, set[str]]
+
+
+def collect(store: Any, kind: str, include_auto: bool = False) -> Collected:
+    """The records a `kind` export draws from, read from a `db.store.Store`."""
+    skipped: Counter = Counter()
+    existing = store.object_splits()
+    extra_ids = store.reference_labelled_ids() if kind == "rl" else []
+    cands = store.labelled_candidates()
+    usable = []
+    for c in cands:
+        if c.label_source == "auto" and not include_auto:
+            skipped["auto-accepted (no expert saw it)"] += 1
+            continue
+        usable.append(c)
+    if kind == "rl":
+        records = [_rl_record(c, c.label, "review") for c in usable]
+        labelled = {c.id for c in cands}
+        for a in store.list_authored(status="approved"):
+            # an audited expert trajectory is an expert label too
+            if a.candidate_id not in labelled and a.verdict in ("YES", "NO"):
+                c = store.candidate(a.candidate_id)
+                records.append(_rl_record(c, a.verdict, "authored"))
+                records[-1].recency = a.id
+                labelled.add(c.id)
+        for cid in extra_ids:
+            if cid in labelled:
+                continue
+            c = store.candidate(cid)
+            label, source = (c.gold_label, "gold") if c.gold_label else (c.known_label, "catalog")
+            if label in ("YES", "NO"):
+                records.append(_rl_record(c, label, source))
+        return Collected(records, dict(skipped), existing)
+
+    reviews: dict[int, list[Any]] = defaultdict(list)
+    for r in store.reviews():
+        reviews[r.candidate_id].append(r)
+    info_by_id = {c.id: c for c in cands}
+    wanted = {c.trajectory_id for c in usable if c.trajectory_id is not None}
+    wanted |= {r.trajectory_id for rs in reviews.values() for r in rs if r.trajectory_id}
+    trajectories = store.trajectory_records(sorted(wanted))
+
+    def traj(tid: int) -> Trajectory:
+        if tid not in trajectories:
+            trajectories[tid] = store.trajectory(tid)
+        return trajectories[tid]
+
+    records: list[ExportRecord] = []
+    for c in usable:
+        rec, reason = _review_record(c, reviews.get(c.id, []), traj, kind)
+        if rec is not None:
+            records.append(rec)
+        elif reason:
+            skipped[reason] += 1
+
+    for a in store.list_authored(status="approved"):
+        c = info_by_id.get(a.candidate_id) or store.candidate(a.candidate_id)
+        if c.label in ("YES", "NO") and c.label != a.verdict:
+            skipped["approved authored verdict disagrees with the resolved label"] += 1
+            continue
+        chosen = authored_to_trajectory(a, c)
+        rejected = None
+        if kind == "pairs":
+            agent = traj(c.trajectory_id) if c.trajectory_id is not None else None
+            if agent is None or agent.verdict == a.verdict:
+                continue  # nothing to contrast: the agent reached the same verdict
+            rejected = agent
+        records.append(
+            ExportRecord(
+                candidate_id=c.id,
+                key=c.key,
+                object_id=c.object_id,
+                task=c.task,
+                label=a.verdict,
+                source="authored",
+                spectrum_ref=dict(c.spectrum_ref),
+                split=c.split,
+                trajectory=chosen,
+                rejected=rejected,
+                recency=a.id,
+            )
+        )
+    return Collected(records, dict(skipped), existing)
+
+
+def _rl_record(c: Any, label: str, source: str) -> ExportRecord:
+    return ExportRecord(
+        candidate_id=c.id,
+        key=c.key,
+        object_id=c.object_id,
+        task=c.task,
+        label=label,
+        source=source,
+        spectrum_ref=dict(c.spectrum_ref),
+        split=c.split,
+    )
+
+
+def _review_record(
+    c: Any, reviews: list[Any], traj: Callable[[int], Trajectory], kind: str
+) -> tuple[ExportRecord | None, str | None]:
+    """The accepted or corrected trajectory behind a candidate's resolved label."""
+    label = c.label
+    agreeing = [r for r in reviews if r.label == label]
+    corrections = [
+        r
+        for r in agreeing
+        if r.action in ("correct", "reject")
+        and (r.explanation or "").strip()
+        and r.trajectory_id is not None
+    ]
+    base = dict(
+        candidate_id=c.id,
+        key=c.key,
+        object_id=c.object_id,
+        task=c.task,
+        label=label,
+        spectrum_ref=dict(c.spectrum_ref),
+        split=c.split,
+    )
+    if corrections:
+        r = max(corrections, key=lambda r: (r.updated, r.id))
+        agent = traj(r.trajectory_id)
+        try:
+            fixed = corrected_trajectory(agent, label, r.explanation, r.wrong_step)
+        except ValueError as exc:
+            return None, f"correction not applicable ({exc})"
+        return (
+            ExportRecord(
+                **base, source="corrected", trajectory=fixed, rejected=agent, recency=r.id
+            ),
+            None,
+        )
+    if kind == "pairs":
+        return None, None  # an accepted run has nothing to contrast with
+    accepted = [r for r in agreeing if r.trajectory_id is not None]
+    tid = (
+        max(accepted, key=lambda r: (r.updated, r.id)).trajectory_id
+        if accepted
+        else c.trajectory_id
+    )
+    if tid is None:
+        return None, "no agent trajectory (label only: rl)"
+    t = traj(tid)
+    if t.verdict != label:
+        return None, "label differs from the agent's verdict and no explanation was given"
+    if not t.format_ok or t.state != "done":
+        return None, "agent trajectory malformed or unfinished"
+    recency = max((r.id for r in agreeing), default=0)
+    return ExportRecord(**base, source="accepted", trajectory=t, recency=recency), None

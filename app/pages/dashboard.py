@@ -1,0 +1,144 @@
+"""The dashboard: progress, decision rates, agent-vs-expert quality, calibration, speed and
+agreement, aggregated in the database and drawn as Plotly figures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from annotate import agreement as ag
+from app import plots
+from app.context import Context, Viewer
+from app.views import DashboardView
+
+
+def _bar_layout(title: str, **extra: Any) -> dict[str, Any]:
+    lay = {"title": {"text": title, "font": {"size": 13}}, "height": 300,
+           "margin": {"l": 50, "r": 10, "t": 40, "b": 40}, "plot_bgcolor": "white",
+           "barmode": "stack", "legend": {"orientation": "h", "y": -0.2}}  # fmt: skip
+    lay.update(extra)
+    return lay
+
+
+def _r(v: float) -> float | None:
+    return None if v != v else round(float(v), 3)
+
+
+def dashboard(ctx: Context, ex: Viewer | None, task: str = "all", precision: float = 0.95):
+    """Progress, decision rates, agent-vs-expert quality, calibration, speed, agreement."""
+    if ex is None:
+        empty = plots.empty_figure("Log in first.")
+        none = {"headers": ["-"], "data": []}
+        return DashboardView("Log in first.", empty, empty, empty, empty, empty, empty, none, none)
+    only = None if task in (None, "", "all") else task
+    # Aggregated in the database: nothing here grows with the number of candidates.
+    st = ctx.store.dashboard_stats(only)
+    tasks = st.tasks
+    # progress per task
+    done, auto, total = st.reviewed, st.auto, st.total
+    progress = {
+        "data": [
+            {"type": "bar", "name": "reviewed", "x": tasks, "y": [done[t] for t in tasks],
+             "marker": {"color": "#2a9d8f"}},
+            {"type": "bar", "name": "auto-accepted", "x": tasks, "y": [auto[t] for t in tasks],
+             "marker": {"color": "#8ab17d"}},
+            {"type": "bar", "name": "open", "x": tasks,
+             "y": [total[t] - done[t] - auto[t] for t in tasks], "marker": {"color": "#ccc"}},
+        ],
+        "layout": _bar_layout("Progress per task"),
+    }  # fmt: skip
+    # action rates per task
+    acts = ["accept", "reject", "correct", "skip", "flag"]
+    colours = ["#2a9d8f", "#c1121f", "#f4a261", "#999", "#6d597a"]
+    counts = {t: {a: st.actions.get(t, {}).get(a, 0) for a in acts} for t in tasks}
+    rates = {
+        "data": [
+            {"type": "bar", "name": a, "x": tasks, "marker": {"color": col},
+             "y": [counts[t][a] / max(1, sum(counts[t].values())) for t in tasks]}
+            for a, col in zip(acts, colours)
+        ],
+        "layout": _bar_layout("Decisions per task (share)", yaxis={"tickformat": ".0%"}),
+    }  # fmt: skip
+    # agent vs experts
+    labelled = [(t, v, lab) for t, v, lab, n in st.confusion for _ in range(n)]
+    cm = ag.confusion_by_task(labelled)
+    per_task = []
+    z, ylab = [], []
+    for t, conf in cm.items():
+        p = ag.prf(conf)
+        per_task.append([t, conf.n, conf.tp, conf.fp, conf.fn, conf.tn, conf.unanswered,
+                         _r(p.precision), _r(p.recall), _r(p.f1)])  # fmt: skip
+    tot = ag.confusion((v, lab) for _, v, lab in labelled) if labelled else None
+    if tot is not None:
+        z = [[tot.tp, tot.fn], [tot.fp, tot.tn]]
+        ylab = ["expert YES", "expert NO"]
+    confusion_fig = {
+        "data": [{"type": "heatmap", "z": z, "x": ["agent YES", "agent NO"], "y": ylab,
+                  "colorscale": "Blues", "showscale": False, "texttemplate": "%{z}"}],
+        "layout": _bar_layout(f"Agent vs experts ({'all tasks' if not only else only}; "
+                              f"F1 {_r(ag.prf(tot).f1) if tot else '–'})",
+                              yaxis={"autorange": "reversed"}),
+    } if tot else plots.empty_figure("No expert labels yet.")  # fmt: skip
+    # reliability + hand-off threshold
+    # each histogram cell stands for its items at the cell's mean P(YES) (cells 0.001 wide)
+    scored = [(sm / n, lab) for _, lab, n, sm in st.confidence_hist for _ in range(n)]
+    if scored:
+        rel = ag.reliability_diagram([s[0] for s in scored], [s[1] for s in scored])
+        plan = ag.handoff_plan([s[0] for s in scored], [s[1] for s in scored],
+                               target_precision=float(precision))  # fmt: skip
+        xs = [b.mean_confidence for b in rel.bins if b.count]
+        ys = [b.yes_rate for b in rel.bins if b.count]
+        shapes = []
+        for thr in (plan.yes_threshold, plan.no_threshold):
+            if thr is not None:
+                shapes.append({"type": "line", "x0": thr, "x1": thr, "y0": 0, "y1": 1,
+                               "line": {"dash": "dash", "color": "#c1121f"}})  # fmt: skip
+        reliability = {
+            "data": [
+                {"type": "scatter", "x": [0, 1], "y": [0, 1], "mode": "lines",
+                 "line": {"dash": "dot", "color": "#999"}, "name": "perfect"},
+                {"type": "scatter", "x": xs, "y": ys, "mode": "lines+markers", "name": "agent",
+                 "text": [f"n={b.count}" for b in rel.bins if b.count]},
+            ],
+            "layout": _bar_layout(
+                f"Reliability (ECE {_r(rel.ece)}); hand-off for precision {precision:.2f}: "
+                f"YES ≥ {_r(plan.yes_threshold) if plan.yes_threshold is not None else '–'}, "
+                f"NO ≤ {_r(plan.no_threshold) if plan.no_threshold is not None else '–'}, "
+                f"{plan.human_fraction:.0%} to humans",
+                xaxis={"title": {"text": "agent P(YES)"}, "range": [0, 1]},
+                yaxis={"title": {"text": "expert YES rate"}, "range": [0, 1]}, shapes=shapes,
+            ),
+        }  # fmt: skip
+    else:
+        reliability = plots.empty_figure("No labelled candidates with a confidence yet.")
+    # seconds per spectrum per expert
+    secs = st.seconds  # expert -> n, min, q1, median, q3, max
+    speed = {
+        "data": [{"type": "box", "name": n, "x": [n], "q1": [q["q1"]], "median": [q["median"]],
+                  "q3": [q["q3"]], "lowerfence": [q["min"]], "upperfence": [q["max"]],
+                  "hovertext": f"{q['n']} timed reviews"} for n, q in secs.items()],
+        "layout": _bar_layout("Seconds per spectrum per expert", showlegend=False),
+    } if secs else plots.empty_figure("No timed reviews yet.")  # fmt: skip
+    # agreement and gold accuracy
+    ratings = [ag.Rating(c, t, e, lab) for c, t, e, lab in st.ratings]  # items with 2+ reviews
+    kappa = [[t, a.n_items, a.n_ratings, _r(a.fleiss), _r(a.cohen_mean)]
+             for t, a in ag.kappa_by_task(ratings).items()]  # fmt: skip
+    gs = ag.gold_accuracy([ag.Rating(c, t, e, lab) for c, t, e, lab, _ in st.gold],
+                          {c: g for c, _, _, _, g in st.gold})  # fmt: skip
+    gold_fig = {
+        "data": [{"type": "bar", "x": list(gs), "y": [g.accuracy for g in gs.values()],
+                  "text": [f"{g.correct}/{g.n}" for g in gs.values()], "marker": {"color": "#1f3b73"}}],
+        "layout": _bar_layout("Gold-standard accuracy per expert", yaxis={"range": [0, 1],
+                              "tickformat": ".0%"}),
+    } if gs else plots.empty_figure("No gold-standard items reviewed yet.")  # fmt: skip
+    n_rev = sum(done.values())
+    med = st.seconds_median
+    summary = (
+        f"**{sum(total.values())}** candidates · **{n_rev}** reviewed · **{st.n_reviews}** "
+        f"decisions by **{len(secs) or st.n_reviewers}** expert(s)"
+        + (f" · median **{med:.1f} s** per spectrum" if med is not None else "")
+    )
+    head = ["task", "n", "TP", "FP", "FN", "TN", "no verdict", "precision", "recall", "F1"]
+    khead = ["task", "items (2+ raters)", "ratings", "Fleiss κ", "mean Cohen κ"]
+    return DashboardView(summary, progress, rates, confusion_fig, reliability, speed, gold_fig,
+                         {"headers": head, "data": per_task},
+                         {"headers": khead, "data": kappa})  # fmt: skip

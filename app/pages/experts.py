@@ -1,0 +1,33 @@
+"""The experts page: the team's accounts; admins add experts and change roles and passwords
+(through `annotate.experts`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from annotate import experts
+from app.context import USER_ERRORS, Context, Viewer, require
+from app.render_md import escape
+
+
+def expert_table(ctx: Context, ex: Viewer | None) -> list[list[Any]]:
+    if ex is None:
+        return []
+    return [[e.name, e.role, "yes" if e.active else "no", e.review_count]
+            for e in ctx.store.experts()]  # fmt: skip
+
+
+def add_expert(ctx: Context, ex: Viewer | None, name: str, role: str, password: str) -> str:
+    try:
+        require(ex, admin=True)
+        name = (name or "").strip()
+        if not name:
+            return "Give a name."
+        if ctx.store.expert(name) is None:
+            experts.create_expert(ctx.store, name, role, password or None, actor=ex.name)
+        else:
+            experts.update_expert(ctx.store, name, role=role, password=password or None,
+                                  actor=ex.name)  # fmt: skip
+    except (*USER_ERRORS, ValueError, LookupError) as e:  # a bad role or name says so
+        return f"Refused: {escape(e)}"
+    return f"Expert **{escape(name)}** saved ({escape(role)})."

@@ -1,0 +1,40 @@
+"""The export page: admins run the SFT, RL and pairs exports (`annotate.export`) and
+download what they wrote."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from annotate import export
+from app.context import AccessError, Context, Viewer, require
+from app.render_md import escape
+from app.views import ExportView
+
+
+def export_history(ctx: Context) -> dict[str, Any]:
+    rows = [[b.id, b.kind, str(b.created)[:19], b.actor, b.path or "",
+             sum((b.manifest or {}).get("counts", {}).get("total", {}).values())
+             if isinstance((b.manifest or {}).get("counts", {}).get("total"), dict) else ""]
+            for b in ctx.store.export_batches()]  # fmt: skip
+    return {"headers": ["batch", "kind", "created", "by", "folder", "items"], "data": rows}
+
+
+def run_export(ctx: Context, ex: Viewer | None, kind: str) -> ExportView:
+    """Run one export (admins only); list its files as download links."""
+    try:
+        require(ex, admin=True)
+        if kind not in ("sft", "rl", "pairs"):
+            raise ValueError(f"unknown export {kind!r}")
+        out = ctx.export_dir / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
+        result = export.run_export(ctx.store, kind, out, actor=ex.name)
+    except (AccessError, ValueError) as e:
+        return ExportView(f"Refused: {escape(e)}", None, [], export_history(ctx))
+    folder = Path(result.out)
+    files = sorted(str(p) for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
+    # Image folders can hold thousands of files: link the data and the manifest first.
+    files.sort(key=lambda f: (Path(f).suffix in (".png", ".jpg"), f))
+    msg = (f"**{kind}** export: {len(result.items)} new item(s), {len(result.errors)} error(s), "
+           f"{result.seconds:.1f} s, in `{escape(folder)}` (batch {result.batch_id}).")  # fmt: skip
+    return ExportView(msg, result.manifest, files[:50], export_history(ctx))

@@ -1,0 +1,119 @@
+"""Adding candidates from the app: uploaded files or a server path inside a data root,
+ingested (`db.ingest`) and vetted by the serving policy (`db.vet.vet_into_store`), the same
+pipeline as `launch.py ingest` and `launch.py vet --db`.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from agent.catalog import CandidateRef
+from agent.spectrum import SpectrumError
+from app.context import AccessError, Context, Viewer, refusal, require
+from app.render_md import escape
+
+log = logging.getLogger(__name__)
+
+
+def ingest_and_vet(
+    ctx: Context, refs: list[Any], *, policy: str | None = None, actor: str = "app"
+) -> int:
+    """Add candidates to the store and record the agent's trajectory for each.
+
+    `refs` are `CandidateRef`s or catalogue rows (dicts with id, task, path, ...). A spectrum
+    that cannot be read is logged and left out; the others go on. Candidates the serving
+    policy has already vetted (same run set-up) are not vetted again. Returns the number of
+    trajectories recorded.
+    """
+    from db.ingest import ingest_refs
+    from db.vet import vet_into_store
+
+    refs = [
+        r if isinstance(r, CandidateRef) else
+        CandidateRef(id=r["id"], task=r["task"], path=r["path"], hdu=r.get("hdu"),
+                     row=r.get("row"), label=r.get("label") or None)
+        for r in refs
+    ]  # fmt: skip
+    _, problems, added = ingest_refs(ctx.store, refs, actor=actor)
+    for item, problem in problems:
+        log.warning("not ingested: %s: %s", item, problem)
+    if not added:
+        return 0
+    # Inline (one worker, no progress bar): this runs inside the server's request.
+    stats = vet_into_store(
+        ctx.store, added, policy=policy or ctx.policy, actor=actor, workers=1, no_progress=True
+    )
+    return stats.n
+
+
+def inside_roots(ctx: Context, path: str | Path) -> Path:
+    """`path` resolved, if it lies inside a configured data root (symlinks followed)."""
+    p = Path(path).expanduser()
+    p = (p if p.is_absolute() else Path.cwd() / p).resolve()
+    for root in ctx.data_roots:
+        if p == root or root in p.parents:
+            return p
+    raise AccessError(f"{path}: outside the data roots ({', '.join(map(str, ctx.data_roots))})")
+
+
+def ingest_upload(
+    ctx: Context, ex: Viewer | None, files: list, task: str, path: str | None = None
+) -> str:
+    """Uploaded spectrum files (size-limited, read before they are kept) or a server path
+    inside a data root: ingested and vetted by the agent."""
+    import hashlib
+    import shutil
+
+    from agent.formats import expand_candidates
+
+    # Every path a file names (a catalogue's lines) must stay inside the data roots too.
+    def read_candidates(path: Path, task: str):
+        return expand_candidates([str(path)], task=task, roots=ctx.data_roots)
+
+    try:
+        require(ex)
+    except AccessError as e:
+        return f"Refused: {escape(e)}"
+    lines: list[str] = []
+    refs = []
+    upload_dir = ctx.data_roots[0] / "uploads"
+    for f in files or []:
+        src = Path(getattr(f, "name", f))
+        name = src.name
+        try:
+            size = src.stat().st_size
+            if size > ctx.settings.max_upload_bytes:
+                raise SpectrumError(name, f"file is {size / 1e6:.1f} MB; the limit is "
+                                          f"{ctx.settings.max_upload_bytes / 1e6:.1f} MB")  # fmt: skip
+            digest = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
+            upload_dir.mkdir(parents=True, exist_ok=True)
+            dest = upload_dir / f"{digest}-{Path(name).name}"
+            shutil.copyfile(src, dest)
+            try:
+                found = read_candidates(dest, task=task)
+                for r in found:
+                    r.load()  # validate now: a bad file is refused before it is ingested
+            except BaseException:  # whatever refused it, the copy must not stay
+                dest.unlink(missing_ok=True)
+                raise
+            refs += found
+            lines.append(f"- {escape(name)}: {len(found)} spectrum(s)")
+        except (SpectrumError, OSError, ValueError) as e:
+            lines.append(f"- {escape(name)}: refused ({escape(e)})")
+    if path and path.strip():
+        try:
+            p = inside_roots(ctx, path.strip())
+            found = read_candidates(p, task=task)
+            refs += found
+            lines.append(f"- {escape(path)}: {len(found)} candidate(s)")
+        except (AccessError, SpectrumError, OSError, ValueError) as e:
+            lines.append(f"- {escape(path)}: refused ({escape(e)})")
+    if refs:
+        try:
+            n = ingest_and_vet(ctx, refs, actor=ex.name)
+            lines.append(f"\n{n} candidate(s) vetted by the `{escape(ctx.policy)}` agent.")
+        except Exception as e:
+            lines.append("\n" + refusal("Ingest failed", e))
+    return "\n".join(lines) or "Choose files or type a path."

@@ -1,0 +1,102 @@
+"""The records the pages show: plain dataclasses the Gradio layer maps onto components."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class QueueFilters:
+    """The vet page's queue filters, as the page's controls hold them."""
+
+    task: str = "all"
+    band: str = "all"  # "all" or "lo-hi" on P(YES)
+    status: str = "any"  # any / unreviewed / reviewed / conflict / flagged
+    survey: str = "all"
+    split: str = "all"
+
+    def confidence_range(self) -> tuple[float, float] | None:
+        if not self.band or self.band == "all":
+            return None
+        lo, hi = (float(v) for v in self.band.split("-"))
+        return lo, hi
+
+
+@dataclass
+class Display:
+    markers: bool = True
+    error: bool = True
+    smooth: int = 0
+    frame: str = "rest"
+    images: bool = False
+
+
+@dataclass
+class StepView:
+    fig: dict[str, Any] | None
+    thought_html: str
+    image: Any = None  # PIL image the model saw, when asked for
+
+
+@dataclass
+class VetView:
+    candidate_id: str | None
+    header_html: str
+    global_fig: dict[str, Any] | None
+    steps: list[StepView]
+    answer_html: str
+    correct_label: str | None = None
+    explanation: str = ""
+    step_choices: list[str] = field(default_factory=lambda: ["none"])
+    message: str = ""
+    surveys: list[str] = field(default_factory=list)
+    server_ms: float = 0.0
+    # What the page draws: the step panels as one figure, and beside it each step's
+    # thought (and image) in a block of the same height, so step k sits next to panel k.
+    zoom_fig: dict[str, Any] | None = None
+    thoughts_html: str = ""
+
+
+@dataclass
+class DraftView:
+    header_html: str
+    global_fig: dict[str, Any] | None
+    rows: list[list[Any]]
+    verdict: str | None
+    explanation: str
+    message: str = ""
+
+
+@dataclass
+class DashboardView:
+    summary: str
+    progress: dict
+    rates: dict
+    confusion: dict
+    reliability: dict
+    speed: dict
+    gold: dict
+    per_task: dict[str, Any]  # {"headers", "data"}
+    kappa: dict[str, Any]
+
+
+@dataclass
+class ExportView:
+    """What the export page shows after a run: its message, manifest, files and history."""
+
+    message: str
+    manifest: dict[str, Any] | None
+    files: list[str]
+    history: dict[str, Any]
+
+
+def new_state() -> dict[str, Any]:
+    """Per-session state: the candidate shown (store id and key), when it was shown, the
+    session's history for k/j, and a comment waiting for the next action."""
+    return {"current": None, "key": None, "shown_at": None, "history": [], "pos": -1,
+            "comment": None}  # fmt: skip
+
+
+def current_id(state: dict[str, Any]) -> str:
+    return (state or {}).get("key") or ""

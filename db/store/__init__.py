@@ -1,0 +1,102 @@
+"""`Store`: the one object through which Loupe reads and writes its database.
+
+    store = Store("sqlite:///loupe.db")        # or a path, "sqlite://" (memory), any SQLAlchemy URL
+    store.add_candidates(refs)                 # CandidateRefs -> AddReport(added, existing, errors)
+    run_id = store.start_run("rules", None, "fast", {"max_turns": 8})
+    store.record_trajectory(traj, run_id)      # agent.trajectory.Trajectory -> trajectory id
+    cid = store.next_item("ada", QueueConfig(overlap=1))   # leases the item to "ada"
+    store.record_review("ada", cid, "reject", comment="no C2 bands", seconds=7.5)
+
+Opening a store runs the Alembic migrations up to head. Every write runs in one transaction
+together with its `AuditEvent`; SQLite writes start with BEGIN IMMEDIATE so concurrent
+writers queue on the busy timeout instead of failing on a lock upgrade (and threads of one
+process queue on a Python lock first). SQLite runs in WAL mode with foreign keys on;
+commits are fsynced except those that only move leases. On PostgreSQL, a review locks its
+candidate row and lease hand-out takes an advisory lock, so counts stay exact.
+
+Public methods (all take/return plain values, dataclasses or detached rows):
+- candidates: `add_candidates`, `candidate` -> CandidateInfo, `find_candidate` (jump to
+  id), `find_by_path`, `list_candidates(Filters)`, `count_candidates`, `load_spectrum`
+  (read from its file through an LRU cache), `set_gold`, `set_split`, `tasks`
+- agent runs: `start_run`, `record_trajectory`, `record_trajectories`, `trajectory`,
+  `trajectories`, `done_keys`, `runs`
+- queue: `next_item`, `claim`, `release`, `leases`, `auto_accept`, `set_setting`, `setting`
+- reviews: `record_review`, `reviews`, `review`, `review_history`, `adjudicate`,
+  `conflicts`
+- experts: `create_expert`, `update_expert`, `ensure_expert`, `expert` (= `get_expert`),
+  `experts` (= `list_experts`), `set_password`, `verify_password`, `login` -> token,
+  `session_expert(token)` -> name, `logout` (argon2id hashes; only token hashes are kept)
+- authored trajectories: `create_authored`, `update_authored`, `submit_authored`,
+  `review_authored`, `authored`, `list_authored`
+- exports: `labelled_candidates`, `exported_items`, `record_export`, `export_batches`
+- dashboard: `dashboard_stats(task)` -> DashboardStats (aggregated in the database)
+- audit: `audit_events`, `integrity_check`
+
+Layout: `core` (engine, locks, transactions, audit, migrations, settings), one module per
+resource (`candidates`, `runs`, `accounts` with the hashing in `auth`, `queue`, `reviews`,
+`authored`, `dashboard`, `exports`), the plain `records` handed out, the pure `rules`
+(queue priority, review labels) and the `errors`. `Store` mixes the resources into one object.
+
+Errors: `StoreError` (bad input, names the item), `NotFound`, `StorePermissionError`
+(also a PermissionError: e.g. revising another expert's review).
+"""
+
+from __future__ import annotations
+
+from db.store.accounts import AccountsMixin
+from db.store.auth import ARGON2_PARAMS, hash_password, verify_password_hash
+from db.store.authored import AuthoredMixin
+from db.store.candidates import SURVEY_META, CandidatesMixin
+from db.store.core import DEFAULT_DB, MIGRATIONS, REPO, CoreMixin, code_version, file_hash
+from db.store.dashboard import DashboardMixin
+from db.store.errors import NotFound, StoreError, StorePermissionError
+from db.store.exports import ExportsMixin
+from db.store.queue import QueueMixin
+from db.store.records import AddReport, CandidateInfo, DashboardStats, Filters, QueueConfig
+from db.store.reviews import ReviewsMixin
+from db.store.rules import UNVETTED_PRIORITY, derive_label, queue_priority, resolve_label
+from db.store.runs import RunsMixin, run_fingerprint, trajectory_record
+
+__all__ = [
+    "ARGON2_PARAMS",
+    "DEFAULT_DB",
+    "MIGRATIONS",
+    "REPO",
+    "SURVEY_META",
+    "UNVETTED_PRIORITY",
+    "AddReport",
+    "CandidateInfo",
+    "DashboardStats",
+    "Filters",
+    "NotFound",
+    "QueueConfig",
+    "Store",
+    "StoreError",
+    "StorePermissionError",
+    "code_version",
+    "derive_label",
+    "file_hash",
+    "hash_password",
+    "queue_priority",
+    "resolve_label",
+    "run_fingerprint",
+    "trajectory_record",
+    "verify_password_hash",
+]
+
+# The rules' doctests live in db.store.rules; `doctest.testmod(db.store)` runs them too.
+__test__ = {f.__name__: f for f in (queue_priority, derive_label, resolve_label)}
+
+
+class Store(
+    CoreMixin,
+    CandidatesMixin,
+    RunsMixin,
+    AccountsMixin,
+    QueueMixin,
+    ReviewsMixin,
+    AuthoredMixin,
+    DashboardMixin,
+    ExportsMixin,
+):
+    """Loupe's database. `url` is any SQLAlchemy URL or a plain file path (SQLite)."""

@@ -1,0 +1,143 @@
+"""Expert accounts: creating and updating them, passwords and login sessions (the hashing
+itself is in `db.store.auth`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from db import models as m
+from db.models import utcnow
+from db.store.auth import hash_password, token_hash, verify_password_hash
+from db.store.errors import NotFound, StoreError
+
+
+class AccountsMixin:
+    """Experts, their passwords and login sessions."""
+
+    def _expert(self, s: Session, who: str | int) -> m.Expert:
+        q = select(m.Expert).where(
+            m.Expert.id == who if isinstance(who, int) else m.Expert.name == who
+        )
+        e = s.scalars(q).first()
+        if e is None:
+            raise NotFound(f"no expert {who!r}")
+        return e
+
+    def create_expert(
+        self,
+        name: str,
+        role: str = "expert",
+        password_hash: str | None = None,
+        actor: str = "admin",
+    ) -> m.Expert:
+        name = (name or "").strip()
+        if not name:
+            raise StoreError("expert name is empty")
+        if role not in m.ROLES:
+            raise StoreError(f"role must be one of {m.ROLES} (got {role!r})")
+        with self._tx() as s:
+            if s.scalar(select(m.Expert.id).where(m.Expert.name == name)) is not None:
+                raise StoreError(f"expert {name!r} already exists")
+            e = m.Expert(name=name, role=role, password_hash=password_hash)
+            s.add(e)
+            s.flush()
+            self._audit(s, actor, "create_expert", "expert", e.id, {"name": name, "role": role})
+            return e
+
+    def update_expert(
+        self,
+        name: str,
+        *,
+        role: str | None = None,
+        password_hash: str | None = None,
+        active: bool | None = None,
+        actor: str = "admin",
+    ) -> m.Expert:
+        if role is not None and role not in m.ROLES:
+            raise StoreError(f"role must be one of {m.ROLES} (got {role!r})")
+        with self._tx() as s:
+            e = self._expert(s, name)
+            changed = {}
+            if role is not None:
+                e.role = changed["role"] = role
+            if password_hash is not None:
+                e.password_hash = password_hash
+                changed["password"] = "changed"
+                s.execute(delete(m.ExpertSession).where(m.ExpertSession.expert_id == e.id))
+            if active is not None:
+                e.active = changed["active"] = bool(active)
+            self._audit(s, actor, "update_expert", "expert", e.id, changed)
+            return e
+
+    def expert(self, who: str | int) -> m.Expert | None:
+        with self._ro() as s:
+            try:
+                return self._expert(s, who)
+            except NotFound:
+                return None
+
+    def experts(self) -> list[m.Expert]:
+        with self._ro() as s:
+            return list(s.scalars(select(m.Expert).order_by(m.Expert.name)))
+
+    def ensure_expert(self, name: str, role: str = "expert") -> m.Expert:
+        """The expert called `name`, created (without a password) if absent."""
+        e = self.expert(name)
+        if e is not None:
+            return e
+        try:
+            return self.create_expert(name, role)
+        except StoreError:  # created meanwhile by another process
+            e = self.expert(name)
+            if e is None:
+                raise
+            return e
+
+    def set_password(self, name: str, password: str, actor: str = "admin") -> m.Expert:
+        return self.update_expert(name, password_hash=hash_password(password), actor=actor)
+
+    def verify_password(self, name: str, password: str) -> m.Expert | None:
+        """The active expert if `password` is theirs, else None (same cost either way)."""
+        e = self.expert(name) if name else None
+        ok = verify_password_hash(e.password_hash if e is not None else None, password or "")
+        return e if ok and e is not None and e.active else None
+
+    def login(self, name: str, password: str, ttl_seconds: float = 12 * 3600) -> str | None:
+        """A new session token for a correct name and password, else None."""
+        e = self.verify_password(name, password)
+        if e is None:
+            with self._tx() as s:
+                self._audit(s, name or "", "login_failed", "expert", None)
+            return None
+        token = secrets.token_urlsafe(32)
+        expires = utcnow() + dt.timedelta(seconds=ttl_seconds)
+        with self._tx() as s:
+            s.execute(delete(m.ExpertSession).where(m.ExpertSession.expires < utcnow()))
+            s.add(m.ExpertSession(token_hash=token_hash(token), expert_id=e.id, expires=expires))
+            self._audit(s, e.name, "login", "expert", e.id)
+        return token
+
+    def session_expert(self, token: str | None) -> str | None:
+        """The name of the active expert owning this unexpired session token, else None."""
+        if not token:
+            return None
+        with self._ro() as s:
+            row = s.get(m.ExpertSession, token_hash(token))
+            if row is None or row.expires <= utcnow():
+                return None
+            e = s.get(m.Expert, row.expert_id)
+            return e.name if e is not None and e.active else None
+
+    def logout(self, token: str) -> None:
+        with self._tx() as s:
+            row = s.get(m.ExpertSession, token_hash(token))
+            if row is not None:
+                s.delete(row)
+                self._audit(s, str(row.expert_id), "logout", "expert", row.expert_id)
+
+    get_expert = expert
+    list_experts = experts

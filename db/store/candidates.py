@@ -1,0 +1,463 @@
+"""Tasks, spectra and candidates: adding them in bulk, reading, filtering and the
+denormalised review and queue columns each candidate row keeps current."""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import JSON, func, select, update
+from sqlalchemy.orm import Session
+
+from agent.catalog import CandidateRef
+from db import models as m
+from db.models import utcnow
+from db.store.errors import NotFound, StoreError
+from db.store.records import AddReport, CandidateInfo, Filters
+from db.store.rules import VETTED, queue_priority, resolve_label
+from db.store.values import float_or_none, hdu_out, jsonable, ref_key, str_or_none
+
+# Survey metadata of a spectrum the store keeps in its own columns.
+SURVEY_META = (
+    "survey",
+    "obsid",
+    "ra",
+    "dec",
+    "snr",
+    "survey_class",
+    "survey_subclass",
+    "simulated",
+)
+_KNOWN_INFO = {
+    *SURVEY_META,
+    "score",
+    "split",
+    "object_id",
+    "source_catalog",
+    "gold",
+    "gold_label",
+    "content_hash",
+}
+
+
+@functools.lru_cache(maxsize=256)
+def _load_spectrum_cached(path: str, hdu: Any, row: Any) -> Any:
+    from agent.formats import load_one
+
+    return load_one(Path(path), hdu=hdu, row=row)
+
+
+class CandidatesMixin:
+    """Tasks, spectra and candidates of a `Store` (uses `CoreMixin`'s transactions)."""
+
+    def _task_id(self, s: Session, name: str, create: bool = True) -> int:
+        tid = s.scalar(select(m.Task.id).where(m.Task.name == name))
+        if tid is None:
+            if not create:
+                raise NotFound(f"unknown task {name!r}")
+            t = m.Task(name=name)
+            s.add(t)
+            s.flush()
+            tid = t.id
+        return tid
+
+    def tasks(self) -> list[str]:
+        with self._ro() as s:
+            return list(s.scalars(select(m.Task.name).order_by(m.Task.name)))
+
+    def surveys(self) -> list[str]:
+        """The surveys named by any candidate, sorted."""
+        with self._ro() as s:
+            return sorted({v for v in s.scalars(select(m.Candidate.survey).distinct()) if v})
+
+    def add_candidates(
+        self,
+        refs: Iterable[CandidateRef],
+        *,
+        source_catalog: str | None = None,
+        split: str | None = None,
+        gold: bool = False,
+        meta: dict[int, dict[str, Any]] | None = None,
+        hashes: dict[str, str] | None = None,
+        actor: str = "ingest",
+        batch_size: int = 5000,
+    ) -> AddReport:
+        """Insert candidates (and their spectra) that are not there yet.
+
+        Idempotent: a candidate already present (same file reference and task, or same id
+        and task) is counted in `existing`, never duplicated. A bad ref is refused with its
+        index and reason in `errors`; the good ones are kept. `meta[i]` holds optional
+        spectrum metadata for the i-th ref (survey, ra, dec, snr, obsid, survey_class, ...);
+        `hashes` maps a path to its content hash. Each batch commits on its own.
+        """
+        report = AddReport()
+        batch: list[tuple[int, CandidateRef, dict[str, Any]]] = []
+        for i, ref in enumerate(refs):
+            info = dict(ref.extra)
+            if meta and i in meta:
+                info.update(meta[i])
+            problem = _check_ref(ref, info, split)
+            if problem:
+                report.errors.append((i, ref.id or ref.path or f"#{i}", problem))
+                continue
+            batch.append((i, ref, info))
+            if len(batch) >= batch_size:
+                self._add_batch(batch, report, source_catalog, split, gold, hashes, actor)
+                batch = []
+        if batch:
+            self._add_batch(batch, report, source_catalog, split, gold, hashes, actor)
+        return report
+
+    def _add_batch(self, batch, report, source_catalog, split, gold, hashes, actor) -> None:
+        now = utcnow()
+        with self._tx() as s:
+            task_ids = {name: self._task_id(s, name) for name in {r.task for _, r, _ in batch}}
+            spec_rows: dict[str, dict[str, Any]] = {}
+            for _, ref, info in batch:
+                key = ref_key(ref.path, ref.hdu, ref.row)
+                if key in spec_rows:
+                    continue
+                spec_rows[key] = {
+                    "ref_key": key,
+                    "path": ref.path,
+                    "hdu": None if ref.hdu is None else str(ref.hdu),
+                    "row": ref.row,
+                    "content_hash": (hashes or {}).get(ref.path) or info.get("content_hash"),
+                    "survey": info.get("survey"),
+                    "obsid": str_or_none(info.get("obsid")),
+                    "ra": float_or_none(info.get("ra")),
+                    "dec": float_or_none(info.get("dec")),
+                    "snr": float_or_none(info.get("snr")),
+                    "survey_class": info.get("survey_class"),
+                    "survey_subclass": info.get("survey_subclass"),
+                    "simulated": bool(info.get("simulated", False)),
+                    "extra": {
+                        k: v for k, v in info.items() if k not in _KNOWN_INFO and jsonable(v)
+                    },
+                    "created": now,
+                }
+            conn = s.connection()
+            self._bulk_insert_ignore(conn, m.Spectrum, list(spec_rows.values()))
+            keys = list(spec_rows)
+            spec_ids: dict[str, int] = {}
+            for j in range(0, len(keys), 500):
+                chunk = keys[j : j + 500]
+                spec_ids.update(
+                    s.execute(
+                        select(m.Spectrum.ref_key, m.Spectrum.id).where(
+                            m.Spectrum.ref_key.in_(chunk)
+                        )
+                    ).all()
+                )
+            threshold = self._threshold(s)
+            cand_rows = []
+            seen: set[tuple[str, int]] = set()
+            for _, ref, info in batch:
+                sid = spec_ids[ref_key(ref.path, ref.hdu, ref.row)]
+                tid = task_ids[ref.task]
+                if (ref.id, tid) in seen:
+                    continue
+                seen.add((ref.id, tid))
+                is_gold = bool(info.get("gold", gold))
+                gold_label = info.get("gold_label") or (ref.label if is_gold else None)
+                cand_rows.append(
+                    {
+                        "key": ref.id,
+                        "object_id": str(info.get("object_id") or ref.id),
+                        "spectrum_id": sid,
+                        "task_id": tid,
+                        "score": float_or_none(info.get("score")),
+                        "source_catalog": info.get("source_catalog") or source_catalog,
+                        "split": info.get("split") or split,
+                        "survey": info.get("survey"),
+                        "is_gold": is_gold,
+                        "gold_label": gold_label,
+                        "known_label": ref.label,
+                        "priority": queue_priority(None, vetted=False, threshold=threshold),
+                        "created": now,
+                        "updated": now,
+                    }
+                )
+            added = self._bulk_insert_ignore(conn, m.Candidate, cand_rows)
+            report.added += added
+            report.existing += len(batch) - added
+            self._audit(
+                s,
+                actor,
+                "add_candidates",
+                "candidate",
+                None,
+                {
+                    "added": added,
+                    "offered": len(batch),
+                    "first": batch[0][1].id,
+                    "last": batch[-1][1].id,
+                },
+            )
+
+    def _bulk_insert_ignore(self, conn, model: type[m.Base], rows: list[dict[str, Any]]) -> int:
+        """INSERT ... ON CONFLICT DO NOTHING through the driver's executemany; returns the
+        number of rows inserted. (SQLAlchemy's per-row parameter processing costs several
+        times the insert itself at ingest sizes.)"""
+        if not rows:
+            return 0
+        table = model.__table__
+        defaults = {}
+        for col in table.columns:  # the Python-side defaults Core would have applied
+            if col.name not in rows[0] and col.default is not None and not col.primary_key:
+                arg = col.default.arg
+                defaults[col.name] = arg(None) if col.default.is_callable else arg
+        rows = [{**defaults, **r} for r in rows] if defaults else rows
+        cols = list(rows[0])
+        json_cols = {c for c in cols if isinstance(table.c[c].type, JSON)}
+        ph = "?" if self.is_sqlite else "%s"
+        sql = (
+            f"INSERT INTO {table.name} ({', '.join(cols)}) VALUES ({', '.join([ph] * len(cols))})"
+            " ON CONFLICT DO NOTHING"
+        )
+
+        params = [[r[c] for c in cols] for r in rows]
+        for i, c in enumerate(cols):
+            if c in json_cols:
+                for p in params:
+                    p[i] = json.dumps(p[i])
+            elif self.is_sqlite and isinstance(rows[0][c], dt.datetime):
+                cache: dict[Any, str] = {}
+                for p in params:
+                    v = p[i]
+                    if isinstance(v, dt.datetime):
+                        p[i] = cache.get(v) or cache.setdefault(
+                            v, v.strftime("%Y-%m-%d %H:%M:%S.%f")
+                        )
+        result = conn.exec_driver_sql(sql, [tuple(p) for p in params])
+        return max(int(result.rowcount), 0)
+
+    def _info(self, s: Session, c: m.Candidate) -> CandidateInfo:
+        sp = s.get(m.Spectrum, c.spectrum_id)
+        task = s.scalar(select(m.Task.name).where(m.Task.id == c.task_id))
+        return CandidateInfo(
+            id=c.id,
+            key=c.key,
+            task=task,
+            object_id=c.object_id,
+            spectrum_ref={"path": sp.path, "hdu": hdu_out(sp.hdu), "row": sp.row},
+            spectrum_id=sp.id,
+            survey=c.survey or sp.survey,
+            split=c.split,
+            score=c.score,
+            source_catalog=c.source_catalog,
+            is_gold=c.is_gold,
+            gold_label=c.gold_label,
+            known_label=c.known_label,
+            trajectory_id=c.trajectory_id,
+            verdict=c.verdict,
+            confidence=c.confidence,
+            disagreement=c.disagreement,
+            priority=c.priority,
+            review_count=c.review_count,
+            n_yes=c.n_yes,
+            n_no=c.n_no,
+            flagged=c.flagged,
+            auto=c.auto,
+            label=c.label,
+            label_source=c.label_source,
+            adjudicated_label=c.adjudicated_label,
+        )
+
+    def candidate(self, candidate_id: int) -> CandidateInfo:
+        with self._ro() as s:
+            c = s.get(m.Candidate, candidate_id)
+            if c is None:
+                raise NotFound(f"no candidate #{candidate_id}")
+            return self._info(s, c)
+
+    def find_candidate(self, key: str, task: str | None = None) -> CandidateInfo | None:
+        """Jump-to-id: the candidate with this id (and task, when the id has several);
+        a number also matches the internal id."""
+        with self._ro() as s:
+            q = select(m.Candidate).where(m.Candidate.key == key)
+            if task is not None:
+                q = q.join(m.Task, m.Task.id == m.Candidate.task_id).where(m.Task.name == task)
+            c = s.scalars(q.order_by(m.Candidate.id).limit(1)).first()
+            if c is None and str(key).isdigit():
+                c = s.get(m.Candidate, int(key))
+            return None if c is None else self._info(s, c)
+
+    def find_by_path(self, path: str, task: str) -> CandidateInfo | None:
+        with self._ro() as s:
+            q = (
+                select(m.Candidate)
+                .join(m.Spectrum, m.Spectrum.id == m.Candidate.spectrum_id)
+                .join(m.Task, m.Task.id == m.Candidate.task_id)
+                .where(m.Spectrum.path == path, m.Task.name == task)
+                .order_by(m.Candidate.id)
+                .limit(1)
+            )
+            c = s.scalars(q).first()
+            return None if c is None else self._info(s, c)
+
+    def _filtered(self, s: Session, q, filters: Filters | None):
+        if filters is None:
+            return q
+        if filters.task is not None:
+            q = q.where(m.Candidate.task_id == self._task_id(s, filters.task, create=False))
+        if filters.confidence_min is not None:
+            q = q.where(m.Candidate.confidence >= filters.confidence_min)
+        if filters.confidence_max is not None:
+            q = q.where(m.Candidate.confidence <= filters.confidence_max)
+        if filters.survey is not None:
+            q = q.where(m.Candidate.survey == filters.survey)
+        if filters.split is not None:
+            q = q.where(m.Candidate.split == filters.split)
+        if filters.max_reviews is not None:
+            q = q.where(m.Candidate.review_count <= filters.max_reviews)
+        if filters.gold is not None:
+            q = q.where(m.Candidate.is_gold.is_(filters.gold))
+        st = filters.status
+        if st == "unreviewed":
+            q = q.where(m.Candidate.review_count == 0)
+        elif st == "reviewed":
+            q = q.where(m.Candidate.review_count > 0)
+        elif st == "conflict":
+            q = q.where(
+                m.Candidate.n_yes > 0, m.Candidate.n_no > 0, m.Candidate.adjudicated_label.is_(None)
+            )
+        elif st == "flagged":
+            q = q.where(m.Candidate.flagged.is_(True))
+        elif st is not None:
+            raise StoreError(f"unknown status filter {st!r}")
+        return q
+
+    def list_candidates(
+        self,
+        filters: Filters | None = None,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+        order: str = "priority",
+    ) -> list[CandidateInfo]:
+        order_by = {"priority": (m.Candidate.priority, m.Candidate.id), "id": (m.Candidate.id,)}[
+            order
+        ]
+        with self._ro() as s:
+            try:
+                q = self._filtered(s, select(m.Candidate), filters)
+            except NotFound:
+                return []
+            rows = s.scalars(q.order_by(*order_by).limit(limit).offset(offset)).all()
+            return [self._info(s, c) for c in rows]
+
+    def count_candidates(self, filters: Filters | None = None) -> int:
+        with self._ro() as s:
+            try:
+                q = self._filtered(s, select(func.count()).select_from(m.Candidate), filters)
+            except NotFound:
+                return 0
+            return int(s.scalar(q))
+
+    def load_spectrum(self, candidate_id: int):
+        """The candidate's spectrum, read from its file through an LRU cache."""
+        info = self.candidate(candidate_id)
+        r = info.spectrum_ref
+        spec = _load_spectrum_cached(r["path"], r["hdu"], r["row"])
+        spec = spec.replace(meta=type(spec.meta)(**{**spec.meta.__dict__, "id": info.key}))
+        return spec
+
+    def set_gold(self, candidate_id: int, label: str | None, actor: str = "admin") -> None:
+        if label is not None and label not in m.LABELS:
+            raise StoreError(f"gold label must be YES or NO (got {label!r})")
+        with self._tx() as s:
+            c = self._get_candidate(s, candidate_id)
+            c.is_gold, c.gold_label = label is not None, label
+            self._audit(s, actor, "set_gold", "candidate", c.id, {"label": label})
+
+    def set_split(self, candidate_ids: Sequence[int], split: str, actor: str = "admin") -> None:
+        if split not in m.SPLITS:
+            raise StoreError(f"split must be one of {m.SPLITS} (got {split!r})")
+        with self._tx() as s:
+            s.execute(
+                update(m.Candidate)
+                .where(m.Candidate.id.in_(list(candidate_ids)))
+                .values(split=split)
+            )
+            self._audit(
+                s,
+                actor,
+                "set_split",
+                "candidate",
+                None,
+                {"ids": list(candidate_ids), "split": split},
+            )
+
+    def _get_candidate(self, s: Session, candidate_id: int, lock: bool = False) -> m.Candidate:
+        q = select(m.Candidate).where(m.Candidate.id == candidate_id)
+        if lock:
+            q = q.with_for_update()
+        c = s.scalars(q).first()
+        if c is None:
+            raise NotFound(f"no candidate #{candidate_id}")
+        return c
+
+    def _refresh_candidate(self, s: Session, c: m.Candidate, threshold: float) -> None:
+        """Recompute the candidate's denormalised review and queue columns."""
+        rows = s.execute(
+            select(m.Review.action, m.Review.label).where(m.Review.candidate_id == c.id)
+        ).all()
+        labels = [r.label for r in rows if r.action in m.LABEL_ACTIONS and r.label in m.LABELS]
+        c.n_yes, c.n_no = labels.count("YES"), labels.count("NO")
+        c.review_count = len(labels)
+        c.flagged = any(r.action == "flag" for r in rows)
+        verdicts = set(
+            s.scalars(
+                select(m.Trajectory.verdict).where(
+                    m.Trajectory.candidate_id == c.id, m.Trajectory.verdict.is_not(None)
+                )
+            )
+        )
+        c.disagreement = len(verdicts) > 1 or (
+            c.verdict is not None and any(lab != c.verdict for lab in labels)
+        )
+        c.priority = queue_priority(
+            c.confidence,
+            # a failed run (unreadable file, backend error) gives a human nothing to judge
+            vetted=c.trajectory_id is not None
+            and getattr(s.get(m.Trajectory, c.trajectory_id), "state", "error") in VETTED,
+            disagreement=c.disagreement,
+            threshold=threshold,
+        )
+        label = resolve_label(c.n_yes, c.n_no, c.adjudicated_label)
+        if c.adjudicated_label is not None:
+            c.label, c.label_source = label, "adjudication"
+        elif c.review_count:
+            c.label, c.label_source = label, "review"
+        elif c.auto:
+            c.label, c.label_source = c.verdict, "auto"
+        else:
+            c.label, c.label_source = None, None
+        c.updated = utcnow()
+
+
+def _check_ref(ref: CandidateRef, info: dict[str, Any], split: str | None) -> str | None:
+    if not ref.id or not str(ref.id).strip():
+        return "empty candidate id"
+    if not ref.task or not str(ref.task).strip():
+        return "empty task"
+    if not ref.path:
+        return "empty spectrum path"
+    if ref.label is not None and ref.label not in m.LABELS:
+        return f"label must be YES or NO (got {ref.label!r})"
+    sp = info.get("split") or split
+    if sp is not None and sp not in m.SPLITS:
+        return f"split must be one of {m.SPLITS} (got {sp!r})"
+    gl = info.get("gold_label")
+    if gl is not None and gl not in m.LABELS:
+        return f"gold_label must be YES or NO (got {gl!r})"
+    for k in ("score", "ra", "dec", "snr"):
+        v = info.get(k)
+        if v is not None and v != "" and float_or_none(v) is None:
+            return f"{k} is not a number ({v!r})"
+    return None

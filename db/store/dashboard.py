@@ -1,0 +1,155 @@
+"""The dashboard's statistics, aggregated in the database."""
+
+from __future__ import annotations
+
+from sqlalchemy import Integer, case, cast, func, select, text
+from sqlalchemy.orm import Session
+
+from db import models as m
+from db.store.records import DashboardStats
+
+
+class DashboardMixin:
+    """The figures the dashboard draws."""
+
+    def dashboard_stats(self, task: str | None = None) -> DashboardStats:
+        """Progress, decisions, agent-vs-expert counts, a confidence histogram per label,
+        seconds per expert, multi-rater labels and gold ratings, for one task or all.
+
+        Every figure is a GROUP BY or a window query over the indexed columns the store
+        keeps current, so the cost grows with the number of groups returned, not with the
+        candidates read into Python (well under a second at a million candidates)."""
+        C, R, T, E = m.Candidate, m.Review, m.Task, m.Expert
+        nb = DashboardStats.CONFIDENCE_BINS
+        with self._ro() as s:
+            names = dict(s.execute(select(T.id, T.name)).tuples().all())
+            experts = dict(s.execute(select(E.id, E.name)).tuples().all())
+            tid = None
+            if task is not None:
+                tid = next((i for i, n in names.items() if n == task), None)
+                if tid is None:
+                    return DashboardStats([], {}, {}, {}, {}, 0, 0, [], [], {}, None, [], [])
+
+            def only(q, col=C.task_id):
+                return q if tid is None else q.where(col == tid)
+
+            total, reviewed, auto = {}, {}, {}
+            q = select(
+                C.task_id,
+                func.count(),
+                func.sum(case((C.review_count > 0, 1), else_=0)),
+                func.sum(case(((C.auto.is_(True)) & (C.review_count == 0), 1), else_=0)),
+            ).group_by(C.task_id)
+            for t, n, nr, na in s.execute(only(q)):
+                total[names[t]], reviewed[names[t]], auto[names[t]] = n, int(nr or 0), int(na or 0)
+            tasks = sorted(total)
+            actions: dict[str, dict[str, int]] = {t: {} for t in tasks}
+            reviewers: set[int] = set()
+            n_reviews = 0
+            q = (
+                select(C.task_id, R.action, R.expert_id, func.count())
+                .join(C, C.id == R.candidate_id)
+                .group_by(C.task_id, R.action, R.expert_id)
+            )
+            for t, action, eid, n in s.execute(only(q)):
+                acts = actions.setdefault(names[t], {})
+                acts[action] = acts.get(action, 0) + n
+                reviewers.add(eid)
+                n_reviews += n
+            expert_label = C.label.in_(m.LABELS) & (
+                C.label_source.is_(None) | (C.label_source != "auto")
+            )
+            # floor(p * bins): SQLite's CAST truncates (= floor on [0, 1]), PostgreSQL's rounds
+            k = C.confidence * nb
+            k = cast(func.floor(k), Integer) if self.is_postgres else cast(k, Integer)
+            b = case((C.confidence >= 1.0, nb - 1), else_=k)
+            # One scan gives both the confusion counts and the histogram; grouping by the bin
+            # first keeps the planner on the table (through the task index it would fetch
+            # each row at random).
+            q = (
+                select(b, C.label, C.verdict, C.task_id, func.count(), func.sum(C.confidence))
+                .where(expert_label)
+                .group_by(b, C.label, C.verdict, C.task_id)
+            )
+            conf_counts: dict[tuple[str, str | None, str], int] = {}
+            bins: dict[tuple[int, str], list] = {}
+            for k_, lab, v, t, n, sm in s.execute(only(q)):
+                key = (names[t], v, lab)
+                conf_counts[key] = conf_counts.get(key, 0) + n
+                if k_ is not None:
+                    acc = bins.setdefault((int(k_), lab), [0, 0.0])
+                    acc[0] += n
+                    acc[1] += float(sm)
+            confusion = [(t, v, lab, n) for (t, v, lab), n in sorted(conf_counts.items(), key=str)]
+            hist = [(k_, lab, n, sm) for (k_, lab), (n, sm) in sorted(bins.items())]
+            seconds, median = self._seconds_quantiles(s, tid, experts)
+            # items reviewed twice or more, found in the (candidate, expert) index alone: a
+            # filter on labels or on the candidate row would fetch every reviewed row
+            multi = select(R.candidate_id).group_by(R.candidate_id).having(func.count() >= 2)
+            q = (
+                select(R.candidate_id, C.task_id, R.expert_id, R.label)
+                .join(C, C.id == R.candidate_id)
+                .where(R.candidate_id.in_(multi), R.label.in_(m.LABELS))
+                .order_by(R.id)
+            )
+            ratings = [(c, names[t], experts[e], lab) for c, t, e, lab in s.execute(only(q))]
+            q = (
+                select(R.candidate_id, C.task_id, R.expert_id, R.label, C.gold_label)
+                .join(C, C.id == R.candidate_id)
+                .where(C.is_gold.is_(True), C.gold_label.is_not(None), R.label.in_(m.LABELS))
+                .order_by(R.id)
+            )
+            gold = [(c, names[t], experts[e], lab, g) for c, t, e, lab, g in s.execute(only(q))]
+        return DashboardStats(
+            tasks=tasks,
+            total=total,
+            reviewed=reviewed,
+            auto=auto,
+            actions=actions,
+            n_reviews=n_reviews,
+            n_reviewers=len(reviewers),
+            confusion=confusion,
+            confidence_hist=hist,
+            seconds=seconds,
+            seconds_median=median,
+            ratings=ratings,
+            gold=gold,
+        )
+
+    @staticmethod
+    def _seconds_quantiles(s: Session, tid: int | None, experts: dict[int, str]):
+        """Nearest-rank quantiles of seconds on item, per expert and overall, computed by
+        window functions in the database (only the five ranks per expert come back)."""
+        where = "r.seconds IS NOT NULL" + ("" if tid is None else " AND c.task_id = :tid")
+        join = "" if tid is None else " JOIN candidate c ON c.id = r.candidate_id"
+        # integer division truncates alike in SQLite and PostgreSQL
+        ranks = (
+            "rn = 1 OR rn = n OR rn = (n - 1) / 4 + 1 OR rn = (n - 1) / 2 + 1"
+            " OR rn = 3 * (n - 1) / 4 + 1"
+        )
+        params = {} if tid is None else {"tid": tid}
+        per: dict[str, dict[str, float]] = {}
+        rows = s.execute(
+            text(
+                "SELECT expert_id, rn, n, seconds FROM (SELECT r.expert_id, r.seconds,"
+                " row_number() OVER (PARTITION BY r.expert_id ORDER BY r.seconds) AS rn,"
+                " count(*) OVER (PARTITION BY r.expert_id) AS n"
+                f" FROM review r{join} WHERE {where}) q WHERE {ranks}"
+            ),
+            params,
+        )
+        for eid, rn, n, sec in rows:
+            d = per.setdefault(experts.get(eid, "?"), {"n": n})
+            for key, k in (("min", 1), ("q1", (n - 1) // 4 + 1), ("median", (n - 1) // 2 + 1),
+                           ("q3", 3 * (n - 1) // 4 + 1), ("max", n)):  # fmt: skip
+                if rn == k:
+                    d[key] = float(sec)
+        row = s.execute(
+            text(
+                "SELECT seconds FROM (SELECT r.seconds, row_number() OVER (ORDER BY r.seconds)"
+                f" AS rn, count(*) OVER () AS n FROM review r{join} WHERE {where}) q"
+                " WHERE rn = (n - 1) / 2 + 1"
+            ),
+            params,
+        ).first()
+        return dict(sorted(per.items())), None if row is None else float(row[0])

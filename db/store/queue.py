@@ -1,0 +1,184 @@
+"""The hand-off queue: which candidate an expert is served next, and the leases that
+reserve it; also auto-accepting what the agent is sure of.
+
+On PostgreSQL, lease hand-out takes an advisory lock, so two experts never race for one slot.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import delete, exists, func, or_, select, text, update
+from sqlalchemy.orm import Session
+
+from db import models as m
+from db.models import utcnow
+from db.store.errors import NotFound, StoreError
+from db.store.records import Filters, QueueConfig
+
+
+class QueueMixin:
+    """Serving items to experts under leases (candidate filters from `CandidatesMixin`)."""
+
+    def next_item(
+        self,
+        expert: str | int,
+        config: QueueConfig | None = None,
+        filters: Filters | None = None,
+        *,
+        gold: bool | None = None,
+    ) -> int | None:
+        """Lease and return the id of the next candidate `expert` should review, or None.
+
+        Order: fewest reviews so far (every item gets its first look before second looks),
+        then `priority` (closest to the threshold, disagreements first within a band). An
+        item is served while its reviews plus other experts' live leases stay under
+        `config.overlap`, never to an expert who already reviewed (or skipped) it. Every
+        `round(1/gold_rate)`-th item is drawn from the gold set when `gold` is None. An item
+        the expert already holds a live lease on is served again first.
+        """
+        config = config or QueueConfig()
+        if config.overlap < 1:
+            raise StoreError(f"overlap must be >= 1 (got {config.overlap})")
+        with self._tx(ephemeral=True) as s:
+            e = self._expert(s, expert)
+            if self.is_postgres:
+                s.execute(text("SELECT pg_advisory_xact_lock(7402)"))
+            now = utcnow()
+            try:
+                base = self._filtered(s, select(m.Candidate.id), filters)
+            except NotFound:
+                return None
+            held = s.scalar(
+                base.join(m.Lease, m.Lease.candidate_id == m.Candidate.id)
+                .where(m.Lease.expert_id == e.id, m.Lease.expires > now)
+                .order_by(m.Lease.created)
+                .limit(1)
+            )
+            if held is not None and not s.scalar(
+                select(exists().where(m.Review.candidate_id == held, m.Review.expert_id == e.id))
+            ):
+                cid = held
+            else:
+                if gold is None:
+                    period = round(1 / config.gold_rate) if config.gold_rate > 0 else 0
+                    gold = bool(period) and (e.review_count % period == period - 1)
+                order = [gold, not gold] if config.gold_rate > 0 or gold else [False]
+                cid = None
+                for g in order:
+                    cid = s.scalar(self._queue_query(base, e.id, now, config, g))
+                    if cid is not None:
+                        break
+                if cid is None:
+                    return None
+            self._lease(s, cid, e.id, now, config.lease_seconds)
+            return cid
+
+    def _queue_query(self, base, expert_id: int, now, config: QueueConfig, gold: bool):
+        C = m.Candidate
+        mine = exists().where(m.Review.candidate_id == C.id, m.Review.expert_id == expert_id)
+        q = base.where(C.is_gold.is_(gold), C.auto.is_(False), ~mine)
+        if not gold:
+            others = (
+                select(func.count())
+                .select_from(m.Lease)
+                .where(
+                    m.Lease.candidate_id == C.id,
+                    m.Lease.expires > now,
+                    m.Lease.expert_id != expert_id,
+                )
+                .scalar_subquery()
+            )
+            q = q.where(C.review_count < config.overlap, C.review_count + others < config.overlap)
+        if config.auto_accept is not None:
+            lo, hi = 1.0 - config.auto_accept, config.auto_accept
+            q = q.where(or_(C.confidence.is_(None), (C.confidence > lo) & (C.confidence < hi)))
+        return q.order_by(C.review_count, C.priority, C.id).limit(1)
+
+    def _lease(self, s: Session, cid: int, expert_id: int, now, seconds: float) -> None:
+        expires = now + dt.timedelta(seconds=seconds)
+        # One item at a time per expert: serving a new one releases the previous lease.
+        s.execute(
+            delete(m.Lease).where(m.Lease.expert_id == expert_id, m.Lease.candidate_id != cid)
+        )
+        row = s.scalars(
+            select(m.Lease).where(m.Lease.expert_id == expert_id, m.Lease.candidate_id == cid)
+        ).first()
+        if row is None:
+            s.add(m.Lease(candidate_id=cid, expert_id=expert_id, expires=expires, created=now))
+        else:
+            row.expires = expires
+
+    def claim(
+        self, expert: str | int, candidate_id: int, lease_seconds: float = 600.0
+    ) -> list[str]:
+        """Lease a chosen item (jump-to-id); returns the names of other experts holding a
+        live lease on it, so the app can warn."""
+        with self._tx(ephemeral=True) as s:
+            e = self._expert(s, expert)
+            self._get_candidate(s, candidate_id)
+            now = utcnow()
+            others = list(
+                s.scalars(
+                    select(m.Expert.name)
+                    .join(m.Lease, m.Lease.expert_id == m.Expert.id)
+                    .where(
+                        m.Lease.candidate_id == candidate_id,
+                        m.Lease.expires > now,
+                        m.Lease.expert_id != e.id,
+                    )
+                )
+            )
+            self._lease(s, candidate_id, e.id, now, lease_seconds)
+            return others
+
+    def release(self, expert: str | int, candidate_id: int | None = None) -> None:
+        with self._tx(ephemeral=True) as s:
+            e = self._expert(s, expert)
+            q = delete(m.Lease).where(m.Lease.expert_id == e.id)
+            if candidate_id is not None:
+                q = q.where(m.Lease.candidate_id == candidate_id)
+            s.execute(q)
+
+    def leases(self, candidate_id: int | None = None, live: bool = True) -> list[m.Lease]:
+        with self._ro() as s:
+            q = select(m.Lease)
+            if candidate_id is not None:
+                q = q.where(m.Lease.candidate_id == candidate_id)
+            if live:
+                q = q.where(m.Lease.expires > utcnow())
+            return list(s.scalars(q.order_by(m.Lease.id)))
+
+    def auto_accept(
+        self, min_certainty: float, task: str | None = None, actor: str = "admin"
+    ) -> int:
+        """Label unreviewed items whose agent certainty max(p, 1-p) >= min_certainty with
+        the agent's verdict (label_source 'auto') and take them out of the queue."""
+        if not 0.5 <= min_certainty <= 1.0:
+            raise StoreError(f"auto-accept certainty must be in [0.5, 1] (got {min_certainty})")
+        C = m.Candidate
+        with self._tx() as s:
+            q = (
+                update(C)
+                .where(
+                    C.review_count == 0,
+                    C.auto.is_(False),
+                    C.is_gold.is_(False),
+                    C.verdict.is_not(None),
+                    C.confidence.is_not(None),
+                    or_(C.confidence >= min_certainty, C.confidence <= 1.0 - min_certainty),
+                )
+                .values(auto=True, label=C.verdict, label_source="auto")
+            )
+            if task is not None:
+                q = q.where(C.task_id == self._task_id(s, task, create=False))
+            n = s.execute(q).rowcount
+            self._audit(
+                s,
+                actor,
+                "auto_accept",
+                "candidate",
+                None,
+                {"min_certainty": min_certainty, "task": task, "count": n},
+            )
+            return n

@@ -1,0 +1,225 @@
+"""Expert reviews of candidates: recording and revising them, reading them back, and
+an admin's adjudication of conflicts.
+
+On PostgreSQL a review locks its candidate row, so the denormalised counts stay exact.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from sqlalchemy import delete, select, update
+
+from db import models as m
+from db.models import utcnow
+from db.store.errors import NotFound, StoreError, StorePermissionError
+from db.store.records import CandidateInfo, Filters
+from db.store.rules import derive_label
+
+
+class ReviewsMixin:
+    """Reviews and adjudication; each refreshes the candidate's label and queue columns."""
+
+    def record_review(
+        self,
+        expert: str | int,
+        candidate_id: int,
+        action: str,
+        *,
+        label: str | None = None,
+        explanation: str | None = None,
+        wrong_step: int | None = None,
+        comment: str | None = None,
+        seconds: float | None = None,
+        trajectory_id: int | None = None,
+        review_id: int | None = None,
+        source: str = "app",
+    ) -> m.Review:
+        """Record (or revise) `expert`'s review of a candidate; returns the stored review.
+
+        accept/reject judge the agent trajectory shown (`trajectory_id`, default the
+        candidate's current one); correct sets `label` and may name the `wrong_step` and a
+        corrected `explanation`. One review per expert and candidate: a second call is a
+        revision (the old version goes to review_history), and an identical repeat is a
+        no-op, so a retried request never stores twice. Passing `review_id` of another
+        expert's review raises StorePermissionError.
+        """
+        if seconds is not None and (not math.isfinite(seconds) or seconds < 0):
+            raise StoreError(f"seconds on item must be a non-negative number (got {seconds})")
+        with self._tx() as s:
+            e = self._expert(s, expert)
+            if not e.active:
+                raise StorePermissionError(f"expert {e.name!r} is deactivated")
+            c = self._get_candidate(s, candidate_id, lock=True)
+            existing = None
+            if review_id is not None:
+                existing = s.get(m.Review, review_id)
+                if existing is None:
+                    raise NotFound(f"no review #{review_id}")
+                if existing.expert_id != e.id:
+                    owner = s.get(m.Expert, existing.expert_id)
+                    raise StorePermissionError(
+                        f"review #{review_id} belongs to {owner.name!r}; "
+                        f"{e.name!r} may revise only their own reviews"
+                    )
+                if existing.candidate_id != c.id:
+                    raise StoreError(f"review #{review_id} is not about candidate #{c.id}")
+            else:
+                existing = s.scalars(
+                    select(m.Review).where(
+                        m.Review.candidate_id == c.id, m.Review.expert_id == e.id
+                    )
+                ).first()
+            tid = trajectory_id if trajectory_id is not None else c.trajectory_id
+            verdict, n_steps = None, None
+            if tid is not None:
+                tr = s.get(m.Trajectory, tid)
+                if tr is None or tr.candidate_id != c.id:
+                    raise StoreError(f"trajectory #{tid} is not a trajectory of candidate #{c.id}")
+                verdict, n_steps = tr.verdict, len(tr.steps or [])
+            try:
+                new_label = derive_label(action, verdict, label)
+            except StoreError as err:
+                raise StoreError(f"candidate {c.key} (#{c.id}): {err}") from None
+            if wrong_step is not None:
+                if action not in ("correct", "reject"):
+                    raise StoreError(f"wrong_step applies to reject/correct, not {action!r}")
+                if n_steps is None or not 0 <= wrong_step < n_steps:
+                    raise StoreError(
+                        f"candidate {c.key}: wrong_step {wrong_step} is not a step "
+                        f"of the trajectory judged ({n_steps or 0} steps)"
+                    )
+            values = dict(
+                trajectory_id=tid,
+                action=action,
+                label=new_label,
+                explanation=explanation,
+                wrong_step=wrong_step,
+                comment=comment,
+            )
+            if existing is not None:
+                if all(getattr(existing, k) == v for k, v in values.items()):
+                    return existing  # an identical retry
+                s.add(
+                    m.ReviewRevision(
+                        review_id=existing.id,
+                        revision=existing.revision,
+                        trajectory_id=existing.trajectory_id,
+                        action=existing.action,
+                        label=existing.label,
+                        explanation=existing.explanation,
+                        wrong_step=existing.wrong_step,
+                        comment=existing.comment,
+                        seconds=existing.seconds,
+                        recorded=existing.updated,
+                    )
+                )
+                for k, v in values.items():
+                    setattr(existing, k, v)
+                existing.seconds = seconds
+                existing.revision += 1
+                existing.updated = utcnow()
+                review, verb = existing, "revise_review"
+            else:
+                review = m.Review(
+                    candidate_id=c.id, expert_id=e.id, seconds=seconds, source=source, **values
+                )
+                s.add(review)
+                s.execute(
+                    update(m.Expert)
+                    .where(m.Expert.id == e.id)
+                    .values(review_count=m.Expert.review_count + 1)
+                )
+                verb = "review"
+            s.flush()
+            s.execute(
+                delete(m.Lease).where(m.Lease.candidate_id == c.id, m.Lease.expert_id == e.id)
+            )
+            self._refresh_candidate(s, c, self._threshold(s))
+            self._audit(
+                s,
+                e.name,
+                verb,
+                "review",
+                review.id,
+                {
+                    "candidate": c.id,
+                    "action": action,
+                    "label": new_label,
+                    "revision": review.revision,
+                    "source": source,
+                },
+            )
+            return review
+
+    def review(self, review_id: int) -> m.Review:
+        with self._ro() as s:
+            r = s.get(m.Review, review_id)
+            if r is None:
+                raise NotFound(f"no review #{review_id}")
+            return r
+
+    def reviews(
+        self,
+        *,
+        candidate_id: int | None = None,
+        expert: str | int | None = None,
+        task: str | None = None,
+        actions: Sequence[str] | None = None,
+        since_id: int | None = None,
+        limit: int | None = None,
+    ) -> list[m.Review]:
+        with self._ro() as s:
+            q = select(m.Review)
+            if candidate_id is not None:
+                q = q.where(m.Review.candidate_id == candidate_id)
+            if expert is not None:
+                q = q.where(m.Review.expert_id == self._expert(s, expert).id)
+            if task is not None:
+                q = q.join(m.Candidate, m.Candidate.id == m.Review.candidate_id).where(
+                    m.Candidate.task_id == self._task_id(s, task, create=False)
+                )
+            if actions is not None:
+                q = q.where(m.Review.action.in_(list(actions)))
+            if since_id is not None:
+                q = q.where(m.Review.id > since_id)
+            q = q.order_by(m.Review.id)
+            if limit is not None:
+                q = q.limit(limit)
+            return list(s.scalars(q))
+
+    def review_history(self, review_id: int) -> list[m.ReviewRevision]:
+        """Superseded versions of a review, oldest first (the current one is `review`)."""
+        with self._ro() as s:
+            return list(
+                s.scalars(
+                    select(m.ReviewRevision)
+                    .where(m.ReviewRevision.review_id == review_id)
+                    .order_by(m.ReviewRevision.revision)
+                )
+            )
+
+    def adjudicate(
+        self, admin: str | int, candidate_id: int, label: str | None, comment: str | None = None
+    ) -> CandidateInfo:
+        """An admin's final label for a candidate (None withdraws the override)."""
+        if label is not None and label not in m.LABELS:
+            raise StoreError(f"adjudicated label must be YES or NO (got {label!r})")
+        with self._tx() as s:
+            e = self._expert(s, admin)
+            if e.role != "admin":
+                raise StorePermissionError(f"{e.name!r} is not an admin and cannot adjudicate")
+            c = self._get_candidate(s, candidate_id, lock=True)
+            c.adjudicated_label, c.adjudicator_id = label, (e.id if label else None)
+            c.adjudication_comment = comment
+            self._refresh_candidate(s, c, self._threshold(s))
+            self._audit(
+                s, e.name, "adjudicate", "candidate", c.id, {"label": label, "comment": comment}
+            )
+            s.flush()
+            return self._info(s, c)
+
+    def conflicts(self, task: str | None = None, limit: int = 1000) -> list[CandidateInfo]:
+        """Candidates whose experts disagree and no adjudicator has decided yet."""
+        return self.list_candidates(Filters(task=task, status="conflict"), limit=limit, order="id")

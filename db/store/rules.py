@@ -1,0 +1,87 @@
+"""Pure rules the store applies inside its transactions (annotate re-exports them): the
+queue's sort key and how reviews become labels."""
+
+from __future__ import annotations
+
+import math
+
+from db import models as m
+from db.store.errors import StoreError
+
+UNVETTED_PRIORITY = 1e6  # candidates with no agent trajectory come after every vetted one
+VETTED = ("done", "max_turns")  # trajectory states a human can judge
+
+
+def queue_priority(
+    confidence: float | None,
+    *,
+    vetted: bool = True,
+    disagreement: bool = False,
+    threshold: float = 0.5,
+    bucket: float = 0.05,
+) -> float:
+    """Sort key for the hand-off queue: lower is served first.
+
+    Lexicographic on (distance-to-threshold bucket, no disagreement, distance): the least
+    certain items first, and within one band the ones where two policies, or an expert and
+    the agent, disagree. An unknown confidence counts as distance 0 (a human must look).
+
+    >>> queue_priority(0.52) < queue_priority(0.9)
+    True
+    >>> queue_priority(0.58, disagreement=True) < queue_priority(0.57)
+    True
+    >>> queue_priority(None, vetted=False) == UNVETTED_PRIORITY
+    True
+    """
+    if not vetted:
+        return UNVETTED_PRIORITY
+    d = 0.0 if confidence is None or not math.isfinite(confidence) else abs(confidence - threshold)
+    b = math.floor(d / bucket + 1e-9)
+    frac = min(max(d / bucket - b, 0.0), 0.999)
+    return 2.0 * b + (0.0 if disagreement else 1.0) + frac
+
+
+def derive_label(action: str, verdict: str | None, label: str | None) -> str | None:
+    """The label a review sets: accept keeps the agent's verdict, reject flips it, correct
+    takes the expert's; skip and flag set none.
+
+    >>> derive_label("accept", "YES", None), derive_label("reject", "YES", None)
+    ('YES', 'NO')
+    >>> derive_label("correct", "YES", "YES"), derive_label("skip", "NO", None)
+    ('YES', None)
+    """
+    if action not in m.ACTIONS:
+        raise StoreError(f"unknown review action {action!r} (expected one of {m.ACTIONS})")
+    if action in ("skip", "flag"):
+        return None
+    if action == "correct":
+        if label not in m.LABELS:
+            raise StoreError(f"'correct' needs a label YES or NO (got {label!r})")
+        return label
+    if verdict not in m.LABELS:
+        raise StoreError(
+            f"{action!r} judges the agent's verdict, but this item has none; use 'correct'"
+        )
+    if action == "accept":
+        if label is not None and label != verdict:
+            raise StoreError(f"accept keeps the agent's verdict {verdict}, not {label}")
+        return verdict
+    flipped = "NO" if verdict == "YES" else "YES"
+    if label is not None and label != flipped:
+        raise StoreError(f"reject flips the agent's verdict {verdict} to {flipped}, not {label}")
+    return flipped
+
+
+def resolve_label(n_yes: int, n_no: int, override: str | None = None) -> str | None:
+    """Majority of the experts' labels; an adjudicator's override wins; a tie is None.
+
+    >>> resolve_label(2, 1), resolve_label(1, 1), resolve_label(1, 1, "NO")
+    ('YES', None, 'NO')
+    """
+    if override is not None:
+        return override
+    if n_yes > n_no:
+        return "YES"
+    if n_no > n_yes:
+        return "NO"
+    return None
