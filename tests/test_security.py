@@ -209,3 +209,56 @@ def test_unlock_reaches_a_running_app(tmp_path):
     unlock_login(store, "ada")
     assert post_login(web, "ada", "right-pass-1").status_code == 303
     store.close()
+
+
+def test_logout_is_a_same_site_post(tmp_path):
+    from annotate.experts import create_expert
+    from db.store import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'o.db'}")
+    create_expert(store, "ada", "admin", "right-pass-1")
+    web = TestClient(login_app(store))
+    token = post_login(web, "ada", "right-pass-1").cookies["loupe_session"]
+    web.cookies.clear()
+    session = {"Cookie": f"loupe_session={token}"}
+    # a GET (a link or an image on another site) shows the button and ends nothing
+    r = web.get("/logout", headers=session, follow_redirects=False)
+    assert r.status_code == 200 and 'method="post" action="/logout"' in r.text
+    assert store.session_expert(token) == "ada"
+    for foreign in ({"Origin": "https://evil.example"}, {"Referer": "https://evil.example/x"}):
+        r = web.post("/logout", headers={**session, **foreign}, follow_redirects=False)
+        assert r.status_code == 403 and store.session_expert(token) == "ada", foreign
+    r = web.post("/logout", headers={**session, "Origin": "http://testserver"},
+                 follow_redirects=False)  # fmt: skip
+    assert r.status_code == 303 and r.headers["location"] == "/login"
+    assert 'loupe_session=""' in r.headers["set-cookie"] and store.session_expert(token) is None
+    # without a session both answer with the login form, not an error
+    assert web.get("/logout", follow_redirects=False).headers["location"] == "/login"
+    assert web.post("/logout", follow_redirects=False).status_code == 303
+    store.close()
+
+
+@pytest.mark.parametrize("value", ["nginx", "10.0.0.0/33", "::g"])
+def test_a_bad_trusted_proxy_is_a_usage_error(value, tmp_path, capsys):
+    import launch
+
+    db = f"sqlite:///{tmp_path / 'p.db'}"
+    with pytest.raises(SystemExit) as exit_:
+        launch.main(["serve", "--login", "--no-seed", "--db", db, "--trusted-proxy", value])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].endswith(f"argument --trusted-proxy: {value!r} is not an IP address or "
+                            "network (e.g. 127.0.0.1, 10.0.0.0/8, ::1)"), err  # fmt: skip
+    assert "Traceback" not in "\n".join(err)
+    assert not (tmp_path / "p.db").exists(), "refused before anything is opened"
+
+
+def test_trusted_proxies_are_parsed_to_networks():
+    import argparse
+
+    from app.main import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--trusted-proxy", " 10.1.2.3 ", "--trusted-proxy", "fd00::/8"])
+    assert args.trusted_proxy == ["10.1.2.3/32", "fd00::/8"]
