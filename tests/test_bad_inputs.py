@@ -7,6 +7,7 @@ import gzip
 import io
 import json
 import os
+import re
 import warnings
 import zlib
 from collections.abc import Callable
@@ -780,3 +781,29 @@ def test_disk_full_during_export(tmp_path, capsys, monkeypatch):
     assert not out.exists() and list(out.parent.iterdir()) == []  # nothing half-written
     with Store(db) as store:
         assert store.export_batches() == []
+
+
+def test_id_given_to_another_spectrum_than_the_stored_one(tmp_path, mem_store):
+    """A later catalogue giving a stored id to another file is the same conflict as two
+    lines of one catalogue, named the same way, not "already present"."""
+    from db.ingest import Conflict, ingest
+
+    catalogue(tmp_path, "path,task,id\nok.fits,wd,same\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "ok.fits").write_bytes((tmp_path / "ok.fits").read_bytes())
+    report, errors = ingest(mem_store, [str(tmp_path / "cat.csv")])
+    assert (report.added, errors) == (1, [])
+    later = tmp_path / "later.csv"
+    later.write_text("path,task,id\nsub/ok.fits,wd,same\n")
+    report, errors = ingest(mem_store, [str(later)])
+    assert (report.added, report.existing) == (0, 0)
+    ((item, problem),) = errors
+    assert isinstance(errors[0], Conflict) and item.endswith("later.csv line 2")
+    assert re.fullmatch(
+        r"id 'same' \(task wd\) points at .*sub/ok.fits here but at .*/ok.fits in the store "
+        r"\(conflict\)",
+        problem,
+    ), problem
+    # a catalogue line that names the stored spectrum again is present, not a conflict
+    report, errors = ingest(mem_store, [str(tmp_path / "cat.csv")])
+    assert (report.existing, errors) == (1, [])
