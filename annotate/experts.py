@@ -26,6 +26,9 @@ __all__ = [
     "hash_password",
     "verify_password_hash",
     "login",
+    "set_password",
+    "check_password",
+    "MIN_PASSWORD_LENGTH",
     "logout",
     "unlock_login",
     "login_unlock_marker",
@@ -34,10 +37,26 @@ __all__ = [
 ]
 
 
+MIN_PASSWORD_LENGTH = 10  # characters; argon2 makes guessing slow, not a short password long
+
+
+def check_password(password: str, name: str = "") -> str:
+    """The password if it is long enough, else StoreError naming the account and the rule."""
+    if len(password) < MIN_PASSWORD_LENGTH:
+        who = f" for {name!r}" if name else ""
+        raise StoreError(
+            f"password{who} is {len(password)} characters; at least {MIN_PASSWORD_LENGTH} "
+            "are required"
+        )
+    return password
+
+
 def create_expert(
     store: Store, name: str, role: str = "expert", password: str | None = None, actor: str = "admin"
 ):
     """A new account; `password` None makes one that cannot log in (single-user mode)."""
+    if password:
+        check_password(password, name)
     return store.create_expert(
         name, role, password_hash=hash_password(password) if password else None, actor=actor
     )
@@ -52,6 +71,8 @@ def update_expert(
     active: bool | None = None,
     actor: str = "admin",
 ):
+    if password:
+        check_password(password, name)
     return store.update_expert(
         name,
         role=role,
@@ -59,6 +80,12 @@ def update_expert(
         active=active,
         actor=actor,
     )
+
+
+def set_password(store: Store, name: str, password: str, actor: str = "admin"):
+    """A new password for an account (at least MIN_PASSWORD_LENGTH characters); ends its
+    open sessions."""
+    return store.set_password(name, check_password(password or "", name), actor=actor)
 
 
 def verify_password(store: Store, name: str, password: str):

@@ -104,3 +104,90 @@
     subtree: true,
   });
 })();
+
+// -- desk: redshift, templates, normalised view, all markers (app/pages/desk.py). Keys press
+// the desk's own controls, so a key does what a click does; off while typing, as above.
+(() => {
+  if (window.__loupeDeskKeys) return;
+  window.__loupeDeskKeys = true;
+
+  const DESK = {
+    "[": "btn-z-down",
+    "]": "btn-z-up",
+    "{": "btn-z-down-large",
+    "}": "btn-z-up-large",
+    "=": "btn-z-adopt",
+    t: "btn-template-next",
+  };
+  const TOGGLES = { n: "desk-normalise", m: "desk-all-markers" };
+
+  const typingIn = (t) => {
+    if (!t) return false;
+    if (t.isContentEditable) return true;
+    const tag = (t.tagName || "").toLowerCase();
+    if (tag === "textarea" || tag === "select") return true;
+    if (tag === "input") {
+      const type = (t.getAttribute("type") || "text").toLowerCase();
+      return !["checkbox", "radio", "button", "range", "submit"].includes(type);
+    }
+    return false;
+  };
+  const shown = (el) => !!el && el.offsetParent !== null;
+
+  document.addEventListener(
+    "keydown",
+    (ev) => {
+      if (ev.ctrlKey || ev.metaKey || ev.altKey || typingIn(ev.target)) return;
+      const key = ev.key;
+      if (key === "z") {
+        // Focus the redshift box and select its value: type "1.27", Enter, and it is drawn.
+        const box = document.querySelector("#desk-z input[type=number]");
+        if (!shown(box)) return;
+        ev.preventDefault();
+        box.focus();
+        box.select();
+        return;
+      }
+      const toggle = TOGGLES[key];
+      if (toggle) {
+        const box = document.querySelector(`#${toggle} input[type=checkbox]`);
+        if (!shown(box)) return;
+        ev.preventDefault();
+        box.click();
+        return;
+      }
+      const id = DESK[key];
+      if (!id) return;
+      const btn = document.getElementById(id);
+      if (!shown(btn) || btn.disabled) return;
+      ev.preventDefault();
+      btn.click();
+    },
+    true
+  );
+
+  // Enter in the redshift box commits the value (Gradio's slider box commits on blur too).
+  document.addEventListener(
+    "keydown",
+    (ev) => {
+      const t = ev.target;
+      if (ev.key !== "Enter" || !t || !t.closest || !t.closest("#desk-z")) return;
+      if ((t.getAttribute("type") || "") !== "number") return;
+      ev.preventDefault();
+      // Hand the typed value to the slider as a drag would, so the page's input/release
+      // events carry it to the server.
+      const range = document.querySelector("#desk-z input[type=range]");
+      const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, "value").set;
+      t.dispatchEvent(new Event("change", { bubbles: true }));
+      if (range) {
+        setter.call(range, t.value);
+        range.dispatchEvent(new Event("input", { bubbles: true }));
+        range.dispatchEvent(new Event("change", { bubbles: true }));
+        range.dispatchEvent(new PointerEvent("pointerup", { bubbles: true }));
+        range.dispatchEvent(new MouseEvent("mouseup", { bubbles: true }));
+      }
+      t.blur();
+    },
+    true
+  );
+})();

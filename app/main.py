@@ -68,6 +68,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Largest spectrum file accepted.",
     )
     parser.add_argument(
+        "--templates",
+        default=None,
+        metavar="DIR",
+        help="Folder of template spectra (any format Loupe reads, rest frame) offered beside "
+        "the built-in ones for the overlay on the vet page.",
+    )
+    parser.add_argument(
         "--no-seed", action="store_true", help="Do not seed an empty database with the demo set."
     )
     parser.add_argument(
@@ -100,6 +107,7 @@ def make_context(
     policy: str = "rules",
     export_dir: str = "exports",
     settings: ServeSettings = DEFAULTS,
+    templates: str | None = None,
 ):
     from app.context import Context
     from db.store import Store
@@ -118,6 +126,10 @@ def make_context(
         export_dir=Path(export_dir).resolve(),
         settings=settings,
     )
+    if templates:
+        from agent.templates import read_templates
+
+        ctx.templates = read_templates(templates)  # a bad folder stops the start, naming it
     if not login and store.expert(ctx.local_expert) is None:
         from annotate.experts import create_expert
 
@@ -245,6 +257,7 @@ def main(args: argparse.Namespace) -> int:
         policy=args.policy,
         export_dir=args.export_dir,
         settings=settings,
+        templates=args.templates,
     )
     if not args.no_seed and ctx.store.count_candidates() == 0:
         print("empty database: generating, ingesting and vetting the demo set ...")

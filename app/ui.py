@@ -19,6 +19,7 @@ from agent.tasks import TASKS
 from app import context, views
 from app.pages import author as author_page
 from app.pages import dashboard as dashboard_page
+from app.pages import desk
 from app.pages import experts as experts_page
 from app.pages import export as export_page
 from app.pages import upload as upload_page
@@ -117,6 +118,31 @@ def build(ctx: context.Context) -> gr.Blocks:
                     o_smooth = gr.Slider(0, 25, value=0, step=1, label="smoothing (px)")
                     o_frame = gr.Radio(["rest", "observed"], value="rest", label="frame")
                     o_images = gr.Checkbox(value=False, label="show the images the model saw")
+                # -- desk: redshift, templates, normalised view, all markers (app.pages.desk)
+                with gr.Row(equal_height=True, elem_id="desk"):
+                    o_norm = gr.Checkbox(value=False, label="continuum-normalised (n)",
+                                         elem_id="desk-normalise", scale=1)  # fmt: skip
+                    o_allmk = gr.Checkbox(value=False, label="all markers, not only the task's (m)",
+                                          elem_id="desk-all-markers", scale=1)  # fmt: skip
+                    o_tmpl = gr.Dropdown(desk.template_names(ctx), value="none", scale=1,
+                                         label="template (t cycles)", elem_id="desk-template")  # fmt: skip
+                    z_slider = gr.Slider(desk.Z_MIN, desk.Z_MAX, value=0.0, step=0.0001, scale=3,
+                                         label="redshift z  (z: type · [ ] ±0.001 · { } ±0.05)",
+                                         elem_id="desk-z")  # fmt: skip
+                with gr.Row(equal_height=True):
+                    z_info = gr.HTML(elem_id="desk-z-info-box")
+                    z_adopt = gr.Button("Adopt agent z (=)", size="sm", elem_id="btn-z-adopt")
+                    z_steps = [
+                        (gr.Button(text, size="sm", elem_id=eid, min_width=60), step)
+                        for text, eid, step in (
+                            ("−0.05 {", "btn-z-down-large", -desk.LARGE_STEP),
+                            ("−0.001 [", "btn-z-down", -desk.SMALL_STEP),
+                            ("+0.001 ]", "btn-z-up", desk.SMALL_STEP),
+                            ("+0.05 }", "btn-z-up-large", desk.LARGE_STEP),
+                        )
+                    ]  # fmt: skip
+                    t_next = gr.Button("Next template (t)", size="sm", elem_id="btn-template-next")
+                # -- end desk
                 g_plot = gr.Plot(elem_id="vet-global", show_label=False)
                 with gr.Row(equal_height=False, elem_id="vet-steps"):
                     z_plot = gr.Plot(show_label=False, scale=3, elem_id="vet-zooms",
@@ -208,18 +234,25 @@ def build(ctx: context.Context) -> gr.Blocks:
                     d_task = gr.Dropdown(tasks, value="all", label="task")
                     d_prec = gr.Slider(0.5, 1.0, value=0.95, step=0.01, label="target precision")
                     d_go = gr.Button("Refresh", variant="primary")
-                d_summary = gr.Markdown()
+                d_summary = gr.Markdown(elem_id="dash-summary")
                 with gr.Row():
-                    d_progress = gr.Plot(show_label=False)
-                    d_rates = gr.Plot(show_label=False)
+                    d_progress = gr.Plot(show_label=False, elem_id="dash-progress")
+                    d_rates = gr.Plot(show_label=False, elem_id="dash-rates")
                 with gr.Row():
-                    d_conf = gr.Plot(show_label=False)
-                    d_rel = gr.Plot(show_label=False)
+                    d_conf = gr.Plot(show_label=False, elem_id="dash-confusion")
+                    d_rel = gr.Plot(show_label=False, elem_id="dash-reliability")
                 with gr.Row():
-                    d_speed = gr.Plot(show_label=False)
-                    d_gold = gr.Plot(show_label=False)
-                d_table = gr.Dataframe(label="per task: agent vs experts", interactive=False)
-                d_kappa = gr.Dataframe(label="agreement between experts", interactive=False)
+                    d_speed = gr.Plot(show_label=False, elem_id="dash-speed")
+                    d_gold = gr.Plot(show_label=False, elem_id="dash-gold")
+                # Real headers from the first paint; the page load fills the rows.
+                d_table = gr.Dataframe(
+                    value={"headers": dashboard_page.HEADERS["per_task"], "data": []},
+                    label="per task: agent vs experts", interactive=False, elem_id="dash-table",
+                )  # fmt: skip
+                d_kappa = gr.Dataframe(
+                    value={"headers": dashboard_page.HEADERS["kappa"], "data": []},
+                    label="agreement between experts", interactive=False, elem_id="dash-kappa",
+                )  # fmt: skip
 
             # ---------------------------------------------------------------- export
             with gr.Tab("Export", id="export"):
@@ -230,11 +263,31 @@ def build(ctx: context.Context) -> gr.Blocks:
                 e_counts = gr.Markdown()
                 e_manifest = gr.JSON(label="manifest")
                 e_files = gr.File(label="download", file_count="multiple", interactive=False)
-                e_hist = gr.Dataframe(label="earlier batches", interactive=False)
+                # -- VI CSV download (annotate.export.vi)
+                with gr.Row():
+                    e_vi_layout = gr.Radio(["loupe", "prospect", "marz"], value="loupe",
+                                           label="VI CSV columns")  # fmt: skip
+                    e_vi_go = gr.Button("Download decisions as VI CSV", elem_id="btn-export-vi")
+                e_vi_msg = gr.Markdown(elem_id="export-vi-message")
+                e_vi_files = gr.File(label="VI CSV", file_count="multiple", interactive=False,
+                                     elem_id="export-vi-files")  # fmt: skip
+                # -- end VI CSV
+                e_hist = gr.Dataframe(
+                    value={"headers": export_page.HISTORY_HEADERS, "data": []},
+                    label="earlier batches",
+                    interactive=False,
+                    elem_id="export-history",
+                )
 
             # ---------------------------------------------------------------- experts
             with gr.Tab("Experts", id="experts"):
-                x_list = gr.Dataframe(label="experts", interactive=False)
+                x_note = gr.Markdown(elem_id="experts-note")
+                x_list = gr.Dataframe(
+                    value={"headers": experts_page.HEADERS, "data": []},
+                    label="experts",
+                    interactive=False,
+                    elem_id="experts-list",
+                )
                 with gr.Row():
                     x_name = gr.Textbox(label="name")
                     x_role = gr.Radio(["expert", "admin"], value="expert", label="role")
@@ -259,6 +312,7 @@ def build(ctx: context.Context) -> gr.Blocks:
         display = [o_markers, o_error, o_smooth, o_frame, o_images]
         view_outs = [state, header, g_plot, z_plot, thoughts, answer, c_label, c_step, c_expl,
                      correct_panel, message, f_survey]  # fmt: skip
+        view_outs += [z_slider, z_info]  # the desk's redshift control follows the candidate
 
         def show(st: dict, view: views.VetView) -> list[Any]:
             # Outputs the expert cannot edit are sent only when they differ from what this
@@ -294,7 +348,11 @@ def build(ctx: context.Context) -> gr.Blocks:
                 gr.update(visible=False),
                 once("message", view.message, view.message),
                 once("surveys", tuple(surveys), gr.update(choices=surveys)),
-            ]
+                # -- desk
+                once("z", (view.redshift or {}).get("z"),
+                     gr.update(value=round((view.redshift or {}).get("z") or 0.0, 4))),
+                once("z_info", view.redshift, desk.info_html(view.redshift)),
+            ]  # fmt: skip
             st["_sent"] = sent
             out[0] = st
             return out
@@ -303,7 +361,7 @@ def build(ctx: context.Context) -> gr.Blocks:
             ex = context.expert_for(ctx, request)
             f, d = (
                 views.QueueFilters(tk, band, status, survey, split),
-                views.Display(mk, err, sm, fr, im),
+                desk.display_with(st, views.Display(mk, err, sm, fr, im)),
             )
             st, view = vet_page.vet_next(ctx, ex, st, f, d)
             return [context.whoami(ctx, ex), *show(st, view)]
@@ -315,7 +373,7 @@ def build(ctx: context.Context) -> gr.Blocks:
                 ex = context.expert_for(ctx, request)
                 f, d = (
                     views.QueueFilters(tk, band, status, survey, split),
-                    views.Display(mk, err, sm, fr, im),
+                    desk.display_with(st, views.Display(mk, err, sm, fr, im)),
                 )
                 if kind == "next":
                     st, view = vet_page.vet_next(ctx, ex, st, f, d)
@@ -341,7 +399,9 @@ def build(ctx: context.Context) -> gr.Blocks:
         def on_jump(st, cid, tk, band, status, survey, split, mk, err, sm, fr, im,
                     request: gr.Request):  # fmt: skip
             ex = context.expert_for(ctx, request)
-            st, view = vet_page.vet_jump(ctx, ex, st, cid, views.Display(mk, err, sm, fr, im))
+            st, view = vet_page.vet_jump(
+                ctx, ex, st, cid, desk.display_with(st, views.Display(mk, err, sm, fr, im))
+            )
             return show(st, view)
 
         jump_btn.click(on_jump, [state, jump_id, *filters, *display], view_outs, api_name="jump",
@@ -354,7 +414,7 @@ def build(ctx: context.Context) -> gr.Blocks:
                 ex = context.expert_for(ctx, request)
                 f, d = (
                     views.QueueFilters(tk, band, status, survey, split),
-                    views.Display(mk, err, sm, fr, im),
+                    desk.display_with(st, views.Display(mk, err, sm, fr, im)),
                 )
                 st, view = vet_page.vet_act(ctx, ex, st, action, f, d)
                 return show(st, view)
@@ -372,7 +432,7 @@ def build(ctx: context.Context) -> gr.Blocks:
             ex = context.expert_for(ctx, request)
             f, d = (
                 views.QueueFilters(tk, band, status, survey, split),
-                views.Display(mk, err, sm, fr, im),
+                desk.display_with(st, views.Display(mk, err, sm, fr, im)),
             )
             st, view = vet_page.vet_act(
                 ctx, ex, st, "correct", f, d, label=label, explanation=expl, wrong_step=step
@@ -390,6 +450,46 @@ def build(ctx: context.Context) -> gr.Blocks:
         comment_btn.click(on_comment, [state, comment], [state, message, comment],
                           api_name="comment")  # fmt: skip
         comment.submit(on_comment, [state, comment], [state, message, comment], api_name=False)
+
+        # -- desk: each control refreshes the shown candidate with the new choice
+        desk_ins = [state, o_tmpl, z_slider, o_norm, o_allmk, *filters, *display]
+
+        def desk_op(op: str, step: float = 0.0):
+            def fn(st, tmpl, z, norm, allmk, tk, band, status, survey, split, mk, err, sm, fr,
+                   im, request: gr.Request):  # fmt: skip
+                ex = context.expert_for(ctx, request)
+                st = desk.set_option(st, normalised=bool(norm), all_markers=bool(allmk),
+                                     template=tmpl or "none")  # fmt: skip
+                if op == "z":
+                    st = desk.set_z(st, z)
+                elif op == "nudge":
+                    st = desk.set_z(st, float(z or 0.0) + step)
+                elif op == "adopt":
+                    st = desk.set_z(st, desk.adopt_z(ctx, st), source="agent")
+                elif op == "template":
+                    st = desk.set_option(st, template=desk.next_template(ctx, tmpl))
+                d = desk.display_with(st, views.Display(mk, err, sm, fr, im))
+                st, view = vet_page.vet_refresh(ctx, ex, st, d)
+                out = show(st, view)
+                if op == "template":
+                    out.append(desk.desk_of(st)["template"])
+                return out
+
+            return fn
+
+        for comp in (o_norm, o_allmk, o_tmpl):
+            comp.input(desk_op("option"), desk_ins, view_outs, api_name=False,
+                       trigger_mode="always_last", **FAST)  # fmt: skip
+        z_slider.input(desk_op("z"), desk_ins, view_outs, api_name="desk_z",
+                       trigger_mode="always_last", **FAST)  # fmt: skip
+        z_slider.release(desk_op("z"), desk_ins, view_outs, api_name=False,
+                         trigger_mode="always_last", **FAST)  # fmt: skip
+        for btn, step in z_steps:
+            btn.click(desk_op("nudge", step), desk_ins, view_outs, api_name=False, **FAST)
+        z_adopt.click(desk_op("adopt"), desk_ins, view_outs, api_name="desk_adopt", **FAST)
+        t_next.click(desk_op("template"), desk_ins, [*view_outs, o_tmpl], api_name=False,
+                     **FAST)  # fmt: skip
+        # -- end desk
 
         # -- author
         a_outs = [astate, a_head, a_global, a_steps, a_verdict, a_expl, a_msg]
@@ -477,6 +577,8 @@ def build(ctx: context.Context) -> gr.Blocks:
 
         d_outs = [d_summary, d_progress, d_rates, d_conf, d_rel, d_speed, d_gold, d_table, d_kappa]
         d_go.click(on_dash, [d_task, d_prec], d_outs, api_name="dashboard")
+        # The dashboard opens filled, not as empty frames waiting for Refresh.
+        demo.load(on_dash, [d_task, d_prec], d_outs, api_name=False, show_progress="hidden")
 
         # -- export
         def on_export(kind, request: gr.Request):
@@ -485,6 +587,20 @@ def build(ctx: context.Context) -> gr.Blocks:
             return r.message, r.manifest, r.files, r.history
 
         e_go.click(on_export, e_kind, [e_counts, e_manifest, e_files, e_hist], api_name="export")
+
+        def on_vi(layout, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            return export_page.vi_download(ctx, ex, layout)
+
+        e_vi_go.click(on_vi, e_vi_layout, [e_vi_msg, e_vi_files], api_name="export_vi")
+
+        def on_export_tab(request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            if ex is None or not ex.admin:
+                return {"headers": export_page.HISTORY_HEADERS, "data": []}
+            return export_page.export_history(ctx, ex)
+
+        demo.load(on_export_tab, None, e_hist, api_name=False, show_progress="hidden")
 
         # -- experts and uploads
         def on_add_expert(name, role, pw, request: gr.Request):
@@ -503,7 +619,7 @@ def build(ctx: context.Context) -> gr.Blocks:
 
         def on_experts_tab(request: gr.Request):
             ex = context.expert_for(ctx, request)
-            return experts_page.expert_table(ctx, ex)
+            return experts_page.experts_note(ex), experts_page.expert_table(ctx, ex)
 
-        demo.load(on_experts_tab, None, x_list, api_name=False)
+        demo.load(on_experts_tab, None, [x_note, x_list], api_name=False)
     return demo

@@ -30,6 +30,13 @@ class Display:
     smooth: int = 0
     frame: str = "rest"
     images: bool = False
+    # The desk's view options (app.pages.desk): continuum-normalised flux, every marker of
+    # the catalogue rather than the task's key species, a template drawn at redshift z.
+    normalised: bool = False
+    all_markers: bool = False
+    template: str = "none"
+    z: float | None = None  # the expert's redshift, for the candidate `z_key` only
+    z_key: str | None = None
 
 
 @dataclass
@@ -56,6 +63,8 @@ class VetView:
     # thought (and image) in a block of the same height, so step k sits next to panel k.
     zoom_fig: dict[str, Any] | None = None
     thoughts_html: str = ""
+    # The redshift control's reading for this candidate (app.pages.desk.redshift_info).
+    redshift: dict[str, Any] | None = None
 
 
 @dataclass

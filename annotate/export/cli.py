@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.errors import LoupeError
+from annotate.export import vi
 from annotate.export.manifest import folder_state, record_batch
 from annotate.export.pipeline import export_records
 from annotate.export.record import KINDS, ExportResult
@@ -86,9 +87,15 @@ def run_export(
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("kind", choices=KINDS, help="sft trajectories, rl labels or DPO pairs")
+    parser.add_argument(
+        "kind",
+        choices=(*KINDS, "vi"),
+        help="sft trajectories, rl labels, DPO pairs, or vi: the decisions as a VI CSV",
+    )
     parser.add_argument("--db", default=DEFAULT_DB, help="database URL or SQLite file")
-    parser.add_argument("--out", required=True, help="new folder to write the export into")
+    parser.add_argument(
+        "--out", required=True, help="new folder to write the export into (vi: the CSV file)"
+    )
     parser.add_argument(
         "--renderer",
         default="fast",
@@ -117,9 +124,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="render processes; None: as many as CPUs, at most 4",
     )
     parser.add_argument("--actor", default="", help="who runs the export (recorded in the batch)")
+    vi.add_arguments(parser)
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.kind == "vi":
+        return vi.main(args)
     try:
         result = run_export(
             args.db,

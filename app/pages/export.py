@@ -1,5 +1,6 @@
 """The export page: admins run the SFT, RL and pairs exports (`annotate.export`) and
-download what they wrote. Only admins see the earlier batches (their folders) and the files."""
+download what they wrote, and download the decisions as VI CSVs (`annotate.export.vi`).
+Only admins see the earlier batches (their folders) and the files."""
 
 from __future__ import annotations
 
@@ -13,17 +14,18 @@ from app.context import AccessError, Context, Viewer, require
 from app.render_md import escape
 from app.views import ExportView
 
+HISTORY_HEADERS = ["batch", "kind", "created", "by", "folder", "items"]
+
 
 def export_history(ctx: Context, ex: Viewer | None) -> dict[str, Any]:
     """Earlier batches, for admins only: a batch's folder name is the way to its files."""
-    headers = ["batch", "kind", "created", "by", "folder", "items"]
     if ex is None or not ex.admin:
-        return {"headers": headers, "data": []}
+        return {"headers": HISTORY_HEADERS, "data": []}
     rows = [[b.id, b.kind, str(b.created)[:19], b.actor, b.path or "",
              sum((b.manifest or {}).get("counts", {}).get("total", {}).values())
              if isinstance((b.manifest or {}).get("counts", {}).get("total"), dict) else ""]
             for b in ctx.store.export_batches()]  # fmt: skip
-    return {"headers": headers, "data": rows}
+    return {"headers": HISTORY_HEADERS, "data": rows}
 
 
 def run_export(ctx: Context, ex: Viewer | None, kind: str) -> ExportView:
@@ -45,3 +47,20 @@ def run_export(ctx: Context, ex: Viewer | None, kind: str) -> ExportView:
     msg = (f"**{kind}** export: {len(result.items)} new item(s), {len(result.errors)} error(s), "
            f"{result.seconds:.1f} s, in `{escape(folder)}` (batch {result.batch_id}).")  # fmt: skip
     return ExportView(msg, result.manifest, files[:50], export_history(ctx, ex))
+
+
+def vi_download(ctx: Context, ex: Viewer | None, layout: str = "loupe") -> tuple[str, list[str]]:
+    """The decisions as VI CSVs, one per campaign (admins only): a message and the files."""
+    from annotate.export import vi
+
+    try:
+        require(ex, admin=True)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        folder = ctx.export_dir / f"vi-{stamp}-{secrets.token_hex(8)}"  # unguessable, as above
+        paths = vi.write_per_campaign(ctx.store, folder, layout=layout)
+    except (AccessError, ValueError) as e:
+        return f"Refused: {escape(e)}", []
+    if not paths:
+        return "No decisions yet: nothing to write.", []
+    return (f"VI CSV: {len(paths)} campaign(s) in `{escape(folder)}` ({escape(layout)} "
+            "columns; see docs/vi_csv.md).", [str(p) for p in paths])  # fmt: skip

@@ -139,12 +139,20 @@ def build_view(
     info["simulated"] = info.get("simulated") or spec.meta.simulated
     if not info.get("survey"):
         info["survey"] = spec.meta.survey
-    markers = plots.markers_for(info["task"]) if display.markers else None
+    markers = (
+        plots.markers_for(info["task"], all_markers=display.all_markers)
+        if display.markers
+        else None
+    )
     frame = "observed" if display.frame == "observed" else "rest"
     smooth = int(display.smooth or 0)
+    from app.pages import desk
+
+    template, tz = desk.overlay(ctx, display, info["id"], spec, traj)
     gfig = plots.global_figure(
-        spec, traj, markers=markers, frame=frame, smooth_width=smooth, show_error=display.error
-    )
+        spec, traj, markers=markers, frame=frame, smooth_width=smooth, show_error=display.error,
+        normalised=display.normalised, template=template, template_z=tz,
+    )  # fmt: skip
     steps: list[StepView] = []
     choices = ["none"]
     answer = ""
@@ -157,6 +165,7 @@ def build_view(
                 frame=frame,
                 smooth_width=smooth,
                 show_error=display.error,
+                normalised=display.normalised,
             )  # fmt: skip
         ):
             choices.append(str(i + 1))
@@ -203,6 +212,7 @@ def build_view(
         zoom_fig=zoom_fig,
         thoughts_html=_steps_html(steps, height),
     )
+    view.redshift = desk.redshift_info(display, info["id"], spec, traj)
     view.server_ms = (time.perf_counter() - t0) * 1000
     return view
 
