@@ -303,12 +303,12 @@ def test_add_expert_command(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("sys.stdin", io.StringIO("\n"))
     assert launch.main(["add-expert", "ada", "--password-stdin", "--db", url]) == 1
     assert "stdin held no password" in capsys.readouterr().err
-    monkeypatch.setattr("sys.stdin", io.StringIO("other\n"))
+    monkeypatch.setattr("sys.stdin", io.StringIO("other pass 1\n"))
     assert (
         launch.main(["add-expert", "ada", "--role", "expert", "--password-stdin", "--db", url]) == 0
     )
     store = Store(url)
-    assert store.login("ada", "s3cret pass") is None and store.login("ada", "other")
+    assert store.login("ada", "s3cret pass") is None and store.login("ada", "other pass 1")
     assert store.expert("ada").role == "expert"
     store.close()
 
