@@ -702,7 +702,7 @@ def build(ctx: context.Context) -> gr.Blocks:
             ex = context.expert_for(ctx, request)
             if ex is None or not ex.admin:
                 return {"headers": export_page.HISTORY_HEADERS, "data": []}
-            return export_page.export_history(ctx)
+            return export_page.export_history(ctx, ex)
 
         demo.load(on_export_tab, None, e_hist, api_name=False, show_progress="hidden")
 

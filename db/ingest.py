@@ -3,11 +3,11 @@
 SOURCES are spectrum files, folders, globs, catalogue CSVs (`path,task[,id,hdu,row,label,...]`,
 paths relative to the CSV) and SpecVI-Bench parquet files, expanded by
 `agent.catalog.collect_candidates`. A bad file, or a bad catalogue line (a missing file, an
-unknown task, an id already given to another spectrum), is reported with the problem and
-skipped; everything else is ingested, and the exit status is 1 (`--keep-first` lets an id
-given twice keep its first spectrum without failing). Re-running is safe: candidates already in
-the store are counted, never duplicated, and each batch commits on its own, so a killed
-ingest resumes where it stopped.
+unknown task, an id already given to another spectrum, in this run or in the store), is
+reported with the problem and skipped; everything else is ingested, and the exit status is 1
+(`--keep-first` lets an id given twice keep its first spectrum, the stored one if any,
+without failing). Re-running is safe: candidates already in the store are counted, never
+duplicated, and each batch commits on its own, so a killed ingest resumes where it stopped.
 
     python launch.py ingest data/lamost/*.fits --task cv --db loupe.db
     python launch.py ingest catalogue.csv --split train --source-catalog "LAMOST DR9 CV"
@@ -75,8 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--keep-first",
         action="store_true",
-        help="When one id is given to two different spectra, keep the first and go on "
-        "(the conflict is still reported) instead of failing.",
+        help="When one id is given to two different spectra (in the input, or one in the "
+        "input and another in the store), keep the first (the stored one) and go on (the "
+        "conflict is still reported) instead of failing.",
     )
 
 
@@ -171,7 +172,8 @@ def ingest_refs(
     actor: str = "ingest",
 ) -> tuple[Any, list[tuple[str, str]], list[CandidateRef]]:
     """Check `refs` (their spectra read for survey metadata, their files hashed) and add the
-    good ones; returns (AddReport, [(item, problem)], the refs now in the store)."""
+    good ones; returns (AddReport, [(item, problem)], the refs now in the store). An id the
+    store already gives to another spectrum comes back as a `Conflict`."""
     from db.store import file_hash
 
     errors: list[tuple[str, str]] = []
@@ -205,8 +207,9 @@ def ingest_refs(
         batch_size=batch_size,
         actor=actor,
     )
-    refused = {i for i, _, _ in report.errors}
+    refused = {i for i, _, _ in report.errors} | {i for i, _, _ in report.conflicts}
     errors += [(f"{kept[i].id} ({kept[i].path})", why) for i, _, why in report.errors]
+    errors += [Conflict((item, why)) for _, item, why in report.conflicts]
     return report, errors, [r for i, r in enumerate(kept) if i not in refused]
 
 

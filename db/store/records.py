@@ -14,9 +14,12 @@ class AddReport:
     added: int = 0
     existing: int = 0
     errors: list[tuple[int, str, str]] = field(default_factory=list)  # (index, item, reason)
+    # (index, item, reason): an id and task the store already gives to another spectrum
+    conflicts: list[tuple[int, str, str]] = field(default_factory=list)
 
     def __str__(self) -> str:
-        return f"{self.added} added, {self.existing} already present, {len(self.errors)} refused"
+        refused = len(self.errors) + len(self.conflicts)
+        return f"{self.added} added, {self.existing} already present, {refused} refused"
 
 
 @dataclass
