@@ -28,10 +28,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.errors import LoupeError
 from training.common import (
     TrainingScriptConfig,
+    checkpoint_renderer,
     load_model_and_processor,
     parse_config,
+    resolve_renderer,
     train_and_save,
     trainer_args,
     use_cuda,
@@ -53,15 +56,22 @@ class GRPOScriptConfig(TrainingScriptConfig):
             "several separated by commas."
         },
     )
-    split: str | None = field(
-        default="train", metadata={"help": "Keep rows of this split (rows without one are kept)."}
+    splits: str = field(
+        default="train",
+        metadata={
+            "help": "Splits to train on, comma-separated, or 'all': rows whose split column "
+            "names another are left out, and so are files of a folder named for another split "
+            "(test.parquet, test_cc.parquet). Rows without a split are kept."
+        },
     )
     output_dir: str = field(default="checkpoints/grpo", metadata={"help": "Where the model goes."})
-    renderer: str = field(
-        default="speco3",
+    renderer: str | None = field(
+        default=None,
         metadata={
             "help": "Renderer of the global view and zooms: 'speco3' (what the published "
-            "checkpoints saw) or 'fast'. Vet with the same one."
+            "checkpoints saw) or 'fast'. Default: the one the RL export and the starting "
+            "checkpoint record (they must agree unless --force_renderer), else speco3. "
+            "Recorded in the checkpoint; vet with the same one."
         },
     )
     learning_rate: float = field(default=1e-6, metadata={"help": "Learning rate (constant)."})
@@ -228,8 +238,7 @@ def build_trainer(cfg: GRPOScriptConfig) -> Any:
         freeze=cfg.freeze_vision,
     )
     processor.tokenizer.padding_side = "left"
-    paths = [p.strip() for p in cfg.dataset.split(",") if p.strip()]
-    dataset = load_rl_dataset(paths, split=cfg.split)
+    dataset = load_rl_dataset(dataset_paths(cfg), splits=split_names(cfg.splits))
     args = GRPOConfig(
         **trainer_args(cfg, cuda=cuda, bf16=bf16),
         num_generations=cfg.num_generations,
@@ -256,8 +265,28 @@ def build_trainer(cfg: GRPOScriptConfig) -> Any:
         args=args,
         train_dataset=dataset,
         processing_class=processor,
-        environment_factory=environment_factory(cfg.renderer),
+        environment_factory=environment_factory(training_renderer(cfg)),
     )
+
+
+def dataset_paths(cfg: GRPOScriptConfig) -> list[str]:
+    return [p.strip() for p in cfg.dataset.split(",") if p.strip()]
+
+
+def split_names(text: str | None) -> list[str] | None:
+    """`--splits train,val` -> ["train", "val"]; "all" (or empty) -> None, every split."""
+    names = [s.strip() for s in (text or "").split(",") if s.strip()]
+    return None if not names or names == ["all"] else names
+
+
+def training_renderer(cfg: GRPOScriptConfig) -> str:
+    """`cfg.renderer`, else what the RL exports and the starting checkpoint record; they must
+    agree (the rollouts' images are drawn with it) unless `cfg.force_renderer`."""
+    from training.data import export_renderer
+
+    recorded = {p: export_renderer(p) for p in dataset_paths(cfg)}
+    recorded[cfg.model] = checkpoint_renderer(cfg.model)
+    return resolve_renderer(cfg.renderer, recorded, force=cfg.force_renderer)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -272,8 +301,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     t0 = time.perf_counter()
+    try:
+        renderer = training_renderer(cfg)
+    except LoupeError as exc:
+        print(f"grpo.py: {exc}", file=sys.stderr)
+        return 2
     trainer = build_trainer(cfg)
-    train_and_save(trainer, cfg, stage="grpo", renderer=cfg.renderer)
+    train_and_save(trainer, cfg, stage="grpo", renderer=renderer)
     rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
     print(
         f"grpo: {trainer.state.global_step} steps in {time.perf_counter() - t0:.1f} s, "
