@@ -24,14 +24,36 @@ log = logging.getLogger("launch")
 # command -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("app.main", "Serve the vetting web app (the default command)."),
-    "demo": ("training.sim.demo", "Generate the simulated demo spectra (and optionally their labels)."),
+    "demo": (
+        "training.sim.demo",
+        "Generate the simulated demo spectra (and optionally their labels).",
+    ),
     "vet": ("db.vet", "Run an agent policy over candidates; write JSONL or record into --db."),
-    "ingest": ("db.ingest", "Load candidates (files, globs, folders, catalogue CSV, parquet) into the store."),
-    "import-labels": ("annotate.importer", "Record earlier verdicts from a CSV as an expert's reviews."),
+    "ingest": (
+        "db.ingest",
+        "Load candidates (files, globs, folders, catalogue CSV, parquet) into the store.",
+    ),
+    "import-labels": (
+        "annotate.importer",
+        "Record earlier verdicts from a CSV as an expert's reviews.",
+    ),
     "export": ("annotate.export", "Export reviewed decisions as SFT, RL or preference-pair data."),
-    "add-expert": ("annotate.experts", "Create or update an expert account (name, role, password)."),
-    "evaluate": ("training.evaluate", "Score one or more policies on a labelled set, side by side."),
-    "degrade": ("training.degrade", "Turn library spectra into survey-like LAMOST files plus a catalogue."),
+    "add-expert": (
+        "annotate.experts",
+        "Create or update an expert account (name, role, password).",
+    ),
+    "evaluate": (
+        "training.evaluate",
+        "Score one or more policies on a labelled set, side by side.",
+    ),
+    "calibrate": (
+        "annotate.calibrate",
+        "Refit the rule-based inspector's calibration from expert labels in the store.",
+    ),
+    "degrade": (
+        "training.degrade",
+        "Turn library spectra into survey-like LAMOST files plus a catalogue.",
+    ),
 }
 
 

@@ -14,9 +14,12 @@ candidates), a sliding window of episodes sharing one connection pool for `opena
 --concurrency requests in flight), batched generation for `hf` and `vllm` (--batch-size
 episodes advance turn by turn together).
 
-A candidate whose file cannot be read (or whose task is unknown) is reported on stderr and
-recorded as a trajectory with state "error" and the reason, so the run goes on and a resume
-does not retry it forever; delete its line (or its record) to try it again.
+A bad input line (a missing or unreadable file, an unknown task, an id given to two
+different spectra) is reported on stderr with its file, line and reason, and the rest is
+vetted; `--strict` stops at the first one instead. A candidate whose spectrum cannot be read
+when vetted is recorded as a trajectory with state "error" and the reason, so a resume does
+not retry it forever; delete its line (or its record) to try it again. Exit status: 0 when
+every line was vetted, 1 when some failed, 2 for a usage or fatal error.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExe
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from agent.catalog import CandidateRef, read_candidates
+from agent.catalog import CandidateRef, collect_candidates
 from agent.loop import DEFAULT_MAX_TURNS, run_batch
 from agent.trajectory import Trajectory
 
@@ -138,13 +141,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="task for inputs that carry none: cv, carbon, s_type, m_giant, wd",
     )
     src.add_argument("--limit", type=int, default=None, help="vet at most this many candidates")
+    src.add_argument(
+        "--strict",
+        action="store_true",
+        help="stop at the first bad input line instead of reporting it and vetting the rest",
+    )
 
     pol = parser.add_argument_group("policy")
     pol.add_argument(
         "--policy", choices=POLICY_CHOICES, default="rules", help="backend that plays the agent"
     )
     pol.add_argument(
-        "--model", default=None, help="checkpoint folder (hf, vllm) or model name (openai)"
+        "--model",
+        default=None,
+        help="checkpoint folder (hf, vllm), model name (openai) or inspector model JSON (rules)",
     )
     pol.add_argument(
         "--base-url",
@@ -199,7 +209,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def policy_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     name = args.policy
     if name == "rules":
-        return {}
+        return {"model": args.model} if getattr(args, "model", None) else {}
     kw: dict[str, Any] = {"model": args.model, "temperature": args.temperature}
     if args.renderer:
         kw["renderer"] = args.renderer
@@ -229,18 +239,14 @@ def _batch_size(args: argparse.Namespace) -> int:
 
 
 def main(args: argparse.Namespace, sink: Sink | None = None) -> int:
-    sources = list(args.catalog) + list(args.input)
-    if not sources:
-        print("vet: give candidates with --catalog CSV or --input PATH ...", file=sys.stderr)
-        return 2
+    """0: every line vetted; 1: some input lines or candidates failed (each reported on
+    stderr, the rest vetted); 2: a usage or fatal error, or any bad line with --strict."""
     try:
-        candidates = read_candidates(sources, task=args.task)
+        candidates, problems = read_inputs(args)
         kwargs = policy_kwargs(args)
     except (ValueError, OSError) as exc:
         print(f"vet: {exc}", file=sys.stderr)
         return 2
-    if args.limit is not None:
-        candidates = candidates[: max(0, args.limit)]
     own_sink = sink is None
     try:
         sink = sink or JsonlSink(args.out)
@@ -260,7 +266,34 @@ def main(args: argparse.Namespace, sink: Sink | None = None) -> int:
         if own_sink:
             sink.close()
     print(summary(stats))
-    return 0
+    return exit_status(problems, stats)
+
+
+def read_inputs(args: argparse.Namespace) -> tuple[list[CandidateRef], list[Exception]]:
+    """The candidates of --catalog/--input, and the bad lines, each already reported on
+    stderr (file, line, reason). ValueError when the run must not start: no sources, an
+    unknown --task, or any bad line with --strict."""
+    from agent.formats.catalogue import normalise_task
+
+    sources = list(args.catalog) + list(args.input)
+    if not sources:
+        raise ValueError("give candidates with --catalog CSV or --input PATH ...")
+    normalise_task(args.task)
+    candidates, problems = collect_candidates(sources, task=args.task)
+    if problems and getattr(args, "strict", False):
+        raise ValueError(f"{problems[0]} (--strict: nothing vetted)")
+    for err in problems:
+        print(f"vet: skipped {err}", file=sys.stderr)
+    if args.limit is not None:
+        candidates = candidates[: max(0, args.limit)]
+    return candidates, list(problems)
+
+
+def exit_status(problems: list[Exception], stats: Stats) -> int:
+    """0 when every line was vetted, 1 when some input lines or candidates failed."""
+    if problems:
+        print(f"vet: {len(problems)} input line(s) skipped (listed above)", file=sys.stderr)
+    return 1 if problems or stats.states["error"] else 0
 
 
 def task_key(task: str) -> str:

@@ -6,7 +6,7 @@ accept where the label agrees with the agent's verdict, reject where it does not
 correct where the agent has not vetted the candidate. This is how a team brings in a past
 visual-inspection campaign (Prospect or Marz CSVs) or catalogue labels. A bad row is
 reported with its line number and the reason; the good rows are kept. Importing the same
-file again changes nothing.
+file again changes nothing. NAME must be an existing expert unless `--create-expert` is given.
 
     python launch.py import-labels prospect_results.csv --expert ada --db loupe.db
 """
@@ -41,7 +41,7 @@ def import_labels(
     path: str | Path,
     expert: str,
     *,
-    create_expert: bool = True,
+    create_expert: bool = False,
     source: str = "import",
 ) -> ImportReport:
     """Record every good row of the CSV at `path` as `expert`'s review."""
@@ -49,7 +49,11 @@ def import_labels(
     report = ImportReport()
     if store.expert(expert) is None:
         if not create_expert:
-            raise StoreError(f"no expert {expert!r} (create it with `launch.py add-expert`)")
+            # A typo must not become a phantom expert holding a whole campaign's reviews.
+            raise StoreError(
+                f"no expert {expert!r} (create it with `launch.py add-expert`, "
+                "or pass --create-expert)"
+            )
         store.ensure_expert(expert)
     try:
         fh = open(path, newline="", encoding="utf-8-sig")
@@ -142,8 +146,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "csv", metavar="FILE.csv", help="CSV with id (or path,task), label, comment."
     )
+    parser.add_argument("--expert", required=True, help="Whose reviews these become.")
     parser.add_argument(
-        "--expert", required=True, help="Whose reviews these become (created if absent)."
+        "--create-expert",
+        action="store_true",
+        help="Create the expert if there is none of that name (otherwise an unknown name "
+        "is refused).",
     )
     parser.add_argument("--db", default=DEFAULT_DB, help="Database file or SQLAlchemy URL.")
 
@@ -151,7 +159,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     store = Store(args.db)
     try:
-        report = import_labels(store, args.csv, args.expert)
+        report = import_labels(
+            store, args.csv, args.expert, create_expert=getattr(args, "create_expert", False)
+        )
     except StoreError as err:
         print(f"import-labels: {err}", file=sys.stderr)
         return 1

@@ -2,8 +2,10 @@
 
 SOURCES are spectrum files, folders, globs, catalogue CSVs (`path,task[,id,hdu,row,label,...]`,
 paths relative to the CSV) and SpecVI-Bench parquet files, expanded by
-`agent.catalog.read_candidates`. A bad file, or a bad catalogue line, is reported with the
-problem and skipped; everything else is ingested. Re-running is safe: candidates already in
+`agent.catalog.collect_candidates`. A bad file, or a bad catalogue line (a missing file, an
+unknown task, an id already given to another spectrum), is reported with the problem and
+skipped; everything else is ingested, and the exit status is 1 (`--keep-first` lets an id
+given twice keep its first spectrum without failing). Re-running is safe: candidates already in
 the store are counted, never duplicated, and each batch commits on its own, so a killed
 ingest resumes where it stopped.
 
@@ -14,20 +16,17 @@ ingest resumes where it stopped.
 from __future__ import annotations
 
 import argparse
-import glob
 import logging
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from agent.catalog import CandidateRef, read_candidates
+from agent.catalog import CandidateRef
 from agent.spectrum import SpectrumError
 from db.store import DEFAULT_DB
 
 log = logging.getLogger(__name__)
-
-GLOB_CHARS = set("*?[")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,76 +72,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Refuse paths outside this folder (repeatable).",
     )
     parser.add_argument("--batch-size", type=int, default=2000, help="Candidates per transaction.")
+    parser.add_argument(
+        "--keep-first",
+        action="store_true",
+        help="When one id is given to two different spectra, keep the first and go on "
+        "(the conflict is still reported) instead of failing.",
+    )
+
+
+class Conflict(tuple):
+    """An (item, problem) pair for an id given to two different spectra: an error, unless
+    `--keep-first` says the first one stands."""
 
 
 def collect(
     sources: list[str], task: str | None, roots: list[Path] | None = None
 ) -> tuple[list[CandidateRef], list[tuple[str, str]]]:
-    """Candidates from every source, and (source, problem) for each one that failed."""
-    refs: list[CandidateRef] = []
-    errors: list[tuple[str, str]] = []
-    for source in sources:
-        paths = [Path(source).expanduser()]
-        if not paths[0].exists() and GLOB_CHARS & set(source):
-            paths = [Path(p) for p in sorted(glob.glob(str(paths[0]), recursive=True))]
-            if not paths:
-                errors.append((source, "glob matches no files"))
-                continue
-        for path in paths:
-            if path.is_dir():
-                files = [
-                    p for p in sorted(path.rglob("*")) if p.is_file() and not p.name.startswith(".")
-                ]
-                for f in files:
-                    _one(f, task, roots, refs, errors, quiet_layout=True)
-            else:
-                _one(path, task, roots, refs, errors, quiet_layout=False)
+    """Candidates from every source, and (source or catalogue line, problem) for each one
+    that failed; ids given to two spectra come back as `Conflict`s, the first one kept."""
+    from agent.catalog import ConflictError, collect_candidates
+
+    refs, bad = collect_candidates(sources, task=task, roots=roots)
+    errors = [
+        Conflict((e.source, e.problem)) if isinstance(e, ConflictError) else (e.source, e.problem)
+        for e in bad
+    ]
     return refs, errors
-
-
-def _one(path: Path, task, roots, refs, errors, quiet_layout: bool) -> None:
-    from agent.formats import LayoutError
-    from agent.formats.catalogue import is_catalogue
-
-    try:
-        got = read_candidates_in(path, task, roots)
-    except LayoutError as err:
-        if not quiet_layout:  # in a folder, files of no spectrum layout are not errors
-            errors.append((str(path), err.problem))
-        return
-    except SpectrumError as err:
-        if path.suffix.lower() == ".csv" and is_catalogue(path):
-            good, bad = _catalogue_lines(path, task, roots)
-            refs += good
-            errors += bad
-        else:
-            errors.append((str(path), err.problem if err.source == str(path) else str(err)))
-        return
-    except OSError as err:
-        errors.append((str(path), f"cannot read ({err.strerror or err})"))
-        return
-    refs += got
-
-
-def read_candidates_in(path: Path, task: str | None, roots: list[Path] | None):
-    if roots is None:
-        return read_candidates([path], task=task)
-    from agent.formats import expand_candidates
-
-    return expand_candidates([str(path)], task=task, roots=roots)
-
-
-def _catalogue_lines(
-    path: Path, task: str | None, roots: list[Path] | None
-) -> tuple[list[CandidateRef], list[tuple[str, str]]]:
-    """A catalogue with bad lines: the good lines still count, each bad one is reported."""
-    from agent.formats.catalogue import catalogue_lines
-
-    try:
-        good, bad = catalogue_lines(path, task, roots)
-    except (OSError, SpectrumError) as exc:
-        return [], [(str(path), getattr(exc, "problem", None) or str(exc))]
-    return good, [(err.source, err.problem) for err in bad]
 
 
 def _meta_of(spec) -> dict[str, Any]:
@@ -264,8 +219,14 @@ def _where(ref: CandidateRef) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    from agent.formats.catalogue import normalise_task
     from db.store import Store
 
+    try:
+        normalise_task(args.task)
+    except SpectrumError as err:
+        print(f"ingest: {err}", file=sys.stderr)
+        return 2
     t0 = time.time()
     store = Store(args.db)
     try:
@@ -283,10 +244,18 @@ def main(args: argparse.Namespace) -> int:
         )
     finally:
         store.close()
-    for item, problem in errors:
-        print(f"ingest: skipped {item}: {problem}", file=sys.stderr)
+    keep_first = getattr(args, "keep_first", False)
+    failed = 0
+    for error in errors:
+        item, problem = error
+        if keep_first and isinstance(error, Conflict):
+            print(f"ingest: kept the first: {item}: {problem}", file=sys.stderr)
+            continue
+        failed += 1
+        hint = " (--keep-first keeps the first)" if isinstance(error, Conflict) else ""
+        print(f"ingest: skipped {item}: {problem}{hint}", file=sys.stderr)
     print(
         f"ingest: {report.added} added, {report.existing} already present, "
         f"{len(errors)} refused ({time.time() - t0:.1f} s) -> {args.db}"
     )
-    return 1 if errors else 0
+    return 1 if failed else 0

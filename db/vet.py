@@ -172,23 +172,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from agent import runner
-    from agent.catalog import read_candidates
     from db.store import Store
 
     if not getattr(args, "db", None):
         return int(runner.main(args) or 0)
-    sources = list(args.catalog) + list(args.input)
-    if not sources:
-        print("vet: give candidates with --catalog CSV or --input PATH ...", file=sys.stderr)
-        return 2
     try:
-        candidates = read_candidates(sources, task=args.task)
+        candidates, problems = runner.read_inputs(args)  # bad lines reported, the rest kept
         runner.policy_kwargs(args)  # a missing --model or --base-url is said before any work
     except (ValueError, OSError) as exc:
         print(f"vet: {exc}", file=sys.stderr)
         return 2
-    if args.limit is not None:
-        candidates = candidates[: max(0, args.limit)]
     store = Store(args.db)
     try:
         stats = vet_into_store(
@@ -197,4 +190,4 @@ def main(args: argparse.Namespace) -> int:
     finally:
         store.close()
     print(runner.summary(stats))
-    return 0
+    return runner.exit_status(problems, stats)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
+import warnings
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -71,7 +73,13 @@ def parquet(tmp: Path, name: str, records: list[dict]) -> Path:
     return tmp / name
 
 
-def catalogue(tmp: Path, text: str) -> Path:
+def fifo(tmp: Path) -> Path:
+    path = tmp / "pipe.fits"
+    os.mkfifo(path)
+    return path
+
+
+def catalogue(tmp: Path, text: str | bytes) -> Path:
     write_lamost_fits(
         Spectrum(np.linspace(4000, 5000, 20), np.ones(20)), tmp / "ok.fits", layout="table"
     )
@@ -267,7 +275,7 @@ CASES: dict[str, tuple] = {
     "gzipped non-UTF-8 text": (
         lambda t: write(t, "x.gz", gzip.compress(b"a\xff\xfe b\n")),
         {},
-        "unknown layout",
+        "gzip holding non-UTF-8 text",
     ),
     "corrupt parquet": (
         lambda t: write(t, "bad.parquet", b"PAR1" + b"\x01" * 100),
@@ -376,6 +384,39 @@ CASES: dict[str, tuple] = {
         {},
         "is a folder",
     ),
+    "FIFO": (fifo, {}, r"not a regular file \(a FIFO\)"),
+    "/dev/zero": (lambda t: Path("/dev/zero"), {}, r"not a regular file \(a character device\)"),
+    "/dev/urandom": (lambda t: Path("/dev/urandom"), {}, "not a regular file"),
+    "gzip holding binary junk": (
+        lambda t: write(t, "junk.gz", gzip.compress(bytes(range(256)) * 4)),
+        {},
+        "gzip holding unknown binary data",
+    ),
+    "gzip holding parquet": (
+        lambda t: write(t, "p.gz", gzip.compress(b"PAR1" + b"\x01" * 100)),
+        {},
+        "gzip holding a parquet file",
+    ),
+    "gzipped text named like FITS": (
+        lambda t: write(t, "t.fits.gz", gzip.compress(b"wavelength,flux\n4000,1\n4001,2\n")),
+        {},
+        "gzip-compressed text/CSV, not FITS",
+    ),
+    "row 5 on a single-spectrum file": (
+        lambda t: write(t, "one.fits", LAMOST),
+        {"row": 5},
+        "row 5 given, but the file holds a single spectrum",
+    ),
+    "row -1 on a single-spectrum file": (
+        lambda t: write(t, "one.fits", LAMOST),
+        {"row": -1},
+        "row -1 given, but the file holds a single spectrum",
+    ),
+    "row on a single-spectrum text file": (
+        lambda t: write(t, "s.csv", "wavelength,flux\n4000,1\n4001,2\n"),
+        {"row": 3},
+        "row 3 does not exist \\(file holds one spectrum\\)",
+    ),
     "multi-spectrum file without a row": (
         fits_factory.write_template_rows,
         {"one": True},
@@ -425,6 +466,34 @@ CATALOGUE_CASES = {
     "bad row": ("path,task,row\nok.fits,wd,abc\n", {}, "'abc' is not an integer"),
     "empty path": ("path,task\n,wd\n", {}, "empty path"),
     "empty task": ("path,task\nok.fits,\n", {}, "empty task"),
+    "unknown task": (
+        "path,task\nok.fits,wd\nok.fits,white_dwarf\n",
+        {},
+        r"line 3: unknown task 'white_dwarf'; known tasks: cv, carbon, s_type, m_giant, wd",
+    ),
+    "latin-1 byte": (
+        "path,task,id\nok.fits,wd,a\nok.fits,wd,caf\xe9\n".encode("latin-1"),
+        {},
+        r"line 3 is not UTF-8 \(byte 0xe9, 'é' in latin-1\)",
+    ),
+    "negative row": ("path,task,row\nok.fits,wd,-1\n", {}, "line 2: row -1 is negative"),
+    "row on a single-spectrum file": ("path,task,row\nok.fits,wd,5\n", {"load": True}, "row 5"),
+    "id given to two spectra": (
+        "path,task,id\nok.fits,wd,same\nsub/ok.fits,wd,same\n",
+        {"copy": "sub/ok.fits"},
+        r"cat.csv line 3.*'same' \(task wd\) points at .*sub/ok.fits here but at "
+        r".*/ok.fits in .*cat.csv line 2 \(conflict\)",
+    ),
+    "listed file is a FIFO": (
+        "path,task\npipe,wd\n",
+        {"fifo": "pipe"},
+        r"line 2: pipe: not a regular file \(a FIFO\)",
+    ),
+    "gzipped catalogue with a missing file": (
+        gzip.compress(b"path,task\nmissing.fits,wd\n"),
+        {},
+        "line 2: spectrum file not found",
+    ),
 }
 
 
@@ -432,10 +501,80 @@ CATALOGUE_CASES = {
 def test_catalogue_refused(tmp_path, case):
     text, opts, problem = CATALOGUE_CASES[case]
     path = catalogue(tmp_path, text)
+    if "copy" in opts:
+        (tmp_path / opts["copy"]).parent.mkdir()
+        (tmp_path / opts["copy"]).write_bytes((tmp_path / "ok.fits").read_bytes())
+    if "fifo" in opts:
+        os.mkfifo(tmp_path / opts["fifo"])
     roots = [tmp_path] if opts.get("roots") else None
     with pytest.raises(SpectrumError, match=problem) as err:
-        expand_candidates([str(path)], None, roots=roots)
-    assert "cat.csv" in str(err.value)
+        refs = expand_candidates([str(path)], opts.get("task"), roots=roots)
+        if opts.get("load"):
+            [ref.load() for ref in refs]
+    assert "cat.csv" in str(err.value) or "ok.fits" in str(err.value)
+
+
+VALID_CATALOGUES = {
+    "UTF-8 BOM (Excel 'CSV UTF-8')": "\ufeffpath,task,id\nok.fits,wd,a\n".encode(),
+    "quoted header": b'"path","task","id"\n"ok.fits","wd","a"\n',
+    "CRLF line ends": b"path,task,id\r\nok.fits,wd,a\r\n",
+    "gzipped": gzip.compress(b"path,task,id\nok.fits,wd,a\n"),
+    "gzipped with BOM": gzip.compress("\ufeffpath,task,id\nok.fits,wd,a\n".encode()),
+    "alias task (SpecVI name)": b"path,task,id\nok.fits,WD,a\n",
+}
+
+
+@pytest.mark.parametrize("case", list(VALID_CATALOGUES))
+def test_valid_catalogues_read(tmp_path, case):
+    """Catalogues that were refused with misleading messages (a BOM read as part of the
+    'path' column, a quoted header taken for a spectrum, gzip not looked into)."""
+    path = catalogue(tmp_path, VALID_CATALOGUES[case])
+    refs = read_candidates(path)
+    assert [(r.id, r.task, Path(r.path).name) for r in refs] == [("a", "wd", "ok.fits")]
+    assert refs[0].load().wavelength.size == 20
+
+
+def test_task_aliases_map_to_known_tasks(tmp_path):
+    path = catalogue(tmp_path, "path,task,id\nok.fits,gm,a\nok.fits,CC,b\nok.fits,ss,c\n")
+    assert [r.task for r in read_candidates(path)] == ["m_giant", "carbon", "s_type"]
+    assert read_candidates(tmp_path / "ok.fits", task="gm")[0].task == "m_giant"
+    with pytest.raises(SpectrumError, match="--task: unknown task 'bogus'; known tasks"):
+        read_candidates(tmp_path / "ok.fits", task="bogus")
+
+
+def test_bad_lines_reported_and_the_rest_kept(tmp_path):
+    """`collect_candidates` reports each bad line (file, line, reason) and keeps the rest."""
+    from agent.catalog import ConflictError, collect_candidates
+
+    path = catalogue(
+        tmp_path,
+        "path,task,id\nok.fits,wd,a\nmissing.fits,wd,b\nok.fits,nova,c\n"
+        "ok.fits,cv,d\nother.fits,cv,d\n",
+    )
+    (tmp_path / "other.fits").write_bytes((tmp_path / "ok.fits").read_bytes())
+    refs, errors = collect_candidates([path, tmp_path / "gone.fits"])
+    assert [r.id for r in refs] == ["a", "d"]
+    assert [(Path(e.source).name, e.problem.split(";")[0]) for e in errors] == [
+        ("cat.csv line 3", "spectrum file not found: missing.fits"),
+        ("cat.csv line 4", "unknown task 'nova'"),
+        ("cat.csv line 6", errors[2].problem),
+        ("gone.fits", "file not found"),
+    ]
+    conflict = errors[2]
+    assert isinstance(conflict, ConflictError)
+    assert "other.fits here but at" in conflict.problem and "cat.csv line 5" in conflict.problem
+
+
+def test_lamost_nan_mask_rows_raise_no_warning(tmp_path):
+    path = write(tmp_path, "nanmask.fits", LAMOST)
+    with fits.open(path, mode="update") as h:
+        h[0].data[3, :50] = np.nan
+        h[0].data[3, 50:60] = 1e30
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        spec = read_spectra(path)[0]
+    assert spec.mask[:60].sum() == 0  # an unusable mask value flags nothing
+    assert np.isfinite(spec.flux[~spec.mask]).all()
 
 
 def test_symlink_escape_refused(tmp_path):

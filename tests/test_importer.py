@@ -13,6 +13,7 @@ from tests.store_factory import traj
 
 @pytest.fixture
 def store(mem_store):
+    mem_store.create_expert("ada")
     mem_store.add_candidates(
         [CandidateRef(id=f"c{i}", task="cv", path=f"/data/c{i}.fits") for i in range(4)]
         + [CandidateRef(id="w0", task="wd", path="/data/c0.fits")]
@@ -25,7 +26,7 @@ def store(mem_store):
 def test_labels_become_accept_reject_or_correct(store, tmp_path):
     f = tmp_path / "prospect.csv"
     f.write_text("id,label,comment\nc0,YES,clear\nc1,yes,\nc2,No,no lines\n")
-    rep = import_labels(store, f, "vi-2019")
+    rep = import_labels(store, f, "vi-2019", create_expert=True)
     assert (rep.recorded, rep.unchanged, rep.errors) == (3, 0, [])
     by_key = {store.candidate(r.candidate_id).key: r for r in store.reviews(expert="vi-2019")}
     assert {k: (r.action, r.label, r.source) for k, r in by_key.items()} == {
@@ -91,9 +92,24 @@ def test_cli(tmp_path, capsys):
     f = tmp_path / "l.csv"
     f.write_text("id,label\na1,NO\nb2,YES\n")
     rc = launch.main(["import-labels", str(f), "--expert", "ada", "--db", url])
+    assert rc == 1 and "no expert 'ada'" in capsys.readouterr().err  # no phantom expert
+    s = Store(url)
+    assert s.expert("ada") is None
+    s.close()
+    argv = ["import-labels", str(f), "--expert", "ada", "--create-expert", "--db", url]
+    rc = launch.main(argv)
     out = capsys.readouterr()
     assert rc == 1  # one row refused
     assert "line 3: no candidate with id 'b2'" in out.err and "1 recorded" in out.out
     s = Store(url)
     assert [(r.action, r.label) for r in s.reviews(expert="ada")] == [("reject", "NO")]
     s.close()
+
+
+def test_unknown_expert_refused_unless_created(store, tmp_path):
+    f = tmp_path / "labels.csv"
+    f.write_text("id,label\nc0,YES\n")
+    with pytest.raises(StoreError, match="no expert 'adaa'.*--create-expert"):
+        import_labels(store, f, "adaa")
+    assert store.expert("adaa") is None
+    assert import_labels(store, f, "adaa", create_expert=True).recorded == 1

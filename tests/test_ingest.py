@@ -168,3 +168,69 @@ def test_log_level_before_or_after_the_command(monkeypatch, capsys):
     assert seen == [logging.DEBUG, logging.ERROR]
     assert launch.main(["--log-level", "loud", "ingest", "x.csv"]) == 2
     assert "choose one of DEBUG" in capsys.readouterr().err
+
+
+def test_unknown_tasks_refused_at_ingest(folder, tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 't.db'}"
+    cat = tmp_path / "cat.csv"
+    cat.write_text("path,task,id\ndata/t0.csv,white_dwarf,a\ndata/t1.csv,gm,b\n")
+    assert launch.main(["ingest", str(cat), "--db", url]) == 1
+    err = capsys.readouterr().err
+    assert "cat.csv line 2: unknown task 'white_dwarf'; known tasks: cv, carbon" in err
+    assert launch.main(["ingest", str(folder / "t2.csv"), "--task", "bogus", "--db", url]) == 2
+    assert "--task: unknown task 'bogus'" in capsys.readouterr().err
+    s = Store(url)
+    assert [(c.key, c.task) for c in s.list_candidates()] == [("b", "m_giant")]  # alias mapped
+    s.close()
+
+
+def test_id_given_to_two_spectra_is_a_conflict(folder, tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    cat = tmp_path / "cat.csv"
+    cat.write_text("path,task,id\ndata/t0.csv,cv,same-id\ndata/t1.csv,cv,same-id\n")
+    assert launch.main(["ingest", str(cat), "--db", url]) == 1
+    captured = capsys.readouterr()
+    assert "cat.csv line 3: id 'same-id' (task cv) points at" in captured.err
+    assert "t1.csv here but at" in captured.err and "t0.csv in" in captured.err
+    assert "cat.csv line 2 (conflict)" in captured.err and "--keep-first" in captured.err
+    assert "1 added, 0 already present, 1 refused" in captured.out
+    assert launch.main(["ingest", str(cat), "--keep-first", "--db", url]) == 0
+    assert "kept the first" in capsys.readouterr().err
+    s = Store(url)
+    (only,) = s.list_candidates()
+    assert only.spectrum_ref["path"].endswith("t0.csv")
+    s.close()
+
+
+def test_bom_quoted_and_gzipped_catalogues_ingest(mem_store, folder, tmp_path):
+    import gzip
+
+    (tmp_path / "bom.csv").write_bytes("\ufeffpath,task,id\ndata/t0.csv,cv,a\n".encode())
+    (tmp_path / "quoted.csv").write_text('"path","task","id"\n"data/t1.csv","cv","b"\n')
+    (tmp_path / "cat.csv.gz").write_bytes(gzip.compress(b"path,task,id\ndata/t2.csv,cv,c\n"))
+    sources = [str(tmp_path / n) for n in ("bom.csv", "quoted.csv", "cat.csv.gz")]
+    rep, errors = ingest(mem_store, sources)
+    assert (rep.added, errors) == (3, [])
+
+
+def test_row_on_a_single_spectrum_file_refused(mem_store, folder, tmp_path):
+    cat = tmp_path / "cat.csv"
+    cat.write_text("path,task,id,row\ndata/t0.csv,cv,a,\ndata/t0.csv,cv,b,5\n")
+    rep, errors = ingest(mem_store, [str(cat)])
+    assert rep.added == 1
+    assert len(errors) == 1 and "row 5" in errors[0][1] and "b (" in errors[0][0]
+
+
+def test_vet_db_reports_bad_lines_and_vets_the_rest(folder, tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'b.db'}"
+    cat = tmp_path / "cat.csv"
+    cat.write_text("path,task,id\ndata/t0.csv,cv,a\ndata/gone.csv,cv,b\ndata/t1.csv,nova,c\n")
+    argv = ["vet", "--catalog", str(cat), "--policy", "rules", "--max-turns", "5",
+            "--db", url, "--workers", "1", "--no-progress"]  # fmt: skip
+    assert launch.main(argv) == 1
+    captured = capsys.readouterr()
+    assert "vetted 1 candidates" in captured.out
+    assert "cat.csv line 3: spectrum file not found: data/gone.csv" in captured.err
+    assert "cat.csv line 4: unknown task 'nova'" in captured.err
+    assert launch.main([*argv, "--strict"]) == 2
+    assert "(--strict: nothing vetted)" in capsys.readouterr().err

@@ -103,7 +103,7 @@ def test_inline_run_records_everything_and_reports_bad_files(catalogue, tmp_path
     assert "vetted 12 candidates" in printed.out and "verdicts: YES" in printed.out
     # the broken file: recorded as an error trajectory with the reason; the run goes on
     rc = main(_args("--catalog", str(cat), "--out", str(out), "--workers", "2", "--no-progress"))
-    assert rc == 0
+    assert rc == 1  # the broken file's line failed; the exit status says so
     rows = _lines(out)
     assert sorted(r["id"] for r in rows) == sorted(ids)
     broken = next(r for r in rows if r["id"] == "broken")
@@ -143,6 +143,68 @@ def test_missing_inputs_and_model_are_clear_errors(capsys, catalogue):
     assert main(_args("--out", "x.jsonl")) == 2
     assert main(_args("--catalog", str(catalogue[0]), "--policy", "hf")) == 2
     assert "needs --model" in capsys.readouterr().err
+
+
+def _bad_catalogue(cat: Path) -> Path:
+    """Three good lines around a missing file, an unknown task and an id given twice."""
+    bad = cat.parent / "with-bad-lines.csv"
+    bad.write_text(
+        "path,task,id\n"
+        "c000.fits,wd,cand000\n"
+        "gone.fits,wd,gone\n"
+        "c001.fits,white_dwarf,cand001\n"
+        "c002.fits,wd,cand002\n"
+        "c003.fits,wd,cand002\n"
+        "c004.fits,wd,cand004\n"
+    )
+    return bad
+
+
+def test_bad_lines_are_reported_and_the_rest_vetted(catalogue, capsys):
+    cat, _ = catalogue
+    sink = ListSink()
+    argv = ("--catalog", str(_bad_catalogue(cat)), "--workers", "1", "--no-progress")
+    assert main(_args(*argv), sink=sink) == 1
+    assert [t.id for t in sink.rows] == ["cand000", "cand002", "cand004"]
+    err = capsys.readouterr().err
+    assert "with-bad-lines.csv line 3: spectrum file not found: gone.fits" in err
+    assert "with-bad-lines.csv line 4: unknown task 'white_dwarf'; known tasks: cv" in err
+    assert "with-bad-lines.csv line 6: id 'cand002' (task wd) points at" in err
+    assert "with-bad-lines.csv line 5 (conflict)" in err
+    assert "3 input line(s) skipped" in err
+
+
+def test_strict_stops_at_the_first_bad_line(catalogue, capsys):
+    cat, _ = catalogue
+    sink = ListSink()
+    argv = ("--catalog", str(_bad_catalogue(cat)), "--strict", "--workers", "1", "--no-progress")
+    assert main(_args(*argv), sink=sink) == 2
+    assert sink.rows == []
+    err = capsys.readouterr().err
+    assert "line 3: spectrum file not found" in err and "line 4" not in err
+
+
+def test_input_list_with_missing_and_unreadable_files_vets_the_rest(catalogue, tmp_path, capsys):
+    cat, _ = catalogue
+    fifo = tmp_path / "pipe.fits"
+    os.mkfifo(fifo)
+    sink = ListSink()
+    inputs = [cat.parent / "c005.fits", tmp_path / "nope.fits", fifo, cat.parent / "c006.fits"]
+    argv = ("--input", *map(str, inputs), "--task", "wd", "--workers", "1", "--no-progress")
+    assert main(_args(*argv), sink=sink) == 1
+    assert [t.id for t in sink.rows] == ["cand005", "cand006"]
+    err = capsys.readouterr().err
+    assert "nope.fits: file not found" in err
+    assert "pipe.fits: not a regular file (a FIFO)" in err
+
+
+def test_unknown_task_flag_is_a_usage_error(catalogue, capsys):
+    cat, _ = catalogue
+    sink = ListSink()
+    argv = ("--input", str(cat.parent / "c005.fits"), "--task", "bogus", "--no-progress")
+    assert main(_args(*argv), sink=sink) == 2
+    assert sink.rows == []
+    assert "unknown task 'bogus'; known tasks: cv, carbon" in capsys.readouterr().err
 
 
 @pytest.mark.slow

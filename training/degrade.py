@@ -77,11 +77,61 @@ def flux_calibration_error(
     return np.exp(np.polynomial.legendre.legval(x, coeffs))
 
 
+def observe(
+    spectrum: Spectrum,
+    *,
+    rv_kms: float = 0.0,
+    redshift: float = 0.0,
+    resolution: float = 1800.0,
+    grid: str | np.ndarray = "lamost",
+    source_resolution: float | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Noise-free survey view of `spectrum`: (grid wavelengths, flux with NaN where uncovered).
+
+    Vacuum, moved to `redshift` (for rest-frame templates) and shifted by `rv_kms`, blurred to
+    `resolution` and averaged into the grid's pixels. Grid pixels outside the source's
+    coverage or inside its gaps are NaN.
+    """
+    src = spectrum.meta.source or spectrum.meta.id or "<memory>"
+    # Libraries fill missing stretches with exact zeros; those are gaps, not dark flux.
+    good = spectrum.good & ~_zero_runs(spectrum.flux)
+    wave = spectrum.vacuum_wavelength()[good]
+    flux = spectrum.flux[good]
+    if wave.size < 10:
+        raise ValueError(f"{src}: too few good pixels to degrade ({wave.size})")
+    # Observed wavelengths stay where they are (a QSO keeps its redshift); the star's RV is
+    # added on top, as a survey pipeline would see it.
+    wave = wave * (1.0 + redshift) * (1.0 + rv_kms / C_KMS)
+    out_wave = GRIDS[grid]() if isinstance(grid, str) else np.asarray(grid, dtype=float)
+    # Only what lands near the grid is blurred (a survey arm sees a slice of a template).
+    near = (wave > out_wave[0] * 0.98) & (wave < out_wave[-1] * 1.02)
+    if np.count_nonzero(near) < 10:
+        return out_wave, np.full(out_wave.size, np.nan)
+    wave, flux = wave[near], flux[near]
+    # The line-spread function is set in the observed frame; a redshifted source's own
+    # resolution is stretched with it.
+    fine, fconv = convolve_to_resolution(wave, flux, resolution, source_resolution)
+    # Average the fine samples into each output pixel (flux-conserving for smooth input).
+    edges = np.sqrt(out_wave[1:] * out_wave[:-1])
+    edges = np.concatenate([[out_wave[0] ** 2 / edges[0]], edges, [out_wave[-1] ** 2 / edges[-1]]])
+    idx = np.searchsorted(edges, fine) - 1
+    inside = (idx >= 0) & (idx < out_wave.size)
+    sums = np.bincount(idx[inside], weights=fconv[inside], minlength=out_wave.size)
+    counts = np.bincount(idx[inside], minlength=out_wave.size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+    # Pixels the source does not cover (outside its range or inside its own gaps).
+    covered = (out_wave >= wave[0]) & (out_wave <= wave[-1]) & (counts > 0)
+    covered &= ~_source_gaps(wave, out_wave)
+    return out_wave, np.where(covered, out, np.nan)
+
+
 def degrade(
     spectrum: Spectrum,
     *,
     snr: float,
     rv_kms: float = 0.0,
+    redshift: float = 0.0,
     resolution: float = 1800.0,
     grid: str | np.ndarray = "lamost",
     flux_cal_error: float = 0.1,
@@ -98,40 +148,17 @@ def degrade(
         raise ValueError(f"snr must be positive (got {snr})")
     rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     src = spectrum.meta.source or spectrum.meta.id or "<memory>"
-    # Libraries fill missing stretches with exact zeros; those are gaps, not dark flux.
-    good = spectrum.good & ~_zero_runs(spectrum.flux)
-    wave = spectrum.vacuum_wavelength()[good]
-    flux = spectrum.flux[good]
-    if wave.size < 10:
-        raise ValueError(f"{src}: too few good pixels to degrade ({wave.size})")
-    # Observed wavelengths stay where they are (a QSO keeps its redshift); the star's RV is
-    # added on top, as a survey pipeline would see it.
-    wave = wave * (1.0 + rv_kms / C_KMS)
-    out_wave = GRIDS[grid]() if isinstance(grid, str) else np.asarray(grid, dtype=float)
-
-    fine, fconv = convolve_to_resolution(wave, flux, resolution, source_resolution)
-    # Average the fine samples into each output pixel (flux-conserving for smooth input).
-    edges = np.sqrt(out_wave[1:] * out_wave[:-1])
-    edges = np.concatenate([[out_wave[0] ** 2 / edges[0]], edges, [out_wave[-1] ** 2 / edges[-1]]])
-    idx = np.searchsorted(edges, fine) - 1
-    inside = (idx >= 0) & (idx < out_wave.size)
-    sums = np.bincount(idx[inside], weights=fconv[inside], minlength=out_wave.size)
-    counts = np.bincount(idx[inside], minlength=out_wave.size)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
-    # Pixels the source does not cover (outside its range or inside its own gaps).
-    covered = (out_wave >= wave[0]) & (out_wave <= wave[-1]) & (counts > 0)
-    big_gap = _source_gaps(wave, out_wave)
-    covered &= ~big_gap
-    out = np.where(covered, out, np.nan)
+    out_wave, out = observe(
+        spectrum,
+        rv_kms=rv_kms,
+        redshift=redshift,
+        resolution=resolution,
+        grid=grid,
+        source_resolution=source_resolution,
+    )
+    covered = np.isfinite(out)
     out = out * flux_calibration_error(out_wave, flux_cal_error, rng)
-
-    level = float(np.nanmedian(np.abs(out[covered]))) if covered.any() else 1.0
-    if not np.isfinite(level) or level <= 0:
-        level = 1.0
-    # Poisson-like: sigma = level/snr * sqrt(f/level), floored so that dark troughs keep noise.
-    rel = np.clip(np.abs(np.nan_to_num(out)) / level, 0.05, None)
-    sigma = level / snr * np.sqrt(rel)
+    sigma = poisson_sigma(out, covered, snr)
     noisy = out + rng.normal(0.0, 1.0, out.size) * sigma
     ivar = np.where(covered, 1.0 / sigma**2, 0.0)
     noisy = np.where(covered, noisy, 0.0)
@@ -155,10 +182,22 @@ def degrade(
         ivar=ivar,
         mask=~covered,
         frame="vacuum",
-        redshift=float(spectrum.redshift),
+        redshift=float(spectrum.redshift) if not redshift else float(redshift),
         flux_unit=spectrum.flux_unit,
         meta=meta,
     )
+
+
+def poisson_sigma(flux: np.ndarray, covered: np.ndarray, snr: float) -> np.ndarray:
+    """Per-pixel sigma for a median SNR of `snr`: sigma = level/snr * sqrt(f/level).
+
+    Floored at 5% of the median level so that dark troughs keep noise.
+    """
+    level = float(np.nanmedian(np.abs(flux[covered]))) if covered.any() else 1.0
+    if not np.isfinite(level) or level <= 0:
+        level = 1.0
+    rel = np.clip(np.abs(np.nan_to_num(flux)) / level, 0.05, None)
+    return level / snr * np.sqrt(rel)
 
 
 def _zero_runs(flux: np.ndarray, min_run: int = 3) -> np.ndarray:

@@ -19,6 +19,7 @@ from agent.formats.common import (
     LimitError,
     Limits,
     check_file,
+    gzip_contents,
     open_fits,
     pick_hdu,
     read_capped,
@@ -40,12 +41,19 @@ __all__ = [
 
 
 def sniff(path: Path) -> str:
-    """'fits', 'parquet' or 'text' from the file's first bytes (gzip is looked inside)."""
+    """'fits', 'parquet', 'text' or 'gzip-text' from the file's first bytes (gzip is looked
+    inside); a gzip stream holding anything else is refused, saying what it holds."""
     check_file(path)
     with open(path, "rb") as fh:
         head = fh.read(16)
     if head.startswith(GZIP_MAGIC):
-        head = read_capped(path)[:16]
+        data = read_capped(path)
+        if data.startswith(FITS_MAGIC):
+            return "fits"
+        what = gzip_contents(data)
+        if what != "text/CSV":
+            raise LayoutError(path, f"gzip holding {what} (gzipped FITS and UTF-8 text are read)")
+        return "gzip-text"
     if head.startswith(FITS_MAGIC):
         return "fits"
     if head.startswith(PARQUET_MAGIC):
@@ -61,16 +69,19 @@ def read_file(path: Path, hdu: int | str | None = None, row: int | None = None) 
     try:
         kind = sniff(path)
         if kind == "fits":
-            return _read_fits(path, hdu, row)
+            return _check_row(path, _read_fits(path, hdu, row), row)
         if kind == "parquet":
             from agent.formats.specvi import read_parquet
 
-            return read_parquet(path, row=row)
+            return _check_row(path, read_parquet(path, row=row), row)
         if path.name.lower().endswith((".fits", ".fit", ".fts", ".fits.gz", ".fit.gz")):
+            if kind == "gzip-text":
+                raise LayoutError(path, "gzip-compressed text/CSV, not FITS (named like FITS)")
             raise LayoutError(path, "named like FITS but not a FITS file (no SIMPLE card)")
         from agent.formats.generic import read_text
 
-        return read_text(path, row=row)
+        spectra = read_text(path, row=row)
+        return _check_row(path, spectra, row)
     except (SpectrumError, MemoryError, KeyboardInterrupt):
         raise
     except Exception as exc:
@@ -80,6 +91,16 @@ def read_file(path: Path, hdu: int | str | None = None, row: int | None = None) 
         raise SpectrumError(
             path, f"corrupt or unsupported content ({type(exc).__name__}: {detail})"
         ) from exc
+
+
+def _check_row(path: Path, spectra: list[Spectrum], row: int | None) -> list[Spectrum]:
+    """Refuse a row index on a file that holds one spectrum: otherwise `row=5` and no row
+    would be two references to the same spectrum (and store it twice)."""
+    if row is None or row == "" or any(s.meta.row is not None for s in spectra):
+        return spectra
+    raise SpectrumError(
+        path, f"row {row} given, but the file holds a single spectrum (leave the row empty)"
+    )
 
 
 def _read_fits(path: Path, hdu: int | str | None, row: int | None) -> list[Spectrum]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import stat
 import warnings
 import zlib
 from collections.abc import Iterator
@@ -55,8 +56,11 @@ def check_file(path: Path) -> int:
         raise SpectrumError(path, "file not found") from None
     except OSError as exc:
         raise SpectrumError(path, f"cannot stat file ({exc.strerror or exc})") from None
-    if path.is_dir():
+    if stat.S_ISDIR(st.st_mode):
         raise SpectrumError(path, "is a folder, not a spectrum file")
+    if not stat.S_ISREG(st.st_mode):
+        # Checked before the size: a FIFO or /dev/zero reports 0 bytes but never ends.
+        raise SpectrumError(path, f"not a regular file ({_kind(st.st_mode)})")
     if st.st_size == 0:
         raise SpectrumError(path, "file is empty (0 bytes)")
     if st.st_size > LIMITS.max_file_bytes:
@@ -64,6 +68,45 @@ def check_file(path: Path) -> int:
             path, f"file is {st.st_size} bytes, over the {LIMITS.max_file_bytes}-byte limit"
         )
     return st.st_size
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a plain file"
+
+
+def is_regular(path: Path) -> bool:
+    """True for a plain file (following symlinks); False for FIFOs, devices, folders."""
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return False
+
+
+def gzip_contents(data: bytes) -> str:
+    """What an inflated gzip stream holds, in words, for messages about it."""
+    if data.startswith(FITS_MAGIC):
+        return "a FITS file"
+    if data.startswith(PARQUET_MAGIC):
+        return "a parquet file (decompress it first)"
+    if data.startswith(GZIP_MAGIC):
+        return "another gzip stream (compressed twice)"
+    head = data[:4096]
+    if b"\x00" in head:
+        return "unknown binary data"
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # not merely a character cut at the 4096-byte edge
+            return "non-UTF-8 text"
+    return "text/CSV"
 
 
 def read_capped(path: Path) -> bytes:

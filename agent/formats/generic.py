@@ -34,6 +34,7 @@ from agent.formats.common import (
     header_value,
     make_spectrum,
     pow10_wavelength,
+    read_capped,
     rows_to_read,
 )
 from agent.spectrum import Frame, Spectrum, SpectrumError
@@ -327,7 +328,7 @@ def read_text(path: Path, row: int | None = None) -> list[Spectrum]:
     if size > LIMITS.max_file_bytes:
         raise LimitError(path, "text file over the size limit")
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read_capped(path).decode("utf-8")  # gzipped text is inflated first
     except UnicodeDecodeError:
         raise LayoutError(path, "unknown layout: not FITS, parquet or UTF-8 text") from None
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]

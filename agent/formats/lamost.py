@@ -94,7 +94,7 @@ def read_image(path: Path, hdul: fits.HDUList) -> list[Spectrum]:
     if c0 is None or c1 is None or c1 <= 0:
         raise SpectrumError(path, "LAMOST image lacks a usable COEFF0/COEFF1 wavelength solution")
     wave = 10.0 ** (c0 + c1 * np.arange(npix))
-    mask = (data[3].astype(np.int64) & BAD_PIXEL_BITS) != 0 if data.shape[0] > 3 else None
+    mask = bad_pixels(data[3]) if data.shape[0] > 3 else None
     return [
         make_spectrum(
             path,
@@ -108,6 +108,16 @@ def read_image(path: Path, hdul: fits.HDUList) -> list[Spectrum]:
             **_meta(path, header),
         )
     ]
+
+
+def bad_pixels(andmask: np.ndarray) -> np.ndarray:
+    """Pixels whose and-mask sets a bad-pixel bit. A NaN, inf or out-of-range mask value
+    flags nothing (flux and ivar still decide the pixel) and never reaches the integer
+    cast, whose RuntimeWarning would otherwise leak to the terminal."""
+    values = np.asarray(andmask, dtype=np.float64)
+    usable = np.isfinite(values) & (np.abs(values) < 2.0**62)
+    bits = np.where(usable, values, 0.0).astype(np.int64)
+    return (bits & BAD_PIXEL_BITS) != 0
 
 
 def read_table(path: Path, hdul: fits.HDUList, hdu: int) -> list[Spectrum]:
@@ -136,7 +146,7 @@ def read_table(path: Path, hdul: fits.HDUList, hdu: int) -> list[Spectrum]:
             col("WAVELENGTH"),
             col("FLUX"),
             ivar=col("IVAR"),
-            mask=None if andmask is None else (andmask.astype(np.int64) & BAD_PIXEL_BITS) != 0,
+            mask=None if andmask is None else bad_pixels(andmask),
             frame=frame_from_header(header, "vacuum"),
             hdu=hdu,
             **_meta(path, header),

@@ -150,6 +150,8 @@ def _contrast(
     _, fb = arr.window(*blue)
     _, fr = arr.window(*red)
     _, fc = arr.window(center - 3.0, center + 3.0)
+    if not (fb.size and fr.size and fc.size):  # coarse grids can leave a window with no pixel
+        return NAN
     peak = 0.5 * (np.max(_sm(fb)) + np.max(_sm(fr)))
     if peak <= 0:
         return NAN

@@ -80,8 +80,16 @@ class RulesPolicy:
     model_id: str | None = None
     renderer = "fast"
 
-    def __init__(self, max_zooms: int = 5, cache_size: int = 256):
+    def __init__(self, max_zooms: int = 5, cache_size: int = 256, model: str | None = None):
         self.max_zooms = max_zooms
+        # A fitted inspector model (`launch.py calibrate`); its path is the run's model, so
+        # the run fingerprint and every trajectory name the version that produced it.
+        self.learned = None
+        if model:
+            from agent.policies.rules.learned import load
+
+            self.learned = load(model)
+            self.model_id = str(model)
         self._cache: OrderedDict[tuple[str, int, str], _Plan] = OrderedDict()
         self._cache_size = cache_size
 
@@ -92,6 +100,8 @@ class RulesPolicy:
             return plan
         task = resolve(ep.task)
         verdict = inspect(ep.spectrum, task)
+        if self.learned is not None:
+            verdict = self.learned.apply(verdict)
         arr = arrays_of(ep.spectrum)
         zooms, skipped = [], []
         for z in task_module(task).ZOOMS:
@@ -160,4 +170,6 @@ class RulesPolicy:
         meas = {k: float(val) for k, val in m.items() if finite(val)}
         meas["score"] = float(ev.score)
         meas["coverage"] = float(ev.coverage)
+        if self.learned is not None:
+            meas["inspector_version"] = float(self.learned.version)
         return Reply(text=text, p_yes=float(v.p_yes), measurements=meas)

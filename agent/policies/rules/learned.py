@@ -1,0 +1,139 @@
+"""A fitted correction to the inspector, learned from expert decisions (`launch.py calibrate`).
+
+Per task, one of:
+
+- `rules`: the inspector's own calibration (nothing learned beat it under cross-validation);
+- `platt`: p = sigmoid(a x + b) on the inspector's input x = score * (0.4 + 0.6 coverage);
+- `isotonic`: p = a monotone step function of x (interpolated between fitted knots);
+- `combiner`: the rules prior plus a learned correction over the inspector's own
+  measurements, logit = a x + b + sum_j w_j (m_j - mean_j) / scale_j, missing
+  measurements set to their training mean (no correction from what was not measured).
+
+`calibrate` switches a task's model on only where cross-validation on the labels showed it
+beats the rules. Inference is plain numpy: the agent needs no scikit-learn. The payload is
+JSON, versioned; the policy records the version with every verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent.errors import LoupeError
+
+KINDS = ("rules", "platt", "isotonic", "combiner")
+
+
+class ModelError(LoupeError):
+    """An inspector model file that cannot be used."""
+
+
+def rules_input(score: float, coverage: float) -> float:
+    """What the inspector's calibration reads: the score shrunk by missing coverage."""
+    return float(score) * (0.4 + 0.6 * float(coverage))
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, x))))
+
+
+@dataclass
+class TaskModel:
+    kind: str = "rules"
+    a: float = 1.0
+    b: float = 0.0
+    knots_x: list[float] = field(default_factory=list)
+    knots_y: list[float] = field(default_factory=list)
+    features: list[str] = field(default_factory=list)
+    mean: list[float] = field(default_factory=list)
+    scale: list[float] = field(default_factory=list)
+    weights: list[float] = field(default_factory=list)
+
+    def p_yes(self, x: float, m: dict[str, float], p_rules: float) -> float:
+        if self.kind == "platt":
+            return _sigmoid(self.a * x + self.b)
+        if self.kind == "isotonic":
+            import numpy as np
+
+            p = float(np.interp(x, self.knots_x, self.knots_y))
+            return min(max(p, 1e-4), 1 - 1e-4)
+        if self.kind == "combiner":
+            return _sigmoid(self.a * x + self.b + sum(c for _, c in self.contributions(m)))
+        return p_rules
+
+    def contributions(self, m: dict[str, float]) -> list[tuple[str, float]]:
+        """(measurement, its term in the log-odds) for the combiner's features."""
+        out = []
+        for k, mu, sd, w in zip(self.features, self.mean, self.scale, self.weights):
+            v = m.get(k)
+            z = (float(v) - mu) / sd if _finite(v) and sd > 0 else 0.0
+            out.append((k, w * z))
+        return out
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, int | float) and math.isfinite(v)
+
+
+@dataclass
+class InspectorModel:
+    version: int
+    tasks: dict[str, TaskModel]
+    created: str = ""
+    info: dict[str, Any] = field(default_factory=dict)  # cross-validation, counts
+
+    @property
+    def tag(self) -> str:
+        return f"inspector-v{self.version}"
+
+    def apply(self, verdict: Any) -> Any:
+        """The verdict with P(YES) from this model; a combiner names what moved it most."""
+        tm = self.tasks.get(verdict.task)
+        if tm is None or tm.kind == "rules":
+            return verdict
+        ev, m = verdict.evidence, verdict.measurements
+        x = rules_input(ev.score, ev.coverage)
+        verdict.p_yes = tm.p_yes(x, m, verdict.p_yes)
+        if tm.kind == "combiner":
+            top = sorted(tm.contributions(m), key=lambda kc: -abs(kc[1]))[:2]
+            said = ", ".join(f"{k} {m[k]:.2f} ({c:+.1f})" for k, c in top if abs(c) >= 0.3)
+            if said:
+                ev.notes.append(f"{self.tag} learned correction from {said} in the log-odds")
+        return verdict
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "created": self.created,
+            "tasks": {t: vars(tm) for t, tm in self.tasks.items()},
+            "info": self.info,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any], where: str = "<payload>") -> InspectorModel:
+        try:
+            tasks = {t: TaskModel(**v) for t, v in d["tasks"].items()}
+            model = cls(int(d["version"]), tasks, d.get("created", ""), d.get("info", {}))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelError(f"{where}: not an inspector model ({exc})") from None
+        for t, tm in tasks.items():
+            if tm.kind not in KINDS:
+                raise ModelError(f"{where}: task {t}: unknown kind {tm.kind!r}")
+            if tm.kind == "combiner" and not (
+                len(tm.features) == len(tm.mean) == len(tm.scale) == len(tm.weights)
+            ):
+                raise ModelError(f"{where}: task {t}: combiner arrays differ in length")
+        return model
+
+
+def load(path: str | Path) -> InspectorModel:
+    """An inspector model from a JSON file written by `launch.py calibrate`."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text())
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"{p}: cannot read the inspector model ({exc})") from None
+    return InspectorModel.from_json(data, str(p))

@@ -1,0 +1,291 @@
+"""`launch.py calibrate`: refit the rule-based inspector from the experts' decisions.
+
+    python launch.py calibrate --db data/loupe.db
+    python launch.py vet --policy rules --model data/inspector/inspector-v1.json --db data/loupe.db
+
+Labels come from the store: expert reviews and adjudications, imported labels (recorded as
+reviews), gold items and catalogue labels; the agent's own auto-accepted verdicts are not
+labels and are left out. For each labelled candidate the inspector's measurements are taken
+again from its spectrum. Per task, cross-validation with folds grouped by object (a task
+whose rarer class has fewer than 3 objects keeps the rules) compares the rules' own P(YES)
+with a refitted Platt calibration, an isotonic calibration and, where the task has at
+least `--min-labels` labelled decisions, a small combiner (logistic regression: the rules prior plus a learned correction over the task's
+own measurements). A learned model is switched on for a task only where it beats the
+rules under cross-validation (lower log-loss and no lower F1); elsewhere the rules stay.
+
+The fitted model is versioned: stored in the store's settings (`inspector_model`) and
+written as JSON (`--out`); `vet --policy rules --model FILE` uses it, and every verdict
+records the version (the run's model, and `inspector_version` in the final step's
+measurements). The command prints the cross-validated before/after per task.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agent.policies.rules.learned import InspectorModel, TaskModel, rules_input
+
+SETTING = "inspector_model"
+
+
+@dataclass
+class Example:
+    """One labelled decision as the learner sees it."""
+
+    task: str
+    label: bool
+    group: str  # source object: folds never split one object
+    x: float  # the rules' calibration input
+    p_rules: float
+    m: dict[str, float]
+
+
+def examples_from_spectra(items: Sequence[tuple[Any, str, bool, str]]) -> list[Example]:
+    """(spectrum, task, label, group) -> examples, measuring each spectrum once."""
+    from agent.policies.rules import inspect, measure_all
+
+    cache: dict[int, dict[str, float]] = {}
+    out = []
+    for spec, task, label, group in items:
+        m = cache.get(id(spec))
+        if m is None:
+            m = cache[id(spec)] = measure_all(spec)
+        v = inspect(spec, task, m)
+        out.append(
+            Example(
+                v.task, label, group, rules_input(v.evidence.score, v.evidence.coverage), v.p_yes, m
+            )
+        )
+    return out
+
+
+def labelled_from_store(store: Any) -> tuple[list[Example], list[str]]:
+    """Every usable labelled decision in the store, and the problems met (one per item)."""
+    from agent.formats import load_one
+
+    infos = {c.id: c for c in store.labelled_candidates() if c.label_source != "auto"}
+    for cid in store.reference_labelled_ids():
+        infos.setdefault(cid, store.candidate(cid))
+    items, problems = [], []
+    loaded: dict[tuple, Any] = {}
+    for c in infos.values():
+        label = c.label if c.label_source not in (None, "auto") else c.gold_label or c.known_label
+        if label not in ("YES", "NO"):
+            continue
+        ref = c.spectrum_ref
+        key = (ref.get("path"), ref.get("hdu"), ref.get("row"))
+        try:
+            if key not in loaded:
+                hdu = ref.get("hdu")
+                hdu = int(hdu) if isinstance(hdu, str) and hdu.isdigit() else hdu
+                loaded[key] = load_one(Path(ref["path"]), hdu=hdu, row=ref.get("row"))
+            items.append((loaded[key], c.task, label == "YES", c.object_id or c.key))
+        except Exception as exc:  # an unreadable file is reported, the rest still learn
+            problems.append(f"{c.key} ({c.task}): {exc}")
+    return examples_from_spectra(items), problems
+
+
+# -- fitting ---------------------------------------------------------------------------------
+
+
+def task_features(task: str) -> list[str]:
+    """The measurements the task's own zooms quote: what a combiner may lean on."""
+    from agent.policies.rules import task_module
+
+    keys: list[str] = []
+    for z in task_module(task).ZOOMS:
+        keys += [k for k in z.keys if k not in keys]
+    return keys
+
+
+def _log_loss(p: np.ndarray, y: np.ndarray) -> float:
+    p = np.clip(p, 1e-4, 1 - 1e-4)
+    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+
+
+def _f1(p: np.ndarray, y: np.ndarray) -> float:
+    pred = p > 0.5
+    tp = float(np.sum(pred & (y == 1)))
+    den = 2 * tp + float(np.sum(pred & (y == 0))) + float(np.sum(~pred & (y == 1)))
+    return 2 * tp / den if den else 0.0
+
+
+def _fit(kind: str, ex: list[Example], feats: list[str]) -> TaskModel:
+    from sklearn.isotonic import IsotonicRegression
+    from sklearn.linear_model import LogisticRegression
+
+    x = np.array([e.x for e in ex])
+    y = np.array([int(e.label) for e in ex])
+    if kind == "platt":
+        lr = LogisticRegression(C=10.0).fit(x[:, None], y)
+        return TaskModel("platt", a=float(lr.coef_[0, 0]), b=float(lr.intercept_[0]))
+    if kind == "isotonic":
+        iso = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0).fit(x, y)
+        return TaskModel(
+            "isotonic",
+            knots_x=[float(v) for v in iso.X_thresholds_],
+            knots_y=[float(v) for v in iso.y_thresholds_],
+        )
+    raw = np.array([[e.m.get(k, math.nan) for k in feats] for e in ex], dtype=float)
+    raw[~np.isfinite(raw)] = np.nan
+    seen = np.isfinite(raw).any(axis=0)  # a measurement never made gets no weight
+    mean = np.zeros(len(feats))
+    sd = np.ones(len(feats))
+    mean[seen] = np.nanmean(raw[:, seen], axis=0)
+    sd[seen] = np.nanstd(raw[:, seen], axis=0)
+    sd = np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
+    z = np.nan_to_num((raw - mean) / sd, nan=0.0)
+    lr = LogisticRegression(C=0.3, max_iter=500).fit(np.column_stack([x, z]), y)
+    return TaskModel(
+        "combiner",
+        a=float(lr.coef_[0, 0]),
+        b=float(lr.intercept_[0]),
+        features=list(feats),
+        mean=[float(v) for v in mean],
+        scale=[float(v) for v in sd],
+        weights=[float(v) for v in lr.coef_[0, 1:]],
+    )
+
+
+def _n_objects(ex: list[Example]) -> int:
+    """Distinct objects in the rarer class."""
+    pos = {e.group for e in ex if e.label}
+    neg = {e.group for e in ex if not e.label}
+    return min(len(pos), len(neg))
+
+
+def _folds(ex: list[Example], k: int, seed: int) -> list[np.ndarray]:
+    """Test-index arrays, grouped by object: one object's spectra never sit on both sides.
+
+    Splitting one star's realisations across folds would let a learner memorise the star
+    and look better than the rules on exactly the spectra it has seen.
+    """
+    from sklearn.model_selection import StratifiedGroupKFold
+
+    y = np.array([int(e.label) for e in ex])
+    groups = np.array([e.group for e in ex])
+    k = max(2, min(k, _n_objects(ex)))
+    cv = StratifiedGroupKFold(n_splits=k, shuffle=True, random_state=seed)
+    return [te for _, te in cv.split(np.arange(len(ex)), y, groups)]
+
+
+def fit_task(
+    ex: list[Example], min_labels: int = 50, folds: int = 5, seed: int = 0
+) -> tuple[TaskModel, dict[str, Any]]:
+    """The task's model and its cross-validated comparison with the rules."""
+    y = np.array([int(e.label) for e in ex])
+    n_pos, n = int(y.sum()), len(y)
+    report: dict[str, Any] = {"n": n, "positives": n_pos, "chosen": "rules"}
+    p_rules = np.array([e.p_rules for e in ex])
+    report["rules"] = {"log_loss": _log_loss(p_rules, y), "f1": _f1(p_rules, y)}
+    if n_pos < 3 or n - n_pos < 3:
+        report["why"] = "fewer than 3 labels of one class"
+        return TaskModel("rules"), report
+    if _n_objects(ex) < 3:
+        report["why"] = (
+            f"{_n_objects(ex)} object(s) in the rarer class: cross-validation cannot hold "
+            "objects out"
+        )
+        return TaskModel("rules"), report
+    kinds = ["platt", "isotonic"] + (["combiner"] if n >= min_labels else [])
+    if n < min_labels:
+        report["why"] = f"{n} labels: calibration only (a combiner needs {min_labels})"
+    feats = task_features(ex[0].task)
+    test_sets = _folds(ex, folds, seed)
+    for kind in kinds:
+        oof = np.empty(n)
+        for te in test_sets:
+            tr = np.setdiff1d(np.arange(n), te)
+            if len(set(y[tr])) < 2:
+                oof[te] = p_rules[te]
+                continue
+            tm = _fit(kind, [ex[i] for i in tr], feats)
+            oof[te] = [tm.p_yes(ex[i].x, ex[i].m, ex[i].p_rules) for i in te]
+        report[kind] = {"log_loss": _log_loss(oof, y), "f1": _f1(oof, y)}
+    best = min(kinds, key=lambda k: report[k]["log_loss"])
+    r = report["rules"]
+    # Switched on only where it beats the rules: clearly lower log-loss, F1 no lower.
+    if report[best]["log_loss"] < 0.95 * r["log_loss"] and report[best]["f1"] >= r["f1"]:
+        report["chosen"] = best
+        return _fit(best, ex, feats), report
+    return TaskModel("rules"), report
+
+
+def fit(
+    examples: list[Example], version: int, min_labels: int = 50, folds: int = 5, seed: int = 0
+) -> InspectorModel:
+    by: dict[str, list[Example]] = {}
+    for e in examples:
+        by.setdefault(e.task, []).append(e)
+    tasks, info = {}, {}
+    for t in sorted(by):
+        tasks[t], info[t] = fit_task(by[t], min_labels, folds, seed)
+    created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    return InspectorModel(version, tasks, created, {"cv": info})
+
+
+def cv_table(model: InspectorModel) -> str:
+    lines = [
+        "task      n  pos  chosen    rules logloss/F1   chosen logloss/F1   note",
+    ]
+    for t, r in model.info["cv"].items():
+        c = r["chosen"]
+        got = r.get(c, r["rules"])
+        lines.append(
+            f"{t:8s} {r['n']:3d} {r['positives']:4d}  {c:8s}  "
+            f"{r['rules']['log_loss']:.3f} / {r['rules']['f1']:.2f}      "
+            f"{got['log_loss']:.3f} / {got['f1']:.2f}        {r.get('why', '')}"
+        )
+    return "\n".join(lines)
+
+
+# -- command line ----------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", default=None, help="Store (file or SQLAlchemy URL).")
+    parser.add_argument("--out", default="data/inspector", help="Folder for the model JSON.")
+    parser.add_argument(
+        "--min-labels", type=int, default=50, help="Labels per task before a combiner is tried."
+    )
+    parser.add_argument("--folds", type=int, default=5, help="Cross-validation folds.")
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def main(args: argparse.Namespace) -> int:
+    from db.store import Store
+
+    store = Store(args.db)
+    try:
+        examples, problems = labelled_from_store(store)
+        for p in problems:
+            print(f"calibrate: skipped {p}", file=sys.stderr)
+        if not examples:
+            print("calibrate: no labelled decisions in the store", file=sys.stderr)
+            return 2
+        prev = store.setting(SETTING) or {}
+        version = int(prev.get("version", 0)) + 1
+        model = fit(examples, version, args.min_labels, args.folds, args.seed)
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / f"{model.tag}.json"
+        payload = model.to_json()
+        path.write_text(json.dumps(payload, indent=1))
+        store.set_setting(SETTING, {**payload, "path": str(path)}, actor="calibrate")
+    finally:
+        store.close()
+    print(f"calibrate: {len(examples)} labelled decisions; cross-validated, before -> after:")
+    print(cv_table(model))
+    print(f"calibrate: saved {model.tag} to the store and {path}")
+    print(f"calibrate: use it with: launch.py vet --policy rules --model {path} --db ...")
+    return 0

@@ -1,0 +1,84 @@
+"""Macro-F1 of the inspector before and after `calibrate`, on the survey benchmark.
+
+    python bench/calibrate.py [--bench data/bench] [--min-labels 50]
+
+Fits the inspector model (`annotate.calibrate.fit`, as `launch.py calibrate` does from the
+store) on the benchmark's labelled `tune` split, built from ../shared/spectra as
+`training.benchmark` builds it (a small build is made if `--bench` holds none), and
+prints per task and overall: the cross-validated before/after on tune, then the held-out
+before/after on `test`. The last line is `macro_f1_test_after_calibrate: VALUE`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from agent.formats import load_one  # noqa: E402
+from annotate.calibrate import Example, cv_table, examples_from_spectra, fit  # noqa: E402
+from training import benchmark  # noqa: E402
+
+
+def examples(catalog: Path) -> list[Example]:
+    with open(catalog, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    spectra: dict[str, object] = {}
+    items = []
+    for r in rows:
+        if r["path"] not in spectra:
+            spectra[r["path"]] = load_one(catalog.parent / r["path"])
+        items.append((spectra[r["path"]], r["task"], r["label"] == "YES", r["object"]))
+    return examples_from_spectra(items)
+
+
+def macro_f1(ex: list[Example], probs: list[float]) -> tuple[float, dict[str, float]]:
+    per = {}
+    for t in sorted({e.task for e in ex}):
+        idx = [i for i, e in enumerate(ex) if e.task == t]
+        y = np.array([ex[i].label for i in idx])
+        pred = np.array([probs[i] > 0.5 for i in idx])
+        tp = np.sum(pred & y)
+        den = 2 * tp + np.sum(pred & ~y) + np.sum(~pred & y)
+        per[t] = float(2 * tp / den) if den else 0.0
+    return float(np.mean(list(per.values()))), per
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument("--bench", default="data/bench", help="A built benchmark (tune/, test/).")
+    ap.add_argument("--min-labels", type=int, default=50)
+    args = ap.parse_args(argv)
+    bench = Path(args.bench)
+    if not (bench / "tune" / "catalog.csv").exists():
+        print(f"building a small benchmark in {bench} ...", file=sys.stderr)
+        benchmark.build(bench, snrs=(8.0, 20.0), max_objects=6, workers=2)
+    tune = examples(bench / "tune" / "catalog.csv")
+    test = examples(bench / "test" / "catalog.csv")
+    model = fit(tune, version=0, min_labels=args.min_labels)
+    print("cross-validated on tune (log-loss / F1 at 0.5):")
+    print(cv_table(model))
+
+    def after(ex: list[Example]) -> list[float]:
+        return [
+            model.tasks[e.task].p_yes(e.x, e.m, e.p_rules) if e.task in model.tasks else e.p_rules
+            for e in ex
+        ]
+
+    for name, ex in (("tune (fitted on)", tune), ("test (held out)", test)):
+        b, bt = macro_f1(ex, [e.p_rules for e in ex])
+        a, at = macro_f1(ex, after(ex))
+        tasks = ", ".join(f"{t} {bt[t]:.2f}->{at[t]:.2f}" for t in bt)
+        print(f"{name}: macro-F1 {b:.3f} -> {a:.3f} ({tasks})")
+    a, _ = macro_f1(test, after(test))
+    print(f"macro_f1_test_after_calibrate: {a:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""`launch.py calibrate`: labels in the store -> a versioned inspector model -> vet records it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+import numpy as np
+import pytest
+
+from agent.policies.rules.learned import InspectorModel, ModelError, TaskModel, load
+from annotate import calibrate
+from annotate.calibrate import Example, fit, fit_task
+
+
+def _examples(n: int, informative_rules: bool, seed: int = 0) -> list[Example]:
+    """m_giant decisions where either the rules' input or one measurement tells the truth."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        y = i % 2 == 0
+        x = (2.0 if y else -2.0) + rng.normal(0, 0.5) if informative_rules else rng.normal(0, 1)
+        p = 1 / (1 + math.exp(-x))
+        na = (0.5 if y else 3.0) + rng.normal(0, 0.3)  # Na I 8190: weak in giants
+        out.append(Example("m_giant", y, f"obj{i}", x, p, {"na8190_ew": na, "tio5": 0.5}))
+    return out
+
+
+def test_combiner_switched_on_only_where_it_beats_the_rules():
+    tm, rep = fit_task(_examples(80, informative_rules=False), min_labels=50)
+    assert rep["chosen"] == "combiner" and tm.kind == "combiner"
+    assert rep["combiner"]["log_loss"] < rep["rules"]["log_loss"]
+    # Weak Na I must push towards YES for the M-giant task.
+    i = tm.features.index("na8190_ew")
+    assert tm.weights[i] < 0
+    # Where the rules already separate the classes nothing learned is switched on.
+    tm2, rep2 = fit_task(_examples(80, informative_rules=True), min_labels=50)
+    assert rep2["chosen"] in ("rules", "platt", "isotonic")
+    assert rep2[rep2["chosen"]]["f1"] >= rep2["rules"]["f1"]
+    # Too few labels for a combiner: calibration is all it may try.
+    _, rep3 = fit_task(_examples(30, informative_rules=False), min_labels=50)
+    assert "combiner" not in rep3 and "calibration only" in rep3["why"]
+
+
+def test_model_round_trips_and_bad_files_are_refused(tmp_path):
+    model = fit(_examples(80, informative_rules=False), version=3)
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps(model.to_json()))
+    back = load(p)
+    assert back.tag == "inspector-v3" and back.tasks["m_giant"].kind == "combiner"
+    m = {"na8190_ew": 0.4, "tio5": 0.5}
+    assert back.tasks["m_giant"].p_yes(0.0, m, 0.5) > 0.5
+    p.write_text(json.dumps({"version": 1, "tasks": {"cv": {"kind": "magic"}}}))
+    with pytest.raises(ModelError, match="unknown kind"):
+        load(p)
+    with pytest.raises(ModelError, match="cannot read"):
+        load(tmp_path / "missing.json")
+
+
+def test_platt_model_changes_p_yes_but_not_the_quoted_evidence():
+    from agent.policies.rules import Evidence, Verdict
+
+    ev = Evidence()
+    ev.add(2.0, "TiO bands (TiO5 index 0.50): an M-type star")
+    ev.checked = 1
+    v = Verdict("m_giant", 0.9, ev, {"tio5": 0.5})
+    model = InspectorModel(2, {"m_giant": TaskModel("platt", a=0.1, b=-1.0)})
+    out = model.apply(v)
+    assert out.p_yes < 0.5 and out.evidence.notes[0].startswith("TiO bands")
+
+
+@pytest.mark.slow
+def test_calibrate_end_to_end(tmp_path):
+    """Store with labels -> calibrate -> vet with the fitted version -> version recorded."""
+    from db import vet
+    from db.ingest import ingest
+    from db.store import Store
+    from training.sim.demo import generate_demo
+
+    cat = tmp_path / "demo" / "labels.csv"
+    generate_demo(tmp_path / "demo", 3, 5, labels=cat)
+    db = tmp_path / "loupe.db"
+    store = Store(str(db))
+    _, errors = ingest(store, [str(cat)])
+    assert not errors
+    store.close()
+
+    ns = argparse.Namespace(
+        db=str(db), out=str(tmp_path / "models"), min_labels=10, folds=3, seed=0
+    )
+    assert calibrate.main(ns) == 0
+    store = Store(str(db))
+    saved = store.setting(calibrate.SETTING)
+    assert saved["version"] == 1 and set(saved["tasks"]) >= {"cv", "m_giant", "wd"}
+    for t, r in saved["info"]["cv"].items():
+        assert r["chosen"] in ("rules", "platt", "isotonic", "combiner"), t
+    path = saved["path"]
+    store.close()
+    assert load(path).version == 1
+
+    from agent import runner
+
+    p = argparse.ArgumentParser()
+    vet.add_arguments(p)
+    common = ["--catalog", str(cat), "--policy", "rules", "--db", str(db), "--workers", "1"]
+    # The plain rules first: a run without --model resumes over any model's trajectories.
+    args_plain = p.parse_args([*common, "--no-progress", "--out", str(tmp_path / "r0.jsonl")])
+    assert vet.main(args_plain) == 0
+    args = p.parse_args(
+        [*common, "--model", path, "--no-progress", "--out", str(tmp_path / "r.jsonl")]
+    )
+    assert vet.main(args) == 0
+    assert runner.policy_kwargs(args) == {"model": path}
+
+    store = Store(str(db))
+    runs = store.runs()
+    assert {r.model for r in runs} == {None, path}  # two runs, two fingerprints
+    fitted = next(r for r in runs if r.model == path)
+    cands = store.labelled_candidates() or [
+        store.candidate(i) for i in store.reference_labelled_ids()
+    ]
+    recs = [rec for c in cands for _, rec in store.trajectories(c.id) if rec.model == path]
+    assert recs and all(r.steps[-1].measurements.get("inspector_version") == 1.0 for r in recs)
+    assert fitted.fingerprint != next(r for r in runs if r.model is None).fingerprint
+    store.close()
+
+    # A second fit is a new version; the first stays on disk for the runs that used it.
+    assert calibrate.main(ns) == 0
+    store = Store(str(db))
+    assert store.setting(calibrate.SETTING)["version"] == 2
+    store.close()
