@@ -209,6 +209,9 @@ def test_sft_export_contents(world):
     assert "do not show the features that identify a white dwarf" in texts[-1]
     # what was left out, and why: c8's file broke (c6 has no decision, only a catalogue label)
     assert m["left_out"] == {"total": 1, "reasons": {"row could not be built": 1}}
+    # the dashboard counts the reject without a reason (c1's correction has one)
+    assert store.rejects_without_reason() == {"wd": 1}
+    assert store.rejects_without_reason("cv") == {}
     assert m["renderer"] == "fast"
     for rel, h in m["files"].items():
         assert h == "sha256:" + hashlib.sha256((tmp / "sft1" / rel).read_bytes()).hexdigest()
