@@ -45,7 +45,10 @@ def test_demo_to_checkpoints(tmp_path, tiny_model_dir):
     demo, db = tmp_path / "demo", tmp_path / "loupe.db"
     url = f"sqlite:///{db}"
     labels = demo / "labels.csv"
-    assert launch.main(["demo", "--out", str(demo), "--n-per-class", "2", "--labels", str(labels)]) == 0
+    assert (
+        launch.main(["demo", "--out", str(demo), "--n-per-class", "2", "--labels", str(labels)])
+        == 0
+    )
     assert launch.main(["ingest", str(labels), "--db", url]) == 0
     assert launch.main(["vet", "--catalog", str(labels), "--policy", "rules", "--db", url]) == 0
 

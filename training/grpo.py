@@ -119,6 +119,20 @@ class GRPOScriptConfig(TrainingScriptConfig):
     vllm_tensor_parallel_size: int = field(
         default=1, metadata={"help": "Tensor parallel size of vLLM in colocate mode."}
     )
+    vllm_max_model_length: int | None = field(
+        default=16384,
+        metadata={
+            "help": "vLLM's context (prompt + rollout, images included): the prompt with the "
+            "global view is ~1.5k tokens, max_completion_length 8k more; sizes the KV cache."
+        },
+    )
+    vllm_image_limit: int = field(
+        default=9,
+        metadata={
+            "help": "Images vLLM accepts per prompt in colocate mode (limit_mm_per_prompt): "
+            "the global view + max_tool_calls zooms + 1 spare; must be >= max_tool_calls + 1."
+        },
+    )
     save_strategy: str = field(default="steps", metadata={"help": "'steps', 'epoch' or 'no'."})
     save_steps: int = field(default=10, metadata={"help": "Checkpoint every N optimiser steps."})
 
@@ -238,6 +252,13 @@ def build_trainer(cfg: GRPOScriptConfig) -> Any:
         freeze=cfg.freeze_vision,
     )
     processor.tokenizer.padding_side = "left"
+    if cfg.vllm_image_limit < cfg.max_tool_calls + 1:
+        raise ValueError(
+            f"vllm_image_limit {cfg.vllm_image_limit} < max_tool_calls + 1 "
+            f"({cfg.max_tool_calls + 1}): a rollout's last zooms would be refused"
+        )
+    if use_vllm and cfg.vllm_mode == "colocate":
+        limit_vllm_images(cfg.vllm_image_limit)
     dataset = load_rl_dataset(dataset_paths(cfg), splits=split_names(cfg.splits))
     args = GRPOConfig(
         **trainer_args(cfg, cuda=cuda, bf16=bf16),
@@ -255,6 +276,7 @@ def build_trainer(cfg: GRPOScriptConfig) -> Any:
         vllm_server_port=cfg.vllm_server_port,
         vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
         vllm_tensor_parallel_size=cfg.vllm_tensor_parallel_size,
+        vllm_max_model_length=cfg.vllm_max_model_length,
         # The reward is the sum: accuracy + (-0.2 per format error).
         reward_weights=[1.0, 1.0],
         **cfg.trainer_kwargs,
@@ -267,6 +289,24 @@ def build_trainer(cfg: GRPOScriptConfig) -> Any:
         processing_class=processor,
         environment_factory=environment_factory(training_renderer(cfg)),
     )
+
+
+def limit_vllm_images(n: int) -> None:
+    """Let TRL's colocated vLLM engine take `n` images per prompt.
+
+    TRL builds `vllm.LLM` without `limit_mm_per_prompt`, and a vLLM whose default is lower
+    than a rollout's images (the global view + up to 7 zooms) refuses the rollout; TRL's
+    module-level `LLM` gets the limit bound in. In server mode pass it to the server:
+    `trl vllm-serve ... --limit_mm_per_prompt '{"image": 9}'` where supported (docs/gpu.md).
+    """
+    import functools
+
+    import trl.generation.vllm_generation as gen
+
+    llm = getattr(gen, "LLM", None)
+    if llm is None or isinstance(llm, functools.partial):
+        return
+    gen.LLM = functools.partial(llm, limit_mm_per_prompt={"image": n})
 
 
 def dataset_paths(cfg: GRPOScriptConfig) -> list[str]:
