@@ -1,5 +1,8 @@
 """The agent loop: global view + task -> assistant turn -> parse -> zoom -> ... -> answer.
 
+An episode opens with Loupe's system prompt and task turn, or, for a SpecVI-Bench row, with
+the row's own prompt and overview image (`agent.formats.specvi.prompt_for`).
+
 Episodes advance in lock step so a batching policy (vLLM, HF, HTTP concurrency) gets one
 batch per turn. Nothing here raises for a bad candidate, a bad reply or a refused zoom:
 each ends as a recorded `Trajectory` (state "done", "max_turns" or "error"; `format_ok`;
@@ -16,13 +19,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from agent.catalog import CandidateRef
+from agent.formats.specvi import prompt_for
 from agent.policies.base import Episode, Policy, Reply
 from agent.protocol import (
     assistant_turn,
+    opening_messages,
     parse_turn,
-    system_message,
     tool_response_turn,
-    user_turn,
 )
 from agent.spectrum import Spectrum
 from agent.tasks import resolve_task
@@ -125,7 +128,16 @@ def _start(item: Item, policy: Policy, renderer: str, max_turns: int, params: di
 
     ref = image_reference(renderer, None)  # the global view, re-rendered with its title
     traj.params["global_image"] = ref
-    messages = [system_message(), user_turn(traj.task, view.image)]
+    try:
+        row = prompt_for(spectrum)
+    except Exception as exc:
+        return _failed(traj, exc, t0)
+    if row is not None:
+        # A SpecVI-Bench row is asked with its own prompt and overview, as it was published.
+        traj.params["prompt"] = "row"
+        messages = opening_messages(traj.task, view.image, row.messages, row.images)
+    else:
+        messages = opening_messages(traj.task, view.image)
     episode = Episode(
         candidate_id=traj.id,
         task=traj.task,

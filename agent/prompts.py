@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from agent.protocol import (
     ANSWER_FORMAT,
+    DEFAULT_SYSTEM,
     SYSTEM_TEXT,
+    TOOL_DESCRIPTION,
     TOOL_NAME,
     TOOL_SCHEMA,
     assistant_turn,
     image_item,
+    opening_messages,
     system_message,
     system_prompt,
     task_prompt,
@@ -24,11 +27,14 @@ from agent.protocol import (
 
 __all__ = [
     "ANSWER_FORMAT",
+    "DEFAULT_SYSTEM",
     "SYSTEM_TEXT",
+    "TOOL_DESCRIPTION",
     "TOOL_NAME",
     "TOOL_SCHEMA",
     "assistant_turn",
     "image_item",
+    "opening_messages",
     "system_message",
     "system_prompt",
     "task_prompt",

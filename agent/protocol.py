@@ -19,7 +19,10 @@ The parsing rules are Spec-o3's reward rules, applied per turn: every turn think
 balanced, non-empty set of `<think>` tags; a turn either calls the tool once inside
 `<tool_call>{json}</tool_call>` or answers inside exactly one `<answer>...</answer>` holding
 `\\boxed{YES}` or `\\boxed{NO}`. Anything else is a format error, recorded with its reason;
-`parse_turn` never raises, whatever the text.
+`parse_turn` never raises, whatever the text. What the turn does follows verl's rollout,
+which the published checkpoints were trained in: a turn holding a readable tool call runs
+the tool (a verdict written beside it is a format error, not the end of the episode); any
+other turn ends it.
 """
 
 from __future__ import annotations
@@ -39,22 +42,24 @@ Verdict = Literal["YES", "NO"]
 # -- the tool ---------------------------------------------------------------------------
 TOOL_NAME = "spectral_visualization_tool"
 
+# The schema exactly as the published checkpoints saw it during RL: verl reads the tool
+# config through a pydantic model that keeps only `type`, `description` and `enum` per
+# property, so the `items` of the config's `wavelength_range` never reached the prompt.
+# Key order is the model's field order, which is how `tojson` writes it into `<tools>`.
+TOOL_DESCRIPTION = (
+    "A tool for visualizing spectral data with wavelength range zooming capabilities."
+)
+
 TOOL_SCHEMA: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": TOOL_NAME,
-        "description": (
-            "Plot the spectrum over a wavelength range to inspect spectral features in detail. "
-            "Wavelengths are rest-frame Angstrom."
-        ),
+        "description": TOOL_DESCRIPTION,
         "parameters": {
             "type": "object",
             "properties": {
                 "wavelength_range": {
                     "type": "array",
-                    "items": {"type": "number"},
-                    "minItems": 2,
-                    "maxItems": 2,
                     "description": (
                         "Wavelength range to focus on [min_wavelength, max_wavelength] in Angstroms"
                     ),
@@ -156,16 +161,68 @@ def user_turn(task: str, global_image: str) -> dict[str, Any]:
     return {"role": "user", "content": [image_item(global_image), text_item(task_prompt(task))]}
 
 
+# What verl's chat template writes as the system text when a prompt has no system message.
+DEFAULT_SYSTEM = "You are a helpful assistant."
+
+
+def opening_messages(
+    task: str,
+    global_image: Any,
+    prompt: Sequence[dict[str, Any]] | None = None,
+    images: Sequence[Any] = (),
+) -> list[dict[str, Any]]:
+    """The system message and first user turn of an episode.
+
+    Without `prompt`: Loupe's system prompt and task turn (`system_message`, `user_turn`).
+    With the chat messages a SpecVI-Bench row carries: those messages as verl rendered them,
+    `<image>` placeholders replaced in order by `images` (then `global_image`), and the
+    `# Tools` block after the row's system text (verl's default text when it has none).
+
+    >>> m = opening_messages("cv", "G", [{"role": "user", "content": "<image>Is this a CV?"}])
+    >>> m[0]["content"][0]["text"].startswith(DEFAULT_SYSTEM + "\\n\\n# Tools")
+    True
+    >>> m[1]["content"]
+    [{'type': 'image', 'image': 'G'}, {'type': 'text', 'text': 'Is this a CV?'}]
+    """
+    if not prompt:
+        return [system_message(), user_turn(task, global_image)]
+    pool = [*images, global_image]
+    system_text, out = DEFAULT_SYSTEM, []
+    for message in prompt:
+        role = message.get("role")
+        text = "".join(message_texts(message))
+        if role == "system":
+            system_text = text
+            continue
+        content: list[dict[str, Any]] = []
+        for i, piece in enumerate(text.split("<image>")):
+            if i:
+                content.append(image_item(pool.pop(0) if pool else global_image))
+            if piece:
+                content.append(text_item(piece))
+        out.append({"role": role, "content": content})
+    if "<tools>" not in system_text:
+        system_text += "\n\n" + tools_block()
+    return [{"role": "system", "content": [text_item(system_text)]}, *out]
+
+
 def assistant_turn(text: str) -> dict[str, Any]:
     return {"role": "assistant", "content": [text_item(text)]}
 
 
-def tool_response_turn(text: str, image: str | None) -> dict[str, Any]:
-    """A tool result as Spec-o3 returns it: a user turn `<tool_response>` image + text."""
+def tool_response_turn(text: str, image: Any | None) -> dict[str, Any]:
+    """A tool result as Spec-o3 returns it: a user turn `<tool_response>` image + text.
+
+    The reply text follows the image directly, as verl's rollout rendered it
+    (`<|vision_end|>Generated ...`, no newline between them).
+
+    >>> [i.get("text", "<image>") for i in tool_response_turn("Done.", "img")["content"]]
+    ['<tool_response>\\n', '<image>', 'Done.\\n</tool_response>']
+    """
     content = [text_item("<tool_response>\n")]
     if image is not None:
         content.append(image_item(image))
-    content.append(text_item(("\n" if image is not None else "") + text + "\n</tool_response>"))
+    content.append(text_item(text + "\n</tool_response>"))
     return {"role": "user", "content": content}
 
 
@@ -366,10 +423,33 @@ def _parse_into(turn: ParsedTurn, text: str) -> None:
     else:
         turn.thought = "\n".join(thoughts)
 
-    # <answer>: a turn that opens or closes one, or boxes a verdict, is a final turn.
+    # A decodable tool call runs the tool, whatever else the turn holds: verl's rollout ends
+    # an episode only on a turn without one, so a `\\boxed{}` or `<answer>` written beside a
+    # call did not stop the published model either.
+    calls = _TOOL.findall(text)
+    decoded = [_decode_call(c) for c in calls]
+    call = next((c for c, _ in decoded if c is not None), None)  # verl skips undecodable ones
+    problem = next((p for _, p in decoded if p), None)
     a_open, a_close = text.count("<answer>"), text.count("</answer>")
-    answers = _ANSWER.findall(text)
     boxed_anywhere = _BOXED.findall(text)
+    if call is not None:
+        if len(calls) > 1:
+            turn.errors.append(
+                f"{len(calls)} tool calls in one turn; only the first readable one was run"
+            )
+        if problem:
+            turn.errors.append(problem)
+        if a_open or a_close:
+            turn.errors.append("an <answer> in a turn that calls the tool; the tool was run")
+        elif boxed_anywhere:
+            turn.errors.append(
+                "a \\boxed{} verdict in a turn that calls the tool; the tool was run"
+            )
+        turn.tool_call = call
+        return
+
+    # <answer>: a turn that opens or closes one, or boxes a verdict, is a final turn.
+    answers = _ANSWER.findall(text)
     if a_open or a_close or boxed_anywhere:
         turn.is_answer = True
         if a_open != 1 or a_close != 1 or len(answers) != 1:
@@ -393,11 +473,13 @@ def _parse_into(turn: ParsedTurn, text: str) -> None:
                 turn.errors.append(f"\\boxed{{{boxed.group(1)[:40]}}} is not YES or NO")
         turn.explanation = explanation_src
         if "<tool_call>" in text:
-            turn.errors.append("a tool call and an answer in one turn; the tool call was ignored")
+            turn.errors.append(
+                f"a tool call that could not be run ({problem or 'unclosed <tool_call>'}) "
+                "and an answer in one turn; the answer was taken"
+            )
         return
 
     # <tool_call>: exactly one JSON object with a name and an arguments object.
-    calls = _TOOL.findall(text)
     if not calls:
         if "<tool_call>" in text:
             turn.errors.append("unclosed <tool_call>")
@@ -405,11 +487,10 @@ def _parse_into(turn: ParsedTurn, text: str) -> None:
             turn.errors.append("neither a tool call nor an <answer>")
         return
     if len(calls) > 1:
-        turn.errors.append(f"{len(calls)} tool calls in one turn; only the first was run")
-    call, problem = _decode_call(calls[0])
-    if problem:
-        turn.errors.append(problem)
-    turn.tool_call = call
+        turn.errors.append(
+            f"{len(calls)} tool calls in one turn; only the first readable one was run"
+        )
+    turn.errors.append(problem or "tool call could not be read")
 
 
 def _after_open_think(text: str) -> str:

@@ -6,11 +6,18 @@ image and the published text convention:
 
     Generated spectral visualization focused on wavelength range (a, b) Å for {label}.
 
-As in the published tool, (a, b) echoes the numbers the model asked for, written the way
-Python writes a tuple of them (4800 stays 4800, 4800.0 stays 4800.0); a window partly
-outside the data is clipped in the plot, and one wholly outside is refused with an error
-text. Nothing here raises on a bad call: `call_tool` turns every malformed argument into an
-error `ToolResult` the model sees as its observation.
+The rules are the published tool's, so a published checkpoint meets the replies it was
+trained on: (a, b) echoes the numbers the model asked for, written the way Python writes a
+tuple of them (4800 stays 4800, 4800.0 stays 4800.0); any label that is not empty is named;
+arguments other than these two are ignored; a call without a range plots the whole
+spectrum; a window partly outside the data is clipped, and one pixel with finite flux in it
+is enough; a window wholly outside the data, reversed or malformed gets the published
+refusal text. Nothing here raises on a bad call: `call_tool` turns every malformed argument
+into an error `ToolResult` the model sees as its observation.
+
+Which pixels are drawn depends on the renderer: `speco3` drops only non-finite flux, as the
+published plot does (LAMOST pixels with ivar <= 0 keep finite flux and are drawn), while
+`fast` also leaves out masked pixels.
 
 Images are not stored. A step records its window and renderer as an image reference
 ("render:fast:4800.0:4920.0"), and `render_step` draws it again on demand; the renderers
@@ -34,7 +41,8 @@ from agent.render import RENDERERS, Markers, render
 from agent.spectrum import Spectrum, SpectrumError
 from agent.trajectory import Step
 
-MIN_PIXELS = 3  # fewer valid pixels than this in a window is not a plot
+# verl cuts longer tool replies to this many characters (multi_turn.max_tool_response_length)
+MAX_REPLY_CHARS = 1024
 
 
 @dataclass
@@ -59,9 +67,14 @@ parse_image_reference = parse_reference
 
 
 def spectrum_title(spectrum: Spectrum) -> str:
-    """The global view's title: the spectrum's file name (as the published tool titles it)."""
+    """The global view's title: the spectrum's file name (as the published tool titles it).
+
+    A SpecVI-Bench row is titled with its `extra_info.name`, the name its own overview image
+    carries; `vet` and GRPO both title through this function.
+    """
     m = spectrum.meta
-    name = m.extra.get("name") if isinstance(m.extra, dict) else None
+    extra = m.extra if isinstance(m.extra, dict) else {}
+    name = extra.get("specvi_name") or extra.get("name")
     if name:
         return str(name)
     if m.source:
@@ -72,9 +85,24 @@ def spectrum_title(spectrum: Spectrum) -> str:
 
 
 def data_range(spectrum: Spectrum) -> tuple[float, float]:
-    """Rest-frame vacuum range covered by valid pixels."""
+    """Rest-frame vacuum range covered by valid (unmasked) pixels."""
     rest = spectrum.rest_wavelength()[spectrum.good]
     return float(rest.min()), float(rest.max())
+
+
+def full_range(spectrum: Spectrum) -> tuple[float, float]:
+    """Rest-frame vacuum range of every pixel: the range the published tool checks against."""
+    rest = spectrum.rest_wavelength()
+    rest = rest[np.isfinite(rest)]
+    return float(rest.min()), float(rest.max())
+
+
+def bad_pixels(spectrum: Spectrum, renderer: str) -> np.ndarray:
+    """Pixels `renderer` leaves out: non-finite flux for `speco3` (what the published plot
+    drops), the spectrum's mask for `fast`."""
+    if renderer == "speco3":
+        return ~np.isfinite(spectrum.flux)
+    return spectrum.mask | ~np.isfinite(spectrum.flux)
 
 
 def extract_region(spectrum: Spectrum, lo: float, hi: float) -> Spectrum:
@@ -108,18 +136,51 @@ def extract_region(spectrum: Spectrum, lo: float, hi: float) -> Spectrum:
 def _echo(v: Any) -> str:
     # How Python writes the number inside a tuple: the published tool formats tuple(range).
     if isinstance(v, (bool, np.bool_)):
-        return repr(float(v))
+        return repr(bool(v))
     if isinstance(v, (int, np.integer)):
         return str(int(v))
-    return repr(float(v))
+    if isinstance(v, (float, np.floating)):
+        return repr(float(v))
+    return repr(v)
 
 
-def reply_text(wavelength_range: tuple[Any, Any], label: str | None) -> str:
-    """The published tool's reply for a successful zoom."""
-    rng = f"({_echo(wavelength_range[0])}, {_echo(wavelength_range[1])})"
-    if label:
-        return f"Generated spectral visualization focused on wavelength range {rng} Å for {label}."
-    return f"Generated spectral visualization focused on wavelength range {rng} Å."
+def _range_text(wavelength_range: Any) -> str:
+    return f"({_echo(wavelength_range[0])}, {_echo(wavelength_range[1])})"
+
+
+def reply_text(wavelength_range: tuple[Any, Any] | None, label: Any = None) -> str:
+    """The published tool's reply for a successful plot (`wavelength_range` None: no range).
+
+    >>> reply_text([4800, 4920.5], "H-beta")
+    'Generated spectral visualization focused on wavelength range (4800, 4920.5) Å for H-beta.'
+    >>> reply_text(None)
+    'Generated full spectrum visualization.'
+    """
+    if wavelength_range is None:
+        text = "Generated full spectrum visualization"
+    else:
+        rng = _range_text(wavelength_range)
+        text = f"Generated spectral visualization focused on wavelength range {rng} Å"
+    return _truncate(f"{text} for {label}." if label else f"{text}.")
+
+
+def refusal_text(wavelength_range: Any, full: tuple[float, float]) -> str:
+    """The published tool's reply to a range it will not plot (outside, reversed, malformed).
+
+    >>> refusal_text([10000, 12000], (3700.0, 9100.04))
+    'Error: The specified wavelength range [10000, 12000] is invalid or outside the available data range [3700.0, 9100.0].'
+    """
+    return _truncate(
+        f"Error: The specified wavelength range {wavelength_range} is invalid or outside "
+        f"the available data range [{full[0]:.1f}, {full[1]:.1f}]."
+    )
+
+
+def _truncate(text: str) -> str:
+    # as verl cut a long tool reply before the model saw it
+    if len(text) > MAX_REPLY_CHARS:
+        return text[:MAX_REPLY_CHARS] + "...(truncated)"
+    return text
 
 
 def _error(text: str) -> ToolResult:
@@ -145,7 +206,7 @@ def render_window(
     return render(
         spectrum.rest_wavelength(),
         spectrum.flux,
-        mask=spectrum.mask,
+        mask=bad_pixels(spectrum, renderer),
         window=window,
         renderer=renderer,
         title=title,
@@ -157,7 +218,7 @@ def render_window(
 def zoom(
     spectrum: Spectrum,
     wavelength_range: Any,
-    label: str | None = None,
+    label: Any = None,
     *,
     renderer: str = "fast",
     markers: Markers = None,
@@ -165,37 +226,39 @@ def zoom(
 ) -> ToolResult:
     """Plot `spectrum` over `wavelength_range` (rest-frame vacuum Angstrom).
 
-    Clips a window partly outside the data; refuses (error text, no image) one wholly outside
-    it, one with fewer than MIN_PIXELS valid pixels, and malformed ranges.
+    Follows the published tool: clips a window partly outside the data; refuses (error
+    text, no image) one wholly outside it, reversed or malformed; plots any window with at
+    least one drawable pixel. `wavelength_range` None plots the whole spectrum (drawn by the
+    zoom rule over the full range, so its reference re-renders it; the published tool used
+    its overview figure size there).
     """
     err = _check_renderer(renderer)
     if err:
         return _error(err)
-    parsed = _parse_range(wavelength_range)
-    if isinstance(parsed, str):
-        return _error(parsed)
-    lo, hi = parsed
-    dlo, dhi = data_range(spectrum)
-    if hi < dlo or lo > dhi:
-        return _error(
-            f"Error: The specified wavelength range {_shown(wavelength_range)} is invalid or "
-            f"outside the available data range [{dlo:.1f}, {dhi:.1f}]."
-        )
-    win = (max(lo, dlo), min(hi, dhi))
+    full = full_range(spectrum)
+    if wavelength_range is None:
+        lo, hi = full
+    else:
+        parsed = _parse_range(wavelength_range, full)
+        if parsed is None:
+            return _error(refusal_text(wavelength_range, full))
+        lo, hi = parsed
     rest = spectrum.rest_wavelength()
-    n_good = int(np.sum(spectrum.good & (rest >= win[0]) & (rest <= win[1])))
-    if n_good < MIN_PIXELS:
+    inside = (rest >= lo) & (rest <= hi) & ~bad_pixels(spectrum, renderer)
+    if not inside.any():
+        shown = "None" if wavelength_range is None else _range_text(wavelength_range)
         return _error(
-            f"Error: The specified wavelength range {_shown(wavelength_range)} holds only "
-            f"{n_good} valid pixel(s) of this spectrum (need at least {MIN_PIXELS}); "
-            f"choose a wider range inside [{dlo:.1f}, {dhi:.1f}]."
+            "Error processing spectral visualization: "
+            f"No data points in specified wavelength range {shown}"
         )
+    win = (max(lo, full[0]), min(hi, full[1]))
+    if win[1] <= win[0]:  # the window meets the data at its last pixel: keep it as asked
+        win = (lo, hi)
     try:
         image = render_window(spectrum, win, renderer=renderer, markers=markers, size=size)
     except Exception as exc:  # a plotting failure is an observation, not a crash
-        return _error(f"Error processing spectral visualization: {exc}")
-    shown = tuple(wavelength_range) if _is_pair(wavelength_range) else (lo, hi)
-    return ToolResult(text=reply_text(shown, label), image=image, window=win)
+        return _error(_truncate(f"Error processing spectral visualization: {exc}"))
+    return ToolResult(text=reply_text(wavelength_range, label), image=image, window=win)
 
 
 def global_view(
@@ -209,7 +272,8 @@ def global_view(
     err = _check_renderer(renderer)
     if err:
         return _error(err)
-    win = data_range(spectrum)
+    # speco3 plots every finite pixel, as the published overview does; fast keeps to valid ones
+    win = full_range(spectrum) if renderer == "speco3" else data_range(spectrum)
     try:
         image = render_window(
             spectrum,
@@ -233,38 +297,29 @@ def call_tool(
     markers: Markers = None,
     size: tuple[int, int] | None = None,
 ) -> ToolResult:
-    """Run a raw parsed tool call; every problem becomes an error ToolResult, never an exception."""
+    """Run a raw parsed tool call; every problem becomes an error ToolResult, never an exception.
+
+    Extra arguments are ignored and a missing range plots the whole spectrum, as the
+    published tool does; an unknown tool or arguments that are not an object get the text
+    verl answered them with.
+    """
     try:
         if name != TOOL_NAME:
-            return _error(f"Error: unknown tool {name!r}; the only tool is {TOOL_NAME!r}.")
+            return _error(f"Error when executing tool: {name!r}")
         if isinstance(arguments, (str, bytes)):
             try:
                 arguments = json.loads(arguments)
             except ValueError:
-                return _error("Error: tool arguments are not valid JSON.")
+                return _error("Error when executing tool: tool arguments are not valid JSON")
         if not isinstance(arguments, dict):
             return _error(
-                f"Error: tool arguments must be an object with 'wavelength_range', "
-                f"got {type(arguments).__name__}."
+                f"Error when executing tool: '{type(arguments).__name__}' object has no "
+                "attribute 'get'"
             )
-        extra = sorted(str(k) for k in arguments if k not in ("wavelength_range", "label"))
-        if extra:
-            return _error(
-                f"Error: unexpected argument(s) {', '.join(extra)}; "
-                "expected 'wavelength_range' and optionally 'label'."
-            )
-        if "wavelength_range" not in arguments:
-            return _error("Error: missing required argument 'wavelength_range' = [min, max].")
-        label = arguments.get("label")
-        if label is not None and not isinstance(label, str):
-            if isinstance(label, (int, float)) and not isinstance(label, bool):
-                label = str(label)
-            else:
-                return _error(f"Error: 'label' must be text, got {type(label).__name__}.")
         return zoom(
             spectrum,
-            arguments["wavelength_range"],
-            label,
+            arguments.get("wavelength_range"),
+            arguments.get("label", ""),
             renderer=renderer,
             markers=markers,
             size=size,
@@ -315,44 +370,22 @@ def render_reference(
 # -- argument checking ------------------------------------------------------------------
 
 
-def _is_pair(v: Any) -> bool:
-    return isinstance(v, (list, tuple)) and len(v) == 2
+def _parse_range(v: Any, full: tuple[float, float]) -> tuple[float, float] | None:
+    """(min, max) of a range the published tool accepts, else None (it refuses).
 
-
-def _shown(v: Any) -> str:
-    text = repr(list(v)) if isinstance(v, (list, tuple)) else repr(v)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _number(v: Any) -> float | None:
-    if isinstance(v, (bool, np.bool_)) or v is None:
+    It accepts two numbers, min < max, not wholly outside the data. Unlike Python's
+    comparisons there, booleans, numeric strings and non-finite numbers are refused.
+    """
+    if not isinstance(v, (list, tuple)) or len(v) != 2:
         return None
-    if isinstance(v, (int, float, np.integer, np.floating)):
-        return float(v)
-    if isinstance(v, str):
-        try:
-            return float(v.strip())
-        except ValueError:
-            return None
-    return None
-
-
-def _parse_range(v: Any) -> tuple[float, float] | str:
-    if isinstance(v, str):
-        try:
-            v = json.loads(v)
-        except ValueError:
-            return f"Error: wavelength_range must be [min, max] in Angstrom, got {_shown(v)}."
-    if not _is_pair(v):
-        return f"Error: wavelength_range must be [min, max] in Angstrom, got {_shown(v)}."
-    lo, hi = _number(v[0]), _number(v[1])
-    if lo is None or hi is None:
-        return f"Error: wavelength_range values must be numbers, got {_shown(v)}."
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return f"Error: wavelength_range values must be finite, got {_shown(v)}."
-    if lo >= hi:
-        return (
-            f"Error: The specified wavelength range {_shown(v)} is invalid: "
-            "min must be smaller than max."
-        )
+    if not all(
+        isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+        for x in v
+    ):
+        return None
+    lo, hi = float(v[0]), float(v[1])
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        return None
+    if hi < full[0] or lo > full[1]:
+        return None
     return lo, hi

@@ -78,6 +78,25 @@ def test_zoom_then_answer_records_observation_and_messages():
     assert [x.window for x in again.steps] == [x.window for x in t.steps]
 
 
+def test_a_boxed_verdict_beside_a_tool_call_runs_the_tool_and_goes_on():
+    first = zoom(6500, 6620).replace("Look at H-alpha.", "Maybe \\boxed{YES}; look at H-alpha.")
+    seen = []
+
+    def script(ep):
+        seen.append(list(ep.messages))
+        return first if ep.turn == 0 else ANSWER_YES
+
+    t = run_episode(synthetic(), "cv", ScriptedPolicy(script))
+    assert t.state == "done" and t.verdict == "YES" and len(t.steps) == 2
+    s = t.steps[0]
+    assert s.answer is None and s.window == (6500.0, 6620.0) and s.observation_image
+    assert "calls the tool" in s.error and not t.format_ok
+    # the reply text follows the image directly, as verl rendered it
+    reply = seen[1][3]["content"]
+    assert [i["type"] for i in reply] == ["text", "image", "text"]
+    assert reply[2]["text"].startswith("Generated spectral visualization focused on")
+
+
 def test_tool_error_is_recorded_and_run_goes_on():
     pol = ScriptedPolicy([zoom(20000, 21000), zoom(4800, 4900, label="H-beta"), ANSWER_YES])
     t = run_episode(synthetic(), "cv", pol)
@@ -172,3 +191,70 @@ def test_get_policy():
     assert pol.name == "scripted"
     with pytest.raises(ValueError, match="unknown policy"):
         get_policy("nope")
+
+
+def _specvi_file(tmp_path, with_images=True):
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests.fits_factory import specvi_record
+
+    overview = Image.new("RGB", (80, 48), (200, 10, 10))
+    buf = io.BytesIO()
+    overview.save(buf, format="PNG")
+    rec = specvi_record(3, "cv", "YES", n=3909)
+    rec["prompt"] = json.dumps(
+        [
+            {"role": "system", "content": "You vet spectra."},
+            {"role": "user", "content": "<image>Is this a CV? Answer in \\boxed{}."},
+        ]
+    )
+    if with_images:
+        rec["images"] = [{"bytes": buf.getvalue(), "path": None}]
+    path = tmp_path / "test_cv.parquet"
+    pq.write_table(pa.Table.from_pylist([rec]), path)
+    return path, overview
+
+
+def test_a_specvi_row_is_asked_with_its_own_prompt_and_overview(tmp_path):
+    from agent.formats import load_one
+    from agent.protocol import tools_block
+
+    path, overview = _specvi_file(tmp_path)
+    spectrum = load_one(path, row=0)
+    seen = []
+
+    def script(ep):
+        seen.append(list(ep.messages))
+        return ANSWER_YES
+
+    t = run_episode(spectrum, "cv", ScriptedPolicy(script))
+    assert t.state == "done" and t.params["prompt"] == "row"
+    system, user = seen[0]
+    assert system["content"][0]["text"] == "You vet spectra.\n\n" + tools_block()
+    assert [i["type"] for i in user["content"]] == ["image", "text"]
+    assert np.array_equal(np.asarray(user["content"][0]["image"]), np.asarray(overview))
+    assert user["content"][1]["text"] == "Is this a CV? Answer in \\boxed{}."
+
+    # a row without images gets the rendered overview in the placeholder
+    path, _ = _specvi_file(tmp_path, with_images=False)
+    t = run_episode(load_one(path, row=0), "cv", ScriptedPolicy(script), renderer="speco3")
+    user = seen[-1][1]
+    assert user["content"][0]["image"].size != overview.size
+
+
+def test_a_specvi_overview_title_is_the_same_in_vet_and_grpo(tmp_path):
+    from agent.formats import load_one
+    from agent.tool import global_view, spectrum_title
+    from training.data import load_rl_dataset, spectrum_from_ref
+
+    path, _ = _specvi_file(tmp_path)
+    vet = load_one(path, row=0)
+    row = load_rl_dataset(path)[0]
+    grpo = spectrum_from_ref(row["spectrum"])
+    assert spectrum_title(vet) == spectrum_title(grpo) == "spec-55862-B6212_sp06-003.fits"
+    a = global_view(vet, renderer="speco3").image
+    b = global_view(grpo, renderer="speco3").image
+    assert np.array_equal(np.asarray(a), np.asarray(b))

@@ -78,9 +78,32 @@ def test_two_tool_calls_runs_first_and_flags():
     assert any("2 tool calls" in e for e in p.errors)
 
 
-def test_answer_and_tool_call_is_final():
+def test_a_verdict_beside_a_tool_call_runs_the_tool():
+    # verl ends an episode only on a turn without a readable tool call, so the published
+    # model's boxed mention next to a call was followed by the tool's reply.
     p = parse_turn(TOOL_TURN + ANSWER_TURN)
-    assert p.kind == "answer" and p.tool_call is None and not p.format_ok
+    assert p.kind == "tool" and p.tool_call == CALL and p.answer is None
+    assert not p.format_ok and "<answer> in a turn that calls the tool" in p.error
+    mention = TOOL_TURN.replace("Zoom on H-beta.", "If broad, \\boxed{YES}; zoom on H-beta.")
+    p = parse_turn(mention)
+    assert p.kind == "tool" and p.tool_call == CALL and p.answer is None
+    assert not p.format_ok and "\\boxed{} verdict in a turn that calls the tool" in p.error
+
+
+def test_an_unreadable_call_beside_an_answer_answers():
+    p = parse_turn("<think>x</think>\n<tool_call>\n{oops}\n</tool_call>" + ANSWER_TURN)
+    assert p.kind == "answer" and p.answer == "YES" and p.tool_call is None
+    assert "could not be run" in p.error
+
+
+def test_the_first_readable_call_runs():
+    p = parse_turn(
+        "<think>x</think><tool_call>{oops}</tool_call><tool_call>"
+        + json.dumps(CALL)
+        + "</tool_call>"
+    )
+    assert p.kind == "tool" and p.tool_call == CALL
+    assert "not valid JSON" in p.error and "2 tool calls" in p.error
 
 
 def test_non_string_and_control_characters():

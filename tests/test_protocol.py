@@ -135,3 +135,83 @@ def test_protocol_doctests():
     import doctest
 
     assert doctest.testmod(protocol).failed == 0
+
+
+# The published tool config (configs/spectral_visualization_tool_config.yaml), as written.
+PUBLISHED_TOOL_CONFIG = {
+    "type": "function",
+    "function": {
+        "name": "spectral_visualization_tool",
+        "description": (
+            "A tool for visualizing spectral data with wavelength range zooming capabilities."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "wavelength_range": {
+                    "type": "array",
+                    "items": {"type": "number"},
+                    "description": (
+                        "Wavelength range to focus on [min_wavelength, max_wavelength] in Angstroms"
+                    ),
+                },
+                "label": {
+                    "type": "string",
+                    "description": "Optional label for the spectral feature being analyzed",
+                },
+            },
+            "required": ["wavelength_range"],
+        },
+    },
+}
+
+
+def _as_verl_dumps_it(config: dict) -> dict:
+    # verl's property model has the fields type, description, enum; the dump omits unset ones
+    fn = config["function"]
+    props = {
+        name: {k: prop[k] for k in ("type", "description", "enum") if k in prop}
+        for name, prop in fn["parameters"]["properties"].items()
+    }
+    params = {"type": "object", "properties": props, "required": fn["parameters"]["required"]}
+    return {
+        "type": config["type"],
+        "function": {"name": fn["name"], "description": fn["description"], "parameters": params},
+    }
+
+
+def test_tool_schema_is_what_the_model_saw_in_rl():
+    expected = _as_verl_dumps_it(PUBLISHED_TOOL_CONFIG)
+    assert protocol.TOOL_SCHEMA == expected
+    # same keys in the same order, so the `<tools>` line is the same text
+    assert json.dumps(protocol.TOOL_SCHEMA) == json.dumps(expected)
+    assert "items" not in json.dumps(protocol.TOOL_SCHEMA)
+    block = protocol.tools_block()
+    assert "\n<tools>\n" + json.dumps(expected, ensure_ascii=False) + "\n</tools>\n" in block
+    assert protocol.system_prompt().endswith(block)
+
+
+def test_reply_text_follows_the_tool_image_without_a_newline():
+    from transformers.utils.chat_template_utils import _compile_jinja_template
+
+    from training.chat_template import SPECO3_CHAT_TEMPLATE
+
+    template = _compile_jinja_template(SPECO3_CHAT_TEMPLATE)
+    reply = "Generated spectral visualization focused on wavelength range (6500, 6620) Å."
+    head = [protocol.system_message(), protocol.user_turn("cv", "g")]
+    head.append(protocol.assistant_turn(format_turn("Zoom.", (6500, 6620))))
+    ours = template.render(messages=[*head, protocol.tool_response_turn(reply, "z")])
+    # verl's rollout: a `tool` message [image, text] inside the template's <tool_response>
+    verl = [{"role": "tool", "content": [{"type": "image"}, {"type": "text", "text": reply}]}]
+    theirs = template.render(messages=head + verl)
+    assert ours == theirs
+    assert ours.endswith(
+        "<|im_start|>user\n<tool_response>\n<|vision_start|><|image_pad|><|vision_end|>"
+        + reply
+        + "\n</tool_response><|im_end|>\n"
+    )
+    # a refusal has no image: the text sits alone between the tags
+    refusal = protocol.tool_response_turn("Error: out of range.", None)
+    assert "".join(protocol.message_texts(refusal)) == (
+        "<tool_response>\nError: out of range.\n</tool_response>"
+    )

@@ -1,4 +1,5 @@
-"""The Spec-o3 reward: accuracy - 0.2 x format error, on strings and multi-turn rollouts."""
+"""GRPO rewards, the published scoring and Loupe's stricter one: accuracy - 0.2 x format
+error, on strings and multi-turn rollouts."""
 
 from __future__ import annotations
 
@@ -13,7 +14,13 @@ from training.rewards import (
     completion_text,
     format_error,
     format_penalty,
+    loupe_reward,
+    reward,
+    reward_functions,
+    speco3_accuracy,
+    speco3_format_penalty,
     speco3_reward,
+    speco3_score,
 )
 
 CALL = json.dumps(
@@ -48,7 +55,7 @@ def rollout(first: str, last: str) -> list[dict]:
 
 def test_doctests_pass():
     result = doctest.testmod(rewards)
-    assert result.attempted >= 8
+    assert result.attempted >= 20
     assert result.failed == 0
 
 
@@ -63,8 +70,8 @@ def test_doctests_pass():
         ("<think>a</think><answer>YES</answer>", "YES", -0.2),  # no box: no verdict, format error
     ],
 )
-def test_reward_values_on_single_turns(completion, truth, expected):
-    assert speco3_reward([completion], ground_truth=[truth]) == [pytest.approx(expected)]
+def test_loupe_reward_values_on_single_turns(completion, truth, expected):
+    assert loupe_reward([completion], ground_truth=[truth]) == [pytest.approx(expected)]
 
 
 def test_multi_turn_rollouts():
@@ -79,7 +86,12 @@ def test_multi_turn_rollouts():
     completions = [good, sloppy, unfinished]
     assert accuracy_reward(completions, ground_truth=truth) == [1.0, 1.0, 0.0]
     assert format_penalty(completions) == [0.0, -0.2, -0.2]
-    assert speco3_reward(completions, ground_truth=truth) == [1.0, 0.8, -0.2]
+    assert loupe_reward(completions, ground_truth=truth) == [1.0, 0.8, -0.2]
+    # the published scoring counts <think> over the whole response: the sloppy rollout's
+    # one pair balances, so only the unfinished one (no answer) is penalised
+    assert speco3_format_penalty(completions) == [0.0, 0.0, -0.2]
+    assert speco3_accuracy(completions, ground_truth=truth) == [1.0, 1.0, 0.0]
+    assert speco3_reward(completions, ground_truth=truth) == [1.0, 1.0, -0.2]
     assert format_error(unfinished) == "the last turn does not answer"
     assert "turn 1" in format_error(sloppy)
     # the tool call is kept in the text the format is judged on
@@ -102,6 +114,64 @@ def test_unknown_label_gives_no_reward_and_labels_are_case_insensitive():
 
 def test_garbage_never_raises():
     junk = ["", "<think>", "</answer><answer>", "\\boxed{", None, 42, [{"role": "assistant"}]]
-    out = speco3_reward(junk, ground_truth=["YES"] * len(junk))
-    assert len(out) == len(junk)
-    assert all(v in (0.0, -0.2) for v in out)
+    for scoring in ("speco3", "loupe"):
+        out = reward(scoring)(junk, ground_truth=["YES"] * len(junk))
+        assert len(out) == len(junk)
+        assert all(v in (0.0, -0.2) for v in out), (scoring, out)
+
+
+@pytest.mark.parametrize(
+    ("completion", "truth", "expected"),
+    [
+        ("<think>broad Balmer</think><answer>\\boxed{YES} a DA white dwarf</answer>", "YES", 1.0),
+        ("<answer>\\boxed{YES} a DA white dwarf</answer>", "YES", 0.8),  # no <think>
+        ("<think>narrow lines</think><answer>\\boxed{NO} an A star</answer>", "YES", 0.0),
+        ("\\boxed{NO}", "NO", 0.8),  # no tags at all, the box anywhere still counts
+        ("<think>a</think><answer>YES, a WD</answer>", "YES", 0.8),  # bare word fallback
+        ("<think>a</think><answer>not YES but NO</answer>", "NO", -0.2),  # YES is looked for first
+        ("<think>a</think><answer>\\boxed{Maybe}</answer>", "YES", -0.2),  # kept as 'Maybe'
+        ("<think>a</think><answer>\\boxed{ no }</answer>", "NO", 1.0),
+        ("<think>a</think><answer>\\boxed{YES}</answer><answer>\\boxed{NO}</answer>", "NO", 0.8),
+        ("<think>a</think><think>b</think>\n<answer>\\boxed{NO}</answer>", "NO", 1.0),
+        ("<think>a<think>b</think><answer>\\boxed{NO}</answer>", "NO", 0.8),  # unbalanced
+        ("nothing useful\nlast line", "YES", -0.2),
+    ],
+)
+def test_published_scoring_values(completion, truth, expected):
+    assert speco3_reward([completion], ground_truth=[truth]) == [pytest.approx(expected)]
+
+
+def test_published_scoring_reads_tool_replies_like_verl():
+    # verl scored the decoded response, tool replies included: a bare word in a reply counts
+    # when the model gave no verdict of its own
+    rollout_ = [
+        {"role": "assistant", "content": "<think>zoom</think>" + f"<tool_call>{CALL}</tool_call>"},
+        {"role": "tool", "content": [{"type": "image"}, {"type": "text", "text": "No data."}]},
+        {"role": "assistant", "content": "<think>unsure</think>"},
+    ]
+    s = speco3_score(rollout_)
+    assert s.format_error and s.answer == "NO"
+    assert speco3_reward([rollout_], ground_truth=["NO"]) == [0.8]
+    assert loupe_reward([rollout_], ground_truth=["NO"]) == [-0.2]
+
+
+def test_the_two_scorings_differ_where_documented():
+    # one text holding a call and an answer: the published scoring reads the answer; per
+    # turn it is a turn that calls the tool (so it never answered) with an answer beside it
+    text = f"<tool_call>{CALL}</tool_call><think>broad</think><answer>\\boxed{{YES}}</answer>"
+    assert speco3_reward([text], ground_truth=["YES"]) == [1.0]
+    assert loupe_reward([text], ground_truth=["YES"]) == [-0.2]
+
+
+def test_scoring_by_name():
+    assert [f.__name__ for f in reward_functions()] == ["speco3_accuracy", "speco3_format_penalty"]
+    assert reward_functions("loupe") == [accuracy_reward, format_penalty]
+    assert reward() is speco3_reward and reward("loupe") is loupe_reward
+    with pytest.raises(ValueError, match="unknown reward scoring"):
+        reward_functions("nope")
+    # the pair sums to the one-function reward
+    texts = ["<answer>\\boxed{NO}</answer>", "<think>a</think><answer>YES</answer>"]
+    for scoring in ("speco3", "loupe"):
+        acc, fmt = reward_functions(scoring)
+        summed = [a + f for a, f in zip(acc(texts, ground_truth=["NO", "YES"]), fmt(texts))]
+        assert summed == pytest.approx(reward(scoring)(texts, ground_truth=["NO", "YES"]))

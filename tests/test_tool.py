@@ -30,6 +30,12 @@ def test_schema_is_hermes_function_json():
     json.dumps(T.TOOL_SCHEMA)
 
 
+def test_tool_doctests():
+    import doctest
+
+    assert doctest.testmod(T).failed == 0
+
+
 def test_zoom_reply_text_and_image():
     s = make_spectrum()
     r = T.zoom(s, [4800, 4920], "H-beta")
@@ -73,56 +79,148 @@ def test_partly_outside_is_clipped_and_wholly_outside_refused():
     assert r.text == r.error
     assert r.error.startswith("Error: The specified wavelength range [10000, 12000] is invalid")
     assert f"[{lo:.1f}, {hi:.1f}]" in r.error
+    # a window touching the data by one edge is not outside it
+    assert T.zoom(s, [hi, hi + 100]).ok
 
 
-def test_masked_pixels_do_not_count():
+def test_one_drawable_pixel_is_enough():
     s = make_spectrum()
     rest = s.rest_wavelength()
-    # a window that covers only the masked stretch
+    # a window that covers only the NaN stretch: nothing to draw, the published plot's error
     r = T.zoom(s, [rest[101], rest[108]])
-    assert not r.ok and "valid pixel" in r.error
-    # too narrow: fewer than MIN_PIXELS pixels
-    r = T.zoom(s, [rest[2000], rest[2000] + 0.5])
-    assert not r.ok and "wider range" in r.error
+    assert not r.ok and r.error.startswith(
+        "Error processing spectral visualization: No data points in specified wavelength range ("
+    )
+    # a window around one pixel is plotted
+    for renderer in ("fast", "speco3"):
+        r = T.zoom(s, [rest[2000] - 0.01, rest[2000] + 0.01], renderer=renderer)
+        assert r.ok and r.image is not None, (renderer, r.error)
+
+
+REFUSED = "Error: The specified wavelength range {} is invalid or outside the available data range"
 
 
 @pytest.mark.parametrize(
-    "name,args,fragment",
+    "args,shown",
     [
-        ("image_zoom_in_tool", {"wavelength_range": [4800, 4900]}, "unknown tool"),
-        (T.TOOL_NAME, {}, "missing required"),
-        (T.TOOL_NAME, {"label": "x"}, "missing required"),
-        (T.TOOL_NAME, {"wavelength_range": "abc"}, "[min, max]"),
-        (T.TOOL_NAME, {"wavelength_range": [4800]}, "[min, max]"),
-        (T.TOOL_NAME, {"wavelength_range": [4800, 4900, 5000]}, "[min, max]"),
-        (T.TOOL_NAME, {"wavelength_range": ["a", "b"]}, "numbers"),
-        (T.TOOL_NAME, {"wavelength_range": [None, 4900]}, "numbers"),
-        (T.TOOL_NAME, {"wavelength_range": [True, 4900]}, "numbers"),
-        (T.TOOL_NAME, {"wavelength_range": [float("nan"), 4900]}, "finite"),
-        (T.TOOL_NAME, {"wavelength_range": [4900, float("inf")]}, "finite"),
-        (T.TOOL_NAME, {"wavelength_range": [4900, 4800]}, "min must be smaller"),
-        (T.TOOL_NAME, {"wavelength_range": [4900, 4900]}, "min must be smaller"),
-        (T.TOOL_NAME, {"wavelength_range": [4800, 4900], "zoom": 2}, "unexpected argument"),
-        (T.TOOL_NAME, {"wavelength_range": [4800, 4900], "label": ["x"]}, "'label' must be text"),
-        (T.TOOL_NAME, [4800, 4900], "must be an object"),
-        (T.TOOL_NAME, "{not json", "not valid JSON"),
-        (T.TOOL_NAME, None, "must be an object"),
+        ({"wavelength_range": "abc"}, "abc"),
+        ({"wavelength_range": [4800]}, "[4800]"),
+        ({"wavelength_range": [4800, 4900, 5000]}, "[4800, 4900, 5000]"),
+        ({"wavelength_range": ["a", "b"]}, "['a', 'b']"),
+        ({"wavelength_range": ["6500", "6620"]}, "['6500', '6620']"),
+        ({"wavelength_range": [None, 4900]}, "[None, 4900]"),
+        ({"wavelength_range": [True, 4900]}, "[True, 4900]"),
+        ({"wavelength_range": [4900, 4800]}, "[4900, 4800]"),
+        ({"wavelength_range": [4900, 4900]}, "[4900, 4900]"),
+        ({"wavelength_range": [10000, 12000], "label": "far red"}, "[10000, 12000]"),
+        ({"wavelength_range": 4800}, "4800"),
     ],
 )
-def test_call_tool_turns_garbage_into_error_results(name, args, fragment):
+def test_bad_ranges_get_the_published_refusal(args, shown):
+    s = make_spectrum()
+    lo, hi = T.full_range(s)
+    r = T.call_tool(s, T.TOOL_NAME, args)
+    assert not r.ok and r.image is None and r.text == r.error
+    assert r.error == REFUSED.format(shown) + f" [{lo:.1f}, {hi:.1f}]."
+
+
+@pytest.mark.parametrize(
+    "name,args,text",
+    [
+        (
+            "image_zoom_in_tool",
+            {"wavelength_range": [4800, 4900]},
+            "Error when executing tool: 'image_zoom_in_tool'",
+        ),
+        (
+            T.TOOL_NAME,
+            [4800, 4900],
+            "Error when executing tool: 'list' object has no attribute 'get'",
+        ),
+        (T.TOOL_NAME, None, "Error when executing tool: 'NoneType' object has no attribute 'get'"),
+        (T.TOOL_NAME, "{not json", "Error when executing tool: tool arguments are not valid JSON"),
+    ],
+)
+def test_call_tool_turns_garbage_into_error_results(name, args, text):
     r = T.call_tool(make_spectrum(), name, args)
     assert not r.ok and r.image is None
-    assert fragment in r.error and r.text == r.error
+    assert r.error == text and r.text == r.error
 
 
 def test_call_tool_accepts_good_calls_in_any_form():
     s = make_spectrum()
     r = T.call_tool(s, T.TOOL_NAME, '{"wavelength_range": [6500, 6620], "label": "Halpha"}')
     assert r.ok and r.text.endswith("(6500, 6620) Å for Halpha.")
-    r = T.call_tool(s, T.TOOL_NAME, {"wavelength_range": ["6500", "6620"]})
-    assert r.ok and "(6500.0, 6620.0)" in r.text
     r = T.call_tool(s, T.TOOL_NAME, {"wavelength_range": [6500, 6620]}, renderer="nope")
     assert not r.ok and "renderer" in r.error
+
+
+def test_labels_and_extra_arguments_as_published():
+    s = make_spectrum()
+    base = "Generated spectral visualization focused on wavelength range (6500, 6620.5) Å"
+    for label, tail in [("", "."), (None, "."), (["x"], " for ['x']."), (7, " for 7.")]:
+        r = T.call_tool(s, T.TOOL_NAME, {"wavelength_range": [6500, 6620.5], "label": label})
+        assert r.ok and r.text == base + tail
+    r = T.call_tool(s, T.TOOL_NAME, {"wavelength_range": [6500, 6620.5], "zoom": 2, "label": "a"})
+    assert r.ok and r.text == base + " for a."
+    # no range: the whole spectrum
+    r = T.call_tool(s, T.TOOL_NAME, {"label": "all"})
+    assert r.ok and r.text == "Generated full spectrum visualization for all."
+    assert r.window == T.full_range(s)
+    # a reply longer than verl passed on is cut as verl cut it
+    r = T.call_tool(s, T.TOOL_NAME, {"wavelength_range": [6500, 6620], "label": "x" * 2000})
+    assert r.ok and len(r.text) == T.MAX_REPLY_CHARS + len("...(truncated)")
+
+
+def lamost_like(seed: int = 1) -> Spectrum:
+    """ivar = 0 on a quarter of the pixels, flux finite there: LAMOST's bad pixels."""
+    rng = np.random.default_rng(seed)
+    wave = 10 ** (3.5682 + 1e-4 * np.arange(3909))
+    flux = 500 + 40 * np.sin(wave / 30.0) + rng.normal(0, 5, wave.size)
+    ivar = np.full(wave.size, 0.04)
+    ivar[::4] = 0.0
+    ivar[:60] = 0.0  # a dead blue end, as in many LAMOST files
+    return Spectrum(wave, flux, ivar=ivar, meta=SpectrumMeta(id="l1", source="/d/spec-9.fits"))
+
+
+def test_speco3_draws_ivar_zero_pixels_like_the_published_plot():
+    from agent.render import render
+
+    s = lamost_like()
+    assert s.mask[::4].all() and np.isfinite(s.flux).all()
+    rest = s.rest_wavelength()
+    window = (6480.0, 6640.0)
+    r = T.zoom(s, list(window), renderer="speco3")
+    # the published plot: every finite pixel, no mask
+    published = render(rest, s.flux, window=window, renderer="speco3")
+    masked = render(rest, s.flux, mask=s.mask, window=window, renderer="speco3")
+    assert np.array_equal(np.asarray(r.image), np.asarray(published))
+    assert not np.array_equal(np.asarray(r.image), np.asarray(masked))
+    # the re-rendered reference is the same image
+    again = T.render_window(s, r.window, renderer="speco3")
+    assert np.array_equal(np.asarray(again), np.asarray(published))
+    # the overview too, over every pixel (the dead blue end included)
+    g = T.global_view(s, renderer="speco3")
+    assert g.window == (rest[0], rest[-1])
+    titled = render(rest, s.flux, renderer="speco3", title="spec-9.fits")
+    assert np.array_equal(np.asarray(g.image), np.asarray(titled))
+    # a window holding only ivar=0 pixels is plotted by speco3
+    only_bad = [float(rest[5]), float(rest[50])]
+    assert T.zoom(s, only_bad, renderer="speco3").ok
+
+
+def test_fast_keeps_leaving_masked_pixels_out():
+    from agent.render import render
+
+    s = lamost_like()
+    rest = s.rest_wavelength()
+    r = T.zoom(s, [6480, 6640], renderer="fast")
+    masked = render(rest, s.flux, mask=s.mask, window=r.window, renderer="fast")
+    assert np.array_equal(np.asarray(r.image), np.asarray(masked))
+    only_bad = [float(rest[5]), float(rest[50])]
+    r = T.zoom(s, only_bad, renderer="fast")
+    assert not r.ok and "No data points" in r.error
+    assert T.global_view(s).window == T.data_range(s)
 
 
 def test_global_view_is_titled_with_the_file_name():

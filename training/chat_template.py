@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-DEFAULT_SYSTEM = "You are a helpful assistant."
+from agent.protocol import DEFAULT_SYSTEM  # verl's template wrote it for a prompt without one
 
 # The wording of the hermes tool block is part of the format the published checkpoints saw.
 _TOOLS_HEAD = (

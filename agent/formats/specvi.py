@@ -3,13 +3,19 @@
 Row schema: `data_source` (carbon/cc, cv, gm, ss, wd), `reward_model.ground_truth`
 ("YES"/"NO"), `extra_info.name` (the spectrum's file name), `extra_info.index`, and
 `extra_info.tools_kwargs.spectral_visualization_tool.create_kwargs` = {flux, wavelength,
-redshift}. Struct columns may also arrive as JSON strings; both are accepted. The spectra
-are LAMOST low-resolution, so vacuum wavelengths.
+redshift}, and usually `prompt` (the chat messages, `<image>` where the overview goes) and
+`images` (that overview). Struct columns may also arrive as JSON strings; both are accepted.
+The spectra are LAMOST low-resolution, so vacuum wavelengths.
+
+A row's own prompt and overview are what the published model was asked with, so episodes
+use them (`row_prompt`, `prompt_for`) instead of Loupe's task prompt; the overview title of
+a row is its `extra_info.name` (`agent.tool.spectrum_title`).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -130,3 +136,72 @@ def read_parquet(path: Path, row: int | None = None) -> list[Spectrum]:
             )
         )
     return out
+
+
+@dataclass
+class RowPrompt:
+    """The chat messages and images a SpecVI-Bench row asks its question with."""
+
+    messages: list[dict[str, Any]]
+    images: list[Any] = field(default_factory=list)  # PIL images, in placeholder order
+
+
+def row_prompt(path: Path, row: int) -> RowPrompt | None:
+    """The `prompt` and `images` of one row; None when the file has no `prompt` column."""
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    check_file(path)
+    try:
+        pf = pq.ParquetFile(path)
+        names = pf.schema_arrow.names
+        if "prompt" not in names:
+            return None
+        cols = [c for c in ("prompt", "images") if c in names]
+        rec = pf.read(columns=cols).slice(int(row), 1).to_pylist()
+    except Exception as exc:
+        raise SpectrumError(path, f"unreadable parquet file ({str(exc)[:160]})") from None
+    if not rec:
+        raise SpectrumError(path, f"row {row} does not exist")
+    messages = rec[0].get("prompt")
+    if isinstance(messages, str):
+        try:
+            messages = json.loads(messages)
+        except json.JSONDecodeError:
+            raise SpectrumError(path, f"row {row}: prompt is not valid JSON") from None
+    if not messages:
+        return None
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        raise SpectrumError(path, f"row {row}: prompt is not a list of chat messages")
+    images = [_image(path, row, v) for v in (rec[0].get("images") or [])]
+    return RowPrompt(messages=messages, images=images)
+
+
+def prompt_for(spectrum: Spectrum) -> RowPrompt | None:
+    """The row prompt of a spectrum read from a SpecVI-Bench file, else None."""
+    m = spectrum.meta
+    if not (isinstance(m.extra, dict) and m.extra.get("specvi_name")):
+        return None
+    if not m.source or m.row is None:
+        return None
+    return row_prompt(Path(m.source), m.row)
+
+
+def _image(path: Path, row: int, value: Any) -> Any:
+    import io
+
+    from PIL import Image
+
+    if isinstance(value, dict):  # the datasets Image feature: {"bytes": ..., "path": ...}
+        value = value.get("bytes") or value.get("path")
+    try:
+        if isinstance(value, (bytes, bytearray)):
+            img = Image.open(io.BytesIO(value))
+        elif isinstance(value, str) and value:
+            p = Path(value)
+            img = Image.open(p if p.is_absolute() else path.parent / p)
+        else:
+            raise ValueError("neither bytes nor a path")
+        return img.convert("RGB")
+    except Exception as exc:
+        raise SpectrumError(path, f"row {row}: unreadable image in images ({exc})") from None
