@@ -4,6 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
+# `make run PORT=8000`, or LOUPE_PORT=8000 in the environment; HOST likewise (LOUPE_HOST).
+PORT ?= $(or $(LOUPE_PORT),7860)
+HOST ?= $(or $(LOUPE_HOST),127.0.0.1)
 
 .PHONY: run test lint bench install
 
@@ -21,7 +24,7 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 install: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/python launch.py serve
+	$(BIN)/python launch.py serve --port $(PORT) --host $(HOST)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)

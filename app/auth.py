@@ -2,18 +2,26 @@
 
 Passwords are checked against the store's slow-KDF hashes; a successful login creates a
 session in the store (only the token's hash is kept there) that expires after
-`session_seconds` (`serve --session-hours`, default 12 h) and sets it as an HttpOnly
-cookie. Every request but the login form's needs a live session: the page redirects to
-the form, anything else is refused (401); Gradio also asks `user_for_request` to name the
-expert of each API call.
+`session_seconds` (`serve --session-hours`, default 12 h) and sets it as an HttpOnly,
+SameSite=Lax cookie (Secure when the request came over HTTPS or `--secure-cookie`). Every
+request but the login form's needs a live session: the page redirects to the form,
+anything else is refused (401); Gradio also asks `user_for_request` to name the expert of
+each API call. A state-changing request whose Origin (or Referer) names another site is
+refused (403), login included, so another site cannot post into a session or log a
+browser into one of its choosing.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import os
+import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import FastAPI, Form, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -24,6 +32,9 @@ from annotate.settings import DEFAULTS
 
 COOKIE = "loupe_session"
 PUBLIC_PATHS = ("/login", "/logout")  # all that answers without a session
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+KDF_SLOTS = 2  # password checks at once: argon2 takes 64 MiB and ~4 cores' worth each
+KDF_WAIT_SECONDS = 20.0  # a login waits this long for a slot before it is told to retry
 
 LOGIN_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>Loupe: log in</title>
 <style>body{{font-family:system-ui,sans-serif;display:flex;justify-content:center;
@@ -37,24 +48,41 @@ box-sizing:border-box}} .err{{color:#c1121f}}</style></head><body>
 
 
 class LoginThrottle:
-    """Refuse logins for a name (or from an address) after `max_failures` wrong passwords
-    within `window_seconds`, until the oldest of them ages out: the slow KDF makes each
-    guess cost the server, so a guesser must not get unlimited ones. Per process; with
-    several app processes each counts its own (a proxy's rate limit covers the sum)."""
+    """Refuse logins after too many wrong passwords within `window_seconds`, until the
+    oldest of them ages out: the slow KDF makes each guess cost the server, so a guesser
+    must not get unlimited ones.
+
+    Counted per (name, client): `max_failures` for one account from one client; and per
+    client: `max_per_client` over all names. Never per name alone, which would let anyone
+    lock any account (the admin's too) by failing for it. An attempt is reserved before the
+    password is checked (`reserve`) and released only if it succeeds (`succeeded`), so
+    simultaneous guesses cannot all slip past the check. Per process; with several app
+    processes each counts its own (a proxy's rate limit covers the sum).
+    """
 
     def __init__(
         self,
         max_failures: int = 5,
         window_seconds: float = 900.0,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        max_per_client: int | None = None,
     ):
         self.max_failures = max_failures
+        self.max_per_client = max_per_client or 4 * max_failures
         self.window = window_seconds
         self.clock = clock
-        self._failures: dict[str, list[float]] = {}
+        self._failures: dict[tuple[str, ...], list[float]] = {}
+        self._unlocks: dict[str, Any] = {}  # name -> the store's unlock marker last seen
         self._lock = threading.Lock()
 
-    def _recent(self, key: str, now: float) -> list[float]:
+    def _keys(self, name: str, client: str) -> list[tuple[tuple[str, ...], int]]:
+        return [
+            (("name", name, client), self.max_failures),
+            (("client", client), self.max_per_client),
+        ]
+
+    def _recent(self, key: tuple[str, ...], now: float) -> list[float]:
         times = [t for t in self._failures.get(key, []) if now - t < self.window]
         if times:
             self._failures[key] = times
@@ -62,22 +90,50 @@ class LoginThrottle:
             self._failures.pop(key, None)
         return times
 
-    def retry_after(self, *keys: str) -> float:
-        """Seconds until a login for these keys may be tried again (0: now)."""
+    def reserve(self, name: str, client: str) -> tuple[float, float]:
+        """Count an attempt for `name` from `client` now, before its password is checked.
+        Returns (wait, stamp): wait > 0 means refused (nothing counted; retry after that many
+        seconds); else pass `stamp` to `succeeded` if the password turns out right."""
+        name = normalise(name)
         now = self.clock()
         with self._lock:
+            keys = self._keys(name, client)
             waits = [
-                self.window - (now - times[-self.max_failures])
-                for times in (self._recent(k, now) for k in keys)
-                if len(times) >= self.max_failures
+                self.window - (now - times[-limit])
+                for times, limit in ((self._recent(k, now), limit) for k, limit in keys)
+                if len(times) >= limit
             ]
-        return max(waits, default=0.0)
+            if waits:
+                return max(waits), now
+            for k, _ in keys:
+                self._failures.setdefault(k, []).append(now)
+            return 0.0, now
 
-    def failed(self, *keys: str) -> None:
-        now = self.clock()
+    def succeeded(self, name: str, client: str, stamp: float) -> None:
+        """Release the attempt reserved at `stamp`: a right password is not a failure."""
         with self._lock:
-            for k in keys:
-                self._failures[k] = [*self._recent(k, now), now]
+            for k, _ in self._keys(normalise(name), client):
+                times = self._failures.get(k, [])
+                if stamp in times:
+                    times.remove(stamp)
+
+    def unlock(self, name: str, marker: Any = None) -> None:
+        """Forget the failures for `name` from every client (an admin's `add-expert --unlock`;
+        `marker` is the store's unlock marker, so each unlock applies once)."""
+        name = normalise(name)
+        with self._lock:
+            self._unlocks[name] = marker
+            for k in [k for k in self._failures if k[0] == "name" and k[1] == name]:
+                del self._failures[k]
+
+    def apply_unlock(self, name: str, marker: Any) -> None:
+        """Unlock `name` if the store's unlock marker changed since last seen."""
+        if marker is not None and self._unlocks.get(normalise(name)) != marker:
+            self.unlock(name, marker)
+
+
+def normalise(name: str) -> str:
+    return (name or "").strip().lower()
 
 
 def user_for_request(store: Any, request: Request) -> str | None:
@@ -88,6 +144,115 @@ def user_for_request(store: Any, request: Request) -> str | None:
     return store.session_expert(token)
 
 
+def parse_proxies(
+    proxies: Iterable[str] | None,
+) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """Trusted proxy addresses or networks (`serve --trusted-proxy`), checked up front."""
+    out = []
+    for p in proxies or ():
+        try:
+            out.append(ipaddress.ip_network(p.strip(), strict=False))
+        except ValueError:
+            raise ValueError(f"--trusted-proxy {p!r} is not an IP address or network") from None
+    return out
+
+
+def _trusted(host: str, proxies) -> bool:
+    try:
+        addr = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return any(addr in net for net in proxies)
+
+
+def client_address(request: Request, proxies=()) -> str:
+    """The address the request came from. X-Forwarded-For is believed only when the
+    connection comes from a trusted proxy, and then only as far as the first address that
+    is not itself a trusted proxy (entries further left are whatever the client wrote)."""
+    host = request.client.host if request.client else "?"
+    if not proxies or not _trusted(host, proxies):
+        return host
+    hops = [h.strip() for v in request.headers.getlist("x-forwarded-for") for h in v.split(",")]
+    for hop in reversed([h for h in hops if h]):
+        if not _trusted(hop, proxies):
+            return hop
+        host = hop
+    return host
+
+
+def _is_https(request: Request, proxies) -> bool:
+    if request.url.scheme == "https":
+        return True
+    host = request.client.host if request.client else ""
+    proto = request.headers.get("x-forwarded-proto", "")
+    return bool(proxies) and _trusted(host, proxies) and proto.split(",")[0].strip() == "https"
+
+
+def foreign_origin(request: Request, proxies=()) -> str | None:
+    """The Origin (else Referer) of a request when it names another site than the one it
+    was sent to, else None. Browsers send Origin on every cross-site POST; clients that
+    send neither header (scripts, `gradio_client`) are not browsers riding a session."""
+    source = request.headers.get("origin") or request.headers.get("referer")
+    if source is None:
+        return None
+    hosts = {request.headers.get("host", "")}
+    client = request.client.host if request.client else ""
+    if proxies and _trusted(client, proxies):
+        hosts.update(h.strip() for h in request.headers.get("x-forwarded-host", "").split(","))
+    parts = urlsplit(source)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return source  # "null" (sandboxed frames, file://) counts as foreign
+    return None if parts.netloc.lower() in {h.lower() for h in hosts if h} else source
+
+
+def install_origin_check(app: FastAPI, trusted_proxies=()) -> None:
+    """Refuse state-changing requests (anything but GET/HEAD/OPTIONS) from another site."""
+    proxies = parse_proxies(trusted_proxies) if trusted_proxies else []
+
+    @app.middleware("http")
+    async def same_origin(request: Request, call_next):
+        if request.method not in SAFE_METHODS and foreign_origin(request, proxies):
+            return JSONResponse(
+                {"detail": "Refused: the request came from another site (Origin/Referer)"},
+                status_code=403,
+            )
+        return await call_next(request)
+
+
+FILE_ROUTE = re.compile(r"^/(?:gradio_api/)?file(?:=|/)(?P<path>.+)$")
+
+
+def install_admin_folder(app: FastAPI, store: Any, folder: str | Path) -> None:
+    """Serve files under `folder` (the export folder: every label, gold items included)
+    only to a logged-in admin, checked on each file request: Gradio's file route serves
+    its allowed paths to any session."""
+    root = Path(folder).resolve()
+
+    def viewer_is_admin(request: Request) -> bool | None:
+        name = user_for_request(store, request)
+        if name is None:
+            return None
+        e = store.expert(name)
+        return e is not None and e.active and e.role == "admin"
+
+    @app.middleware("http")
+    async def admin_files(request: Request, call_next):
+        match = FILE_ROUTE.match(request.url.path)
+        if match and _inside(match["path"], root):
+            ok = await run_in_threadpool(viewer_is_admin, request)
+            if not ok:
+                status = 401 if ok is None else 403
+                return JSONResponse({"detail": "Export files are for admins"}, status_code=status)
+        return await call_next(request)
+
+
+def _inside(path: str, root: Path) -> bool:
+    try:
+        return Path(os.path.realpath(path)).is_relative_to(root)
+    except (OSError, ValueError):
+        return True  # what cannot be resolved is not served to a non-admin either
+
+
 def install(
     app: FastAPI,
     store: Any,
@@ -95,12 +260,22 @@ def install(
     secure_cookie: bool = False,
     session_seconds: float = DEFAULTS.session_seconds,
     throttle: LoginThrottle | None = None,
+    trusted_proxies: Iterable[str] = (),
+    kdf_slots: int = KDF_SLOTS,
+    kdf_wait_seconds: float = KDF_WAIT_SECONDS,
 ) -> None:
     """Add /login and /logout to `app`, and send anonymous page loads to /login. Sessions
-    last `session_seconds` from login; `secure_cookie` for deployments behind HTTPS."""
+    last `session_seconds` from login; `secure_cookie` for deployments behind HTTPS;
+    `trusted_proxies`: the reverse proxies whose X-Forwarded-For is believed."""
     if not session_seconds > 0:
         raise ValueError(f"session lifetime must be positive (got {session_seconds})")
     throttle = throttle or LoginThrottle()
+    proxies = parse_proxies(trusted_proxies)
+    kdf = threading.BoundedSemaphore(kdf_slots)
+
+    def refuse(msg: str, status: int, headers: dict[str, str] | None = None) -> HTMLResponse:
+        page = LOGIN_PAGE.format(error=f'<p class="err">{msg}</p>')
+        return HTMLResponse(page, status_code=status, headers=headers)
 
     @app.get("/login", response_class=HTMLResponse)
     def login_form() -> str:
@@ -108,17 +283,24 @@ def install(
 
     @app.post("/login")
     def login(request: Request, username: str = Form(""), password: str = Form("")) -> Response:
-        keys = (f"name:{username.strip().lower()}", f"addr:{_client(request)}")
-        wait = throttle.retry_after(*keys)
+        client = client_address(request, proxies)
+        if username.strip():
+            throttle.apply_unlock(username, experts.login_unlock_marker(store, username))
+        wait, stamp = throttle.reserve(username, client)
         if wait > 0:
-            msg = f"Too many failed logins; try again in {int(wait) + 1} s."
-            page = LOGIN_PAGE.format(error=f'<p class="err">{msg}</p>')
-            return HTMLResponse(page, status_code=429, headers={"Retry-After": str(int(wait) + 1)})
-        token = experts.login(store, username, password, ttl_seconds=session_seconds)
+            retry = str(int(wait) + 1)
+            msg = f"Too many failed logins; try again in {retry} s."
+            return refuse(msg, 429, {"Retry-After": retry})
+        if not kdf.acquire(timeout=kdf_wait_seconds):
+            throttle.succeeded(username, client, stamp)  # never checked: not a failure
+            return refuse("The server is busy; try again shortly.", 503, {"Retry-After": "5"})
+        try:
+            token = experts.login(store, username, password, ttl_seconds=session_seconds)
+        finally:
+            kdf.release()
         if not token:
-            throttle.failed(*keys)
-            page = LOGIN_PAGE.format(error='<p class="err">Wrong name or password.</p>')
-            return HTMLResponse(page, status_code=401)
+            return refuse("Wrong name or password.", 401)
+        throttle.succeeded(username, client, stamp)
         resp = RedirectResponse("/", status_code=303)
         resp.set_cookie(
             COOKIE,
@@ -126,7 +308,7 @@ def install(
             max_age=max(1, int(session_seconds)),
             httponly=True,
             samesite="lax",
-            secure=secure_cookie,
+            secure=secure_cookie or _is_https(request, proxies),
             path="/",
         )
         return resp
@@ -153,8 +335,5 @@ def install(
             return RedirectResponse("/login", status_code=303)
         return JSONResponse({"detail": "Not authenticated: log in at /login"}, status_code=401)
 
-
-def _client(request: Request) -> str:
-    # Behind the documented reverse proxy every request comes from the proxy, so the name
-    # key is what limits a guesser there; the address key covers direct exposure.
-    return request.client.host if request.client else "?"
+    # Added last, so it runs first: a cross-site post is refused before anything else.
+    install_origin_check(app, trusted_proxies)

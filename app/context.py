@@ -38,6 +38,7 @@ class Context:
     policy: str = "rules"
     export_dir: Path = Path("exports")
     queue_config: Any = None  # db.store.QueueConfig; None = the team's stored settings
+    templates: list[Any] = field(default_factory=list)  # agent.templates.Template (--templates)
     _surveys: tuple[float, list[str]] = (0.0, [])
 
     def queue(self) -> Queue:

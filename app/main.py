@@ -56,6 +56,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Largest spectrum file accepted.",
     )
     parser.add_argument(
+        "--templates",
+        default=None,
+        metavar="DIR",
+        help="Folder of template spectra (any format Loupe reads, rest frame) offered beside "
+        "the built-in ones for the overlay on the vet page.",
+    )
+    parser.add_argument(
         "--no-seed", action="store_true", help="Do not seed an empty database with the demo set."
     )
     parser.add_argument(
@@ -69,6 +76,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="With --login: send the session cookie over HTTPS only (behind a TLS proxy).",
     )
+    parser.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=[],
+        metavar="IP",
+        help="Address or network of the reverse proxy in front of the app (repeatable): only "
+        "its X-Forwarded-For/-Proto/-Host are believed (login throttle, cookie, origin check).",
+    )
 
 
 def make_context(
@@ -79,6 +94,7 @@ def make_context(
     policy: str = "rules",
     export_dir: str = "exports",
     settings: ServeSettings = DEFAULTS,
+    templates: str | None = None,
 ):
     from app.context import Context
     from db.store import Store
@@ -97,6 +113,10 @@ def make_context(
         export_dir=Path(export_dir).resolve(),
         settings=settings,
     )
+    if templates:
+        from agent.templates import read_templates
+
+        ctx.templates = read_templates(templates)  # a bad folder stops the start, naming it
     if not login and store.expert(ctx.local_expert) is None:
         from annotate.experts import create_expert
 
@@ -133,9 +153,16 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-def build_app(ctx, *, session_seconds: float | None = None, secure_cookie: bool = False):
+def build_app(
+    ctx,
+    *,
+    session_seconds: float | None = None,
+    secure_cookie: bool = False,
+    trusted_proxies: list[str] | None = None,
+):
     """The FastAPI app: Gradio at / and, with login on, /login and /logout (sessions last
-    `session_seconds`, default the context's `settings.session_seconds`)."""
+    `session_seconds`, default the context's `settings.session_seconds`), export files for
+    admins only. Requests from another site that would change something are refused."""
     import gradio as gr
     from fastapi import FastAPI
 
@@ -158,8 +185,14 @@ def build_app(ctx, *, session_seconds: float | None = None, secure_cookie: bool 
             ctx.store,
             secure_cookie=secure_cookie,
             session_seconds=session_seconds or ctx.settings.session_seconds,
+            trusted_proxies=trusted_proxies or (),
         )
+        # The export folder is in Gradio's allowed paths (so an export's files can be
+        # offered for download), which its file route serves to every session.
+        auth.install_admin_folder(api, ctx.store, ctx.export_dir)
         kwargs["auth_dependency"] = lambda request: auth.user_for_request(ctx.store, request)
+    else:
+        auth.install_origin_check(api, trusted_proxies or ())
     app = gr.mount_gradio_app(api, demo, path="/", **kwargs)
     # Gradio checks that a file named in a request was uploaded by that client only once
     # the Blocks count as launched, which mounting alone does not set: without this, any
@@ -175,11 +208,17 @@ def serve(
     *,
     session_seconds: float | None = None,
     secure_cookie: bool = False,
+    trusted_proxies: list[str] | None = None,
 ) -> Server:
     """Start the app in a background thread; returns once it answers."""
     import uvicorn
 
-    app, _ = build_app(ctx, session_seconds=session_seconds, secure_cookie=secure_cookie)
+    app, _ = build_app(
+        ctx,
+        session_seconds=session_seconds,
+        secure_cookie=secure_cookie,
+        trusted_proxies=trusted_proxies,
+    )
     port = port or free_port(host)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
@@ -205,6 +244,7 @@ def main(args: argparse.Namespace) -> int:
         policy=args.policy,
         export_dir=args.export_dir,
         settings=settings,
+        templates=args.templates,
     )
     if not args.no_seed and ctx.store.count_candidates() == 0:
         print("empty database: generating, ingesting and vetting the demo set ...")
@@ -220,6 +260,7 @@ def main(args: argparse.Namespace) -> int:
         args.host,
         args.port,
         secure_cookie=args.secure_cookie,
+        trusted_proxies=args.trusted_proxy,
     )
     print(f"Loupe is running on {srv.url}  (Ctrl+C to stop)")
     try:

@@ -50,6 +50,23 @@ WINDOW_COLOURS = ["#f4a261", "#2a9d8f", "#e76f51", "#8ab17d", "#b56576", "#6d597
 MARKER_COLOURS = {"line": "#3a86ff", "band": "#7b2cbf", "telluric": "#8d99ae"}
 BAND_SPAN = 90.0  # Angstrom of a band's shading beyond its head
 LABEL_SEP = 0.015  # marker labels nearer than this fraction of the panel's width are merged
+# Rotated labels are ~12 px wide at size 10: anchors closer than this collide. The figures
+# do not know their pixel width; PLOT_WIDTH_PX is the vet page's at a 1400 px window.
+LABEL_PX = 15
+PLOT_WIDTH_PX = 1250
+ZOOM_WIDTH_PX = 900  # a zoom panel sits beside its thought
+TEMPLATE_COLOUR = "#e07a1f"
+CONTINUUM_BIN = 200.0  # Angstrom per bin of the continuum estimate
+# The species that decide each task. The feature catalogue lists more per task (C2 on a
+# white-dwarf task for DQ stars, tellurics, Mg b on cool stars); those are drawn only when
+# the expert asks for all markers.
+KEY_SPECIES: dict[str, frozenset[str]] = {
+    "wd": frozenset({"H I", "He I", "He II"}),
+    "cv": frozenset({"H I", "He I", "He II"}),
+    "carbon": frozenset({"C2", "CN", "CH", "TiO"}),
+    "s_type": frozenset({"ZrO", "LaO", "TiO"}),
+    "m_giant": frozenset({"TiO", "CaH", "Na I", "Ca II", "VO"}),
+}
 
 
 @dataclass(frozen=True)
@@ -62,8 +79,9 @@ class Marker:
     kind: str = "line"  # "line" | "band" | "telluric"
 
 
-def markers_for(task: str) -> list[Marker]:
-    """The task's diagnostic lines and bands from the feature catalogue, as plot markers.
+def markers_for(task: str, *, all_markers: bool = False) -> list[Marker]:
+    """The task's diagnostic lines and bands from the feature catalogue, as plot markers:
+    only the species that decide the task (`KEY_SPECIES`) unless `all_markers`.
 
     Bands are shaded from the head towards the side they degrade to; telluric regions over
     their whole extent.
@@ -74,6 +92,9 @@ def markers_for(task: str) -> list[Marker]:
         feats = features_for(task)
     except ValueError:
         return []
+    key = KEY_SPECIES.get(task)
+    if key is not None and not all_markers:
+        feats = [f for f in feats if f.species in key]
     out = []
     for f in feats:
         if f.kind == "band":
@@ -269,7 +290,11 @@ def _spectrum_traces(
 
 
 def _marker_shapes(
-    spec: Spectrum, markers: list[Marker], frame: Frame, xr: tuple[float, float]
+    spec: Spectrum,
+    markers: list[Marker],
+    frame: Frame,
+    xr: tuple[float, float],
+    width_px: int = PLOT_WIDTH_PX,
 ) -> tuple[list[dict], list[dict]]:
     shapes: list[dict] = []
     notes: list[dict] = []
@@ -309,26 +334,122 @@ def _marker_shapes(
                     }
                 )  # fmt: skip
         labels.append((a, m.name, colour))
-    # Labels closer than LABEL_SEP of the panel would print over each other: they share one
-    # label ("Ca H/Hε"); the lines themselves are all drawn.
-    sep = LABEL_SEP * (hi - lo)
+    notes += thin_labels(labels, lo, hi, width_px)
+    return shapes, notes
+
+
+def thin_labels(
+    labels: list[tuple[float, str, str]], lo: float, hi: float, width_px: int = PLOT_WIDTH_PX
+) -> list[dict]:
+    """Marker labels that do not print over each other; the lines themselves are all drawn.
+
+    Labels closer than LABEL_SEP of the panel share one label ("Ca H/Hε"); of the labels left,
+    one within LABEL_PX of a label already placed (in wavelength order) is dropped and its
+    name joins that label's hover text, so a crowded panel keeps one legible label per spot.
+    """
+    sep = max(LABEL_SEP * (hi - lo), LABEL_PX / max(1, width_px) * (hi - lo))
     groups: list[list[tuple[float, str, str]]] = []
     for lab in sorted(labels, key=lambda t: t[0]):
         if groups and lab[0] - groups[-1][0][0] < sep:
             groups[-1].append(lab)
         else:
             groups.append([lab])
+    notes = []
     for g in groups:
         names = list(dict.fromkeys(n for _, n, _ in g))
-        text = "/".join(names[:3]) + ("…" if len(names) > 3 else "")
+        text = "/".join(names[:2]) + ("…" if len(names) > 2 else "")
         notes.append(
             {
                 "x": g[0][0], "xref": "x", "y": 0.02, "yref": "paper", "text": text,
-                "showarrow": False, "textangle": -90, "xanchor": "right", "yanchor": "bottom",
-                "font": {"size": 10, "color": g[0][2]},
+                "hovertext": ", ".join(names), "showarrow": False, "textangle": -90,
+                "xanchor": "right", "yanchor": "bottom", "font": {"size": 10, "color": g[0][2]},
             }
         )  # fmt: skip
-    return shapes, notes
+    return notes
+
+
+def flux_label(spec: Spectrum, normalised: bool = False) -> str:
+    """The y axis's title: the file's flux unit (BUNIT/TUNIT, or the reader's), or said
+    plainly to be arbitrary."""
+    if normalised:
+        return "flux / continuum"
+    unit = (spec.flux_unit or "").strip()
+    if not unit or unit.lower() in ("arbitrary", "none", "unknown", "counts?"):
+        return "flux (arbitrary units)"
+    return f"flux ({unit})"
+
+
+def continuum(spec: Spectrum, bin_width: float = CONTINUUM_BIN) -> np.ndarray:
+    """A pseudo-continuum for the normalised view: per `bin_width` A bin, the median of the
+    good pixels after clipping those 2.5 sigma off it (absorption cores, emission peaks),
+    interpolated linearly between bin centres. Not a fit: it flattens the shape so lines
+    and bands read as depths."""
+    w = spec.wavelength
+    good = ~spec.mask & np.isfinite(spec.flux)
+    n_bins = max(1, int(np.ceil((w[-1] - w[0]) / bin_width)))
+    edges = np.linspace(w[0], w[-1], n_bins + 1)
+    centres, levels = [], []
+    for a, b in zip(edges[:-1], edges[1:]):
+        sel = good & (w >= a) & (w <= b)
+        f = spec.flux[sel]
+        if f.size < 5:
+            continue
+        keep = np.ones(f.size, bool)
+        for _ in range(3):
+            med = np.median(f[keep])
+            sd = 1.4826 * np.median(np.abs(f[keep] - med)) or 1e-30
+            new = np.abs(f - med) < 2.5 * sd
+            if new.sum() < 5 or (new == keep).all():
+                break
+            keep = new
+        centres.append(float(np.mean(w[sel][keep])))
+        levels.append(float(np.median(f[keep])))
+    if not centres:
+        return np.ones_like(w)
+    cont = np.interp(w, centres, levels)
+    # A continuum at or below zero (a band-dominated bin) would flip or blow up the view.
+    floor = 0.02 * np.nanmax(np.abs(levels)) if np.nanmax(np.abs(levels)) > 0 else 1.0
+    return np.where(cont > floor, cont, floor)
+
+
+def normalise(spec: Spectrum) -> Spectrum:
+    """The spectrum divided by its `continuum` (ivar scaled with it)."""
+    cont = continuum(spec)
+    ivar = None if spec.ivar is None else spec.ivar * cont**2
+    return spec.replace(flux=spec.flux / cont, ivar=ivar)
+
+
+def template_trace(
+    spec: Spectrum, template: Any, z: float, frame: Frame, shown_flux: np.ndarray
+) -> dict[str, Any] | None:
+    """`template` (agent.templates.Template) at redshift `z` over the spectrum, in the shown
+    frame, scaled by least squares to the flux as drawn. None where they do not overlap."""
+    obs = template.at(z)  # observed vacuum Angstrom
+    lo, hi = float(spec.vacuum_wavelength()[0]), float(spec.vacuum_wavelength()[-1])
+    sel = (obs >= lo) & (obs <= hi) & np.isfinite(template.flux)
+    if sel.sum() < 3:
+        return None
+    tw, tf = obs[sel], template.flux[sel]
+    data = np.interp(tw, spec.vacuum_wavelength(), np.where(spec.mask, np.nan, shown_flux))
+    ok = np.isfinite(data)
+    if ok.sum() < 3 or not np.any(tf[ok]):
+        return None
+    scale = float(np.dot(tf[ok], data[ok]) / np.dot(tf[ok], tf[ok]))
+    if frame == "rest":
+        x = tw / (1.0 + spec.redshift)
+    else:
+        x = vacuum_to_air(tw) if spec.frame == "air" else tw
+    fx, fy = minmax_decimate(x, tf * scale, GLOBAL_POINTS)
+    return {
+        "type": "scatter",
+        "x": _list(fx),
+        "y": _list(fy),
+        "mode": "lines",
+        "name": f"template: {template.name} at z = {z:.4f}",
+        "line": {"color": TEMPLATE_COLOUR, "width": 1.5},
+        "opacity": 0.85,
+        "hoverinfo": "skip",
+    }
 
 
 def _layout(title: str, xlabel: str, height: int) -> dict[str, Any]:
@@ -365,12 +486,18 @@ def global_figure(
     windows: list[tuple[float, float]] | None = None,
     select: bool = False,
     height: int = 320,
+    normalised: bool = False,
+    template: Any = None,
+    template_z: float = 0.0,
 ) -> dict[str, Any]:
     """The whole spectrum with every zoom window shaded and numbered (1 = first zoom).
 
     `windows` overrides the trajectory's windows (the author page's draft steps);
-    `select=True` makes dragging select an x range instead of zooming.
+    `select=True` makes dragging select an x range instead of zooming; `normalised` divides
+    by the `continuum`; `template` (agent.templates.Template) is drawn at `template_z`.
     """
+    if normalised:
+        spec = normalise(spec)
     x = frame_wavelength(spec, frame)
     traces = _spectrum_traces(
         spec, x, slice(None), smooth_width=smooth_width, show_error=show_error,
@@ -381,9 +508,18 @@ def global_figure(
         _xlabel(spec, frame),
         height,
     )
+    layout["yaxis"]["title"]["text"] = flux_label(spec, normalised)
     yl = _ylimits(np.where(spec.mask, np.nan, spec.flux))
     if yl:
         layout["yaxis"]["range"] = yl
+    if template is not None:
+        tr = template_trace(spec, template, template_z, frame, spec.flux)
+        if tr is not None:
+            traces.append(tr)
+            layout["showlegend"] = True
+            layout["legend"] = {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.12}
+        else:
+            layout["title"]["text"] += f" · {template.name} at z = {template_z:.3f} is off the data"
     xr = (float(x[0]), float(x[-1]))
     layout["xaxis"]["range"] = [xr[0], xr[1]]
     shapes: list[dict] = []
@@ -431,8 +567,11 @@ def window_figure(
     show_error: bool = True,
     height: int = PANEL_HEIGHT,
     max_points: int | None = ZOOM_POINTS,
+    normalised: bool = False,
 ) -> dict[str, Any]:
     """One window (rest-frame Angstrom) at full resolution (up to `max_points`)."""
+    if normalised:
+        spec = normalise(spec)
     lo, hi = float(min(window)), float(max(window))
     rest = spec.rest_wavelength()
     sel = (rest >= lo) & (rest <= hi)
@@ -441,6 +580,7 @@ def window_figure(
         spec, x, sel, smooth_width=smooth_width, show_error=show_error, max_points=max_points
     )
     layout = _layout(title, _xlabel(spec, frame), height)
+    layout["yaxis"]["title"]["text"] = flux_label(spec, normalised)
     a, b = (float(v) for v in to_frame(spec, np.array([lo, hi]), frame))
     layout["xaxis"]["range"] = [a, b]
     if sel.any():
@@ -456,7 +596,7 @@ def window_figure(
             }
         ]  # fmt: skip
     if markers:
-        s2, n2 = _marker_shapes(spec, markers, frame, (a, b))
+        s2, n2 = _marker_shapes(spec, markers, frame, (a, b), ZOOM_WIDTH_PX)
         layout["shapes"] = s2
         layout["annotations"] = layout.get("annotations", []) + n2
     return {"data": traces, "layout": layout}
@@ -478,6 +618,7 @@ def step_figures(
     frame: Frame = "rest",
     smooth_width: int = 0,
     show_error: bool = True,
+    normalised: bool = False,
 ) -> list[tuple[Step, dict[str, Any] | None]]:
     """Each step with its window panel (None for a step with no window: the answer, errors)."""
     out: list[tuple[Step, dict[str, Any] | None]] = []
@@ -488,7 +629,7 @@ def step_figures(
             continue
         fig = window_figure(
             spec, step.window, title=step_title(n, step), markers=markers, frame=frame,
-            smooth_width=smooth_width, show_error=show_error,
+            smooth_width=smooth_width, show_error=show_error, normalised=normalised,
         )  # fmt: skip
         out.append((step, fig))
         n += 1

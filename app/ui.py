@@ -19,6 +19,7 @@ from agent.tasks import TASKS
 from app import context, views
 from app.pages import author as author_page
 from app.pages import dashboard as dashboard_page
+from app.pages import desk
 from app.pages import experts as experts_page
 from app.pages import export as export_page
 from app.pages import upload as upload_page
@@ -53,6 +54,12 @@ CSS = """
   border:1px solid #ddd}
 .loupe-answer {border-left:4px solid #1f3b73; padding:6px 12px; background:#f5f7fb}
 #vet-actions button {min-width:90px}
+/* -- vet page: desk (grade, undo, reason, correct panel, stale panels) -- */
+#correct-panel, #reject-reason-row {display:none}
+#correct-warning {color:#9a3412}
+#correct-warning:empty {display:none}
+.loupe-stale {opacity:.25; transition:opacity 60ms}
+.loupe-grade b {padding:1px 6px; border-radius:4px; background:#1f3b73; color:#fff}
 """
 
 CHEATSHEET = """
@@ -60,15 +67,21 @@ CHEATSHEET = """
 <h3 style="margin-top:0">Keyboard</h3>
 <table>
 <tr><td><kbd>a</kbd></td><td>accept the agent's verdict</td></tr>
-<tr><td><kbd>r</kbd></td><td>reject it (the label flips)</td></tr>
-<tr><td><kbd>c</kbd></td><td>correct: choose the label, edit the explanation, mark the wrong step</td></tr>
-<tr><td><kbd>s</kbd></td><td>skip</td></tr>
+<tr><td><kbd>r</kbd></td><td>reject it (the label flips): type what the model should have
+concluded, <kbd>Enter</kbd> saves, <kbd>Esc</kbd> saves without a reason</td></tr>
+<tr><td><kbd>c</kbd></td><td>correct: choose the label, write the reasoning, mark the wrong step;
+<kbd>Ctrl</kbd>+<kbd>Enter</kbd> saves, <kbd>Esc</kbd> cancels</td></tr>
+<tr><td><kbd>1</kbd>-<kbd>4</kbd></td><td>grade: 4 certain, 3 probable, 2 possible, 1 a guess</td></tr>
+<tr><td><kbd>u</kbd></td><td>undo your last decision (kept in its history) and show it again</td></tr>
+<tr><td><kbd>s</kbd></td><td>skip (recorded)</td></tr>
 <tr><td><kbd>f</kbd></td><td>flag for discussion</td></tr>
-<tr><td><kbd>j</kbd> / <kbd>k</kbd></td><td>next / previous candidate</td></tr>
+<tr><td><kbd>j</kbd> / <kbd>k</kbd></td><td>next / previous candidate (records nothing)</td></tr>
 <tr><td><kbd>?</kbd></td><td>show or hide this sheet</td></tr>
 <tr><td><kbd>Esc</kbd></td><td>close it, leave a text box</td></tr>
 </table>
-<p style="color:#555;margin-bottom:0">Every action is saved at once. Keys are off while you type.</p>
+<p style="color:#555;margin-bottom:0">Every decision is saved at once. Keys are off while you
+type. Seconds on an item count active time only: the clock pauses while the tab is hidden or
+after 60 s without a key, click or mouse move.</p>
 </div>
 """
 
@@ -110,6 +123,9 @@ def build(ctx: context.Context) -> gr.Blocks:
                     jump_id = gr.Textbox(label="jump to id", placeholder="candidate id", scale=2,
                                          elem_id="jump-id")  # fmt: skip
                     jump_btn = gr.Button("Go", scale=0, min_width=60)
+                # -- vet desk: an id that is a candidate of several tasks asks which
+                jump_task = gr.Radio([], label="this id is a candidate of several tasks: open",
+                                     visible=False, elem_id="jump-task")  # fmt: skip
                 header = gr.HTML(elem_id="vet-header")
                 with gr.Row():
                     o_markers = gr.Checkbox(value=True, label="line & band markers")
@@ -117,6 +133,31 @@ def build(ctx: context.Context) -> gr.Blocks:
                     o_smooth = gr.Slider(0, 25, value=0, step=1, label="smoothing (px)")
                     o_frame = gr.Radio(["rest", "observed"], value="rest", label="frame")
                     o_images = gr.Checkbox(value=False, label="show the images the model saw")
+                # -- desk: redshift, templates, normalised view, all markers (app.pages.desk)
+                with gr.Row(equal_height=True, elem_id="desk"):
+                    o_norm = gr.Checkbox(value=False, label="continuum-normalised (n)",
+                                         elem_id="desk-normalise", scale=1)  # fmt: skip
+                    o_allmk = gr.Checkbox(value=False, label="all markers, not only the task's (m)",
+                                          elem_id="desk-all-markers", scale=1)  # fmt: skip
+                    o_tmpl = gr.Dropdown(desk.template_names(ctx), value="none", scale=1,
+                                         label="template (t cycles)", elem_id="desk-template")  # fmt: skip
+                    z_slider = gr.Slider(desk.Z_MIN, desk.Z_MAX, value=0.0, step=0.0001, scale=3,
+                                         label="redshift z  (z: type · [ ] ±0.001 · { } ±0.05)",
+                                         elem_id="desk-z")  # fmt: skip
+                with gr.Row(equal_height=True):
+                    z_info = gr.HTML(elem_id="desk-z-info-box")
+                    z_adopt = gr.Button("Adopt agent z (=)", size="sm", elem_id="btn-z-adopt")
+                    z_steps = [
+                        (gr.Button(text, size="sm", elem_id=eid, min_width=60), step)
+                        for text, eid, step in (
+                            ("−0.05 {", "btn-z-down-large", -desk.LARGE_STEP),
+                            ("−0.001 [", "btn-z-down", -desk.SMALL_STEP),
+                            ("+0.001 ]", "btn-z-up", desk.SMALL_STEP),
+                            ("+0.05 }", "btn-z-up-large", desk.LARGE_STEP),
+                        )
+                    ]  # fmt: skip
+                    t_next = gr.Button("Next template (t)", size="sm", elem_id="btn-template-next")
+                # -- end desk
                 g_plot = gr.Plot(elem_id="vet-global", show_label=False)
                 with gr.Row(equal_height=False, elem_id="vet-steps"):
                     z_plot = gr.Plot(show_label=False, scale=3, elem_id="vet-zooms",
@@ -131,16 +172,40 @@ def build(ctx: context.Context) -> gr.Blocks:
                     b_flag = gr.Button("Flag (f)", elem_id="btn-flag")
                     b_prev = gr.Button("◀ Prev (k)", elem_id="btn-prev")
                     b_next = gr.Button("Next (j) ▶", elem_id="btn-next")
-                with gr.Group(visible=False, elem_id="correct-panel") as correct_panel:
+                    b_undo = gr.Button("Undo (u)", elem_id="btn-undo")
+                # -- vet desk: grade, a reject's reason, the correct panel, active time
+                with gr.Row(equal_height=True):
+                    v_grade = gr.Radio(["1", "2", "3", "4"], label="grade (1-4): 4 certain, "
+                                       "3 probable, 2 possible, 1 a guess", elem_id="vet-grade",
+                                       scale=2)  # fmt: skip
+                    # the page's active seconds on the item; -1 (API calls): the wall clock
+                    active = gr.Number(-1, visible="hidden", elem_id="vet-active")
+                with gr.Row(elem_id="reject-reason-row"):
+                    reason = gr.Textbox(
+                        label="reject: what should the model have concluded? (Enter saves, "
+                        "Esc saves without a reason)", lines=1, max_lines=1, max_length=2000,
+                        elem_id="reject-reason",
+                    )  # fmt: skip
+                # a Column, not a Group: Gradio gives a Group's id to two nested elements
+                with gr.Column(elem_id="correct-panel"):
                     with gr.Row():
                         c_label = gr.Radio(
                             ["YES", "NO"], label="correct label", elem_id="correct-label"
                         )
                         c_step = gr.Dropdown(["none"], value="none", label="wrong step",
                                              elem_id="correct-step")  # fmt: skip
-                    c_expl = gr.Textbox(label="explanation", lines=3, elem_id="correct-explanation")
+                    c_expl = gr.Textbox(
+                        label="reasoning the model should learn: about the spectrum, in the first "
+                        "person, as the model would write it (trained on)",
+                        placeholder="e.g. I see strong C2 Swan bands at 4737 and 5165 Å, so ...",
+                        lines=3, max_length=2000, elem_id="correct-explanation",
+                    )  # fmt: skip
+                    c_note = gr.Textbox("", label="note to other experts (not trained on)", lines=1,
+                                        max_length=2000, elem_id="correct-note")  # fmt: skip
                     c_save = gr.Button(
-                        "Save correction", variant="primary", elem_id="btn-save-correct"
+                        "Save correction (Ctrl+Enter)",
+                        variant="primary",
+                        elem_id="btn-save-correct",
                     )
                 with gr.Row():
                     comment = gr.Textbox(label="comment", lines=1, scale=4, elem_id="vet-comment")
@@ -156,6 +221,9 @@ def build(ctx: context.Context) -> gr.Blocks:
                                        scale=2)  # fmt: skip
                     a_load = gr.Button("Load", scale=1, elem_id="btn-author-load")
                     a_current = gr.Button("Use the candidate on the vet page", scale=1)
+                # -- vet desk: an id that is a candidate of several tasks asks which
+                a_task = gr.Radio([], label="this id is a candidate of several tasks: open",
+                                  visible=False, elem_id="author-task")  # fmt: skip
                 a_head = gr.HTML()
                 gr.Markdown("Drag across the plot to choose a window, or type its range.")
                 a_global = gr.Plot(elem_id="author-global", show_label=False)
@@ -208,18 +276,25 @@ def build(ctx: context.Context) -> gr.Blocks:
                     d_task = gr.Dropdown(tasks, value="all", label="task")
                     d_prec = gr.Slider(0.5, 1.0, value=0.95, step=0.01, label="target precision")
                     d_go = gr.Button("Refresh", variant="primary")
-                d_summary = gr.Markdown()
+                d_summary = gr.Markdown(elem_id="dash-summary")
                 with gr.Row():
-                    d_progress = gr.Plot(show_label=False)
-                    d_rates = gr.Plot(show_label=False)
+                    d_progress = gr.Plot(show_label=False, elem_id="dash-progress")
+                    d_rates = gr.Plot(show_label=False, elem_id="dash-rates")
                 with gr.Row():
-                    d_conf = gr.Plot(show_label=False)
-                    d_rel = gr.Plot(show_label=False)
+                    d_conf = gr.Plot(show_label=False, elem_id="dash-confusion")
+                    d_rel = gr.Plot(show_label=False, elem_id="dash-reliability")
                 with gr.Row():
-                    d_speed = gr.Plot(show_label=False)
-                    d_gold = gr.Plot(show_label=False)
-                d_table = gr.Dataframe(label="per task: agent vs experts", interactive=False)
-                d_kappa = gr.Dataframe(label="agreement between experts", interactive=False)
+                    d_speed = gr.Plot(show_label=False, elem_id="dash-speed")
+                    d_gold = gr.Plot(show_label=False, elem_id="dash-gold")
+                # Real headers from the first paint; the page load fills the rows.
+                d_table = gr.Dataframe(
+                    value={"headers": dashboard_page.HEADERS["per_task"], "data": []},
+                    label="per task: agent vs experts", interactive=False, elem_id="dash-table",
+                )  # fmt: skip
+                d_kappa = gr.Dataframe(
+                    value={"headers": dashboard_page.HEADERS["kappa"], "data": []},
+                    label="agreement between experts", interactive=False, elem_id="dash-kappa",
+                )  # fmt: skip
 
             # ---------------------------------------------------------------- export
             with gr.Tab("Export", id="export"):
@@ -230,11 +305,31 @@ def build(ctx: context.Context) -> gr.Blocks:
                 e_counts = gr.Markdown()
                 e_manifest = gr.JSON(label="manifest")
                 e_files = gr.File(label="download", file_count="multiple", interactive=False)
-                e_hist = gr.Dataframe(label="earlier batches", interactive=False)
+                # -- VI CSV download (annotate.export.vi)
+                with gr.Row():
+                    e_vi_layout = gr.Radio(["loupe", "prospect", "marz"], value="loupe",
+                                           label="VI CSV columns")  # fmt: skip
+                    e_vi_go = gr.Button("Download decisions as VI CSV", elem_id="btn-export-vi")
+                e_vi_msg = gr.Markdown(elem_id="export-vi-message")
+                e_vi_files = gr.File(label="VI CSV", file_count="multiple", interactive=False,
+                                     elem_id="export-vi-files")  # fmt: skip
+                # -- end VI CSV
+                e_hist = gr.Dataframe(
+                    value={"headers": export_page.HISTORY_HEADERS, "data": []},
+                    label="earlier batches",
+                    interactive=False,
+                    elem_id="export-history",
+                )
 
             # ---------------------------------------------------------------- experts
             with gr.Tab("Experts", id="experts"):
-                x_list = gr.Dataframe(label="experts", interactive=False)
+                x_note = gr.Markdown(elem_id="experts-note")
+                x_list = gr.Dataframe(
+                    value={"headers": experts_page.HEADERS, "data": []},
+                    label="experts",
+                    interactive=False,
+                    elem_id="experts-list",
+                )
                 with gr.Row():
                     x_name = gr.Textbox(label="name")
                     x_role = gr.Radio(["expert", "admin"], value="expert", label="role")
@@ -258,7 +353,8 @@ def build(ctx: context.Context) -> gr.Blocks:
         filters = [f_task, f_band, f_status, f_survey, f_split]
         display = [o_markers, o_error, o_smooth, o_frame, o_images]
         view_outs = [state, header, g_plot, z_plot, thoughts, answer, c_label, c_step, c_expl,
-                     correct_panel, message, f_survey]  # fmt: skip
+                     c_note, reason, v_grade, jump_task, message, f_survey]  # fmt: skip
+        view_outs += [z_slider, z_info]  # the desk's redshift control follows the candidate
 
         def show(st: dict, view: views.VetView) -> list[Any]:
             # Outputs the expert cannot edit are sent only when they differ from what this
@@ -291,10 +387,21 @@ def build(ctx: context.Context) -> gr.Blocks:
                 gr.update(value=view.correct_label),
                 gr.update(choices=view.step_choices, value="none"),
                 gr.update(value=view.explanation),
-                gr.update(visible=False),
+                gr.update(value=""),  # the correct panel's note
+                gr.update(value=""),  # a reject's reason
+                gr.update(value=None if view.grade is None else str(view.grade)),
+                once(
+                    "jump_tasks",
+                    tuple(view.jump_tasks),
+                    gr.update(choices=view.jump_tasks, value=None, visible=bool(view.jump_tasks)),
+                ),  # fmt: skip
                 once("message", view.message, view.message),
                 once("surveys", tuple(surveys), gr.update(choices=surveys)),
-            ]
+                # -- desk
+                once("z", (view.redshift or {}).get("z"),
+                     gr.update(value=round((view.redshift or {}).get("z") or 0.0, 4))),
+                once("z_info", view.redshift, desk.info_html(view.redshift)),
+            ]  # fmt: skip
             st["_sent"] = sent
             out[0] = st
             return out
@@ -303,7 +410,7 @@ def build(ctx: context.Context) -> gr.Blocks:
             ex = context.expert_for(ctx, request)
             f, d = (
                 views.QueueFilters(tk, band, status, survey, split),
-                views.Display(mk, err, sm, fr, im),
+                desk.display_with(st, views.Display(mk, err, sm, fr, im)),
             )
             st, view = vet_page.vet_next(ctx, ex, st, f, d)
             return [context.whoami(ctx, ex), *show(st, view)]
@@ -315,7 +422,7 @@ def build(ctx: context.Context) -> gr.Blocks:
                 ex = context.expert_for(ctx, request)
                 f, d = (
                     views.QueueFilters(tk, band, status, survey, split),
-                    views.Display(mk, err, sm, fr, im),
+                    desk.display_with(st, views.Display(mk, err, sm, fr, im)),
                 )
                 if kind == "next":
                     st, view = vet_page.vet_next(ctx, ex, st, f, d)
@@ -339,48 +446,97 @@ def build(ctx: context.Context) -> gr.Blocks:
                        **FAST)  # fmt: skip
 
         def on_jump(st, cid, tk, band, status, survey, split, mk, err, sm, fr, im,
-                    request: gr.Request):  # fmt: skip
+                    request: gr.Request, task=None):  # fmt: skip
             ex = context.expert_for(ctx, request)
-            st, view = vet_page.vet_jump(ctx, ex, st, cid, views.Display(mk, err, sm, fr, im))
+            task = task or (tk if tk != "all" else None)
+            d = desk.display_with(st, views.Display(mk, err, sm, fr, im))
+            st, view = vet_page.vet_jump(ctx, ex, st, cid, d, task=task)
             return show(st, view)
+
+        def on_jump_task(st, cid, pick, tk, band, status, survey, split, mk, err, sm, fr, im,
+                         request: gr.Request):  # fmt: skip
+            return on_jump(st, cid, tk, band, status, survey, split, mk, err, sm, fr, im,
+                           request, task=pick)  # fmt: skip
+
+        jump_task.input(on_jump_task, [state, jump_id, jump_task, *filters, *display], view_outs,
+                        api_name="jump_task", **FAST)  # fmt: skip
 
         jump_btn.click(on_jump, [state, jump_id, *filters, *display], view_outs, api_name="jump",
                        **FAST)  # fmt: skip
         jump_id.submit(on_jump, [state, jump_id, *filters, *display], view_outs, api_name=False,
                       **FAST)  # fmt: skip
 
+        # -- vet desk: decisions carry the page's active seconds on the item (keys.js counts
+        # them; `with_active` puts the count in the first input just before the call)
+        def with_active(n_inputs: int) -> str:
+            return (f"(...a) => {{ a = a.slice(0, {n_inputs}); a[{n_inputs - 1}] = "
+                    "window.loupeActive ? window.loupeActive() : -1; return a; }")  # fmt: skip
+
+        act_ins = [state, *filters, *display, active]
+
         def act(action: str):
-            def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im, request: gr.Request):
+            def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im, secs,
+                   request: gr.Request, reason_text: str | None = None):  # fmt: skip
                 ex = context.expert_for(ctx, request)
                 f, d = (
                     views.QueueFilters(tk, band, status, survey, split),
-                    views.Display(mk, err, sm, fr, im),
+                    desk.display_with(st, views.Display(mk, err, sm, fr, im)),
                 )
-                st, view = vet_page.vet_act(ctx, ex, st, action, f, d)
+                st, view = vet_page.vet_act(ctx, ex, st, action, f, d, active_seconds=secs,
+                                            explanation=reason_text)  # fmt: skip
                 return show(st, view)
 
             return fn
 
         for btn, name in [(b_accept, "accept"), (b_reject, "reject"), (b_skip, "skip"),
                           (b_flag, "flag")]:  # fmt: skip
-            btn.click(act(name), [state, *filters, *display], view_outs, api_name=name, **FAST)
+            btn.click(act(name), act_ins, view_outs, api_name=name, js=with_active(len(act_ins)),
+                      **FAST)  # fmt: skip
 
-        b_correct.click(lambda: gr.Group(visible=True), None, correct_panel, api_name=False)
+        def on_reason(text, st, tk, band, status, survey, split, mk, err, sm, fr, im, secs,
+                      request: gr.Request):  # fmt: skip
+            return act("reject")(st, tk, band, status, survey, split, mk, err, sm, fr, im, secs,
+                                 request, reason_text=text)  # fmt: skip
 
-        def on_correct(st, label, step, expl, tk, band, status, survey, split, mk, err, sm, fr,
-                       im, request: gr.Request):  # fmt: skip
+        reason_ins = [reason, state, *filters, *display, active]
+        reason.submit(on_reason, reason_ins, view_outs, api_name="reject_reason",
+                      js=with_active(len(reason_ins)), **FAST)  # fmt: skip
+
+        b_correct.click(None, None, None, js="() => window.loupeOpenCorrect && "
+                        "window.loupeOpenCorrect()", api_name=False)  # fmt: skip
+
+        def on_correct(st, label, step, expl, note, tk, band, status, survey, split, mk, err, sm,
+                       fr, im, secs, request: gr.Request):  # fmt: skip
             ex = context.expert_for(ctx, request)
             f, d = (
                 views.QueueFilters(tk, band, status, survey, split),
-                views.Display(mk, err, sm, fr, im),
+                desk.display_with(st, views.Display(mk, err, sm, fr, im)),
             )
             st, view = vet_page.vet_act(
-                ctx, ex, st, "correct", f, d, label=label, explanation=expl, wrong_step=step
+                ctx, ex, st, "correct", f, d, label=label, explanation=expl, wrong_step=step,
+                comment=note, active_seconds=secs,
+            )  # fmt: skip
+            return show(st, view)
+
+        correct_ins = [state, c_label, c_step, c_expl, c_note, *filters, *display, active]
+        c_save.click(on_correct, correct_ins, view_outs, api_name="correct",
+                     js=with_active(len(correct_ins)), **FAST)  # fmt: skip
+
+        def on_grade(st, g, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            return vet_page.vet_grade(ctx, ex, st, g)
+
+        v_grade.input(on_grade, [state, v_grade], [state, message], api_name="grade", **FAST)
+
+        def on_undo(st, mk, err, sm, fr, im, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            st, view = vet_page.vet_undo(
+                ctx, ex, st, desk.display_with(st, views.Display(mk, err, sm, fr, im))
             )
             return show(st, view)
 
-        c_save.click(on_correct, [state, c_label, c_step, c_expl, *filters, *display], view_outs,
-                     api_name="correct", **FAST)  # fmt: skip
+        b_undo.click(on_undo, [state, *display], view_outs, api_name="undo", **FAST)
+        # -- end vet desk
 
         def on_comment(st, text, request: gr.Request):
             ex = context.expert_for(ctx, request)
@@ -391,6 +547,46 @@ def build(ctx: context.Context) -> gr.Blocks:
                           api_name="comment")  # fmt: skip
         comment.submit(on_comment, [state, comment], [state, message, comment], api_name=False)
 
+        # -- desk: each control refreshes the shown candidate with the new choice
+        desk_ins = [state, o_tmpl, z_slider, o_norm, o_allmk, *filters, *display]
+
+        def desk_op(op: str, step: float = 0.0):
+            def fn(st, tmpl, z, norm, allmk, tk, band, status, survey, split, mk, err, sm, fr,
+                   im, request: gr.Request):  # fmt: skip
+                ex = context.expert_for(ctx, request)
+                st = desk.set_option(st, normalised=bool(norm), all_markers=bool(allmk),
+                                     template=tmpl or "none")  # fmt: skip
+                if op == "z":
+                    st = desk.set_z(st, z)
+                elif op == "nudge":
+                    st = desk.set_z(st, float(z or 0.0) + step)
+                elif op == "adopt":
+                    st = desk.set_z(st, desk.adopt_z(ctx, st), source="agent")
+                elif op == "template":
+                    st = desk.set_option(st, template=desk.next_template(ctx, tmpl))
+                d = desk.display_with(st, views.Display(mk, err, sm, fr, im))
+                st, view = vet_page.vet_refresh(ctx, ex, st, d)
+                out = show(st, view)
+                if op == "template":
+                    out.append(desk.desk_of(st)["template"])
+                return out
+
+            return fn
+
+        for comp in (o_norm, o_allmk, o_tmpl):
+            comp.input(desk_op("option"), desk_ins, view_outs, api_name=False,
+                       trigger_mode="always_last", **FAST)  # fmt: skip
+        z_slider.input(desk_op("z"), desk_ins, view_outs, api_name="desk_z",
+                       trigger_mode="always_last", **FAST)  # fmt: skip
+        z_slider.release(desk_op("z"), desk_ins, view_outs, api_name=False,
+                         trigger_mode="always_last", **FAST)  # fmt: skip
+        for btn, step in z_steps:
+            btn.click(desk_op("nudge", step), desk_ins, view_outs, api_name=False, **FAST)
+        z_adopt.click(desk_op("adopt"), desk_ins, view_outs, api_name="desk_adopt", **FAST)
+        t_next.click(desk_op("template"), desk_ins, [*view_outs, o_tmpl], api_name=False,
+                     **FAST)  # fmt: skip
+        # -- end desk
+
         # -- author
         a_outs = [astate, a_head, a_global, a_steps, a_verdict, a_expl, a_msg]
 
@@ -398,12 +594,20 @@ def build(ctx: context.Context) -> gr.Blocks:
             return [d, view.header_html, plot(view.global_fig), view.rows, view.verdict,
                     view.explanation, view.message]  # fmt: skip
 
-        def on_a_load(d, cid, start, request: gr.Request):
+        def on_a_load(d, cid, start, request: gr.Request, task=None):
             ex = context.expert_for(ctx, request)
-            d, view = author_page.author_load(ctx, ex, d, cid, start)
-            return a_show(d, view)
+            d, view = author_page.author_load(ctx, ex, d, cid, start, task=task)
+            pick = gr.update(choices=view.tasks, value=None, visible=bool(view.tasks))
+            return [*a_show(d, view), pick]
 
-        a_load.click(on_a_load, [astate, a_cid, a_start], a_outs, api_name="author_load")
+        a_load.click(on_a_load, [astate, a_cid, a_start], [*a_outs, a_task],
+                     api_name="author_load")  # fmt: skip
+
+        def on_a_task(d, cid, start, pick, request: gr.Request):  # -- vet desk
+            return on_a_load(d, cid, start, request, task=pick)
+
+        a_task.input(on_a_task, [astate, a_cid, a_start, a_task], [*a_outs, a_task],
+                     api_name="author_load_task")  # fmt: skip
         a_current.click(lambda st: views.current_id(st), state, a_cid, api_name=False)
 
         def on_zoom(d, lo, hi, label):
@@ -477,6 +681,8 @@ def build(ctx: context.Context) -> gr.Blocks:
 
         d_outs = [d_summary, d_progress, d_rates, d_conf, d_rel, d_speed, d_gold, d_table, d_kappa]
         d_go.click(on_dash, [d_task, d_prec], d_outs, api_name="dashboard")
+        # The dashboard opens filled, not as empty frames waiting for Refresh.
+        demo.load(on_dash, [d_task, d_prec], d_outs, api_name=False, show_progress="hidden")
 
         # -- export
         def on_export(kind, request: gr.Request):
@@ -485,6 +691,20 @@ def build(ctx: context.Context) -> gr.Blocks:
             return r.message, r.manifest, r.files, r.history
 
         e_go.click(on_export, e_kind, [e_counts, e_manifest, e_files, e_hist], api_name="export")
+
+        def on_vi(layout, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            return export_page.vi_download(ctx, ex, layout)
+
+        e_vi_go.click(on_vi, e_vi_layout, [e_vi_msg, e_vi_files], api_name="export_vi")
+
+        def on_export_tab(request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            if ex is None or not ex.admin:
+                return {"headers": export_page.HISTORY_HEADERS, "data": []}
+            return export_page.export_history(ctx)
+
+        demo.load(on_export_tab, None, e_hist, api_name=False, show_progress="hidden")
 
         # -- experts and uploads
         def on_add_expert(name, role, pw, request: gr.Request):
@@ -503,7 +723,7 @@ def build(ctx: context.Context) -> gr.Blocks:
 
         def on_experts_tab(request: gr.Request):
             ex = context.expert_for(ctx, request)
-            return experts_page.expert_table(ctx, ex)
+            return experts_page.experts_note(ex), experts_page.expert_table(ctx, ex)
 
-        demo.load(on_experts_tab, None, x_list, api_name=False)
+        demo.load(on_experts_tab, None, [x_note, x_list], api_name=False)
     return demo

@@ -412,6 +412,9 @@ def test_repeated_wrong_passwords_are_throttled():
         def session_expert(self, token):
             return None
 
+        def login_unlock_marker(self, name):
+            return None
+
     now = [1000.0]
     store, app = Store(), FastAPI()
     install(app, store, throttle=LoginThrottle(3, 60.0, clock=lambda: now[0]))
@@ -429,3 +432,88 @@ def test_repeated_wrong_passwords_are_throttled():
     assert store.checked == checked, "a throttled attempt must not reach the slow KDF"
     now[0] += 61
     assert attempt("bob", "right-pass").status_code == 303
+
+
+def test_export_files_are_served_only_to_admins(team, web):
+    from app.context import Viewer
+    from app.pages.export import run_export
+
+    ctx = team
+    view = run_export(ctx, Viewer("ada", "admin"), "rl")
+    files = [Path(f) for f in view.files]
+    assert files, view.message
+    folder = files[0].parent
+    while folder.parent != ctx.export_dir:
+        folder = folder.parent
+    # the folder's name cannot be guessed from the kind and the time of the export
+    kind, day, clock, tail = folder.name.split("-")
+    assert (kind, len(day), len(clock)) == ("rl", 8, 6) and len(tail) >= 16, folder.name
+    ada, bob = token_for(web, "ada"), token_for(web, "bob")
+    before = snapshot(ctx.store)
+    for f in files:
+        rel = f.relative_to(Path.cwd()) if f.is_relative_to(Path.cwd()) else f
+        for url in (f"/gradio_api/file={f}", f"/gradio_api/file/{f}", f"/gradio_api/file={rel}",
+                    f"/gradio_api/file={ctx.export_dir}/x/../{f.relative_to(ctx.export_dir)}",
+                    f"/gradio_api/file={str(f).replace('/', '//')}"):  # fmt: skip
+            for method in ("GET", "HEAD"):
+                assert web.request(method, url, headers=as_(bob)).status_code == 403, url
+                assert web.request(method, url).status_code == 401, url
+        assert web.get(f"/gradio_api/file={f}", headers=as_(ada)).status_code == 200
+    # an admin demoted meanwhile is refused on the next request (checked per request)
+    ctx.store.update_expert("ada", role="expert")
+    try:
+        assert web.get(f"/gradio_api/file={files[0]}", headers=as_(ada)).status_code == 403
+    finally:
+        ctx.store.update_expert("ada", role="admin")
+    assert snapshot(ctx.store)["review"] == before["review"]
+
+
+def test_cross_site_requests_are_refused(team, web):
+    ctx = team
+    bob = token_for(web, "bob")
+    deps = web.get("/config", headers=as_(bob)).json()["dependencies"]
+    accept = next(d for d in deps if d.get("api_name") == "accept")
+    join = {"data": [None] * len(accept.get("inputs", [])), "fn_index": accept["id"],
+            "session_hash": "bobx", "event_data": None, "trigger_id": None}  # fmt: skip
+    before = snapshot(ctx.store)
+    evil = {"Origin": "https://evil.example"}
+    r = web.post("/login", data={"username": "bob", "password": PASSWORDS["bob"]},
+                 headers=evil, follow_redirects=False)  # fmt: skip
+    assert r.status_code == 403 and "loupe_session" not in r.headers.get("set-cookie", "")
+    for path in ("/gradio_api/queue/join", "/gradio_api/call/accept", "/gradio_api/upload"):
+        r = web.post(path, json=join, headers={**as_(bob), **evil})
+        assert r.status_code == 403, (path, r.status_code)
+        r = web.post(path, json=join, headers={**as_(bob), "Referer": "https://evil.example/"})
+        assert r.status_code == 403, (path, r.status_code)
+    assert snapshot(ctx.store) == before
+    # the app's own pages post with their own origin
+    r = web.post("/gradio_api/queue/join", json=join,
+                 headers={**as_(bob), "Origin": "http://testserver"})  # fmt: skip
+    assert r.status_code == 200, r.text
+
+
+def test_an_overlong_explanation_is_refused_by_the_server(team, served):
+    from annotate import review
+
+    ctx, srv = team, served
+    http = httpx.Client(base_url=srv.url, timeout=30)
+    cy = client(srv.url, token_for(http, "cy"))
+    info = ctx.store.list_candidates(limit=1, order="id")[0]
+    cy.predict(info.key, api_name="/jump")
+    before = snapshot(ctx.store)
+    out = cy.predict("NO", "none", "x" * 100_000, api_name="/correct")
+    assert "2000" in str(out), str(out)[:300]
+    assert snapshot(ctx.store)["review"] == before["review"]
+    cy.predict("NO", "none", "y" * 2000, api_name="/correct")  # at the limit: kept whole
+    (mine,) = [r for r in ctx.store.reviews(candidate_id=info.id) if r.expert_id ==
+               ctx.store.expert("cy").id]  # fmt: skip
+    assert mine.explanation == "y" * 2000
+    for call in (lambda: review.decide(ctx.store, "cy", info.id, "correct", label="NO",
+                                       explanation="z" * 2001),
+                 lambda: review.comment(ctx.store, "cy", mine, "z" * 2001),
+                 lambda: review.revise(ctx.store, "cy", mine.id, "correct", label="NO",
+                                       explanation="z" * 2001)):  # fmt: skip
+        with pytest.raises(review.ReviewError, match="limit is 2000"):
+            call()
+    cy.close()
+    http.close()

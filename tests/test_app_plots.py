@@ -228,3 +228,83 @@ def test_model_text_is_inert(text):
 def test_markdown_formatting_survives():
     out = render_md("**Hβ** FWHM `62 Å`\n\n- broad\n- deep")
     assert "<strong>Hβ</strong>" in out and "<code>62 Å</code>" in out and "<li>broad</li>" in out
+
+
+# -- the desk: markers that matter, thinned labels, units, normalised view, templates -------
+
+
+def _label_xs(fig) -> list[float]:
+    return sorted(a["x"] for a in fig["layout"]["annotations"] if a.get("textangle") == -90)
+
+
+def test_only_the_tasks_key_markers_unless_all_are_asked():
+    names = {m.name for m in plots.markers_for("wd")}
+    assert "C2" not in names and {"Hα", "Hβ", "He I"} <= names
+    assert "C2" in {m.name for m in plots.markers_for("wd", all_markers=True)}
+    mg = plots.markers_for("m_giant")
+    assert not any(m.kind == "telluric" for m in mg) and any(m.name == "TiO" for m in mg)
+    assert len(plots.markers_for("m_giant", all_markers=True)) > len(mg)
+
+
+@pytest.mark.parametrize("all_markers", [False, True])
+def test_marker_labels_never_collide_on_a_crowded_whole_spectrum(all_markers):
+    spec = _spec()
+    fig = plots.global_figure(spec, markers=plots.markers_for("m_giant", all_markers=all_markers))
+    xs = _label_xs(fig)
+    lo, hi = fig["layout"]["xaxis"]["range"]
+    px = np.diff(xs) / (hi - lo) * plots.PLOT_WIDTH_PX
+    assert len(xs) >= 5 and px.min() >= plots.LABEL_PX
+    # every marker's name is still reachable: on its label or its label's hover text
+    hover = " ".join(a.get("hovertext", "") for a in fig["layout"]["annotations"])
+    for m in plots.markers_for("m_giant", all_markers=all_markers):
+        assert m.name in hover
+
+
+def test_flux_units_on_the_y_axis():
+    spec = _spec()
+    assert plots.global_figure(spec)["layout"]["yaxis"]["title"]["text"] == (
+        "flux (arbitrary units)"
+    )
+    spec.flux_unit = "1E-17 erg/cm^2/s/Ang"
+    fig = plots.global_figure(spec)
+    assert fig["layout"]["yaxis"]["title"]["text"] == "flux (1E-17 erg/cm^2/s/Ang)"
+    win = plots.window_figure(spec, (4800, 4950), title="w", normalised=True)
+    assert win["layout"]["yaxis"]["title"]["text"] == "flux / continuum"
+
+
+def test_continuum_normalised_view_flattens_the_shape():
+    w = np.linspace(3700.0, 9100.0, 4000)
+    f = 5.0 * (w / 6000.0) ** -2 * (1 - 0.6 * np.exp(-0.5 * ((w - 6564.6) / 8) ** 2))
+    spec = Spectrum(w, f, np.full(w.size, 100.0), meta=SpectrumMeta(id="slope"))
+    n = plots.normalise(spec)
+    good = np.abs(w - 6564.6) > 60
+    assert np.allclose(np.median(n.flux[good]), 1.0, atol=0.02)
+    assert np.percentile(np.abs(n.flux[good] - 1), 95) < 0.05  # the slope is gone
+    assert n.flux[np.argmin(np.abs(w - 6564.6))] < 0.55  # the line keeps its depth
+    fig = plots.global_figure(spec, normalised=True)
+    assert plots.decode(fig["data"][-1]["y"]).max() < 1.3
+
+
+def test_template_overlay_lands_the_quasar_lines_at_the_chosen_redshift():
+    from agent.templates import builtin_templates
+
+    qso = next(t for t in builtin_templates() if t.kind == "qso")
+    spec = _spec()
+    for z in (0.3, 1.27):
+        fig = plots.global_figure(spec, template=qso, template_z=z, frame="observed")
+        tr = fig["data"][-1]
+        assert tr["name"] == f"template: QSO at z = {z:.4f}"
+        x, y = plots.decode(tr["x"]), plots.decode(tr["y"])
+        line = 6564.6 if z == 0.3 else 2798.75  # H-alpha, or Mg II at z 1.27
+        at = np.abs(x - line * (1 + z)) < 30
+        off = np.abs(x - line * (1 + z)) > 300
+        assert np.nanmax(y[at]) > 1.5 * np.nanmedian(y[off])  # the line is where z puts it
+    # off the data: said in the title, no trace
+    from agent.templates import Template
+
+    w = np.linspace(4000, 5000, 100)
+    short = Template("short", "file", w, np.ones_like(w))
+    fig = plots.global_figure(spec, template=short, template_z=2.0)
+    assert fig["data"][-1]["name"] == "flux"
+    assert "off the data" in fig["layout"]["title"]["text"]
+    go.Figure(plots.global_figure(spec, template=qso, template_z=1.0))

@@ -65,7 +65,7 @@ def test_demo_to_checkpoints(tmp_path, tiny_model_dir):
     review.decide(store, "ann", right[0].id, "accept", seconds=3.0)
     review.decide(store, "ann", right[1].id, "accept", seconds=2.0)
     # the vet page's one-line reason of a reject is the review's explanation
-    store.record_review("ann", wrong[0].id, "reject", explanation=REASON, seconds=8.0)
+    review.decide(store, "ann", wrong[0].id, "reject", explanation=REASON, seconds=8.0)
     wrong_step = 2
     review.decide(store, "ann", wrong[1].id, "correct", label=wrong[1].known_label,
                   explanation=CORRECTION, wrong_step=wrong_step, seconds=20.0)  # fmt: skip

@@ -82,7 +82,7 @@ def test_concurrent_open_migrates_once(pg_url):
         t.join(60)
     assert not errors, errors
     with create_engine(pg_url).connect() as c:
-        assert c.execute(text("SELECT version_num FROM alembic_version")).all() == [("0001",)]
+        assert c.execute(text("SELECT version_num FROM alembic_version")).all() == [("0002",)]
 
 
 def test_eight_experts_at_once(pg_url):

@@ -12,11 +12,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agent.errors import LoupeError
+from annotate.export import vi
 from annotate.export.manifest import folder_state, record_batch
 from annotate.export.pipeline import export_records
 from annotate.export.record import DEFAULT_RENDERER, KINDS, ExportResult
 from annotate.export.selection import collect
 from db.store import DEFAULT_DB, Store
+
+
+class ExportError(LoupeError, ValueError):
+    """The export could not be written where asked; the message says what to do."""
 
 
 def run_export(
@@ -43,6 +49,8 @@ def run_export(
     """
     store = db if isinstance(db, Store) else Store(db)
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ExportError(f"--out {str(out)!r} is a file, not a folder; name a new folder")
     if not force and out.is_dir() and any(out.iterdir()):
         state = folder_state(store, kind, out)
         if isinstance(state, ExportResult):
@@ -51,28 +59,43 @@ def run_export(
     got = collect(store, kind, include_auto=include_auto)
     previous = {} if full else store.exported_items(kind, "candidate")
     batches = store.export_batches(kind)
-    result = export_records(
-        kind,
-        got.records,
-        out,
-        renderer=renderer,
-        previous=previous,
-        test_fraction=test_fraction,
-        existing_splits=got.existing_splits,
-        not_exported=got.not_exported,
-        workers=workers,
-        force=force,
-        version=store.code_version(),
-        since_batch=None if full or not batches else batches[-1].id,
-    )
+    try:
+        result = export_records(
+            kind,
+            got.records,
+            out,
+            renderer=renderer,
+            previous=previous,
+            test_fraction=test_fraction,
+            existing_splits=got.existing_splits,
+            not_exported=got.not_exported,
+            workers=workers,
+            force=force,
+            version=store.code_version(),
+            since_batch=None if full or not batches else batches[-1].id,
+        )
+    except FileExistsError:
+        raise  # `out` holds something else: the message already says what to do
+    except OSError as err:  # disk full, no permission: the staged files are already removed
+        raise ExportError(
+            f"could not write the export into {str(out)!r}: {err.strerror or err}"
+            + (f" ({err.filename})" if err.filename else "")
+            + "; nothing was recorded: free space or choose a writable --out, then run again"
+        ) from None
     result.batch_id = record_batch(store, kind, result, actor)
     return result
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("kind", choices=KINDS, help="sft trajectories, rl labels or DPO pairs")
+    parser.add_argument(
+        "kind",
+        choices=(*KINDS, "vi"),
+        help="sft trajectories, rl labels, DPO pairs, or vi: the decisions as a VI CSV",
+    )
     parser.add_argument("--db", default=DEFAULT_DB, help="database URL or SQLite file")
-    parser.add_argument("--out", required=True, help="new folder to write the export into")
+    parser.add_argument(
+        "--out", required=True, help="new folder to write the export into (vi: the CSV file)"
+    )
     parser.add_argument(
         "--renderer",
         default=DEFAULT_RENDERER,
@@ -102,9 +125,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="render processes; None: as many as CPUs, at most 4",
     )
     parser.add_argument("--actor", default="", help="who runs the export (recorded in the batch)")
+    vi.add_arguments(parser)
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.kind == "vi":
+        return vi.main(args)
     try:
         result = run_export(
             args.db,

@@ -19,6 +19,35 @@ def _bar_layout(title: str, **extra: Any) -> dict[str, Any]:
     return lay
 
 
+# Agreement cells green, errors red, each as deep as its share of its row: a colour scale
+# read as "more is better" would paint a large error as a success.
+AGREE_ERR_SCALE = [[0.0, "#c1121f"], [0.5, "#ffffff"], [1.0, "#2a9d8f"]]
+HEADERS = {
+    "per_task": ["task", "n", "TP", "FP", "FN", "TN", "no verdict", "precision", "recall", "F1"],
+    "kappa": ["task", "items (2+ raters)", "ratings", "Fleiss κ", "mean Cohen κ"],
+}
+
+
+def confusion_figure(tot: Any, title: str) -> dict[str, Any]:
+    """The agent-vs-experts matrix: counts in the cells, the diagonal (agreement) green and
+    the off-diagonal (the agent's errors) red, with room for the axis labels."""
+    counts = [[tot.tp, tot.fn], [tot.fp, tot.tn]]
+    signed = []
+    for i, row in enumerate(counts):
+        n = max(1, sum(row))
+        signed.append([(c / n) * (1 if i == j else -1) for j, c in enumerate(row)])
+    return {
+        "data": [{"type": "heatmap", "z": signed, "text": counts, "texttemplate": "%{text}",
+                  "x": ["agent YES", "agent NO"], "y": ["expert YES", "expert NO"],
+                  "colorscale": AGREE_ERR_SCALE, "zmin": -1, "zmax": 1, "showscale": False,
+                  "hovertemplate": "%{y}, %{x}: %{text}<extra></extra>",
+                  "textfont": {"size": 16}}],
+        "layout": _bar_layout(title, margin={"l": 95, "r": 10, "t": 40, "b": 50},
+                              xaxis={"automargin": True, "side": "bottom"},
+                              yaxis={"autorange": "reversed", "automargin": True}),
+    }  # fmt: skip
+
+
 def _r(v: float) -> float | None:
     return None if v != v else round(float(v), 3)
 
@@ -27,8 +56,9 @@ def dashboard(ctx: Context, ex: Viewer | None, task: str = "all", precision: flo
     """Progress, decision rates, agent-vs-expert quality, calibration, speed, agreement."""
     if ex is None:
         empty = plots.empty_figure("Log in first.")
-        none = {"headers": ["-"], "data": []}
-        return DashboardView("Log in first.", empty, empty, empty, empty, empty, empty, none, none)
+        return DashboardView("Log in first.", empty, empty, empty, empty, empty, empty,
+                             {"headers": HEADERS["per_task"], "data": []},
+                             {"headers": HEADERS["kappa"], "data": []})  # fmt: skip
     only = None if task in (None, "", "all") else task
     # Aggregated in the database: nothing here grows with the number of candidates.
     st = ctx.store.dashboard_stats(only)
@@ -62,22 +92,18 @@ def dashboard(ctx: Context, ex: Viewer | None, task: str = "all", precision: flo
     labelled = [(t, v, lab) for t, v, lab, n in st.confusion for _ in range(n)]
     cm = ag.confusion_by_task(labelled)
     per_task = []
-    z, ylab = [], []
     for t, conf in cm.items():
         p = ag.prf(conf)
         per_task.append([t, conf.n, conf.tp, conf.fp, conf.fn, conf.tn, conf.unanswered,
                          _r(p.precision), _r(p.recall), _r(p.f1)])  # fmt: skip
     tot = ag.confusion((v, lab) for _, v, lab in labelled) if labelled else None
-    if tot is not None:
-        z = [[tot.tp, tot.fn], [tot.fp, tot.tn]]
-        ylab = ["expert YES", "expert NO"]
-    confusion_fig = {
-        "data": [{"type": "heatmap", "z": z, "x": ["agent YES", "agent NO"], "y": ylab,
-                  "colorscale": "Blues", "showscale": False, "texttemplate": "%{z}"}],
-        "layout": _bar_layout(f"Agent vs experts ({'all tasks' if not only else only}; "
-                              f"F1 {_r(ag.prf(tot).f1) if tot else '–'})",
-                              yaxis={"autorange": "reversed"}),
-    } if tot else plots.empty_figure("No expert labels yet.")  # fmt: skip
+    confusion_fig = (
+        confusion_figure(
+            tot, f"Agent vs experts ({'all tasks' if not only else only}; F1 {_r(ag.prf(tot).f1)})"
+        )  # fmt: skip
+        if tot is not None
+        else plots.empty_figure("No expert labels yet.")
+    )
     # reliability + hand-off threshold
     # each histogram cell stands for its items at the cell's mean P(YES) (cells 0.001 wide)
     scored = [(sm / n, lab) for _, lab, n, sm in st.confidence_hist for _ in range(n)]
@@ -146,8 +172,6 @@ def dashboard(ctx: Context, ex: Viewer | None, task: str = "all", precision: flo
             else ""
         )
     )
-    head = ["task", "n", "TP", "FP", "FN", "TN", "no verdict", "precision", "recall", "F1"]
-    khead = ["task", "items (2+ raters)", "ratings", "Fleiss κ", "mean Cohen κ"]
     return DashboardView(summary, progress, rates, confusion_fig, reliability, speed, gold_fig,
-                         {"headers": head, "data": per_task},
-                         {"headers": khead, "data": kappa})  # fmt: skip
+                         {"headers": HEADERS["per_task"], "data": per_task},
+                         {"headers": HEADERS["kappa"], "data": kappa})  # fmt: skip

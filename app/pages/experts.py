@@ -1,5 +1,5 @@
-"""The experts page: the team's accounts; admins add experts and change roles and passwords
-(through `annotate.experts`)."""
+"""The experts page: the team's accounts; admins see them, add experts and change roles and
+passwords (through `annotate.experts`, which enforces the minimum password length)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,25 @@ from annotate import experts
 from app.context import USER_ERRORS, Context, Viewer, require
 from app.render_md import escape
 
+HEADERS = ["name", "role", "active", "reviews"]
 
-def expert_table(ctx: Context, ex: Viewer | None) -> list[list[Any]]:
-    if ex is None:
-        return []
-    return [[e.name, e.role, "yes" if e.active else "no", e.review_count]
+
+def expert_table(ctx: Context, ex: Viewer | None) -> dict[str, Any]:
+    """The accounts, for admins only: who may log in is not every expert's business."""
+    if ex is None or not ex.admin:
+        return {"headers": HEADERS, "data": []}
+    rows = [[e.name, e.role, "yes" if e.active else "no", e.review_count]
             for e in ctx.store.experts()]  # fmt: skip
+    return {"headers": HEADERS, "data": rows}
+
+
+def experts_note(ex: Viewer | None) -> str:
+    if ex is None:
+        return "Log in first."
+    if not ex.admin:
+        return "Only admins see and manage the team's accounts."
+    return (f"Passwords need at least {experts.MIN_PASSWORD_LENGTH} characters; "
+            "changing one ends that expert's open sessions.")  # fmt: skip
 
 
 def add_expert(ctx: Context, ex: Viewer | None, name: str, role: str, password: str) -> str:

@@ -1,8 +1,9 @@
 """The export page: admins run the SFT, RL and pairs exports (`annotate.export`) and
-download what they wrote."""
+download what they wrote, and download the decisions as VI CSVs (`annotate.export.vi`)."""
 
 from __future__ import annotations
 
+import secrets
 import time
 from pathlib import Path
 from typing import Any
@@ -12,14 +13,15 @@ from app.context import AccessError, Context, Viewer, require
 from app.render_md import escape
 from app.views import ExportView
 
+HISTORY_HEADERS = ["batch", "kind", "created", "by", "folder", "rows", "renderer", "left out"]
+
 
 def export_history(ctx: Context) -> dict[str, Any]:
     rows = [[b.id, b.kind, str(b.created)[:19], b.actor, b.path or "",
              (b.manifest or {}).get("rows", ""), (b.manifest or {}).get("renderer", ""),
              ((b.manifest or {}).get("left_out") or {}).get("total", "")]
             for b in ctx.store.export_batches()]  # fmt: skip
-    head = ["batch", "kind", "created", "by", "folder", "rows", "renderer", "left out"]
-    return {"headers": head, "data": rows}
+    return {"headers": HISTORY_HEADERS, "data": rows}
 
 
 def left_out_text(manifest: dict[str, Any]) -> str:
@@ -37,7 +39,9 @@ def run_export(ctx: Context, ex: Viewer | None, kind: str) -> ExportView:
         require(ex, admin=True)
         if kind not in ("sft", "rl", "pairs"):
             raise ValueError(f"unknown export {kind!r}")
-        out = ctx.export_dir / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
+        # a random tail: a folder's name must not be enough to find its files
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        out = ctx.export_dir / f"{kind}-{stamp}-{secrets.token_hex(8)}"
         result = export.run_export(ctx.store, kind, out, actor=ex.name)
     except (AccessError, ValueError) as e:
         return ExportView(f"Refused: {escape(e)}", None, [], export_history(ctx))
@@ -52,3 +56,19 @@ def run_export(ctx: Context, ex: Viewer | None, kind: str) -> ExportView:
            f"{result.seconds:.1f} s, in `{escape(folder)}` (batch {result.batch_id}). "
            + left_out_text(m))  # fmt: skip
     return ExportView(msg, result.manifest, files[:50], export_history(ctx))
+
+
+def vi_download(ctx: Context, ex: Viewer | None, layout: str = "loupe") -> tuple[str, list[str]]:
+    """The decisions as VI CSVs, one per campaign (admins only): a message and the files."""
+    from annotate.export import vi
+
+    try:
+        require(ex, admin=True)
+        folder = ctx.export_dir / f"vi-{time.strftime('%Y%m%d-%H%M%S')}"
+        paths = vi.write_per_campaign(ctx.store, folder, layout=layout)
+    except (AccessError, ValueError) as e:
+        return f"Refused: {escape(e)}", []
+    if not paths:
+        return "No decisions yet: nothing to write.", []
+    return (f"VI CSV: {len(paths)} campaign(s) in `{escape(folder)}` ({escape(layout)} "
+            "columns; see docs/vi_csv.md).", [str(p) for p in paths])  # fmt: skip

@@ -21,11 +21,13 @@ from typing import Any, Self
 
 from sqlalchemy import Engine, create_engine, event, select, text, update
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
 from db import models as m
 from db.models import utcnow
+from db.store.errors import StoreError
 from db.store.rules import VETTED, queue_priority
 
 log = logging.getLogger(__name__)
@@ -82,21 +84,42 @@ class CoreMixin:
         url_s = str(url)
         if "://" not in url_s:
             url_s = f"sqlite:///{Path(url_s).expanduser()}"
-        self.url = make_url(url_s)
+        try:
+            self.url = make_url(url_s)
+        except ArgumentError:
+            raise StoreError(
+                f"--db {str(url)!r} is not a database: give a file path, sqlite:///FILE or "
+                "postgresql+psycopg://USER@HOST/NAME"
+            ) from None
         self.is_sqlite = self.url.get_backend_name() == "sqlite"
         self.is_postgres = self.url.get_backend_name() == "postgresql"
+        self._busy_timeout_s = busy_timeout_ms / 1000
         memory = self.is_sqlite and self.url.database in (None, "", ":memory:")
         kwargs: dict[str, Any] = {"echo": echo}
         if memory:
             kwargs.update(poolclass=StaticPool, connect_args={"check_same_thread": False})
         elif self.is_sqlite:
-            Path(self.url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            folder = Path(self.url.database).expanduser().parent
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise StoreError(
+                    f"{self._where()}: cannot create its folder {str(folder)!r} "
+                    f"({err.strerror or err}); point --db at a writable place"
+                ) from None
             kwargs.update(
                 connect_args={"check_same_thread": False, "timeout": busy_timeout_ms / 1000}
             )
         else:
             kwargs.update(pool_pre_ping=True)
-        self.engine: Engine = create_engine(self.url, **kwargs)
+        try:
+            self.engine: Engine = create_engine(self.url, **kwargs)
+        except (NoSuchModuleError, ArgumentError, ImportError) as err:
+            raise StoreError(
+                f"--db {self._where()}: no database driver for "
+                f"{self.url.drivername!r} ({err}); use a file path, sqlite:///FILE or "
+                "postgresql+psycopg://USER@HOST/NAME"
+            ) from None
         if self.is_sqlite:
             _install_sqlite_events(self.engine, busy_timeout_ms, wal=not memory)
         # One shared in-memory connection must not be used by two threads at once.
@@ -111,7 +134,11 @@ class CoreMixin:
         self._write_ephemeral = sessionmaker(bind=self._lease_engine, expire_on_commit=False)
         self._code_version: str | None = None
         if migrate:
-            self.migrate()
+            try:
+                self.migrate()
+            except DBAPIError as err:
+                self.engine.dispose()
+                raise self._unusable(err) from None
 
     # -- plumbing -----------------------------------------------------------------------
     def migrate(self) -> None:
@@ -130,6 +157,31 @@ class CoreMixin:
     def close(self) -> None:
         self.engine.dispose()
 
+    def _where(self) -> str:
+        if self.is_sqlite:
+            return repr(self.url.database or ":memory:")
+        return repr(self.url.render_as_string(hide_password=True))
+
+    def _unusable(self, err: DBAPIError) -> StoreError:
+        """A one-line error for a database that cannot be opened or written, saying what to do."""
+        what = str(err.orig).strip().splitlines()[0] if err.orig is not None else str(err)
+        if "locked" in what or "busy" in what:
+            return StoreError(
+                f"{self._where()}: the database is locked by another process (waited "
+                f"{self._busy_timeout_s:g} s); retry when that process has finished, or stop it"
+            )
+        if self.is_sqlite and "not a database" in what:
+            return StoreError(
+                f"{self._where()}: not a SQLite database ({what}); point --db at a Loupe "
+                "database or at a new file name"
+            )
+        if self.is_sqlite and "unable to open" in what:
+            return StoreError(
+                f"{self._where()}: cannot open the database file ({what}); point --db at a "
+                "file (not a folder) in a folder you can write to"
+            )
+        return StoreError(f"{self._where()}: cannot use the database ({what}); check --db")
+
     def __enter__(self) -> Self:
         return self
 
@@ -145,8 +197,14 @@ class CoreMixin:
         marks one that writes only leases, which need not wait for the disk."""
         wl = self._write_lock if self._write_lock is not None else nullcontext()
         maker = self._write_ephemeral if ephemeral else self._write
-        with wl, self._locked(), maker() as s, s.begin():
-            yield s
+        try:
+            with wl, self._locked(), maker() as s, s.begin():
+                yield s
+        except OperationalError as err:
+            # Another process held SQLite's write lock past the busy timeout.
+            if err.orig is not None and "locked" in str(err.orig):
+                raise self._unusable(err) from None
+            raise
 
     @contextmanager
     def _ro(self) -> Iterator[Session]:

@@ -1,0 +1,147 @@
+"""The vet page's desk: redshift, template overlay, continuum-normalised view, all markers.
+
+The expert's choices live in the session state (`state["desk"]`) and reach the figures as
+fields of `Display` (`display_with`). The redshift shown starts at the agent's estimate
+(the trajectory's `redshift`, else the spectrum file's pipeline Z) for each candidate; an
+expert's own value holds for that candidate only, and is what the review records.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from agent.spectrum import Spectrum
+from agent.templates import Template, builtin_templates
+from agent.trajectory import Trajectory
+from app.context import Context
+from app.render_md import escape
+from app.views import Display
+
+Z_MIN, Z_MAX = -0.01, 7.0
+SMALL_STEP, LARGE_STEP = 0.001, 0.05  # `[` `]` and `{` `}`
+
+
+def templates(ctx: Context) -> list[Template]:
+    """The team's templates (`serve --templates DIR`) first, then the built-in ones."""
+    return [*getattr(ctx, "templates", []), *builtin_templates()]
+
+
+def template_names(ctx: Context) -> list[str]:
+    return ["none", *(t.name for t in templates(ctx))]
+
+
+def template_named(ctx: Context, name: str | None) -> Template | None:
+    if not name or name == "none":
+        return None
+    return next((t for t in templates(ctx) if t.name == name), None)
+
+
+def estimate(spec: Spectrum, traj: Trajectory | None) -> tuple[float, str]:
+    """The agent's redshift for this candidate and where it came from."""
+    z = getattr(traj, "redshift", None) if traj is not None else None
+    if z is None and traj is not None:
+        z = (getattr(traj, "meta", None) or {}).get("redshift")
+    if z is not None:
+        return float(z), "agent"
+    return float(spec.redshift), "pipeline"
+
+
+def desk_of(state: dict | None) -> dict[str, Any]:
+    return dict((state or {}).get("desk") or {})
+
+
+def display_with(state: dict | None, display: Display) -> Display:
+    """`display` with the desk's choices (the chosen z names the candidate it was set on)."""
+    d = desk_of(state)
+    return dataclasses.replace(
+        display,
+        normalised=bool(d.get("normalised")),
+        all_markers=bool(d.get("all_markers")),
+        template=d.get("template") or "none",
+        z=d.get("z"),
+        z_key=d.get("z_key"),
+    )
+
+
+def _mine(display: Display, key: str | None) -> float | None:
+    return display.z if display.z is not None and key and display.z_key == key else None
+
+
+def overlay(
+    ctx: Context, display: Display, key: str, spec: Spectrum, traj: Trajectory | None
+) -> tuple[Template | None, float]:
+    """The template to draw on candidate `key` and the redshift to draw it at."""
+    z = _mine(display, key)
+    return template_named(ctx, display.template), float(
+        z if z is not None else estimate(spec, traj)[0]
+    )
+
+
+def redshift_info(
+    display: Display, key: str, spec: Spectrum, traj: Trajectory | None
+) -> dict[str, Any]:
+    """What the redshift control shows for candidate `key`."""
+    est, source = estimate(spec, traj)
+    z = _mine(display, key)
+    return {"estimate": est, "source": source, "z": est if z is None else z,
+            "set_by_expert": z is not None}  # fmt: skip
+
+
+def info_html(info: dict[str, Any] | None) -> str:
+    if not info:
+        return '<div id="desk-z-info">no redshift</div>'
+    who = "agent" if info["source"] == "agent" else "pipeline (file's Z)"
+    mine = (f" · yours: <b>{info['z']:.4f}</b> (recorded with your decision)"
+            if info["set_by_expert"] else "")  # fmt: skip
+    return (f'<div id="desk-z-info">{escape(who)} z = <b>{info["estimate"]:.4f}</b>{mine}'
+            "</div>")  # fmt: skip
+
+
+def set_z(state: dict, z: float | None, source: str = "expert") -> dict:
+    """The expert's redshift for the shown candidate (None: back to the agent's); `source`
+    "agent" when the expert adopted the agent's (or pipeline's) estimate as it is."""
+    state = dict(state or {})
+    d = desk_of(state)
+    if z is None or state.get("key") is None:
+        d.pop("z", None)
+        d.pop("z_key", None)
+        d.pop("z_source", None)
+    else:
+        d["z_source"] = source
+        d["z"] = round(min(Z_MAX, max(Z_MIN, float(z))), 5) + 0.0  # never "-0.0000"
+        d["z_key"] = state.get("key")
+    state["desk"] = d
+    return state
+
+
+def set_option(state: dict, **opts: Any) -> dict:
+    state = dict(state or {})
+    d = desk_of(state)
+    d.update(opts)
+    state["desk"] = d
+    return state
+
+
+def chosen_z(state: dict | None) -> tuple[float | None, str | None]:
+    """The expert's redshift on the shown candidate, for the review: (z, "expert") or None."""
+    d = desk_of(state)
+    if d.get("z") is not None and d.get("z_key") == (state or {}).get("key"):
+        return float(d["z"]), d.get("z_source") or "expert"
+    return None, None
+
+
+def next_template(ctx: Context, current: str | None, step: int = 1) -> str:
+    names = template_names(ctx)
+    i = names.index(current) if current in names else 0
+    return names[(i + step) % len(names)]
+
+
+def adopt_z(ctx: Context, state: dict | None) -> float | None:
+    """The agent's (or pipeline's) redshift of the shown candidate, to adopt as it is."""
+    cid = (state or {}).get("current")
+    if cid is None:
+        return None
+    c = ctx.store.candidate(cid)
+    traj = ctx.store.trajectory(c.trajectory_id) if c.trajectory_id is not None else None
+    return estimate(ctx.store.load_spectrum(cid), traj)[0]

@@ -1,0 +1,188 @@
+"""The expert's desk off the browser: VI CSV, password length, account list, dashboard
+colours, `make run PORT=`, templates and continuum normalisation."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from annotate.experts import MIN_PASSWORD_LENGTH, create_expert, set_password, update_expert
+from annotate.export import vi
+from app import context as app_context
+from app import views
+from app.pages import dashboard as dashboard_page
+from app.pages import experts as experts_page
+from app.pages import export as export_page
+from app.pages import vet as vet_page
+from db.store import StoreError
+from tests.app_support import context
+
+F, D = views.QueueFilters(), views.Display()
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def ctx(tmp_path_factory, tmp_path):
+    c = context(tmp_path_factory, tmp_path)
+    yield c
+    c.store.close()
+
+
+def _decide(ctx, actions):
+    ex = app_context.expert_for(ctx, None)
+    st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
+    keys = []
+    for action in actions:
+        keys.append(st["key"])
+        st["shown_at"] = time.time() - 4
+        st, _ = vet_page.vet_act(ctx, ex, st, action, F, D, comment=f"note on {st['key']}")
+    return keys
+
+
+def test_vi_csv_has_one_row_per_decision(ctx, tmp_path):
+    keys = _decide(ctx, ["accept", "reject", "flag"])
+    out = tmp_path / "vi.csv"
+    n = vi.write_vi(ctx.store, out)
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    assert n == 3 and [r["id"] for r in rows] == keys
+    assert list(rows[0]) == list(vi.COLUMNS)
+    by = {r["id"]: r for r in rows}
+    first = ctx.store.find_candidate(keys[0])
+    assert by[keys[0]]["action"] == "accept" and by[keys[0]]["verdict"] == first.verdict
+    assert by[keys[1]]["verdict"] == {"YES": "NO", "NO": "YES"}[ctx.store.find_candidate(
+        keys[1]).verdict]  # fmt: skip
+    assert by[keys[2]]["verdict"] == ""  # a flag sets no label
+    assert all(r["expert"] == "local" and float(r["seconds"]) >= 4 for r in rows)
+    assert by[keys[0]]["comment"] == f"note on {keys[0]}"
+    assert rows[0]["time"].endswith("Z") and rows[0]["task"] == first.task
+
+
+def test_vi_csv_layouts_and_campaigns(ctx, tmp_path):
+    _decide(ctx, ["accept", "accept"])
+    out = tmp_path / "p.csv"
+    vi.write_vi(ctx.store, out, layout="prospect")
+    head = out.read_text().splitlines()[0].split(",")
+    assert {"TARGETID", "VI_scanner", "VI_quality", "VI_z", "VI_comment"} <= set(head)
+    with pytest.raises(vi.VIError, match="unknown layout"):
+        vi.write_vi(ctx.store, out, layout="excel")
+    with pytest.raises(vi.VIError, match="no decisions in campaign 'nowhere'"):
+        vi.write_vi(ctx.store, out, campaign="nowhere")
+    paths = vi.write_per_campaign(ctx.store, tmp_path / "per")
+    total = sum(len(p.read_text().splitlines()) - 1 for p in paths)
+    assert paths and total == 2
+
+
+def test_vi_from_the_command_line(ctx, tmp_path):
+    from annotate.export import cli
+
+    _decide(ctx, ["reject"])
+    p = argparse.ArgumentParser()
+    cli.add_arguments(p)
+    db = f"sqlite:///{tmp_path / 'loupe.db'}"  # the store the context opened
+    args = p.parse_args(["vi", "--db", db, "--out", str(tmp_path / "o" / "vi.csv")])
+    assert cli.main(args) == 0
+    assert len((tmp_path / "o" / "vi.csv").read_text().splitlines()) == 2
+    bad = p.parse_args(["vi", "--db", db, "--out", str(tmp_path / "x.csv"), "--campaign", "no"])
+    assert cli.main(bad) == 2
+
+
+def test_vi_download_is_for_admins(ctx, tmp_path):
+    _decide(ctx, ["accept"])
+    msg, files = export_page.vi_download(ctx, app_context.Viewer("local", "admin"))
+    assert files and Path(files[0]).is_file() and "1 campaign" in msg
+    msg, files = export_page.vi_download(ctx, app_context.Viewer("bob", "expert"))
+    assert msg.startswith("Refused") and files == []
+
+
+def test_password_minimum_length(ctx):
+    short = "x" * (MIN_PASSWORD_LENGTH - 1)
+    with pytest.raises(StoreError, match=f"at least {MIN_PASSWORD_LENGTH}"):
+        create_expert(ctx.store, "eve", "expert", short)
+    assert ctx.store.expert("eve") is None
+    create_expert(ctx.store, "eve", "expert", "x" * MIN_PASSWORD_LENGTH)
+    with pytest.raises(StoreError, match="'eve'"):
+        update_expert(ctx.store, "eve", password="short")
+    with pytest.raises(StoreError):
+        set_password(ctx.store, "eve", "short")
+    set_password(ctx.store, "eve", "a long enough one")
+    assert ctx.store.verify_password("eve", "a long enough one") is not None
+    admin = app_context.Viewer("local", "admin")
+    assert "Refused" in experts_page.add_expert(ctx, admin, "fay", "expert", "tiny")
+    assert ctx.store.expert("fay") is None
+
+
+def test_only_admins_see_the_accounts(ctx):
+    admin = experts_page.expert_table(ctx, app_context.Viewer("local", "admin"))
+    plain = experts_page.expert_table(ctx, app_context.Viewer("bob", "expert"))
+    assert admin["headers"] == plain["headers"] == experts_page.HEADERS
+    assert [r[0] for r in admin["data"]] == ["local"] and plain["data"] == []
+    assert "Only admins" in experts_page.experts_note(app_context.Viewer("bob", "expert"))
+
+
+def test_confusion_matrix_shows_errors_as_errors():
+    tot = SimpleNamespace(tp=8, fn=2, fp=5, tn=1)
+    fig = dashboard_page.confusion_figure(tot, "t")
+    (hm,) = fig["data"]
+    assert hm["text"] == [[8, 2], [5, 1]]
+    z = np.array(hm["z"])
+    # the diagonal (agreement) is on the green side, the errors on the red side, however many
+    assert z[0, 0] > 0 and z[1, 1] > 0 and z[0, 1] < 0 and z[1, 0] < 0
+    assert hm["colorscale"][0][1] == "#c1121f" and hm["colorscale"][-1][1] == "#2a9d8f"
+    assert fig["layout"]["margin"]["l"] >= 90 and fig["layout"]["yaxis"]["automargin"]
+
+
+def test_dashboard_tables_have_headers_when_empty(ctx):
+    dv = dashboard_page.dashboard(ctx, None)
+    assert dv.per_task["headers"][0] == "task" and dv.kappa["headers"][0] == "task"
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is absent")
+@pytest.mark.parametrize(
+    "args,env,port",
+    [([], {}, "7860"), (["PORT=8000"], {}, "8000"), ([], {"LOUPE_PORT": "8123"}, "8123")],
+)
+def test_make_run_port(args, env, port, tmp_path):
+    import os
+
+    e = {k: v for k, v in os.environ.items() if k not in ("PORT", "LOUPE_PORT")} | env
+    out = subprocess.run(["make", "-n", "-W", "requirements.txt", "run", *args], cwd=REPO,
+                         capture_output=True, text=True, env=e, check=True).stdout  # fmt: skip
+    serve = [ln for ln in out.splitlines() if "launch.py serve" in ln]
+    assert serve and f"--port {port}" in serve[-1]
+
+
+def test_desk_redshift_is_per_candidate_and_adoptable(ctx, tmp_path):
+    from agent.templates import read_templates, write_templates
+    from app.pages import desk
+
+    ex = app_context.expert_for(ctx, None)
+    st, view = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
+    assert view.redshift["source"] == "pipeline" and not view.redshift["set_by_expert"]
+    st = desk.set_option(st, template="QSO")
+    st = desk.set_z(st, 1.27)
+    st, view = vet_page.vet_refresh(ctx, ex, st, desk.display_with(st, D))
+    assert view.global_fig["data"][-1]["name"] == "template: QSO at z = 1.2700"
+    assert desk.chosen_z(st) == (1.27, "expert") and view.redshift["z"] == 1.27
+    st = desk.set_z(st, desk.adopt_z(ctx, st), source="agent")
+    assert desk.chosen_z(st)[1] == "agent" and abs(desk.chosen_z(st)[0]) < 0.01
+    # another candidate starts from its own estimate, not the last one's choice
+    st = desk.set_z(st, 2.0)
+    st["shown_at"] = time.time()
+    st, view = vet_page.vet_act(ctx, ex, st, "skip", F, desk.display_with(st, D))
+    assert not view.redshift["set_by_expert"] and desk.chosen_z(st) == (None, None)
+    # a template folder: the team's templates come first
+    write_templates(tmp_path / "tpl")
+    ctx.templates = read_templates(tmp_path / "tpl")
+    assert desk.template_names(ctx)[1] == ctx.templates[0].name
+    from agent.templates import TemplateError
+
+    with pytest.raises(TemplateError, match="not a folder"):
+        read_templates(tmp_path / "missing")
