@@ -115,3 +115,28 @@ def test_unknown_expert_refused_unless_created(store, tmp_path):
         import_labels(store, f, "adaa")
     assert store.expert("adaa") is None
     assert import_labels(store, f, "adaa", create_expert=True).recorded == 1
+
+
+def test_a_reason_overruling_the_agent_is_trained_on(store, tmp_path):
+    """A label that differs from the agent's verdict, with a reason, is recorded as a reject
+    whose explanation is that reason (what the export trains on); an accept's comment stays
+    a note only."""
+    f = tmp_path / "vi.csv"
+    f.write_text(
+        "id,label,reason,comment\n"
+        "c0,NO,Narrow Balmer lines of an A star.,seen at the telescope\n"
+        "c1,NO,,looks fine\n"
+        "c2,YES,,\n"
+    )
+    assert import_labels(store, f, "ada").recorded == 3
+    by_key = {store.candidate(r.candidate_id).key: r for r in store.reviews(expert="ada")}
+    c0 = by_key["c0"]
+    assert (c0.action, c0.label) == ("reject", "NO")
+    assert c0.explanation == "Narrow Balmer lines of an A star."
+    assert c0.comment == "seen at the telescope"
+    assert by_key["c1"].action == "accept" and by_key["c1"].explanation is None
+    # a comment column alone gives the reason too
+    g = tmp_path / "marz.csv"
+    g.write_text("id,label,comment\nc0,NO,No broad wings.\n")
+    assert import_labels(store, g, "bob", create_expert=True).recorded == 1
+    assert store.reviews(expert="bob")[0].explanation == "No broad wings."

@@ -158,10 +158,19 @@ def dashboard(ctx: Context, ex: Viewer | None, task: str = "all", precision: flo
     } if gs else plots.empty_figure("No gold-standard items reviewed yet.")  # fmt: skip
     n_rev = sum(done.values())
     med = st.seconds_median
+    unexplained = ctx.store.rejects_without_reason(only)
+    n_unexplained = sum(unexplained.values())
     summary = (
         f"**{sum(total.values())}** candidates · **{n_rev}** reviewed · **{st.n_reviews}** "
         f"decisions by **{len(secs) or st.n_reviewers}** expert(s)"
         + (f" · median **{med:.1f} s** per spectrum" if med is not None else "")
+        + (
+            f" · **{n_unexplained}** reject(s) without a reason "
+            f"({', '.join(f'{t} {n}' for t, n in sorted(unexplained.items()))}): "
+            "their training rows get a neutral explanation, not the expert's reasoning"
+            if n_unexplained
+            else ""
+        )
     )
     return DashboardView(summary, progress, rates, confusion_fig, reliability, speed, gold_fig,
                          {"headers": HEADERS["per_task"], "data": per_task},

@@ -116,6 +116,25 @@ class DashboardMixin:
             gold=gold,
         )
 
+    def rejects_without_reason(self, task: str | None = None) -> dict[str, int]:
+        """Per task, the rejects (and label-changing corrections) with no reason typed: their
+        SFT rows carry a neutral explanation instead of the expert's reasoning."""
+        C, R, T = m.Candidate, m.Review, m.Task
+        no_reason = R.explanation.is_(None) | (func.trim(R.explanation) == "")
+        q = (
+            select(T.name, func.count())
+            .select_from(R)
+            .join(C, C.id == R.candidate_id)
+            .join(T, T.id == C.task_id)
+            .where(R.action.in_(("reject", "correct")), no_reason)
+            .where((R.action == "reject") | (R.label != C.verdict))
+            .group_by(T.name)
+        )
+        if task is not None:
+            q = q.where(T.name == task)
+        with self._ro() as s:
+            return {name: int(n) for name, n in s.execute(q)}
+
     @staticmethod
     def _seconds_quantiles(s: Session, tid: int | None, experts: dict[int, str]):
         """Nearest-rank quantiles of seconds on item, per expert and overall, computed by
