@@ -1,12 +1,17 @@
 """`launch.py vet`: run an agent policy over candidates, writing JSONL or, with --db, the store.
 
-Every flag of the batch runner (`agent.runner`) applies. With `--db URL` each trajectory is
-committed to the store as soon as it is finished (a candidate not yet ingested is created
-from the trajectory's spectrum reference) under one agent run that records the run's real
-set-up (policy, model, renderer, max_turns, temperature), and candidates already recorded
-for that run are skipped, so a killed run resumes where it stopped.
+Every flag of the batch runner (`agent.runner`) applies. With `--db URL` finished
+trajectories are committed to the store in batches (up to `StoreSink.batch` records, or
+every `StoreSink.seconds`; a candidate not yet ingested is created from the trajectory's
+spectrum reference) under one agent run that records the run's real set-up (policy, model,
+renderer, max_turns, temperature), and candidates already recorded for that run are
+skipped, so a killed run resumes where it stopped: a kill loses at most the batch not yet
+committed, and the re-run vets exactly those again. Without --catalog/--input the
+candidates are the store's own (ingested earlier, optionally only those of --task) that
+this run has not recorded yet.
 
     python launch.py vet --input "data/*.fits" --task cv --policy rules --db loupe.db
+    python launch.py vet --db loupe.db --task cv --ray local   # the store's pending ones
 
 `vet_into_store` is the same pipeline for callers that hold a store (the app's uploads and
 its demo seeding).
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,11 +42,16 @@ def run_params(policy: str, max_turns: int, temperature: float) -> dict[str, Any
 
 
 class StoreSink:
-    """The runner's sink protocol (done_keys / write / close) over a `Store`.
+    """The runner's sink protocol (done_keys / write / flush / close) over a `Store`.
 
     Trajectories go to the run named by (their policy, model and renderer, `params`); with
     `resume`, `done_keys` names the candidates that run (or, before the renderer is known,
     any run of this policy, model and params) has already recorded.
+
+    Writes are batched: one transaction per `batch` trajectories, or per `seconds` since
+    the oldest one waiting (checked as each trajectory arrives), and whatever waits at
+    `flush` or `close`. A transaction per trajectory costs a commit (an fsync in SQLite)
+    each, which caps a run at the store's commit rate whatever the cluster's size.
     """
 
     def __init__(
@@ -53,6 +64,8 @@ class StoreSink:
         params: dict[str, Any] | None = None,
         resume: bool = True,
         actor: str = "vet",
+        batch: int = 64,
+        seconds: float = 2.0,
     ):
         self.store = store
         self.policy = policy
@@ -61,8 +74,12 @@ class StoreSink:
         self.params = dict(params or {})
         self.resume = resume
         self.actor = actor
+        self.batch = max(1, int(batch))
+        self.seconds = float(seconds)
         self.written = 0
         self._runs: dict[tuple[str, str | None, str], int] = {}
+        self._waiting: list[Trajectory] = []
+        self._since = 0.0
 
     def _matches(self, run: Any) -> bool:
         return (
@@ -72,13 +89,16 @@ class StoreSink:
             and (run.params or {}) == self.params
         )
 
-    def done_keys(self) -> set[tuple[str, str]]:
+    def run_ids(self) -> list[int]:
+        """The stored runs whose records count as done for this sink (none without resume)."""
         if not self.resume:
-            return set()
+            return []
+        return [run.id for run in self.store.runs() if self._matches(run)]
+
+    def done_keys(self) -> set[tuple[str, str]]:
         done: set[tuple[str, str]] = set()
-        for run in self.store.runs():
-            if self._matches(run):
-                done |= self.store.done_keys(run_id=run.id)
+        for rid in self.run_ids():
+            done |= self.store.done_keys(run_id=rid)
         return done
 
     def run_id(self, trajectory: Trajectory) -> int:
@@ -88,11 +108,80 @@ class StoreSink:
         return self._runs[key]
 
     def write(self, trajectory: Trajectory) -> None:
-        self.store.record_trajectories([trajectory], self.run_id(trajectory), actor=self.actor)
-        self.written += 1
+        if not self._waiting:
+            self._since = time.monotonic()
+        self._waiting.append(trajectory)
+        if len(self._waiting) >= self.batch or time.monotonic() - self._since >= self.seconds:
+            self.flush()
+
+    def flush(self) -> None:
+        """Commit the waiting trajectories, one transaction per run. A batch the store
+        refuses is retried one trajectory at a time, so the good ones are kept and the
+        first refusal is raised."""
+        waiting, self._waiting = self._waiting, []
+        groups: dict[int, list[Trajectory]] = {}
+        for t in waiting:
+            groups.setdefault(self.run_id(t), []).append(t)
+        for rid, trajs in groups.items():
+            try:
+                self.store.record_trajectories(trajs, rid, actor=self.actor)
+                self.written += len(trajs)
+                continue
+            except Exception as exc:
+                first: Exception = exc
+            refused = None
+            for t in trajs:
+                try:
+                    self.store.record_trajectories([t], rid, actor=self.actor)
+                    self.written += 1
+                except Exception as exc:
+                    refused = refused or exc
+            raise refused or first
 
     def close(self) -> None:
-        self.store.close()
+        try:
+            self.flush()
+        finally:
+            self.store.close()
+
+
+def store_candidates(
+    store: Any,
+    task: str | None = None,
+    *,
+    skip_runs: Sequence[int] = (),
+    limit: int | None = None,
+) -> list[CandidateRef]:
+    """The store's candidates (of `task`, else all) in the order they were added, leaving
+    out those with a finished record (any state but 'running') from the runs `skip_runs`:
+    what `vet --db URL` without --catalog/--input vets. The filter runs in the database, so
+    a resumed campaign of millions reads only what is left."""
+    from sqlalchemy import and_, exists, select
+
+    from db import models as m
+    from db.store.values import hdu_out
+
+    C, S, T, R = m.Candidate, m.Spectrum, m.Task, m.Trajectory
+    q = (
+        select(C.key, T.name, S.path, S.hdu, S.row, C.known_label)
+        .join(T, T.id == C.task_id)
+        .join(S, S.id == C.spectrum_id)
+        .order_by(C.id)
+    )
+    if task is not None:
+        q = q.where(T.name == task)
+    if skip_runs:
+        done = exists().where(
+            and_(R.candidate_id == C.id, R.run_id.in_(list(skip_runs)), R.state != "running")
+        )
+        q = q.where(~done)
+    if limit is not None:
+        q = q.limit(max(0, limit))
+    with store._ro() as s:
+        return [
+            CandidateRef(id=key, task=name, path=path, hdu=hdu_out(hdu), row=row, label=label)
+            for key, name, path, hdu, row, label in s.execute(q)
+        ]
 
 
 def runner_options(
@@ -118,7 +207,7 @@ def runner_options(
 
 def vet_into_store(
     store: Any,
-    candidates: Sequence[CandidateRef],
+    candidates: Sequence[CandidateRef] | None = None,
     *,
     policy: str = "rules",
     renderer: str | None = None,
@@ -129,11 +218,13 @@ def vet_into_store(
 ):
     """Vet `candidates` with `policy` and record each trajectory in `store` as it finishes.
 
-    `settings` are the batch runner's options by their attribute names (model, max_turns,
-    temperature, workers, concurrency, batch_size, base_url, no_progress, ...); `options`
-    is a parsed runner namespace to start from (the CLI's). The run is recorded with its
-    real parameters; with `resume`, candidates already recorded for it are skipped. Returns
-    the runner's `Stats`. Bad policy settings raise ValueError.
+    With `candidates` None they are the store's own that this run has not recorded yet
+    (`store_candidates`; only --task's when `task` is set, at most `limit`). `settings`
+    are the batch runner's options by their attribute names (model, max_turns, temperature,
+    workers, concurrency, batch_size, base_url, ray, task, limit, no_progress, ...);
+    `options` is a parsed runner namespace to start from (the CLI's). The run is recorded
+    with its real parameters; with `resume`, candidates already recorded for it are
+    skipped. Returns the runner's `Stats`. Bad policy settings raise ValueError.
     """
     from agent import runner
 
@@ -148,13 +239,17 @@ def vet_into_store(
         resume=resume,
         actor=actor,
     )
+    if candidates is None:
+        candidates = store_candidates(
+            store, ns.task, skip_runs=sink.run_ids(), limit=getattr(ns, "limit", None)
+        )
     todo = runner.pending(list(candidates), sink.done_keys())
     skipped = len(candidates) - len(todo)
     if skipped:
         log.info(
             "%d of %d candidates already vetted by this run; skipped", skipped, len(candidates)
         )
-    return runner._run(todo, ns, kwargs, sink)
+    return runner._run(todo, ns, kwargs, sink)  # flushes the sink's last batch
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -172,22 +267,48 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from agent import runner
+    from agent.errors import LoupeError
+    from agent.formats.catalogue import normalise_task
     from db.store import Store
 
     if not getattr(args, "db", None):
         return int(runner.main(args) or 0)
+    from_store = not (args.catalog or args.input)
+    problems: list[Exception] = []
     try:
-        candidates, problems = runner.read_inputs(args)  # bad lines reported, the rest kept
+        if from_store:
+            args.task = normalise_task(args.task)
+        else:
+            candidates, problems = runner.read_inputs(args)  # bad lines reported, rest kept
         runner.policy_kwargs(args)  # a missing --model or --base-url is said before any work
     except (ValueError, OSError) as exc:
         print(f"vet: {exc}", file=sys.stderr)
         return 2
     store = Store(args.db)
     try:
+        if from_store:
+            candidates = None
+            if not _has_candidates(store, args.task):
+                which = f" for task {args.task}" if args.task else ""
+                print(
+                    f"vet: the store {args.db} has no candidates{which}: ingest some first "
+                    "(launch.py ingest) or give --catalog CSV / --input PATH",
+                    file=sys.stderr,
+                )
+                return 2
         stats = vet_into_store(
             store, candidates, policy=args.policy, renderer=args.renderer, options=args
         )
+    except LoupeError as exc:
+        print(f"vet: {exc}", file=sys.stderr)
+        return 2
     finally:
         store.close()
     print(runner.summary(stats))
     return runner.exit_status(problems, stats)
+
+
+def _has_candidates(store: Any, task: str | None) -> bool:
+    from db.store import Filters
+
+    return store.count_candidates(Filters(task=task)) > 0
