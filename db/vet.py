@@ -1,8 +1,8 @@
 """`launch.py vet`: run an agent policy over candidates, writing JSONL or, with --db, the store.
 
 Every flag of the batch runner (`agent.runner`) applies. With `--db URL` finished
-trajectories are committed to the store in batches (up to `StoreSink.batch` records, or
-every `StoreSink.seconds`; a candidate not yet ingested is created from the trajectory's
+trajectories are committed to the store in batches (up to SINK_BATCH records, or every
+SINK_SECONDS; a candidate not yet ingested is created from the trajectory's
 spectrum reference) under one agent run that records the run's real set-up (policy, model,
 renderer, max_turns, temperature), and candidates already recorded for that run are
 skipped, so a killed run resumes where it stopped: a kill loses at most the batch not yet
@@ -30,6 +30,11 @@ from agent.refs import CandidateRef
 from agent.trajectory import Trajectory
 
 log = logging.getLogger(__name__)
+
+# The store sink's batch: trajectories per transaction, and the longest a finished one
+# waits for its batch (checked as the next arrives). A kill loses at most one batch.
+SINK_BATCH = 64
+SINK_SECONDS = 2.0
 
 
 def run_params(policy: str, max_turns: int, temperature: float) -> dict[str, Any]:
@@ -64,8 +69,8 @@ class StoreSink:
         params: dict[str, Any] | None = None,
         resume: bool = True,
         actor: str = "vet",
-        batch: int = 64,
-        seconds: float = 2.0,
+        batch: int = SINK_BATCH,
+        seconds: float = SINK_SECONDS,
     ):
         self.store = store
         self.policy = policy
