@@ -157,7 +157,15 @@ def _line_problem(ln, half_width: float, window_snr: float) -> str | None:
     if finite(window_snr) and window_snr < 3.0:
         return f"the window is noise (SNR ~{window_snr:.1f} per pixel)"
     if not ln.emission and ln.depth > 1.0:
-        return f"the flux dips below zero (depth {ln.depth:.2f}): noise or a bad continuum fit"
+        return "the flux dips below zero there: noise or a bad continuum fit"
+    size = ln.peak if ln.emission else ln.depth
+    big = abs(ln.ew) > max(5.0, 4.0 * size * ln.fwhm + 1.0)  # small EWs of flat windows pass
+    if math.isfinite(ln.fwhm) and not ln.fwhm_limited and big:
+        # Even a Lorentzian holds only ~1.6 x depth x FWHM: the rest is noise or a bad continuum.
+        return (
+            f"an EW of {abs(ln.ew):.0f} Å cannot come from a line {ln.fwhm:.0f} Å wide and "
+            f"{size:.2f} {'high' if ln.emission else 'deep'}"
+        )
     if not ln.emission and ln.ew > 2.0 * half_width + 1.0:
         # Depth <= 1 over the integration window bounds an absorption EW by its width.
         return f"an absorption EW of {ln.ew:.0f} Å exceeds the {2 * half_width:.0f} Å window"
@@ -177,6 +185,14 @@ def measure_all(spectrum: Spectrum) -> Measurements:
         problem = None
         if ln is not None:
             problem = _line_problem(ln, hw, snr_estimate(arr, c - hw, c + hw))
+        elif arr.wave[0] <= c - hw and arr.wave[-1] >= c + hw:
+            # On the grid but not measurable: the window is masked or the continuum failed.
+            cov = coverage(arr, c - hw, c + hw)
+            problem = (
+                f"{100 * (1 - cov):.0f}% of the line window is masked"
+                if cov < 0.3
+                else "the continuum fit failed (the pseudo-continuum is not positive)"
+            )
         if ln is None or problem:
             if problem:
                 m.unreliable[name] = problem

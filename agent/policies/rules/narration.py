@@ -87,10 +87,15 @@ def say_balmer_wd(m: dict[str, float], name: str, lbl: str) -> str:
             f"{head}: pressure-broadened, as in a DA white dwarf; an A/B star or hot subdwarf "
             "would show a line under ~25 Å wide."
         )
-    if f < 28:
+    if f < 28 and d >= 0.2:
         return (
             f"{head}: narrow, as in an A/B star or a hot subdwarf, not the pressure-broadened "
             "line of a DA white dwarf."
+        )
+    if f < 28:
+        return (
+            f"{head}: weak and narrow, a hot subdwarf's or B star's line or noise, not the "
+            "pressure-broadened line of a DA white dwarf."
         )
     return f"{head}: between a main-sequence star's and a white dwarf's width, so this line alone does not decide."
 

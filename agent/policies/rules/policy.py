@@ -12,7 +12,14 @@ from agent import redshift
 from agent.measure import arrays_of, coverage
 from agent.policies.base import Episode, Reply
 from agent.policies.rules.calibration import calibrated
-from agent.policies.rules.features import Evidence, Item, feature_of, finite, measure_all
+from agent.policies.rules.features import (
+    ANCHORS,
+    Evidence,
+    Item,
+    feature_of,
+    finite,
+    measure_all,
+)
 from agent.policies.rules.narration import Zoom, global_thought
 from agent.protocol import format_turn
 from agent.redshift import NONE, Redshift
@@ -112,9 +119,9 @@ def verdict_probability(
         if score > -1.0:
             score = -1.0
             capped = "none of the readings a YES must rest on speaks for it"
-    # Below SNR ~6 per pixel every measured line is partly noise: the evidence shrinks
+    # Below SNR ~7 per pixel every measured line is partly noise: the evidence shrinks
     # towards nothing, so P(YES) moves to 0.5 and the hand-off queue catches the candidate.
-    trust = 1.0 if not finite(snr) else min(1.0, max(0.0, (snr - 2.5) / 4.0))
+    trust = 1.0 if not finite(snr) else min(1.0, max(0.0, (snr - 3.0) / 4.0))
     p = calibrated(constants, score * trust, ev.coverage)
     doubt = ""
     if trust < 1.0:
@@ -147,7 +154,7 @@ def plan_zooms(
         plan.append(redshift_zoom(z))
     plan += list(task_zooms)
     for item in ev.items:
-        if item.points and not any(_shows(zz.window, item) for zz in plan):
+        if item.points and item.anchors() and not any(_shows(zz.window, item) for zz in plan):
             plan.append(item_zoom(item))
     covered, skipped = [], []
     for zz in plan:
@@ -291,7 +298,13 @@ def final_thought(v: Verdict, prev: Zoom | None) -> str:
         if sel:
             notes = "; ".join(i.note.rstrip(".") for i in sorted(sel, key=lambda i: -abs(i.points)))
             parts.append(f"{head} {target}: {notes}.")
-    unreliable = getattr(m, "unreliable", {})
+    # The features the reader saw in a drawn window and that were set aside, with why.
+    unreliable = {
+        k: why
+        for k, why in getattr(m, "unreliable", {}).items()
+        if (a := ANCHORS.get(k)) is not None
+        and any(zz.window[0] <= a <= zz.window[1] for zz in v.zooms)
+    }
     if unreliable:
         parts.append(
             "Not used, as the data cannot support them: "
