@@ -17,7 +17,9 @@ TIO = ("tio5", "tio_7054")
 
 
 def evidence(m: dict[str, float]) -> Evidence:
-    e = Evidence(required=("cah3", "na8190_ew", "cat8544_ew"))
+    # No `required` reading: where gravity cannot be judged (a library spectrum ending at
+    # 7400 A, ambiguous CaH) TiO alone leaves the prior for M giant candidates.
+    e = Evidence()
     t5, j = m.get("tio5"), m.get("tio_7054")
     m_type = no_tio = False
     if not (finite(t5) or finite(j)):
@@ -25,7 +27,7 @@ def evidence(m: dict[str, float]) -> Evidence:
     else:
         e.checked += 1
         m_type = (finite(t5) and t5 < 0.82) or (finite(j) and j > 0.12)
-        no_tio = (not finite(t5) or t5 > 0.9) and (not finite(j) or j < 0.06)
+        no_tio = (not finite(t5) or t5 > 0.9) and (not finite(j) or j < 0.1)
         txt = ", ".join(
             ([f"TiO5 index {t5:.2f}"] if finite(t5) else [])
             + ([f"TiO 7054 head depth {depth_points(j):.2f}"] if finite(j) else [])
@@ -120,6 +122,8 @@ def sodium(m: dict[str, float]) -> str | None:
         return "dwarf"
     if na < 1.0:
         return "giant"
+    if na > 1.3 and finite(sig) and sig > 3.0:
+        return "leans dwarf"
     return ""
 
 

@@ -111,9 +111,9 @@ def verdict_probability(
     snr = m.get("snr")
     score, capped = ev.score, ""
     against = [i for i in ev.items if i.decisive and i.points < 0]
-    if against and score > 0.5 * min(i.points for i in against):
+    if against and score > 0.75 * min(i.points for i in against):
         # What speaks for the target cannot outweigh a decisive discriminant against it.
-        score = 0.5 * min(i.points for i in against)
+        score = 0.75 * min(i.points for i in against)
         capped = f"a decisive reading speaks against it ({against[0].note})"
     if ev.required and not any(i.points > 0 and set(i.keys) & set(ev.required) for i in ev.items):
         if score > -1.0:
