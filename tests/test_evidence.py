@@ -202,3 +202,17 @@ def test_stellar_emission_is_not_taken_for_a_quasar():
             assert not r.extragalactic, (cls, k, r)
     found = [estimate(simulate("qso", (11, k))[0]) for k in range(6)]
     assert sum(r.extragalactic for r in found) >= 5
+
+
+def test_redshift_survives_the_record_round_trip():
+    from agent.trajectory import Trajectory
+
+    spec, _ = simulate("qso", (0, 27))
+    t = run_batch([(spec, "cv")], RulesPolicy())[0]
+    assert t.redshift is not None and t.redshift["source"] == "emission lines"
+    back = Trajectory.from_json(t.to_json())
+    assert back.redshift == t.redshift
+    # A record from before the field existed still loads.
+    d = t.to_dict()
+    d.pop("redshift")
+    assert Trajectory.from_dict(d).redshift is None
