@@ -218,11 +218,16 @@ def main(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         print(f"vet: {exc}", file=sys.stderr)
         return 2
+    from agent.policies.rules.learned import ModelError
+
     store = Store(args.db)
     try:
         stats = vet_into_store(
             store, candidates, policy=args.policy, renderer=args.renderer, options=args
         )
+    except ModelError as exc:  # an unreadable inspector model, the store's or --model's
+        print(f"vet: {exc}", file=sys.stderr)
+        return 2
     finally:
         store.close()
     print(runner.summary(stats))

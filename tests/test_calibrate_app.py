@@ -204,3 +204,16 @@ def test_a_corrupt_stored_model_is_refused_by_name(team, tmp_path):
     ref = CandidateRef(id=c.key, task=c.task, path=c.spectrum_ref["path"])
     with pytest.raises(ModelError, match="inspector_model.*unknown kind"):
         vet_into_store(ctx.store, [ref], workers=1, no_progress=True)
+
+
+def test_vet_db_refuses_an_unreadable_model_by_name(team, tmp_path, capsys):
+    ctx = team
+    url = f"sqlite:///{tmp_path / 'loupe.db'}"
+    _catalog(ctx.store, tmp_path / "cat.csv")
+    n_runs = len(ctx.store.runs())
+    ctx.store.close()
+    missing = tmp_path / "inspector-v9.json"
+    assert _vet(url, tmp_path / "cat.csv", tmp_path, "--model", str(missing)) == 2
+    assert f"vet: {missing}: cannot read the inspector model" in capsys.readouterr().err
+    ctx.store = type(ctx.store)(url)
+    assert len(ctx.store.runs()) == n_runs  # nothing started
