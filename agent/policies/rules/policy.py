@@ -212,12 +212,18 @@ class RulesPolicy:
     model_id: str | None = None
     renderer = "fast"
 
-    def __init__(self, max_zooms: int = 5, cache_size: int = 256, model: str | None = None):
+    def __init__(self, max_zooms: int = 5, cache_size: int = 256, model: str | dict | None = None):
         self.max_zooms = max_zooms
-        # A fitted inspector model (`launch.py calibrate`); its path is the run's model, so
-        # the run fingerprint and every trajectory name the version that produced it.
+        # A fitted inspector model (`launch.py calibrate`): a JSON file, whose path is the
+        # run's model, or a store's payload, named by its tag (inspector-vN); either way the
+        # run and every trajectory name the version that produced it.
         self.learned = None
-        if model:
+        if isinstance(model, dict):
+            from agent.policies.rules.learned import InspectorModel
+
+            self.learned = InspectorModel.from_json(model)
+            self.model_id = self.learned.tag
+        elif model:
             from agent.policies.rules.learned import load
 
             self.learned = load(model)
