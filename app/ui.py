@@ -54,6 +54,11 @@ CSS = """
   border:1px solid #ddd}
 .loupe-answer {border-left:4px solid #1f3b73; padding:6px 12px; background:#f5f7fb}
 #vet-actions button {min-width:90px}
+/* -- author: the audit view (app.pages.author.audit_view) -- */
+.loupe-audit-step {display:grid; grid-template-columns:minmax(0,2fr) minmax(0,3fr); gap:14px;
+  align-items:start; padding:8px 0; border-top:1px solid #e4e7ee; font-size:14px}
+.loupe-audit-image {display:block; max-width:100%; border:1px solid #ddd}
+/* -- end author: audit view -- */
 """
 
 CHEATSHEET = """
@@ -174,7 +179,7 @@ def build(ctx: context.Context) -> gr.Blocks:
                 message = gr.Markdown(elem_id="vet-message")
 
             # ---------------------------------------------------------------- author
-            with gr.Tab("Author", id="author"):
+            with gr.Tab("Author", id="author") as author_tab:
                 astate = gr.State(None)  # an annotate.authoring.Draft once loaded
                 with gr.Row(equal_height=True):
                     a_cid = gr.Textbox(label="candidate id", scale=2, elem_id="author-cid")
@@ -221,7 +226,8 @@ def build(ctx: context.Context) -> gr.Blocks:
                     au_pick = gr.Dropdown([], label="submitted trajectory", scale=3,
                                           elem_id="audit-pick")  # fmt: skip
                     au_refresh = gr.Button("Refresh", scale=1)
-                au_view = gr.HTML()
+                au_note = gr.Markdown(elem_id="audit-note")  # -- author: audit view
+                au_view = gr.HTML(elem_id="audit-view")
                 au_comment = gr.Textbox(label="audit comment", lines=2)
                 with gr.Row():
                     au_ok = gr.Button("Approve", variant="primary", elem_id="btn-audit-approve")
@@ -542,11 +548,19 @@ def build(ctx: context.Context) -> gr.Blocks:
         a_submit.click(finish("submit"), [astate, a_verdict, a_expl], a_outs,
                        api_name="author_submit")  # fmt: skip
 
-        def on_audit_list(request: gr.Request):
-            ex = context.expert_for(ctx, request)
-            return gr.Dropdown(choices=author_page.audit_choices(ctx, ex), value=None)
+        # -- author: audit view. The list fills when the tab opens, with a note that says
+        # why it is empty (single-user mode has one expert, who cannot approve their own).
+        def audit_list(ex: context.Viewer | None) -> list[Any]:
+            choices = author_page.audit_choices(ctx, ex)
+            note = author_page.audit_note(ctx, ex, choices)
+            return [gr.Dropdown(choices=choices, value=None), note]
 
-        au_refresh.click(on_audit_list, None, au_pick, api_name="audit_list")
+        def on_audit_list(request: gr.Request):
+            return audit_list(context.expert_for(ctx, request))
+
+        au_refresh.click(on_audit_list, None, [au_pick, au_note], api_name="audit_list")
+        author_tab.select(on_audit_list, None, [au_pick, au_note], api_name=False)
+        # -- end author: audit view
 
         def on_audit_view(pick, request: gr.Request):
             ex = context.expert_for(ctx, request)
@@ -558,13 +572,13 @@ def build(ctx: context.Context) -> gr.Blocks:
             def fn(pick, text, request: gr.Request):
                 ex = context.expert_for(ctx, request)
                 msg = author_page.audit_decide(ctx, ex, pick, op, text)
-                return msg, gr.Dropdown(choices=author_page.audit_choices(ctx, ex), value=None)
+                return [msg, *audit_list(ex)]
 
             return fn
 
-        au_ok.click(audit("approve"), [au_pick, au_comment], [au_msg, au_pick],
+        au_ok.click(audit("approve"), [au_pick, au_comment], [au_msg, au_pick, au_note],
                     api_name="audit_approve")  # fmt: skip
-        au_back.click(audit("send_back"), [au_pick, au_comment], [au_msg, au_pick],
+        au_back.click(audit("send_back"), [au_pick, au_comment], [au_msg, au_pick, au_note],
                       api_name="audit_send_back")  # fmt: skip
 
         # -- dashboard
