@@ -134,6 +134,10 @@ def build(ctx: context.Context) -> gr.Blocks:
                     z_slider = gr.Slider(desk.Z_MIN, desk.Z_MAX, value=0.0, step=0.0001, scale=3,
                                          label="redshift z  (z: type · [ ] ±0.001 · { } ±0.05)",
                                          elem_id="desk-z")  # fmt: skip
+                    # A typed z reaches the server by its own event: keys.js hands the box's
+                    # value to this button's call (Enter in the box), no slider drag faked.
+                    z_typed = gr.Textbox(visible="hidden", elem_id="desk-z-typed")
+                    z_typed_go = gr.Button(visible="hidden", elem_id="btn-z-typed")
                 with gr.Row(equal_height=True):
                     z_info = gr.HTML(elem_id="desk-z-info-box")
                     z_adopt = gr.Button("Adopt agent z (=)", size="sm", elem_id="btn-z-adopt")
@@ -356,7 +360,7 @@ def build(ctx: context.Context) -> gr.Blocks:
                 once("surveys", tuple(surveys), gr.update(choices=surveys)),
                 # -- desk
                 once("z", (view.redshift or {}).get("z"),
-                     gr.update(value=round((view.redshift or {}).get("z") or 0.0, 4))),
+                     gr.update(value=desk.shown_z((view.redshift or {}).get("z") or 0.0))),
                 once("z_info", view.redshift, desk.info_html(view.redshift)),
             ]  # fmt: skip
             st["_sent"] = sent
@@ -466,8 +470,11 @@ def build(ctx: context.Context) -> gr.Blocks:
                 ex = context.expert_for(ctx, request)
                 st = desk.set_option(st, normalised=bool(norm), all_markers=bool(allmk),
                                      template=tmpl or "none")  # fmt: skip
+                refused = ""
                 if op == "z":
                     st = desk.set_z(st, z)
+                elif op == "typed":
+                    st, refused = desk.enter_z(st, z)
                 elif op == "nudge":
                     st = desk.set_z(st, float(z or 0.0) + step)
                 elif op == "adopt":
@@ -476,6 +483,8 @@ def build(ctx: context.Context) -> gr.Blocks:
                     st = desk.set_option(st, template=desk.next_template(ctx, tmpl))
                 d = desk.display_with(st, views.Display(mk, err, sm, fr, im))
                 st, view = vet_page.vet_refresh(ctx, ex, st, d)
+                if refused:
+                    view = desk.with_message(view, refused)
                 out = show(st, view)
                 if op == "template":
                     out.append(desk.desk_of(st)["template"])
@@ -489,6 +498,13 @@ def build(ctx: context.Context) -> gr.Blocks:
         z_slider.input(desk_op("z"), desk_ins, view_outs, api_name="desk_z",
                        trigger_mode="always_last", **FAST)  # fmt: skip
         z_slider.release(desk_op("z"), desk_ins, view_outs, api_name=False,
+                         trigger_mode="always_last", **FAST)  # fmt: skip
+        # Enter in the box: keys.js puts the typed text in window.loupeTypedZ and presses the
+        # hidden button, whose call carries it in place of z_typed (API callers pass the text).
+        typed_ins = [state, o_tmpl, z_typed, o_norm, o_allmk, *filters, *display]
+        z_typed_go.click(desk_op("typed"), typed_ins, view_outs, api_name="desk_z_typed",
+                         js=f"(...a) => {{ a = a.slice(0, {len(typed_ins)}); a[2] = "
+                            "String(window.loupeTypedZ ?? a[2] ?? ''); return a; }",
                          trigger_mode="always_last", **FAST)  # fmt: skip
         for btn, step in z_steps:
             btn.click(desk_op("nudge", step), desk_ins, view_outs, api_name=False, **FAST)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from app.main import serve
+from app.pages import desk
 from tests.app_support import context
 from tests.test_browser import _current_key, _open, browser  # noqa: F401  (the fixture)
 
@@ -68,6 +69,25 @@ def test_templates_redshift_and_views_by_keyboard(browser, tmp_path_factory, tmp
         _wait_global(page, "gd.data.some(t => t.name === 'template: QSO at z = 1.2710')")
         page.keyboard.press("}")
         _wait_global(page, "gd.data.some(t => t.name === 'template: QSO at z = 1.3210')")
+        # a typed value out of range is refused, said, and nothing redrawn
+        page.keyboard.press("z")
+        page.keyboard.type("9")
+        page.keyboard.press("Enter")
+        page.wait_for_function(
+            "() => document.querySelector('#vet-message').innerText.includes('not changed')",
+            timeout=10_000,
+        )
+        assert "template: QSO at z = 1.3210" in _global(page)["names"]
+        # = adopts the agent's (here the file's) redshift, shown at the control's resolution
+        info = ctx.store.find_candidate(key)
+        traj = ctx.store.trajectory(info.trajectory_id) if info.trajectory_id else None
+        est = desk.shown_z(desk.estimate(ctx.store.load_spectrum(info.id), traj)[0])
+        page.keyboard.press("=")
+        _wait_global(page, f"gd.data.some(t => t.name === 'template: QSO at z = {est:.4f}')")
+        page.wait_for_function(
+            f"() => document.querySelector('#desk-z-info').innerText.includes('yours: {est:.4f}')",
+            timeout=10_000,
+        )
         assert _current_key(page) == key  # none of this moved the queue or decided anything
         assert ctx.store.reviews() == []
 
