@@ -244,7 +244,9 @@ def test_resume_after_kill_minus_9_has_no_duplicates_or_gaps(catalogue, tmp_path
     with open(out, "ab") as fh:  # and a line torn in half by the kill
         fh.write(b'{"id": "cand059", "task": "wd", "steps": [')
     rerun = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
-    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    # exit 1: the catalogue's one broken file is reported again; everything else was vetted
+    assert rerun.returncode == 1, rerun.stderr[-2000:]
+    assert "broken.fits" in rerun.stderr
     rows = _lines(out)  # every line parses: the torn one was cut
     keys = [(r["id"], r["task"]) for r in rows]
     assert len(keys) == len(set(keys)), "duplicates after resume"
