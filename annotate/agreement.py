@@ -9,7 +9,9 @@ P(YES)); the dashboard and `training.evaluate` feed them from the store or a lab
 - `confusion` and `prf`: agent-vs-expert confusion, precision/recall/F1 of the YES class;
 - `handoff_plan`: the confidence thresholds that auto-accept as much as possible while the
   auto-accepted decisions keep a target precision (everything else goes to a human);
-- `reliability_diagram`: confidence bins against the observed YES rate, and the ECE.
+- `reliability_diagram`: confidence bins against the observed YES rate, and the ECE;
+- `agreement_by_grade`: agreement with the agent (and with gold) at each quality grade 1-4
+  the experts gave their decisions.
 """
 
 from __future__ import annotations
@@ -432,3 +434,50 @@ def reliability_diagram(
             ece += cnt * abs(rate - mean)
         bins.append(ReliabilityBin(k / n_bins, (k + 1) / n_bins, cnt, mean, rate))
     return Reliability(bins=bins, ece=ece / n if n else math.nan, n=n)
+
+
+# -- by grade -----------------------------------------------------------------------------
+@dataclass
+class GradeAgreement:
+    grade: int | None  # 1-4 (4 certain ... 1 a guess); None: decisions given no grade
+    n: int  # expert-labelled decisions with this grade
+    agree: int  # ... whose label is the agent's verdict
+    n_gold: int = 0  # ... on gold items
+    gold_correct: int = 0
+
+    @property
+    def agreement(self) -> float:
+        return self.agree / self.n if self.n else math.nan
+
+    @property
+    def gold_accuracy(self) -> float:
+        return self.gold_correct / self.n_gold if self.n_gold else math.nan
+
+
+def agreement_by_grade(
+    records: Iterable[tuple[int | None, str | None, str, str | None]],
+) -> dict[int | None, GradeAgreement]:
+    """Agreement with the agent, and accuracy on gold, at each grade the experts gave.
+
+    `records` are (grade, agent verdict, expert label, gold label or None). A useful grade
+    shows higher gold accuracy at 4 than at 1; decisions the experts call guesses are the
+    ones to weight down or review again.
+
+    >>> g = agreement_by_grade([(4, "YES", "YES", "YES"), (4, "NO", "YES", None),
+    ...                         (1, "YES", "NO", "YES"), (None, "NO", "NO", None)])
+    >>> [(k, v.n, v.agree, v.n_gold, v.gold_correct) for k, v in g.items()]
+    [(1, 1, 0, 1, 0), (4, 2, 1, 1, 1), (None, 1, 1, 0, 0)]
+    >>> g[4].agreement, g[1].gold_accuracy
+    (0.5, 0.0)
+    """
+    out: dict[int | None, GradeAgreement] = {}
+    for grade, verdict, label, gold in records:
+        if label not in (YES, NO):
+            continue  # skips, flags and undone decisions carry no label
+        a = out.setdefault(grade, GradeAgreement(grade, 0, 0))
+        a.n += 1
+        a.agree += verdict == label
+        if gold in (YES, NO):
+            a.n_gold += 1
+            a.gold_correct += gold == label
+    return dict(sorted(out.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)))

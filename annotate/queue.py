@@ -14,9 +14,10 @@ lease a jump takes) and is what the app calls for every queue move.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from annotate.settings import DEFAULTS
+from db.settings import DEFAULTS
 from db.store import CandidateInfo, Filters, QueueConfig, Store, queue_priority
 
 __all__ = ["Queue", "QueueConfig", "Filters", "queue_priority"]
@@ -53,9 +54,12 @@ class Queue:
         cid = self.next_id(expert, filters)
         return None if cid is None else self.store.candidate(cid)
 
-    def next_id(self, expert: str, filters: Filters | None = None) -> int | None:
-        """Lease the next item for `expert`; its store id, or None when nothing is left."""
-        return self.store.next_item(expert, self.config, filters)
+    def next_id(
+        self, expert: str, filters: Filters | None = None, exclude: Sequence[int] = ()
+    ) -> int | None:
+        """Lease the next item for `expert` other than those in `exclude` (the items the
+        expert has just moved past); its store id, or None when nothing is left."""
+        return self.store.next_item(expert, self.config, filters, exclude=exclude)
 
     def jump(
         self, expert: str, key: str, task: str | None = None

@@ -4,7 +4,16 @@
 - reject: the verdict is wrong, so the label flips;
 - correct: the expert sets the label, and may say why (`explanation`) and which step of the
   trajectory went wrong (`wrong_step`);
-- skip / flag: no label (a flag marks the item for an admin).
+- skip / flag: no label (a flag marks the item for an admin);
+- undo: the expert takes their decision back (the review becomes "undo", its earlier
+  version stays in the history, and the item is theirs to decide again).
+
+Beside the label a review carries what the expert adds: `explanation` is the reasoning the
+model should learn (a correction's, or a reject's one-line reason: what the model should
+have concluded), `comment` a note to other experts that is never trained on, `grade` the
+expert's certainty 1-4 (as Marz's QOP / Prospect's VI quality: 4 certain, 3 probable,
+2 possible, 1 a guess), and `redshift` with `redshift_source` ("agent" when adopted from
+the agent's estimate, "expert" when typed).
 
 One review per expert and candidate. An expert may revise their own review (the earlier
 version is kept in its history) but never another's. Several experts' labels resolve by
@@ -25,14 +34,20 @@ __all__ = [
     "ACTIONS",
     "MAX_TEXT",
     "ReviewError",
+    "GRADES",
     "decide",
     "comment",
+    "grade",
+    "undo",
     "revise",
     "history",
     "adjudicate",
 ]
 
 ACTIONS = ("accept", "reject", "correct", "skip", "flag")
+GRADES = (1, 2, 3, 4)
+KEPT = ("explanation", "wrong_step", "comment", "seconds", "trajectory_id", "grade", "redshift",
+        "redshift_source")  # fmt: skip
 # Longest explanation or comment, in characters: enough for a paragraph of reasoning; the
 # API is reachable without the page's text box, so the limit is applied here.
 MAX_TEXT = 2000
@@ -63,44 +78,74 @@ def decide(
     seconds: float | None = None,
     trajectory_id: int | None = None,
     source: str | None = None,
+    grade: int | None = None,
+    redshift: float | None = None,
+    redshift_source: str | None = None,
 ):
     """Record `expert`'s decision on a candidate (their existing review is revised).
 
-    Only `correct` sets a label and an explanation, and only `correct` and `reject` name the
-    step that went wrong: a form that still holds them from another action does not leak
-    them into this one. `source` marks imported reviews.
+    Only `correct` sets a label; only `correct` and `reject` carry an explanation (the
+    reasoning the model should learn) and name the step that went wrong: a form that still
+    holds them from another action does not leak them into this one. `source` marks
+    imported reviews.
     """
-    _check_text(explanation=explanation if action == "correct" else None, comment=comment)
+    _check_text(
+        explanation=explanation if action in ("correct", "reject") else None, comment=comment
+    )
     extra: dict[str, Any] = {} if source is None else {"source": source}
     return store.record_review(
         expert,
         candidate_id,
         action,
         label=label if action == "correct" else None,
-        explanation=(explanation or None) if action == "correct" else None,
+        explanation=(explanation or "").strip() or None
+        if action in ("correct", "reject")
+        else None,
         wrong_step=wrong_step if action in ("correct", "reject") else None,
         comment=comment or None,
         seconds=seconds,
         trajectory_id=trajectory_id,
+        grade=grade,
+        redshift=redshift,
+        redshift_source=redshift_source,
         **extra,
     )
+
+
+def _same(review: Any, **changes: Any):
+    fields = {k: getattr(review, k) for k in KEPT}
+    fields["label"] = review.label if review.action == "correct" else None
+    return {**fields, **changes}
 
 
 def comment(store: Store, expert: str, review: Any, text: str):
     """Put `text` as the comment on `expert`'s own `review`, keeping the decision."""
     _check_text(comment=text)
     return store.record_review(
-        expert,
-        review.candidate_id,
-        review.action,
-        label=review.label if review.action == "correct" else None,
-        explanation=review.explanation,
-        wrong_step=review.wrong_step,
-        comment=text,
-        seconds=review.seconds,
-        trajectory_id=review.trajectory_id,
-        review_id=review.id,
+        expert, review.candidate_id, review.action, review_id=review.id,
+        **_same(review, comment=text),
+    )  # fmt: skip
+
+
+def grade(store: Store, expert: str, review: Any, value: int):
+    """Set the grade (1-4) on `expert`'s own `review`, keeping the decision: a revision."""
+    return store.record_review(
+        expert, review.candidate_id, review.action, review_id=review.id,
+        **_same(review, grade=value),
+    )  # fmt: skip
+
+
+def undo(store: Store, expert: str):
+    """Take back `expert`'s most recent decision: their review becomes "undo" (the decision
+    stays in its history) and the item may be decided again. Returns the review taken back
+    (as it was), or None when there is nothing to undo."""
+    last = store.last_decision(expert)
+    if last is None:
+        return None
+    store.record_review(
+        expert, last.candidate_id, "undo", review_id=last.id, trajectory_id=last.trajectory_id
     )
+    return last
 
 
 def revise(store: Store, expert: str, review_id: int, action: str, **fields):

@@ -6,12 +6,11 @@
 
   const KEYS = {
     a: "btn-accept",
-    r: "btn-reject",
-    c: "btn-correct",
     s: "btn-skip",
     f: "btn-flag",
     j: "btn-next",
     k: "btn-prev",
+    u: "btn-undo",
   };
 
   const visible = (el) => !!el && el.offsetParent !== null;
@@ -38,10 +37,157 @@
     el.style.display = on ? "block" : "none";
   };
 
+  // ---- vet desk: reason, correct panel, grade, active time, stale panels ----
+  const inside = (ev, id) => !!(ev.target && ev.target.closest && ev.target.closest(`#${id}`));
+  const press = (id) => {
+    const btn = document.getElementById(id);
+    if (!visible(btn) || btn.disabled) return false;
+    btn.click();
+    return true;
+  };
+  const onVetPage = () => visible(document.getElementById("btn-accept"));
+
+  // r: a one-line reason for the reject; Enter saves it (the box's submit), Esc saves the
+  // reject without one.
+  // Gradio scopes the page's CSS under its container, so panels are shown inline.
+  const show = (id, on) => {
+    const el = document.getElementById(id);
+    if (el) el.style.display = on ? "flex" : "";
+  };
+  const openReason = () => {
+    show("reject-reason-row", true);
+    const box = document.querySelector("#reject-reason input, #reject-reason textarea");
+    if (box) {
+      box.scrollIntoView({ block: "nearest" });
+      box.focus();
+    }
+  };
+  const closeReason = () => show("reject-reason-row", false);
+
+  // c: the correct panel, in view with the cursor in the reasoning box.
+  window.loupeOpenCorrect = () => {
+    closeReason();
+    show("correct-panel", true);
+    const panel = document.getElementById("correct-panel");
+    if (panel) panel.scrollIntoView({ block: "center" });
+    const box = document.querySelector("#correct-explanation textarea");
+    if (box) box.focus();
+  };
+  const closeCorrect = () => show("correct-panel", false);
+
+  // Reasoning the model learns is about the spectrum; say so when it reads like a note
+  // about the agent (the server says it again when the correction is saved).
+  const ABOUT_AGENT = /\b(the agent|the model|mislabel\w*|the ai)\b/i;
+  const warnReasoning = () => {
+    const box = document.querySelector("#correct-explanation textarea");
+    if (!box) return;
+    let warn = document.getElementById("correct-warning");
+    if (!warn) {
+      warn = document.createElement("div");
+      warn.id = "correct-warning";
+      warn.setAttribute("role", "status");
+      box.closest("#correct-explanation").after(warn);
+    }
+    warn.textContent = ABOUT_AGENT.test(box.value)
+      ? "This reads like a note about the agent. The model learns this text as its own " +
+        "reasoning: write what you see in the spectrum, in the first person; put notes " +
+        "for other experts in the note box."
+      : "";
+  };
+  document.addEventListener("input", (ev) => {
+    if (inside(ev, "correct-explanation")) warnReasoning();
+  });
+
+  const grade = (n) => {
+    const input = document.querySelector(`#vet-grade input[value="${n}"]`);
+    if (!input) return false;
+    input.click();
+    return true;
+  };
+
+  // Seconds on item: active time only. The clock runs while the tab is visible and for
+  // IDLE_MS after the last key, click or mouse move; it restarts when the candidate changes.
+  const IDLE_MS = 60000;
+  let activeMs = 0;
+  let lastTick = performance.now();
+  let lastInput = lastTick;
+  let shownVisible = document.visibilityState === "visible";
+  const tick = () => {
+    const now = performance.now();
+    const end = Math.min(now, lastInput + IDLE_MS);
+    if (shownVisible && end > lastTick) activeMs += end - lastTick;
+    lastTick = now;
+  };
+  const touched = () => {
+    tick();
+    lastInput = performance.now();
+  };
+  ["keydown", "mousedown", "mousemove", "wheel", "touchstart"].forEach((t) =>
+    document.addEventListener(t, touched, { capture: true, passive: true })
+  );
+  document.addEventListener("visibilitychange", () => {
+    tick();
+    shownVisible = document.visibilityState === "visible";
+    if (shownVisible) lastInput = performance.now(); // back at the desk
+  });
+  window.loupeActive = () => {
+    tick();
+    return Math.round(activeMs) / 1000;
+  };
+
+  const headId = () => {
+    const el = document.querySelector("#vet-header .loupe-head .id");
+    return el ? el.textContent.trim() : null;
+  };
+  let shownId = null;
+  // Header and panels change in one event, but Plotly draws after the header is painted:
+  // until a panel shows the header's candidate it is marked stale.
+  const markStale = () => {
+    const id = headId();
+    if (id !== shownId) {
+      shownId = id;
+      activeMs = 0;
+      lastTick = performance.now();
+      closeReason();
+      closeCorrect();
+    }
+    ["vet-global", "vet-zooms"].forEach((box) => {
+      const el = document.getElementById(box);
+      if (!el) return;
+      const gd = el.querySelector(".js-plotly-plot");
+      const meta = gd && gd.layout && gd.layout.meta && gd.layout.meta.candidate;
+      el.classList.toggle("loupe-stale", !!id && !!gd && meta !== id);
+    });
+  };
+
   document.addEventListener(
     "keydown",
     (ev) => {
+      if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey) && inside(ev, "correct-panel")) {
+        ev.preventDefault();
+        press("btn-save-correct");
+        return;
+      }
       if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+      if (ev.key === "Escape" && inside(ev, "reject-reason")) {
+        ev.preventDefault();
+        const box = ev.target;
+        box.blur();
+        closeReason();
+        press("btn-reject"); // the reject, without a reason
+        box.value = "";
+        return;
+      }
+      if (ev.key === "Enter" && inside(ev, "reject-reason")) {
+        setTimeout(closeReason, 0); // the box's submit saves the reject with the reason
+        return;
+      }
+      if (ev.key === "Escape" && inside(ev, "correct-panel")) {
+        ev.preventDefault();
+        if (typing(ev)) ev.target.blur();
+        closeCorrect();
+        return;
+      }
       if (ev.key === "Escape") {
         toggleCheat(false);
         if (typing(ev)) ev.target.blur();
@@ -53,23 +199,29 @@
         ev.preventDefault();
         return;
       }
-      const id = KEYS[ev.key.toLowerCase()];
-      if (!id) return;
-      const btn = document.getElementById(id);
-      // Only on the vet page: hidden buttons (another tab is open) are not pressed.
-      if (!visible(btn) || btn.disabled) return;
-      ev.preventDefault();
-      btn.click();
-      if (ev.key.toLowerCase() === "c") {
-        // Correct opens its panel; put the cursor where the expert will type.
-        setTimeout(() => {
-          const box = document.querySelector("#correct-explanation textarea");
-          if (box) box.focus();
-        }, 150);
+      const key = ev.key.toLowerCase();
+      if (onVetPage() && key === "r") {
+        ev.preventDefault();
+        openReason();
+        return;
       }
+      if (onVetPage() && key === "c") {
+        ev.preventDefault();
+        window.loupeOpenCorrect();
+        return;
+      }
+      if (onVetPage() && ["1", "2", "3", "4"].includes(key)) {
+        if (grade(key)) ev.preventDefault();
+        return;
+      }
+      const id = KEYS[key];
+      if (!id) return;
+      // Only on the vet page: hidden buttons (another tab is open) are not pressed.
+      if (press(id)) ev.preventDefault();
     },
     true
   );
+  // ---- end vet desk ----
 
   // Author page: dragging a horizontal selection on the global plot fills the range boxes.
   const setBox = (elemId, value) => {
@@ -98,6 +250,7 @@
 
   const scan = () => {
     document.querySelectorAll("#author-global .js-plotly-plot").forEach(hookPlot);
+    markStale();
   };
   new MutationObserver(scan).observe(document.documentElement, {
     childList: true,

@@ -59,6 +59,12 @@ CSS = """
   align-items:start; padding:8px 0; border-top:1px solid #e4e7ee; font-size:14px}
 .loupe-audit-image {display:block; max-width:100%; border:1px solid #ddd}
 /* -- end author: audit view -- */
+/* -- vet page: desk (grade, undo, reason, correct panel, stale panels) -- */
+#correct-panel, #reject-reason-row {display:none}
+#correct-warning {color:#9a3412}
+#correct-warning:empty {display:none}
+.loupe-stale {opacity:.25; transition:opacity 60ms}
+.loupe-grade b {padding:1px 6px; border-radius:4px; background:#1f3b73; color:#fff}
 """
 
 CHEATSHEET = """
@@ -66,15 +72,21 @@ CHEATSHEET = """
 <h3 style="margin-top:0">Keyboard</h3>
 <table>
 <tr><td><kbd>a</kbd></td><td>accept the agent's verdict</td></tr>
-<tr><td><kbd>r</kbd></td><td>reject it (the label flips)</td></tr>
-<tr><td><kbd>c</kbd></td><td>correct: choose the label, edit the explanation, mark the wrong step</td></tr>
-<tr><td><kbd>s</kbd></td><td>skip</td></tr>
+<tr><td><kbd>r</kbd></td><td>reject it (the label flips): type what the model should have
+concluded, <kbd>Enter</kbd> saves, <kbd>Esc</kbd> saves without a reason</td></tr>
+<tr><td><kbd>c</kbd></td><td>correct: choose the label, write the reasoning, mark the wrong step;
+<kbd>Ctrl</kbd>+<kbd>Enter</kbd> saves, <kbd>Esc</kbd> cancels</td></tr>
+<tr><td><kbd>1</kbd>-<kbd>4</kbd></td><td>grade: 4 certain, 3 probable, 2 possible, 1 a guess</td></tr>
+<tr><td><kbd>u</kbd></td><td>undo your last decision (kept in its history) and show it again</td></tr>
+<tr><td><kbd>s</kbd></td><td>skip (recorded)</td></tr>
 <tr><td><kbd>f</kbd></td><td>flag for discussion</td></tr>
-<tr><td><kbd>j</kbd> / <kbd>k</kbd></td><td>next / previous candidate</td></tr>
+<tr><td><kbd>j</kbd> / <kbd>k</kbd></td><td>next / previous candidate (records nothing)</td></tr>
 <tr><td><kbd>?</kbd></td><td>show or hide this sheet</td></tr>
 <tr><td><kbd>Esc</kbd></td><td>close it, leave a text box</td></tr>
 </table>
-<p style="color:#555;margin-bottom:0">Every action is saved at once. Keys are off while you type.</p>
+<p style="color:#555;margin-bottom:0">Every decision is saved at once. Keys are off while you
+type. Seconds on an item count active time only: the clock pauses while the tab is hidden or
+after 60 s without a key, click or mouse move.</p>
 </div>
 """
 
@@ -116,6 +128,9 @@ def build(ctx: context.Context) -> gr.Blocks:
                     jump_id = gr.Textbox(label="jump to id", placeholder="candidate id", scale=2,
                                          elem_id="jump-id")  # fmt: skip
                     jump_btn = gr.Button("Go", scale=0, min_width=60)
+                # -- vet desk: an id that is a candidate of several tasks asks which
+                jump_task = gr.Radio([], label="this id is a candidate of several tasks: open",
+                                     visible=False, elem_id="jump-task")  # fmt: skip
                 header = gr.HTML(elem_id="vet-header")
                 with gr.Row():
                     o_markers = gr.Checkbox(value=True, label="line & band markers")
@@ -166,16 +181,40 @@ def build(ctx: context.Context) -> gr.Blocks:
                     b_flag = gr.Button("Flag (f)", elem_id="btn-flag")
                     b_prev = gr.Button("◀ Prev (k)", elem_id="btn-prev")
                     b_next = gr.Button("Next (j) ▶", elem_id="btn-next")
-                with gr.Group(visible=False, elem_id="correct-panel") as correct_panel:
+                    b_undo = gr.Button("Undo (u)", elem_id="btn-undo")
+                # -- vet desk: grade, a reject's reason, the correct panel, active time
+                with gr.Row(equal_height=True):
+                    v_grade = gr.Radio(["1", "2", "3", "4"], label="grade (1-4): 4 certain, "
+                                       "3 probable, 2 possible, 1 a guess", elem_id="vet-grade",
+                                       scale=2)  # fmt: skip
+                    # the page's active seconds on the item; -1 (API calls): the wall clock
+                    active = gr.Number(-1, visible="hidden", elem_id="vet-active")
+                with gr.Row(elem_id="reject-reason-row"):
+                    reason = gr.Textbox(
+                        label="reject: what should the model have concluded? (Enter saves, "
+                        "Esc saves without a reason)", lines=1, max_lines=1, max_length=2000,
+                        elem_id="reject-reason",
+                    )  # fmt: skip
+                # a Column, not a Group: Gradio gives a Group's id to two nested elements
+                with gr.Column(elem_id="correct-panel"):
                     with gr.Row():
                         c_label = gr.Radio(
                             ["YES", "NO"], label="correct label", elem_id="correct-label"
                         )
                         c_step = gr.Dropdown(["none"], value="none", label="wrong step",
                                              elem_id="correct-step")  # fmt: skip
-                    c_expl = gr.Textbox(label="explanation", lines=3, elem_id="correct-explanation")
+                    c_expl = gr.Textbox(
+                        label="reasoning the model should learn: about the spectrum, in the first "
+                        "person, as the model would write it (trained on)",
+                        placeholder="e.g. I see strong C2 Swan bands at 4737 and 5165 Å, so ...",
+                        lines=3, max_length=2000, elem_id="correct-explanation",
+                    )  # fmt: skip
+                    c_note = gr.Textbox("", label="note to other experts (not trained on)", lines=1,
+                                        max_length=2000, elem_id="correct-note")  # fmt: skip
                     c_save = gr.Button(
-                        "Save correction", variant="primary", elem_id="btn-save-correct"
+                        "Save correction (Ctrl+Enter)",
+                        variant="primary",
+                        elem_id="btn-save-correct",
                     )
                 with gr.Row():
                     comment = gr.Textbox(label="comment", lines=1, scale=4, elem_id="vet-comment")
@@ -191,6 +230,9 @@ def build(ctx: context.Context) -> gr.Blocks:
                                        scale=2)  # fmt: skip
                     a_load = gr.Button("Load", scale=1, elem_id="btn-author-load")
                     a_current = gr.Button("Use the candidate on the vet page", scale=1)
+                # -- vet desk: an id that is a candidate of several tasks asks which
+                a_task = gr.Radio([], label="this id is a candidate of several tasks: open",
+                                  visible=False, elem_id="author-task")  # fmt: skip
                 a_head = gr.HTML()
                 gr.Markdown("Drag across the plot to choose a window, or type its range.")
                 a_global = gr.Plot(elem_id="author-global", show_label=False)
@@ -263,6 +305,20 @@ def build(ctx: context.Context) -> gr.Blocks:
                     value={"headers": dashboard_page.HEADERS["kappa"], "data": []},
                     label="agreement between experts", interactive=False, elem_id="dash-kappa",
                 )  # fmt: skip
+                # -- the inspector: agreement on gold by version; calibrate (admins)
+                d_versions = gr.Dataframe(
+                    value={"headers": dashboard_page.VERSION_HEADERS, "data": []},
+                    label="gold items: agreement by inspector version", interactive=False,
+                    elem_id="dash-versions",
+                )  # fmt: skip
+                d_cal_go = gr.Button("Calibrate the inspector from the experts' labels",
+                                     visible=False, elem_id="btn-calibrate")  # fmt: skip
+                d_cal_msg = gr.Markdown(elem_id="dash-calibrate-message")
+                d_cal_table = gr.Dataframe(
+                    label="cross-validated before/after per task", interactive=False,
+                    visible=False, elem_id="dash-calibrate-table",
+                )  # fmt: skip
+                # -- end inspector
 
             # ---------------------------------------------------------------- export
             with gr.Tab("Export", id="export"):
@@ -321,7 +377,7 @@ def build(ctx: context.Context) -> gr.Blocks:
         filters = [f_task, f_band, f_status, f_survey, f_split]
         display = [o_markers, o_error, o_smooth, o_frame, o_images]
         view_outs = [state, header, g_plot, z_plot, thoughts, answer, c_label, c_step, c_expl,
-                     correct_panel, message, f_survey]  # fmt: skip
+                     c_note, reason, v_grade, jump_task, message, f_survey]  # fmt: skip
         view_outs += [z_slider, z_info]  # the desk's redshift control follows the candidate
 
         def show(st: dict, view: views.VetView) -> list[Any]:
@@ -355,7 +411,14 @@ def build(ctx: context.Context) -> gr.Blocks:
                 gr.update(value=view.correct_label),
                 gr.update(choices=view.step_choices, value="none"),
                 gr.update(value=view.explanation),
-                gr.update(visible=False),
+                gr.update(value=""),  # the correct panel's note
+                gr.update(value=""),  # a reject's reason
+                gr.update(value=None if view.grade is None else str(view.grade)),
+                once(
+                    "jump_tasks",
+                    tuple(view.jump_tasks),
+                    gr.update(choices=view.jump_tasks, value=None, visible=bool(view.jump_tasks)),
+                ),  # fmt: skip
                 once("message", view.message, view.message),
                 once("surveys", tuple(surveys), gr.update(choices=surveys)),
                 # -- desk
@@ -407,50 +470,97 @@ def build(ctx: context.Context) -> gr.Blocks:
                        **FAST)  # fmt: skip
 
         def on_jump(st, cid, tk, band, status, survey, split, mk, err, sm, fr, im,
-                    request: gr.Request):  # fmt: skip
+                    request: gr.Request, task=None):  # fmt: skip
             ex = context.expert_for(ctx, request)
-            st, view = vet_page.vet_jump(
-                ctx, ex, st, cid, desk.display_with(st, views.Display(mk, err, sm, fr, im))
-            )
+            task = task or (tk if tk != "all" else None)
+            d = desk.display_with(st, views.Display(mk, err, sm, fr, im))
+            st, view = vet_page.vet_jump(ctx, ex, st, cid, d, task=task)
             return show(st, view)
+
+        def on_jump_task(st, cid, pick, tk, band, status, survey, split, mk, err, sm, fr, im,
+                         request: gr.Request):  # fmt: skip
+            return on_jump(st, cid, tk, band, status, survey, split, mk, err, sm, fr, im,
+                           request, task=pick)  # fmt: skip
+
+        jump_task.input(on_jump_task, [state, jump_id, jump_task, *filters, *display], view_outs,
+                        api_name="jump_task", **FAST)  # fmt: skip
 
         jump_btn.click(on_jump, [state, jump_id, *filters, *display], view_outs, api_name="jump",
                        **FAST)  # fmt: skip
         jump_id.submit(on_jump, [state, jump_id, *filters, *display], view_outs, api_name=False,
                       **FAST)  # fmt: skip
 
+        # -- vet desk: decisions carry the page's active seconds on the item (keys.js counts
+        # them; `with_active` puts the count in the first input just before the call)
+        def with_active(n_inputs: int) -> str:
+            return (f"(...a) => {{ a = a.slice(0, {n_inputs}); a[{n_inputs - 1}] = "
+                    "window.loupeActive ? window.loupeActive() : -1; return a; }")  # fmt: skip
+
+        act_ins = [state, *filters, *display, active]
+
         def act(action: str):
-            def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im, request: gr.Request):
+            def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im, secs,
+                   request: gr.Request, reason_text: str | None = None):  # fmt: skip
                 ex = context.expert_for(ctx, request)
                 f, d = (
                     views.QueueFilters(tk, band, status, survey, split),
                     desk.display_with(st, views.Display(mk, err, sm, fr, im)),
                 )
-                st, view = vet_page.vet_act(ctx, ex, st, action, f, d)
+                st, view = vet_page.vet_act(ctx, ex, st, action, f, d, active_seconds=secs,
+                                            explanation=reason_text)  # fmt: skip
                 return show(st, view)
 
             return fn
 
         for btn, name in [(b_accept, "accept"), (b_reject, "reject"), (b_skip, "skip"),
                           (b_flag, "flag")]:  # fmt: skip
-            btn.click(act(name), [state, *filters, *display], view_outs, api_name=name, **FAST)
+            btn.click(act(name), act_ins, view_outs, api_name=name, js=with_active(len(act_ins)),
+                      **FAST)  # fmt: skip
 
-        b_correct.click(lambda: gr.Group(visible=True), None, correct_panel, api_name=False)
+        def on_reason(text, st, tk, band, status, survey, split, mk, err, sm, fr, im, secs,
+                      request: gr.Request):  # fmt: skip
+            return act("reject")(st, tk, band, status, survey, split, mk, err, sm, fr, im, secs,
+                                 request, reason_text=text)  # fmt: skip
 
-        def on_correct(st, label, step, expl, tk, band, status, survey, split, mk, err, sm, fr,
-                       im, request: gr.Request):  # fmt: skip
+        reason_ins = [reason, state, *filters, *display, active]
+        reason.submit(on_reason, reason_ins, view_outs, api_name="reject_reason",
+                      js=with_active(len(reason_ins)), **FAST)  # fmt: skip
+
+        b_correct.click(None, None, None, js="() => window.loupeOpenCorrect && "
+                        "window.loupeOpenCorrect()", api_name=False)  # fmt: skip
+
+        def on_correct(st, label, step, expl, note, tk, band, status, survey, split, mk, err, sm,
+                       fr, im, secs, request: gr.Request):  # fmt: skip
             ex = context.expert_for(ctx, request)
             f, d = (
                 views.QueueFilters(tk, band, status, survey, split),
                 desk.display_with(st, views.Display(mk, err, sm, fr, im)),
             )
             st, view = vet_page.vet_act(
-                ctx, ex, st, "correct", f, d, label=label, explanation=expl, wrong_step=step
+                ctx, ex, st, "correct", f, d, label=label, explanation=expl, wrong_step=step,
+                comment=note, active_seconds=secs,
+            )  # fmt: skip
+            return show(st, view)
+
+        correct_ins = [state, c_label, c_step, c_expl, c_note, *filters, *display, active]
+        c_save.click(on_correct, correct_ins, view_outs, api_name="correct",
+                     js=with_active(len(correct_ins)), **FAST)  # fmt: skip
+
+        def on_grade(st, g, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            return vet_page.vet_grade(ctx, ex, st, g)
+
+        v_grade.input(on_grade, [state, v_grade], [state, message], api_name="grade", **FAST)
+
+        def on_undo(st, mk, err, sm, fr, im, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            st, view = vet_page.vet_undo(
+                ctx, ex, st, desk.display_with(st, views.Display(mk, err, sm, fr, im))
             )
             return show(st, view)
 
-        c_save.click(on_correct, [state, c_label, c_step, c_expl, *filters, *display], view_outs,
-                     api_name="correct", **FAST)  # fmt: skip
+        b_undo.click(on_undo, [state, *display], view_outs, api_name="undo", **FAST)
+        # -- end vet desk
 
         def on_comment(st, text, request: gr.Request):
             ex = context.expert_for(ctx, request)
@@ -520,12 +630,20 @@ def build(ctx: context.Context) -> gr.Blocks:
             return [d, view.header_html, plot(view.global_fig), view.rows, view.verdict,
                     view.explanation, view.message]  # fmt: skip
 
-        def on_a_load(d, cid, start, request: gr.Request):
+        def on_a_load(d, cid, start, request: gr.Request, task=None):
             ex = context.expert_for(ctx, request)
-            d, view = author_page.author_load(ctx, ex, d, cid, start)
-            return a_show(d, view)
+            d, view = author_page.author_load(ctx, ex, d, cid, start, task=task)
+            pick = gr.update(choices=view.tasks, value=None, visible=bool(view.tasks))
+            return [*a_show(d, view), pick]
 
-        a_load.click(on_a_load, [astate, a_cid, a_start], a_outs, api_name="author_load")
+        a_load.click(on_a_load, [astate, a_cid, a_start], [*a_outs, a_task],
+                     api_name="author_load")  # fmt: skip
+
+        def on_a_task(d, cid, start, pick, request: gr.Request):  # -- vet desk
+            return on_a_load(d, cid, start, request, task=pick)
+
+        a_task.input(on_a_task, [astate, a_cid, a_start, a_task], [*a_outs, a_task],
+                     api_name="author_load_task")  # fmt: skip
         a_current.click(lambda st: views.current_id(st), state, a_cid, api_name=False)
 
         def on_zoom(d, lo, hi, label):
@@ -610,6 +728,31 @@ def build(ctx: context.Context) -> gr.Blocks:
         # The dashboard opens filled, not as empty frames waiting for Refresh.
         demo.load(on_dash, [d_task, d_prec], d_outs, api_name=False, show_progress="hidden")
 
+        # -- dashboard: the inspector's versions and calibration
+        def on_versions(task, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            return dashboard_page.inspector_versions(ctx, ex, task)
+
+        d_go.click(on_versions, d_task, d_versions, api_name="dashboard_versions")
+
+        def on_inspector_tab(task, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            return (gr.Button(visible=dashboard_page.can_calibrate(ex)),
+                    dashboard_page.inspector_versions(ctx, ex, task))  # fmt: skip
+
+        demo.load(on_inspector_tab, d_task, [d_cal_go, d_versions], api_name=False,
+                  show_progress="hidden")  # fmt: skip
+
+        def on_calibrate(task, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            msg, table = dashboard_page.calibrate_now(ctx, ex)
+            return (msg, gr.Dataframe(value=table, visible=bool(table["data"])),
+                    dashboard_page.inspector_versions(ctx, ex, task))  # fmt: skip
+
+        d_cal_go.click(on_calibrate, d_task, [d_cal_msg, d_cal_table, d_versions],
+                       api_name="calibrate")  # fmt: skip
+        # -- end dashboard inspector
+
         # -- export
         def on_export(kind, request: gr.Request):
             ex = context.expert_for(ctx, request)
@@ -628,7 +771,7 @@ def build(ctx: context.Context) -> gr.Blocks:
             ex = context.expert_for(ctx, request)
             if ex is None or not ex.admin:
                 return {"headers": export_page.HISTORY_HEADERS, "data": []}
-            return export_page.export_history(ctx)
+            return export_page.export_history(ctx, ex)
 
         demo.load(on_export_tab, None, e_hist, api_name=False, show_progress="hidden")
 

@@ -63,6 +63,8 @@ class VetView:
     # thought (and image) in a block of the same height, so step k sits next to panel k.
     zoom_fig: dict[str, Any] | None = None
     thoughts_html: str = ""
+    grade: int | None = None  # this expert's grade (1-4), saved or waiting for a decision
+    jump_tasks: list[str] = field(default_factory=list)  # an ambiguous jump: choose a task
     # The redshift control's reading for this candidate (app.pages.desk.redshift_info).
     redshift: dict[str, Any] | None = None
 
@@ -75,6 +77,7 @@ class DraftView:
     verdict: str | None
     explanation: str
     message: str = ""
+    tasks: list[str] = field(default_factory=list)  # an id of several tasks: choose one
 
 
 @dataclass
@@ -102,9 +105,9 @@ class ExportView:
 
 def new_state() -> dict[str, Any]:
     """Per-session state: the candidate shown (store id and key), when it was shown, the
-    session's history for k/j, and a comment waiting for the next action."""
+    session's history for k/j, and a comment and a grade waiting for the next action."""
     return {"current": None, "key": None, "shown_at": None, "history": [], "pos": -1,
-            "comment": None}  # fmt: skip
+            "comment": None, "grade": None}  # fmt: skip
 
 
 def current_id(state: dict[str, Any]) -> str:

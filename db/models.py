@@ -27,12 +27,16 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-ACTIONS = ("accept", "reject", "correct", "skip", "flag")
+# "undo" is what an expert's taken-back decision becomes: no label, and the item is theirs
+# to decide again (the decision itself stays in the review's history).
+ACTIONS = ("accept", "reject", "correct", "skip", "flag", "undo")
 LABEL_ACTIONS = ("accept", "reject", "correct")  # actions that set a label
 ROLES = ("expert", "admin")
 SPLITS = ("train", "test", "holdout")
 AUTHORED_STATUSES = ("draft", "submitted", "approved", "rejected")
 LABELS = ("YES", "NO")
+GRADES = (1, 2, 3, 4)  # quality of the decision: 4 certain, 3 probable, 2 possible, 1 a guess
+REDSHIFT_SOURCES = ("agent", "expert")  # adopted the agent's estimate / typed by the expert
 
 
 def utcnow() -> dt.datetime:
@@ -196,10 +200,14 @@ class Review(Base):
     trajectory_id: Mapped[int | None] = mapped_column(ForeignKey("trajectory.id"))
     action: Mapped[str] = mapped_column(String(16))
     label: Mapped[str | None] = mapped_column(String(3))
+    # the reasoning the model should learn (a correction's, or a reject's reason): trained on
     explanation: Mapped[str | None] = mapped_column(Text)
     wrong_step: Mapped[int | None] = mapped_column(Integer)
-    comment: Mapped[str | None] = mapped_column(Text)
-    seconds: Mapped[float | None] = mapped_column(Float)
+    comment: Mapped[str | None] = mapped_column(Text)  # a note to other experts: never trained on
+    seconds: Mapped[float | None] = mapped_column(Float)  # active time on the item
+    grade: Mapped[int | None] = mapped_column(Integer)  # GRADES
+    redshift: Mapped[float | None] = mapped_column(Float)
+    redshift_source: Mapped[str | None] = mapped_column(String(16))  # REDSHIFT_SOURCES
     source: Mapped[str] = mapped_column(String(16), default="app")  # app / import
     revision: Mapped[int] = mapped_column(Integer, default=1)
     created: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
@@ -221,6 +229,9 @@ class ReviewRevision(Base):
     wrong_step: Mapped[int | None] = mapped_column(Integer)
     comment: Mapped[str | None] = mapped_column(Text)
     seconds: Mapped[float | None] = mapped_column(Float)
+    grade: Mapped[int | None] = mapped_column(Integer)  # GRADES
+    redshift: Mapped[float | None] = mapped_column(Float)
+    redshift_source: Mapped[str | None] = mapped_column(String(16))  # REDSHIFT_SOURCES
     recorded: Mapped[dt.datetime] = mapped_column(DateTime)  # when that version was written
     superseded: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 

@@ -8,6 +8,11 @@ for that run are skipped, so a killed run resumes where it stopped.
 
     python launch.py vet --input "data/*.fits" --task cv --policy rules --db loupe.db
 
+With the rules policy the store's current inspector model (`launch.py calibrate`, the
+setting `inspector_model`) is used unless `--model FILE` names another or `--model none`
+asks for the plain rules; the model's version is part of the run's set-up, so runs with and
+without a fitted model, or with two versions, never resume over each other.
+
 `vet_into_store` is the same pipeline for callers that hold a store (the app's uploads and
 its demo seeding).
 """
@@ -20,19 +25,45 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from agent.catalog import CandidateRef
+from agent.refs import CandidateRef
 from agent.trajectory import Trajectory
 
 log = logging.getLogger(__name__)
 
+# The store setting holding the current fitted inspector model (written by `calibrate`).
+INSPECTOR_SETTING = "inspector_model"
 
-def run_params(policy: str, max_turns: int, temperature: float) -> dict[str, Any]:
+
+def run_params(
+    policy: str, max_turns: int, temperature: float, inspector_version: int | None = None
+) -> dict[str, Any]:
     """The settings that make two runs of one policy, model and renderer comparable; the
-    rules inspector samples nothing, so temperature is not part of its run."""
+    rules inspector samples nothing, so temperature is not part of its run, but the fitted
+    model's version is (a file's name need not say it)."""
     params: dict[str, Any] = {"max_turns": int(max_turns)}
     if policy != "rules":
         params["temperature"] = float(temperature)
+    if inspector_version is not None:
+        params["inspector_version"] = int(inspector_version)
     return params
+
+
+def rules_model(store: Any, model: Any) -> tuple[Any, str | None, int | None]:
+    """The rules policy's `model` argument, the run's model id and the inspector version.
+
+    None: the store's current model (its payload; the id is its tag, inspector-vN), or the
+    plain rules where none was fitted; "none": the plain rules; a path: that file."""
+    from agent.policies.rules.learned import InspectorModel, load
+
+    if model is None:
+        payload = store.setting(INSPECTOR_SETTING)
+        if not payload:
+            return None, None, None
+        fitted = InspectorModel.from_json(payload, f"the store's {INSPECTOR_SETTING} setting")
+        return payload, fitted.tag, fitted.version
+    if isinstance(model, str) and model.strip().lower() == "none":
+        return None, None, None
+    return model, str(model), load(model).version
 
 
 class StoreSink:
@@ -67,7 +98,7 @@ class StoreSink:
     def _matches(self, run: Any) -> bool:
         return (
             (self.policy is None or run.policy == self.policy)
-            and (self.model is None or run.model == self.model)
+            and run.model == self.model  # a fitted model's run is not the plain rules'
             and (self.renderer is None or run.renderer == self.renderer)
             and (run.params or {}) == self.params
         )
@@ -138,13 +169,16 @@ def vet_into_store(
     from agent import runner
 
     ns = runner_options(options, policy=policy, renderer=renderer, **settings)
+    model_id, version = ns.model, None
+    if ns.policy == "rules":
+        ns.model, model_id, version = rules_model(store, ns.model)
     kwargs = runner.policy_kwargs(ns)
     sink = StoreSink(
         store,
         policy=ns.policy,
-        model=ns.model,
+        model=model_id,
         renderer=ns.renderer,
-        params=run_params(ns.policy, ns.max_turns, ns.temperature),
+        params=run_params(ns.policy, ns.max_turns, ns.temperature, version),
         resume=resume,
         actor=actor,
     )
@@ -175,6 +209,8 @@ def main(args: argparse.Namespace) -> int:
     from db.store import Store
 
     if not getattr(args, "db", None):
+        if args.policy == "rules" and str(args.model or "").strip().lower() == "none":
+            args.model = None  # without a store the plain rules are the default anyway
         return int(runner.main(args) or 0)
     try:
         candidates, problems = runner.read_inputs(args)  # bad lines reported, the rest kept
@@ -182,11 +218,16 @@ def main(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         print(f"vet: {exc}", file=sys.stderr)
         return 2
+    from agent.policies.rules.learned import ModelError
+
     store = Store(args.db)
     try:
         stats = vet_into_store(
             store, candidates, policy=args.policy, renderer=args.renderer, options=args
         )
+    except ModelError as exc:  # an unreadable inspector model, the store's or --model's
+        print(f"vet: {exc}", file=sys.stderr)
+        return 2
     finally:
         store.close()
     print(runner.summary(stats))

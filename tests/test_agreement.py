@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
 import math
 import random
 
@@ -10,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotate import agreement
 from annotate.agreement import (
     Confusion,
     Rating,
@@ -24,12 +22,6 @@ from annotate.agreement import (
     prf,
     reliability_diagram,
 )
-
-
-def test_doctests():
-    result = doctest.testmod(agreement)
-    assert result.attempted >= 9
-    assert result.failed == 0
 
 
 def test_cohen_textbook_example():
@@ -217,3 +209,22 @@ def test_reliability_diagram_bins_and_edges():
     # ece: bin0 |0 - 0.025|*2, bin2 |1 - 0.5|*1, bin3 |0.5 - 1|*2 -> (0.05 + 0.5 + 1.0) / 5
     assert r.ece == pytest.approx(0.31)
     assert [(b.lo, b.hi) for b in r.bins][0] == (0.0, 0.25)
+
+
+def test_agreement_by_grade_from_stored_reviews(mem_store):
+    from annotate import review as rv
+    from annotate.agreement import agreement_by_grade
+    from tests.store_factory import seeded
+
+    mem_store.create_expert("ada")
+    a, b, c = seeded(mem_store, [0.9, 0.9, 0.2])
+    rv.decide(mem_store, "ada", a, "accept", grade=4)
+    rv.decide(mem_store, "ada", b, "reject", grade=1)
+    rv.decide(mem_store, "ada", c, "skip", grade=2)  # no label: not counted
+    records = []
+    for r in mem_store.reviews():
+        cand = mem_store.candidate(r.candidate_id)
+        records.append((r.grade, cand.verdict, r.label, cand.gold_label))
+    g = agreement_by_grade(records)
+    assert list(g) == [1, 4]
+    assert (g[4].n, g[4].agreement) == (1, 1.0) and (g[1].n, g[1].agreement) == (1, 0.0)

@@ -8,7 +8,6 @@ from types import SimpleNamespace
 import plotly.graph_objects as go
 import pytest
 
-from annotate.settings import DEFAULTS, ServeSettings
 from app import context as app_context
 from app import views
 from app.pages import author as author_page
@@ -17,6 +16,7 @@ from app.pages import experts as experts_page
 from app.pages import export as export_page
 from app.pages import upload as upload_page
 from app.pages import vet as vet_page
+from db.settings import DEFAULTS, ServeSettings
 from tests.app_support import context
 
 F, D = views.QueueFilters(), views.Display()
@@ -311,14 +311,74 @@ def test_uploads_are_validated_and_paths_confined(ctx, tmp_path):
     assert ctx.store.count_candidates() >= n0  # same file: may already be a wd candidate
 
 
-def test_next_on_an_undecided_item_passes_it(ctx):
+def test_moving_is_not_deciding(ctx):
+    ex = app_context.expert_for(ctx, None)
+    st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
+    seen = [st["current"]]
+    for _ in range(12):
+        st, view = vet_page.vet_next(ctx, ex, st, F, D)
+        seen.append(st["current"])
+    assert len(set(seen)) == 13 and ctx.store.reviews() == []  # twelve j presses, no skips
+    st, _ = vet_page.vet_prev(ctx, ex, st, F, D)
+    assert st["current"] == seen[-2] and ctx.store.reviews() == []
+    st, view = vet_page.vet_act(ctx, ex, st, "skip", F, D)
+    assert [r.action for r in ctx.store.reviews()] == ["skip"]
+
+
+def test_grade_undo_and_reason(ctx):
     ex = app_context.expert_for(ctx, None)
     st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
     a = st["current"]
-    st, view = vet_page.vet_next(ctx, ex, st, F, D)
-    assert st["current"] != a and view.message.startswith("Saved **skip**")
+    st, msg = vet_page.vet_grade(ctx, ex, st, "3")
+    assert "kept" in msg and ctx.store.reviews() == []
+    st, view = vet_page.vet_act(ctx, ex, st, "reject", F, D, explanation="an M giant: TiO only",
+                                active_seconds=7.5)  # fmt: skip
     (r,) = ctx.store.reviews(candidate_id=a)
-    assert r.action == "skip"
+    assert (r.action, r.grade, r.explanation, r.seconds) == ("reject", 3, "an M giant: TiO only",
+                                                             7.5)  # fmt: skip
+    assert "7.5 s active" in view.message
+    # the grade alone, after deciding: a revision of the review
+    st, _ = vet_page.vet_prev(ctx, ex, st, F, D)
+    st, msg = vet_page.vet_grade(ctx, ex, st, 4)
+    assert (
+        "saved" in msg
+        and ctx.store.review(r.id).grade == 4
+        and ctx.store.review(r.id).revision == 2
+    )
+    st, view = vet_page.vet_next(ctx, ex, st, F, D)
+    b = st["current"]
+    # undo: the last decision is taken back, kept in the history, and shown again
+    st, view = vet_page.vet_undo(ctx, ex, st, D)
+    assert st["current"] == a and "Took back your **reject**" in view.message
+    assert [h.action for h in ctx.store.review_history(r.id)] == ["reject", "reject"]
+    assert ctx.store.review(r.id).action == "undo" and ctx.store.candidate(a).label is None
+    st, view = vet_page.vet_undo(ctx, ex, st, D)
+    assert "Nothing to undo" in view.message
+    st, _ = vet_page.vet_act(ctx, ex, st, "accept", F, D)
+    assert ctx.store.review(r.id).action == "accept" and b is not None
+    # the correct panel never starts from the agent's explanation, and warns on notes
+    assert view.explanation == ""
+    st, view = vet_page.vet_act(ctx, ex, st, "correct", F, D, label="NO",
+                                explanation="the agent mislabelled this")  # fmt: skip
+    assert "reads like a note about the agent" in view.message
+    st, view = vet_page.vet_act(ctx, ex, st, "correct", F, D, label="NO", explanation="x" * 2001)
+    assert "Not saved" in view.message and "2001 characters" in view.message
+
+
+def test_jump_to_an_id_of_several_tasks_asks_which(ctx):
+    ex = app_context.expert_for(ctx, None)
+    keys = [c.key for c in ctx.store.list_candidates(limit=1000, order="id")]
+    multi = next(k for k in keys if keys.count(k) > 1)
+    tasks = vet_page.tasks_of(ctx, multi)
+    assert len(tasks) > 1
+    st, view = vet_page.vet_jump(ctx, ex, views.new_state(), multi, D)
+    assert view.jump_tasks == tasks and "choose one" in view.message and st["key"] != multi
+    st, view = vet_page.vet_jump(ctx, ex, st, multi, D, task=tasks[-1])
+    assert st["key"] == multi and ctx.store.candidate(st["current"]).task == tasks[-1]
+    d, dv = author_page.author_load(ctx, ex, None, multi, "blank")
+    assert d is None and "choose" in dv.message and dv.tasks == tasks
+    d, dv = author_page.author_load(ctx, ex, None, multi, "blank", task=tasks[-1])
+    assert d.task == tasks[-1]
 
 
 def test_each_zoom_panel_shows_the_agents_reading_of_it(ctx):

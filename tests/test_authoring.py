@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from agent import protocol
-from agent.catalog import CandidateRef
 from agent.formats import write_lamost_fits
 from agent.parse import parse_turn
+from agent.refs import CandidateRef
 from agent.render import to_png
 from agent.spectrum import Spectrum, SpectrumMeta
 from agent.tool import image_reference, zoom

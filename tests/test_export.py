@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agent.catalog import CandidateRef
 from agent.formats import write_lamost_fits
 from agent.loop import run_batch
 from agent.parse import parse_turn
 from agent.policies.scripted import ScriptedPolicy
+from agent.refs import CandidateRef
 from agent.spectrum import Spectrum, SpectrumMeta
 from agent.trajectory import Step, Trajectory
 from annotate import authoring
@@ -25,11 +25,18 @@ from annotate.export import (
     export_records,
     hash_split,
     object_split,
-    run_export,
+    sft_correction,
 )
+from annotate.export import run_export as _run_export
 from db.store import Store
 
 datasets = pytest.importorskip("datasets")
+
+
+def run_export(*args, **kwargs):
+    """`annotate.export.run_export` with the fast renderer (the default draws speco3)."""
+    kwargs.setdefault("renderer", "fast")
+    return _run_export(*args, **kwargs)
 
 
 def _spectrum(seed: int, kind: str) -> Spectrum:
@@ -148,10 +155,10 @@ def test_sft_export_contents(world):
     rows = _rows(tmp / "sft1")
     flat = [r for rs in rows.values() for r in rs]
     by_key = {r["candidate"]: r for r in flat}
-    # c0 c3 (one of) c4/c4b, c7, c9 accepted; c1 corrected; c5 authored; c2 (flip without
-    # explanation) and c6 (label only) are not SFT; c8's file no longer reads.
-    assert sorted(by_key) == sorted(["c0", "c1", "c3", "c4b", "c5", "c7", "c9"])
-    assert {r["source"] for r in flat} == {"accepted", "corrected", "authored"}
+    # c0 c3 (one of) c4/c4b, c7, c9 accepted; c1 corrected; c2 rejected without a reason;
+    # c5 authored; c6 (label only) is not SFT; c8's file no longer reads.
+    assert sorted(by_key) == sorted(["c0", "c1", "c2", "c3", "c4b", "c5", "c7", "c9"])
+    assert {r["source"] for r in flat} == {"accepted", "corrected", "rejected", "authored"}
     assert by_key["c1"]["source"] == "corrected" and by_key["c5"]["source"] == "authored"
     assert [e["candidate"] for e in res.errors] == ["c8"]
     assert "c8.fits" in res.errors[0]["reason"]
@@ -187,16 +194,25 @@ def test_sft_export_contents(world):
     assert all(r["split"] == "train" for r in rows["train"])
     # manifest counts and hashes
     m = res.manifest
-    assert m["rows"] == 7 and m["counts"]["source"] == {
+    assert m["rows"] == 8 and m["counts"]["source"] == {
         "accepted": 5,
         "authored": 1,
         "corrected": 1,
+        "rejected": 1,
     }
-    assert m["counts"]["label"] == {"NO": 4, "YES": 3}
-    assert (
-        m["not_exported"]["label differs from the agent's verdict and no explanation was given"]
-        == 1
-    )
+    assert m["counts"]["label"] == {"NO": 5, "YES": 3}
+    # the reject without a reason: the agent's zooms with neutral thoughts, the flipped verdict
+    c2 = by_key["c2"]
+    assert c2["label"] == "NO" and len(c2["images"]) == 3
+    texts = [m["content"][0]["text"] for m in c2["messages"] if m["role"] == "assistant"]
+    assert texts[0].startswith("<think>I zoom into 4800-4920 Å") and "Look at" not in texts[0]
+    assert "do not show the features that identify a white dwarf" in texts[-1]
+    # what was left out, and why: c8's file broke (c6 has no decision, only a catalogue label)
+    assert m["left_out"] == {"total": 1, "reasons": {"row could not be built": 1}}
+    # the dashboard counts the reject without a reason (c1's correction has one)
+    assert store.rejects_without_reason() == {"wd": 1}
+    assert store.rejects_without_reason("cv") == {}
+    assert m["renderer"] == "fast"
     for rel, h in m["files"].items():
         assert h == "sha256:" + hashlib.sha256((tmp / "sft1" / rel).read_bytes()).hexdigest()
     assert "manifest.json" not in m["files"]
@@ -284,6 +300,9 @@ def test_rl_rows_match_specvi_schema(world):
         assert r["reward_model"]["ground_truth"] == r["label"] in ("YES", "NO")
         assert r["data_source"] == r["task"]  # wd / cv keep their names
         assert r["agent_name"] and r["prompt"][1]["content"].startswith("<image>")
+        # verl writes the tool block from its tool config: the prompt must not hold one too
+        assert "<tools>" not in r["prompt"][0]["content"]
+        assert "# Tools" not in r["prompt"][0]["content"]
         kw = r["extra_info"]["tools_kwargs"]["spectral_visualization_tool"]["create_kwargs"]
         assert len(kw["flux"]) == len(kw["wavelength"]) > 3000
         assert r["extra_info"]["name"].endswith(".fits") and r["path"].endswith(".fits")
@@ -303,7 +322,13 @@ def test_pairs_export(world):
     res = run_export(store, "pairs", tmp / "pairs")
     rows = [r for rs in _rows(tmp / "pairs").values() for r in rs]
     by_key = {r["candidate"]: r for r in rows}
-    assert set(by_key) == {"c1", "c5"} and res.manifest["rows"] == 2
+    assert set(by_key) == {"c1", "c2", "c5"} and res.manifest["rows"] == 3
+    # the reject without a reason: the agent's own evidence, then NO against its YES
+    c2 = by_key["c2"]
+    assert [m["role"] for m in c2["prompt"]][-2:] == ["assistant", "user"]
+    assert len(c2["prompt"]) == 2 + 2 * 2 and len(c2["images"]) == 3
+    assert "\\boxed{NO}" in c2["chosen"][0]["content"][0]["text"]
+    assert "\\boxed{YES}" in c2["rejected"][0]["content"][0]["text"]
     c1 = by_key["c1"]
     # shared prefix: system, user, the first zoom and its tool response
     assert [m["role"] for m in c1["prompt"]] == ["system", "user", "assistant", "user"]
@@ -389,8 +414,12 @@ def test_correction_rule():
     assert [s.raw for s in corrected_trajectory(t, "NO", "x").steps[:-1]] == ["A", "B"]
     assert len(corrected_trajectory(t, "NO", "x", wrong_step=0).steps) == 1
     assert t.steps[-1].answer == "YES"  # the agent's record is untouched
-    with pytest.raises(ValueError):
-        corrected_trajectory(t, "NO", "   ")
+    # no reason: a neutral explanation from the task alone
+    assert corrected_trajectory(t, "NO", "   ").explanation.startswith("On inspection")
+    # SFT: no index, so the kept zooms' thoughts are neutral; with an index, kept verbatim
+    sft = sft_correction(t, "NO", "Narrow lines.")
+    assert [s.thought for s in sft.steps[:-1]] == ["I zoom into 4800-4920 Å."] * 2
+    assert [s.raw for s in sft_correction(t, "NO", "x", wrong_step=2).steps[:-1]] == ["A", "B"]
     with pytest.raises(ValueError):
         corrected_trajectory(t, "NO", "x", wrong_step=9)
 
@@ -434,22 +463,3 @@ def test_bad_rows_reported_not_fatal(tmp_path):
     assert {e["candidate"] for e in res.errors} == {"m", "n"}
     assert all(e["reason"] for e in res.errors)
     assert not (tmp_path / ".out.partial").exists()
-
-
-def test_doctests():
-    import doctest
-    import importlib
-    import pkgutil
-
-    from annotate import authoring, export
-
-    modules = [
-        importlib.import_module(f"annotate.export.{m.name}")
-        for m in pkgutil.iter_modules(export.__path__)
-    ]
-    attempted = 0
-    for mod in [*modules, authoring]:
-        result = doctest.testmod(mod)
-        assert result.failed == 0, mod.__name__
-        attempted += result.attempted
-    assert attempted >= 4

@@ -279,3 +279,36 @@ def test_example_configs_load():
     assert all(c.learning_rate == 2e-5 and c.freeze_vision for c in sft)
     for c in grpo:
         assert (c.num_generations, c.learning_rate, c.beta, c.max_tool_calls) == (8, 1e-6, 0.0, 7)
+
+
+def test_folder_trains_on_the_train_split_only(tmp_path, training_sample):
+    """SpecVI-Bench rows carry no split column: a folder's test_* files are left out unless
+    --splits asks for them."""
+    import shutil
+
+    from training.grpo import split_names
+
+    _, rl_path = training_sample
+    folder = tmp_path / "specvi"
+    folder.mkdir()
+    lines = [json.loads(x) for x in rl_path.read_text().splitlines() if x.strip()]
+    for name, rows in (("train_cc.jsonl", lines[:4]), ("test_cc.jsonl", lines[4:])):
+        (folder / name).write_text("".join(json.dumps({**r, "split": None}) + "\n" for r in rows))
+    assert len(load_rl_dataset(folder, splits=split_names("train"))) == 4
+    assert len(load_rl_dataset(folder, splits=split_names("all"))) == len(lines)
+    assert len(load_rl_dataset(folder, splits=split_names("test"))) == len(lines) - 4
+    # a file named explicitly is read whatever its name
+    assert len(load_rl_dataset(folder / "test_cc.jsonl")) == len(lines) - 4
+    shutil.rmtree(folder)
+
+
+def test_renderer_defaults_to_what_the_inputs_record(tmp_path, training_sample):
+    from training.common import RendererMismatch
+    from training.grpo import training_renderer
+
+    _, rl_path = training_sample  # its manifest records "fast"
+    cfg = GRPOScriptConfig(model=str(tmp_path), dataset=str(rl_path))
+    assert training_renderer(cfg) == "fast"
+    cfg.renderer = "speco3"
+    with pytest.raises(RendererMismatch):
+        training_renderer(cfg)

@@ -3,12 +3,9 @@ adjudication."""
 
 from __future__ import annotations
 
-import doctest
-
 import pytest
 
-import db.store
-from agent.catalog import CandidateRef
+from agent.refs import CandidateRef
 from annotate import review as rv
 from db.store import StoreError
 from tests.store_factory import seeded
@@ -20,10 +17,6 @@ def store(mem_store):
         mem_store.create_expert(name)
     mem_store.create_expert("boss", "admin")
     return mem_store
-
-
-def test_rules_doctests():
-    assert doctest.testmod(db.store).failed == 0
 
 
 def test_accept_reject_correct_set_labels(store):
@@ -138,3 +131,63 @@ def test_reviews_listing(store):
     assert [r.id for r in store.reviews(expert="ada")] == [r1.id]
     assert len(store.reviews(since_id=r1.id)) == 1
     assert len(store.reviews(task="cv", actions=["accept"])) == 2
+
+
+def test_grade_redshift_and_reason_are_stored_and_kept_in_revisions(store):
+    a, b = seeded(store, [0.8, 0.3])
+    r = rv.decide(store, "ada", a, "accept", grade=3, redshift=1.27, redshift_source="agent")
+    assert (r.grade, r.redshift, r.redshift_source) == (3, 1.27, "agent")
+    # the grade on its own is a revision of the review; the decision is kept
+    r2 = rv.grade(store, "ada", store.review(r.id), 4)
+    assert (r2.action, r2.label, r2.grade, r2.revision) == ("accept", "YES", 4, 2)
+    assert r2.redshift == 1.27
+    (old,) = store.review_history(r.id)
+    assert (old.grade, old.redshift, old.redshift_source) == (3, 1.27, "agent")
+    # a reject keeps its reason as the reasoning the model should learn
+    rj = rv.decide(store, "ada", b, "reject", explanation=" an M giant: TiO bands, no CN ")
+    assert rj.explanation == "an M giant: TiO bands, no CN" and rj.label == "YES"
+    # other actions do not carry it
+    assert rv.decide(store, "bob", b, "skip", explanation="x").explanation is None
+    c = rv.comment(store, "ada", store.review(r.id), "see the sky line")
+    assert (c.comment, c.grade, c.action) == ("see the sky line", 4, "accept")
+
+
+def test_bad_grade_redshift_and_overlong_text_are_refused(store):
+    [a] = seeded(store, [0.6])
+    for bad in (0, 5, True):
+        with pytest.raises(StoreError, match="grade must be one of"):
+            rv.decide(store, "ada", a, "accept", grade=bad)
+    with pytest.raises(StoreError, match="redshift_source"):
+        rv.decide(store, "ada", a, "accept", redshift=0.5)
+    with pytest.raises(StoreError, match="redshift must be"):
+        rv.decide(store, "ada", a, "accept", redshift=float("inf"), redshift_source="expert")
+    with pytest.raises((StoreError, ValueError), match="explanation is 2001 characters"):
+        rv.decide(store, "ada", a, "correct", label="NO", explanation="x" * 2001)
+    assert store.reviews(candidate_id=a) == []
+
+
+def test_undo_takes_back_the_last_decision_and_keeps_it(store):
+    a, b = seeded(store, [0.8, 0.8])
+    rv.decide(store, "ada", a, "accept")
+    rv.decide(store, "ada", b, "reject", explanation="a sky line")
+    assert store.candidate(b).label == "NO"
+    taken = rv.undo(store, "ada")
+    assert taken.candidate_id == b and taken.action == "reject"
+    now = store.review(taken.id)
+    assert (now.action, now.label) == ("undo", None)
+    assert [h.action for h in rv.history(store, taken.id)] == ["reject", "undo"]
+    c = store.candidate(b)
+    assert (c.review_count, c.label) == (0, None)
+    # the item is served to ada again; a second undo takes back the one before
+    assert store.next_item("ada") == b
+    assert rv.undo(store, "ada").candidate_id == a
+    assert rv.undo(store, "ada") is None
+    assert store.expert("ada").review_count == 2  # an undo is not a new review
+
+
+def test_queue_passes_over_excluded_items(store):
+    a, b = seeded(store, [0.5, 0.9])
+    assert store.next_item("ada") == a
+    assert store.next_item("ada", exclude=[a]) == b
+    assert store.next_item("ada", exclude=[a, b]) is None
+    assert store.reviews() == []  # moving records nothing

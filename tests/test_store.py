@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from agent.catalog import CandidateRef
+from agent.refs import CandidateRef
 from agent.trajectory import Trajectory
 from db import models as m
 from db.store import Filters, NotFound, Store, StoreError, StorePermissionError
@@ -23,7 +23,7 @@ def test_file_store_is_migrated_wal_with_foreign_keys(tmp_path):
         assert c.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert c.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
         assert c.exec_driver_sql("PRAGMA busy_timeout").scalar() > 0
-        assert c.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0001"
+        assert c.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0002"
         tables = {
             r[0] for r in c.exec_driver_sql("SELECT name FROM sqlite_master WHERE type='table'")
         }
@@ -301,14 +301,17 @@ def test_add_expert_command(tmp_path, monkeypatch, capsys):
     assert store.login("ada", "s3cret pass") and store.expert("ada").role == "admin"
     store.close()
     monkeypatch.setattr("sys.stdin", io.StringIO("\n"))
-    assert launch.main(["add-expert", "ada", "--password-stdin", "--db", url]) == 1
-    assert "stdin held no password" in capsys.readouterr().err
-    monkeypatch.setattr("sys.stdin", io.StringIO("other\n"))
+    # A refusal is a usage-level failure: one line naming the problem, exit 2 (README).
+    assert launch.main(["add-expert", "ada", "--password-stdin", "--db", url]) == 2
+    assert capsys.readouterr().err == (
+        "launch.py add-expert: --password-stdin: stdin held no password\n"
+    )
+    monkeypatch.setattr("sys.stdin", io.StringIO("other passphrase\n"))
     assert (
         launch.main(["add-expert", "ada", "--role", "expert", "--password-stdin", "--db", url]) == 0
     )
     store = Store(url)
-    assert store.login("ada", "s3cret pass") is None and store.login("ada", "other")
+    assert store.login("ada", "s3cret pass") is None and store.login("ada", "other passphrase")
     assert store.expert("ada").role == "expert"
     store.close()
 

@@ -36,32 +36,87 @@ class DataError(LoupeError, ValueError):
     """A training file or row that cannot be used; the message names it and the problem."""
 
 
-# -- SFT -------------------------------------------------------------------------------
+# -- export folders ----------------------------------------------------------------------
 
 
-def load_sft_dataset(path: str | Path) -> Any:
-    """The SFT export at `path` (a `save_to_disk` folder, or JSONL of `messages` rows)."""
-    from datasets import Dataset, load_from_disk
+def find_manifest(path: str | Path) -> tuple[Path, dict[str, Any]] | None:
+    """The export folder holding `path` and its `manifest.json`, whatever sub-path is given.
 
-    path = Path(path)
+    `launch.py export` writes `OUT/manifest.json` beside `OUT/hf/<split>` (sft, pairs) or
+    `OUT/<split>.parquet` (rl); a training script may be pointed at any of these.
+    """
+    p = Path(path).resolve()
+    for folder in [p, *p.parents][:4]:
+        try:
+            manifest = json.loads((folder / "manifest.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(manifest, dict) and manifest.get("kind"):
+            return folder, manifest
+    return None
+
+
+def export_renderer(path: str | Path) -> str | None:
+    """The renderer an export's images were drawn with (its manifest), if it is an export."""
+    found = find_manifest(path)
+    if found is None:
+        return None
+    renderer = found[1].get("renderer")
+    # Manifests before format 2 wrote "fast (overview image only)" for rl exports.
+    return str(renderer).split()[0] if renderer else None
+
+
+def _load_split(path: Path, split: str, columns: tuple[str, ...], what: str) -> Any:
+    """One split of a `save_to_disk` folder (a Dataset, or a DatasetDict's `split`), or JSONL.
+
+    An export folder (`OUT/`, holding `hf/`) is read as its `hf/` DatasetDict.
+    """
+    from datasets import Dataset, DatasetDict, load_from_disk
+
     if not path.exists():
-        raise DataError(f"{path}: SFT dataset not found")
-    if (path / "hf").is_dir() and not (path / "dataset_dict.json").exists():
+        raise DataError(f"{path}: {what} dataset not found")
+    if path.is_dir() and (path / "hf").is_dir() and not (path / "dataset_dict.json").exists():
         path = path / "hf"  # the export folder itself was given
     if path.is_dir():
         try:
             ds = load_from_disk(str(path))
         except Exception as exc:  # datasets raises several types for a bad folder
             raise DataError(f"{path}: not a datasets folder ({exc})") from exc
-        if hasattr(ds, "keys") and not hasattr(ds, "column_names"):  # a DatasetDict
-            if "train" not in ds:
-                raise DataError(f"{path}: DatasetDict without a 'train' split ({list(ds)})")
-            ds = ds["train"]
+        # In datasets 5 a DatasetDict has `column_names` too: test the type, not an attribute.
+        if isinstance(ds, DatasetDict):
+            if split not in ds:
+                raise DataError(f"{path}: no {split!r} split (has {', '.join(ds)})")
+            ds = ds[split]
     else:
         ds = Dataset.from_list(_json_lines(path))
-    if "messages" not in ds.column_names:
-        raise DataError(f"{path}: SFT data needs a 'messages' column (has {ds.column_names})")
+    missing = [c for c in columns if c not in ds.column_names]
+    if missing:
+        raise DataError(
+            f"{path}: {what} data needs the column(s) {', '.join(repr(c) for c in missing)} "
+            f"(has {ds.column_names})"
+        )
+    return ds
+
+
+# -- SFT -------------------------------------------------------------------------------
+
+
+def load_sft_dataset(path: str | Path, split: str = "train") -> Any:
+    """The SFT export at `path` (the export folder, its `hf/` or `hf/<split>` folder, or
+    JSONL of `messages` rows): the `messages` and `images` columns of `split`."""
+    ds = _load_split(Path(path), split, ("messages",), "SFT")
     keep = [c for c in ("messages", "images") if c in ds.column_names]
+    return ds.select_columns(keep)
+
+
+# -- DPO -------------------------------------------------------------------------------
+
+
+def load_pairs_dataset(path: str | Path, split: str = "train") -> Any:
+    """The preference pairs at `path` (`launch.py export pairs` folder, its `hf/` or
+    `hf/<split>`, or JSONL): TRL's conversational `prompt`/`chosen`/`rejected` + `images`."""
+    ds = _load_split(Path(path), split, ("prompt", "chosen", "rejected"), "DPO")
+    keep = [c for c in ("prompt", "chosen", "rejected", "images") if c in ds.column_names]
     return ds.select_columns(keep)
 
 
@@ -69,11 +124,16 @@ def load_sft_dataset(path: str | Path) -> Any:
 
 
 def load_rl_dataset(
-    paths: str | Path | Iterable[str | Path], split: str | None = None, limit: int | None = None
+    paths: str | Path | Iterable[str | Path],
+    splits: str | Iterable[str] | None = ("train",),
+    limit: int | None = None,
 ) -> Any:
     """GRPO prompts from RL exports / SpecVI-Bench files (parquet, JSONL, JSON, folders).
 
-    `split` keeps rows whose `split` column matches (rows without one are kept).
+    `splits` (None: all) keeps rows whose `split` column is one of them (rows without one
+    are kept); in a folder, files named for another split (`test.parquet`,
+    `test_cc.parquet`, as Loupe's RL export and SpecVI-Bench name them) are skipped too, since
+    SpecVI-Bench rows carry no split column. A file named explicitly is read whatever its name.
     """
     from datasets import Dataset
 
@@ -81,16 +141,24 @@ def load_rl_dataset(
 
     if isinstance(paths, (str, Path)):
         paths = [paths]
+    paths = list(paths)
+    wanted = None if splits is None else ({splits} if isinstance(splits, str) else set(splits))
     rows: list[dict[str, Any]] = []
-    for path in _expand(paths):
+    for path, from_folder in _expand(paths):
+        if from_folder and wanted is not None:
+            named = file_split(path)
+            if named is not None and named not in wanted:
+                continue
         for i, raw in enumerate(_read_table(path)):
-            if split is not None and raw.get("split") not in (None, split):
+            row_split = raw.get("split") or _as_dict(raw.get("extra_info")).get("split")
+            if wanted is not None and row_split not in (None, *wanted):
                 continue
             rows.append(rl_row(raw, path, i))
             if limit is not None and len(rows) >= limit:
                 break
     if not rows:
-        raise DataError(f"no RL rows in {', '.join(map(str, paths))} (split={split!r})")
+        which = "all" if wanted is None else ", ".join(sorted(wanted))
+        raise DataError(f"no RL rows in {', '.join(map(str, paths))} (splits: {which})")
     system = system_prompt()
     for row in rows:
         row["prompt"] = [
@@ -98,6 +166,22 @@ def load_rl_dataset(
             {"role": "user", "content": ""},
         ]
     return Dataset.from_list(rows)
+
+
+SPLIT_NAMES = ("train", "test", "holdout", "val", "validation")
+
+
+def file_split(path: Path) -> str | None:
+    """The split a file's name gives (`train.parquet`, `test_cc.parquet`), else None.
+
+    >>> file_split(Path("test_cc.parquet")), file_split(Path("train.jsonl")), file_split(Path("x.parquet"))
+    ('test', 'train', None)
+    """
+    stem = path.name.split(".")[0].lower()
+    for name in SPLIT_NAMES:
+        if stem == name or stem.startswith(name + "_") or stem.startswith(name + "-"):
+            return name
+    return None
 
 
 def rl_row(raw: dict[str, Any], path: Path, index: int) -> dict[str, Any]:
@@ -192,8 +276,9 @@ def spectrum_from_ref(ref: str | dict[str, Any]) -> Spectrum:
 # -- reading tables --------------------------------------------------------------------
 
 
-def _expand(paths: Iterable[str | Path]) -> list[Path]:
-    out: list[Path] = []
+def _expand(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
+    """(file, found in a folder) for every path given."""
+    out: list[tuple[Path, bool]] = []
     for p in map(Path, paths):
         if p.is_dir():
             # An RL export holds each split as parquet and as JSONL: take one of the two.
@@ -201,9 +286,9 @@ def _expand(paths: Iterable[str | Path]) -> list[Path]:
             found = found or sorted(f for f in p.rglob("*.jsonl") if f.is_file())
             if not found:
                 raise DataError(f"{p}: no parquet/JSONL files in this folder")
-            out += found
+            out += [(f, True) for f in found]
         elif p.exists():
-            out.append(p)
+            out.append((p, False))
         else:
             raise DataError(f"{p}: RL data file not found")
     return out
@@ -385,6 +470,8 @@ def write_sample(
     if bad:
         raise DataError(f"scripted sample runs did not finish cleanly: {bad}")
     sft_dir = out / "sft"
+    # As an export records it, so the training scripts know the images' renderer.
+    (out / "manifest.json").write_text(json.dumps({"kind": "sample", "renderer": renderer}))
     Dataset.from_list([sft_example(t, spectra[t.id]) for t in trajs]).save_to_disk(str(sft_dir))
     rl_path = out / "rl.jsonl"
     with open(rl_path, "w") as fh:

@@ -28,10 +28,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.errors import LoupeError
 from training.common import (
     TrainingScriptConfig,
+    checkpoint_renderer,
     load_model_and_processor,
     parse_config,
+    resolve_renderer,
     train_and_save,
     trainer_args,
     use_cuda,
@@ -53,15 +56,22 @@ class GRPOScriptConfig(TrainingScriptConfig):
             "several separated by commas."
         },
     )
-    split: str | None = field(
-        default="train", metadata={"help": "Keep rows of this split (rows without one are kept)."}
+    splits: str = field(
+        default="train",
+        metadata={
+            "help": "Splits to train on, comma-separated, or 'all': rows whose split column "
+            "names another are left out, and so are files of a folder named for another split "
+            "(test.parquet, test_cc.parquet). Rows without a split are kept."
+        },
     )
     output_dir: str = field(default="checkpoints/grpo", metadata={"help": "Where the model goes."})
-    renderer: str = field(
-        default="speco3",
+    renderer: str | None = field(
+        default=None,
         metadata={
             "help": "Renderer of the global view and zooms: 'speco3' (what the published "
-            "checkpoints saw) or 'fast'. Vet with the same one."
+            "checkpoints saw) or 'fast'. Default: the one the RL export and the starting "
+            "checkpoint record (they must agree unless --force_renderer), else speco3. "
+            "Recorded in the checkpoint; vet with the same one."
         },
     )
     learning_rate: float = field(default=1e-6, metadata={"help": "Learning rate (constant)."})
@@ -108,6 +118,20 @@ class GRPOScriptConfig(TrainingScriptConfig):
     )
     vllm_tensor_parallel_size: int = field(
         default=1, metadata={"help": "Tensor parallel size of vLLM in colocate mode."}
+    )
+    vllm_max_model_length: int | None = field(
+        default=16384,
+        metadata={
+            "help": "vLLM's context (prompt + rollout, images included): the prompt with the "
+            "global view is ~1.5k tokens, max_completion_length 8k more; sizes the KV cache."
+        },
+    )
+    vllm_image_limit: int = field(
+        default=9,
+        metadata={
+            "help": "Images vLLM accepts per prompt in colocate mode (limit_mm_per_prompt): "
+            "the global view + max_tool_calls zooms + 1 spare; must be >= max_tool_calls + 1."
+        },
     )
     save_strategy: str = field(default="steps", metadata={"help": "'steps', 'epoch' or 'no'."})
     save_steps: int = field(default=10, metadata={"help": "Checkpoint every N optimiser steps."})
@@ -228,8 +252,14 @@ def build_trainer(cfg: GRPOScriptConfig) -> Any:
         freeze=cfg.freeze_vision,
     )
     processor.tokenizer.padding_side = "left"
-    paths = [p.strip() for p in cfg.dataset.split(",") if p.strip()]
-    dataset = load_rl_dataset(paths, split=cfg.split)
+    if cfg.vllm_image_limit < cfg.max_tool_calls + 1:
+        raise ValueError(
+            f"vllm_image_limit {cfg.vllm_image_limit} < max_tool_calls + 1 "
+            f"({cfg.max_tool_calls + 1}): a rollout's last zooms would be refused"
+        )
+    if use_vllm and cfg.vllm_mode == "colocate":
+        limit_vllm_images(cfg.vllm_image_limit)
+    dataset = load_rl_dataset(dataset_paths(cfg), splits=split_names(cfg.splits))
     args = GRPOConfig(
         **trainer_args(cfg, cuda=cuda, bf16=bf16),
         num_generations=cfg.num_generations,
@@ -246,6 +276,7 @@ def build_trainer(cfg: GRPOScriptConfig) -> Any:
         vllm_server_port=cfg.vllm_server_port,
         vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
         vllm_tensor_parallel_size=cfg.vllm_tensor_parallel_size,
+        vllm_max_model_length=cfg.vllm_max_model_length,
         # The reward is the sum: accuracy + (-0.2 per format error).
         reward_weights=[1.0, 1.0],
         **cfg.trainer_kwargs,
@@ -256,8 +287,46 @@ def build_trainer(cfg: GRPOScriptConfig) -> Any:
         args=args,
         train_dataset=dataset,
         processing_class=processor,
-        environment_factory=environment_factory(cfg.renderer),
+        environment_factory=environment_factory(training_renderer(cfg)),
     )
+
+
+def limit_vllm_images(n: int) -> None:
+    """Let TRL's colocated vLLM engine take `n` images per prompt.
+
+    TRL builds `vllm.LLM` without `limit_mm_per_prompt`, and a vLLM whose default is lower
+    than a rollout's images (the global view + up to 7 zooms) refuses the rollout; TRL's
+    module-level `LLM` gets the limit bound in. In server mode pass it to the server:
+    `trl vllm-serve ... --limit_mm_per_prompt '{"image": 9}'` where supported (docs/gpu.md).
+    """
+    import functools
+
+    import trl.generation.vllm_generation as gen
+
+    llm = getattr(gen, "LLM", None)
+    if llm is None or isinstance(llm, functools.partial):
+        return
+    gen.LLM = functools.partial(llm, limit_mm_per_prompt={"image": n})
+
+
+def dataset_paths(cfg: GRPOScriptConfig) -> list[str]:
+    return [p.strip() for p in cfg.dataset.split(",") if p.strip()]
+
+
+def split_names(text: str | None) -> list[str] | None:
+    """`--splits train,val` -> ["train", "val"]; "all" (or empty) -> None, every split."""
+    names = [s.strip() for s in (text or "").split(",") if s.strip()]
+    return None if not names or names == ["all"] else names
+
+
+def training_renderer(cfg: GRPOScriptConfig) -> str:
+    """`cfg.renderer`, else what the RL exports and the starting checkpoint record; they must
+    agree (the rollouts' images are drawn with it) unless `cfg.force_renderer`."""
+    from training.data import export_renderer
+
+    recorded = {p: export_renderer(p) for p in dataset_paths(cfg)}
+    recorded[cfg.model] = checkpoint_renderer(cfg.model)
+    return resolve_renderer(cfg.renderer, recorded, force=cfg.force_renderer)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -272,8 +341,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     t0 = time.perf_counter()
+    try:
+        renderer = training_renderer(cfg)
+    except LoupeError as exc:
+        print(f"grpo.py: {exc}", file=sys.stderr)
+        return 2
     trainer = build_trainer(cfg)
-    train_and_save(trainer, cfg, stage="grpo", renderer=cfg.renderer)
+    train_and_save(trainer, cfg, stage="grpo", renderer=renderer)
     rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
     print(
         f"grpo: {trainer.state.global_step} steps in {time.perf_counter() - t0:.1f} s, "

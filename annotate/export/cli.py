@@ -16,7 +16,7 @@ from agent.errors import LoupeError
 from annotate.export import vi
 from annotate.export.manifest import folder_state, record_batch
 from annotate.export.pipeline import export_records
-from annotate.export.record import KINDS, ExportResult
+from annotate.export.record import DEFAULT_RENDERER, KINDS, ExportResult
 from annotate.export.selection import collect
 from db.store import DEFAULT_DB, Store
 
@@ -30,7 +30,7 @@ def run_export(
     kind: str,
     out: str | Path,
     *,
-    renderer: str = "fast",
+    renderer: str = DEFAULT_RENDERER,
     test_fraction: float = 0.1,
     full: bool = False,
     include_auto: bool = False,
@@ -98,9 +98,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--renderer",
-        default="fast",
+        default=DEFAULT_RENDERER,
         choices=("fast", "speco3"),
-        help="renderer of the model that will train on the images (speco3 for Spec-o3 weights)",
+        help="renderer of the images, recorded in the manifest; the training scripts refuse a "
+        "checkpoint or another export drawn with another one (speco3: the published tool's)",
     )
     parser.add_argument(
         "--test-fraction",
@@ -154,6 +155,8 @@ def main(args: argparse.Namespace) -> int:
     print(f"{args.kind}: {m['rows']} rows into {result.out} ({result.seconds:.1f} s)")
     for name in ("split", "task", "label", "source"):
         print(f"  by {name}: {m['counts'][name]}")
+    if m["left_out"]["total"]:
+        print(f"  left out: {m['left_out']['total']} decision(s): {m['left_out']['reasons']}")
     for e in result.errors:
         print(f"  skipped {e['id']}: {e['reason']}", file=sys.stderr)
     return 0

@@ -13,6 +13,10 @@ from agent.trajectory import Trajectory
 Kind = Literal["sft", "rl", "pairs"]
 KINDS: tuple[str, ...] = ("sft", "rl", "pairs")
 SPLIT_ORDER = {"train": 0, "test": 1, "holdout": 2}
+# The renderer exports and training draw images with unless told otherwise: the published
+# Spec-o3 tool's plots, so exports, GRPO rollouts and the published checkpoints agree.
+# Every manifest and checkpoint records the one used; training refuses a mismatch.
+DEFAULT_RENDERER = "speco3"
 
 
 @dataclass

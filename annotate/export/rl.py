@@ -2,7 +2,8 @@
 
 `{split}.parquet` and `{split}.jsonl`: SpecVI-Bench's row schema plus Loupe's columns (id,
 task, label, split, path, hdu, row, object_id, source); overview images under `images/`
-(in the parquet too, as `{bytes, path}`).
+(in the parquet too, as `{bytes, path}`). verl reads the files as they are: the system
+prompt holds no `# Tools` block, since verl's chat template writes it from the tool config.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from agent.protocol import TOOL_NAME, system_prompt, task_prompt
+from agent.protocol import TOOL_NAME, system_prompt, task_prompt, tools_block
 from agent.spectrum import Spectrum
 from annotate.export.conversation import Images
 from annotate.export.record import ExportRecord
@@ -31,6 +32,16 @@ SPECVI_SOURCE = {"carbon": "carbon", "s_type": "ss", "m_giant": "gm", "cv": "cv"
 AGENT_NAME = "tool_agent"
 
 
+def verl_system_prompt() -> str:
+    """The system prompt without the `# Tools` block: verl renders the chat template with
+    its tool config's schema, which writes that block itself (a second copy would be there
+    if the prompt held one already)."""
+    text = system_prompt().replace(tools_block(), "").rstrip()
+    if "<tools>" in text:
+        raise ValueError("the system prompt holds a tool block that is not agent.protocol's")
+    return text
+
+
 def build_row(index: int, r: ExportRecord, spectrum: Spectrum, imgs: Images) -> Built:
     good = spectrum.good
     wave = spectrum.vacuum_wavelength()[good]
@@ -39,7 +50,7 @@ def build_row(index: int, r: ExportRecord, spectrum: Spectrum, imgs: Images) -> 
     row = {
         "data_source": SPECVI_SOURCE.get(r.task, r.task),
         "prompt": [
-            {"role": "system", "content": system_prompt()},
+            {"role": "system", "content": verl_system_prompt()},
             {"role": "user", "content": "<image>" + task_prompt(r.task)},
         ],
         "ability": "spectral_vetting",

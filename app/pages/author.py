@@ -20,7 +20,7 @@ from annotate import authoring as au
 from annotate.export.conversation import Images, conversation
 from app import plots
 from app.context import USER_ERRORS, Context, Viewer, refusal
-from app.pages.vet import thought_html
+from app.pages.vet import tasks_of, thought_html
 from app.render_md import escape, render_md
 from app.views import DraftView
 
@@ -58,14 +58,25 @@ def _draft_view(ctx: Context, d: Any, message: str = "") -> DraftView:
     return DraftView(head, fig, rows, d.verdict, d.explanation, message)
 
 
-def author_load(ctx: Context, ex: Viewer | None, d: Any, key: str, start: str):
+def author_load(
+    ctx: Context, ex: Viewer | None, d: Any, key: str, start: str, task: str | None = None
+):
     """Start a trajectory for a candidate: blank, or the agent's as a draft. An expert's
     own unfinished draft (or one sent back) for the candidate is reopened instead. An
-    unknown id keeps the draft in hand."""
+    unknown id keeps the draft in hand; an id of several tasks asks for the task
+    (`DraftView.tasks`)."""
     if ex is None:
         return None, _draft_view(ctx, None, "Log in first.")
     key = (key or "").strip()
-    info = ctx.store.find_candidate(key) if key else None
+    task = task or None
+    if key and task is None:
+        tasks = tasks_of(ctx, key)
+        if len(tasks) > 1:
+            view = _draft_view(ctx, d, f"**{escape(key)}** is a candidate of {len(tasks)} "
+                               f"tasks ({escape(', '.join(tasks))}): choose one.")  # fmt: skip
+            view.tasks = tasks
+            return d, view
+    info = ctx.store.find_candidate(key, task) if key else None
     if info is None:
         return d, _draft_view(ctx, d, f"No candidate **{escape(key)}**.")
     own = [a for a in ctx.store.list_authored(author=ex.name, candidate_id=info.id)

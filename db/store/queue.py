@@ -7,12 +7,14 @@ On PostgreSQL, lease hand-out takes an advisory lock, so two experts never race 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 
 from sqlalchemy import delete, exists, func, or_, select, text, update
 from sqlalchemy.orm import Session
 
 from db import models as m
 from db.models import utcnow
+from db.settings import DEFAULTS
 from db.store.errors import NotFound, StoreError
 from db.store.records import Filters, QueueConfig
 
@@ -27,6 +29,7 @@ class QueueMixin:
         filters: Filters | None = None,
         *,
         gold: bool | None = None,
+        exclude: Sequence[int] = (),
     ) -> int | None:
         """Lease and return the id of the next candidate `expert` should review, or None.
 
@@ -35,7 +38,9 @@ class QueueMixin:
         item is served while its reviews plus other experts' live leases stay under
         `config.overlap`, never to an expert who already reviewed (or skipped) it. Every
         `round(1/gold_rate)`-th item is drawn from the gold set when `gold` is None. An item
-        the expert already holds a live lease on is served again first.
+        the expert already holds a live lease on is served again first. Items in `exclude`
+        (those the expert has just moved past) are not served; an item whose review the
+        expert took back ("undo") is served again.
         """
         config = config or QueueConfig()
         if config.overlap < 1:
@@ -49,6 +54,8 @@ class QueueMixin:
                 base = self._filtered(s, select(m.Candidate.id), filters)
             except NotFound:
                 return None
+            if exclude:
+                base = base.where(m.Candidate.id.not_in(list(exclude)))
             held = s.scalar(
                 base.join(m.Lease, m.Lease.candidate_id == m.Candidate.id)
                 .where(m.Lease.expert_id == e.id, m.Lease.expires > now)
@@ -56,7 +63,13 @@ class QueueMixin:
                 .limit(1)
             )
             if held is not None and not s.scalar(
-                select(exists().where(m.Review.candidate_id == held, m.Review.expert_id == e.id))
+                select(
+                    exists().where(
+                        m.Review.candidate_id == held,
+                        m.Review.expert_id == e.id,
+                        m.Review.action != "undo",
+                    )
+                )
             ):
                 cid = held
             else:
@@ -76,7 +89,11 @@ class QueueMixin:
 
     def _queue_query(self, base, expert_id: int, now, config: QueueConfig, gold: bool):
         C = m.Candidate
-        mine = exists().where(m.Review.candidate_id == C.id, m.Review.expert_id == expert_id)
+        mine = exists().where(
+            m.Review.candidate_id == C.id,
+            m.Review.expert_id == expert_id,
+            m.Review.action != "undo",
+        )
         q = base.where(C.is_gold.is_(gold), C.auto.is_(False), ~mine)
         if not gold:
             others = (
@@ -110,7 +127,7 @@ class QueueMixin:
             row.expires = expires
 
     def claim(
-        self, expert: str | int, candidate_id: int, lease_seconds: float = 600.0
+        self, expert: str | int, candidate_id: int, lease_seconds: float = DEFAULTS.lease_seconds
     ) -> list[str]:
         """Lease a chosen item (jump-to-id); returns the names of other experts holding a
         live lease on it, so the app can warn."""

@@ -35,18 +35,25 @@ class ReviewsMixin:
         trajectory_id: int | None = None,
         review_id: int | None = None,
         source: str = "app",
+        grade: int | None = None,
+        redshift: float | None = None,
+        redshift_source: str | None = None,
     ) -> m.Review:
         """Record (or revise) `expert`'s review of a candidate; returns the stored review.
 
         accept/reject judge the agent trajectory shown (`trajectory_id`, default the
         candidate's current one); correct sets `label` and may name the `wrong_step` and a
-        corrected `explanation`. One review per expert and candidate: a second call is a
+        corrected `explanation` (a reject may carry its reason there too). `grade` (1-4) is
+        the expert's certainty; `redshift` with `redshift_source` ("agent" or "expert") the
+        redshift they adopted or typed. An "undo" takes the decision back (no label; the
+        expert may decide again). One review per expert and candidate: a second call is a
         revision (the old version goes to review_history), and an identical repeat is a
         no-op, so a retried request never stores twice. Passing `review_id` of another
         expert's review raises StorePermissionError.
         """
         if seconds is not None and (not math.isfinite(seconds) or seconds < 0):
             raise StoreError(f"seconds on item must be a non-negative number (got {seconds})")
+        _check_extras(grade, redshift, redshift_source, explanation, comment)
         with self._tx() as s:
             e = self._expert(s, expert)
             if not e.active:
@@ -97,6 +104,9 @@ class ReviewsMixin:
                 explanation=explanation,
                 wrong_step=wrong_step,
                 comment=comment,
+                grade=grade,
+                redshift=redshift,
+                redshift_source=redshift_source,
             )
             if existing is not None:
                 if all(getattr(existing, k) == v for k, v in values.items()):
@@ -112,6 +122,9 @@ class ReviewsMixin:
                         wrong_step=existing.wrong_step,
                         comment=existing.comment,
                         seconds=existing.seconds,
+                        grade=existing.grade,
+                        redshift=existing.redshift,
+                        redshift_source=existing.redshift_source,
                         recorded=existing.updated,
                     )
                 )
@@ -149,9 +162,22 @@ class ReviewsMixin:
                     "label": new_label,
                     "revision": review.revision,
                     "source": source,
+                    "grade": grade,
                 },
             )
             return review
+
+    def last_decision(self, expert: str | int) -> m.Review | None:
+        """`expert`'s most recently written review that still holds a decision (not an
+        undo), or None: what "undo" takes back."""
+        with self._ro() as s:
+            e = self._expert(s, expert)
+            return s.scalars(
+                select(m.Review)
+                .where(m.Review.expert_id == e.id, m.Review.action != "undo")
+                .order_by(m.Review.updated.desc(), m.Review.id.desc())
+                .limit(1)
+            ).first()
 
     def review(self, review_id: int) -> m.Review:
         with self._ro() as s:
@@ -223,3 +249,29 @@ class ReviewsMixin:
     def conflicts(self, task: str | None = None, limit: int = 1000) -> list[CandidateInfo]:
         """Candidates whose experts disagree and no adjudicator has decided yet."""
         return self.list_candidates(Filters(task=task, status="conflict"), limit=limit, order="id")
+
+
+MAX_TEXT = 2000  # characters in a review's explanation or comment
+
+
+def _check_extras(
+    grade: int | None,
+    redshift: float | None,
+    redshift_source: str | None,
+    explanation: str | None,
+    comment: str | None,
+) -> None:
+    if grade is not None and (isinstance(grade, bool) or grade not in m.GRADES):
+        raise StoreError(f"grade must be one of {m.GRADES} (got {grade!r})")
+    if redshift is not None:
+        if not math.isfinite(redshift) or redshift < -0.1:
+            raise StoreError(f"redshift must be a finite number >= -0.1 (got {redshift})")
+        if redshift_source not in m.REDSHIFT_SOURCES:
+            raise StoreError(
+                f"redshift_source must be one of {m.REDSHIFT_SOURCES} (got {redshift_source!r})"
+            )
+    elif redshift_source is not None:
+        raise StoreError("redshift_source given without a redshift")
+    for name, text in (("explanation", explanation), ("comment", comment)):
+        if text is not None and len(text) > MAX_TEXT:
+            raise StoreError(f"{name} is {len(text)} characters; at most {MAX_TEXT} are kept")

@@ -43,7 +43,7 @@ def queue_priority(
 
 def derive_label(action: str, verdict: str | None, label: str | None) -> str | None:
     """The label a review sets: accept keeps the agent's verdict, reject flips it, correct
-    takes the expert's; skip and flag set none.
+    takes the expert's; skip, flag and undo set none.
 
     >>> derive_label("accept", "YES", None), derive_label("reject", "YES", None)
     ('YES', 'NO')
@@ -52,7 +52,7 @@ def derive_label(action: str, verdict: str | None, label: str | None) -> str | N
     """
     if action not in m.ACTIONS:
         raise StoreError(f"unknown review action {action!r} (expected one of {m.ACTIONS})")
-    if action in ("skip", "flag"):
+    if action in ("skip", "flag", "undo"):
         return None
     if action == "correct":
         if label not in m.LABELS:
