@@ -295,6 +295,20 @@ def build(ctx: context.Context) -> gr.Blocks:
                     value={"headers": dashboard_page.HEADERS["kappa"], "data": []},
                     label="agreement between experts", interactive=False, elem_id="dash-kappa",
                 )  # fmt: skip
+                # -- the inspector: agreement on gold by version; calibrate (admins)
+                d_versions = gr.Dataframe(
+                    value={"headers": dashboard_page.VERSION_HEADERS, "data": []},
+                    label="gold items: agreement by inspector version", interactive=False,
+                    elem_id="dash-versions",
+                )  # fmt: skip
+                d_cal_go = gr.Button("Calibrate the inspector from the experts' labels",
+                                     visible=False, elem_id="btn-calibrate")  # fmt: skip
+                d_cal_msg = gr.Markdown(elem_id="dash-calibrate-message")
+                d_cal_table = gr.Dataframe(
+                    label="cross-validated before/after per task", interactive=False,
+                    visible=False, elem_id="dash-calibrate-table",
+                )  # fmt: skip
+                # -- end inspector
 
             # ---------------------------------------------------------------- export
             with gr.Tab("Export", id="export"):
@@ -683,6 +697,31 @@ def build(ctx: context.Context) -> gr.Blocks:
         d_go.click(on_dash, [d_task, d_prec], d_outs, api_name="dashboard")
         # The dashboard opens filled, not as empty frames waiting for Refresh.
         demo.load(on_dash, [d_task, d_prec], d_outs, api_name=False, show_progress="hidden")
+
+        # -- dashboard: the inspector's versions and calibration
+        def on_versions(task, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            return dashboard_page.inspector_versions(ctx, ex, task)
+
+        d_go.click(on_versions, d_task, d_versions, api_name="dashboard_versions")
+
+        def on_inspector_tab(task, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            return (gr.Button(visible=dashboard_page.can_calibrate(ex)),
+                    dashboard_page.inspector_versions(ctx, ex, task))  # fmt: skip
+
+        demo.load(on_inspector_tab, d_task, [d_cal_go, d_versions], api_name=False,
+                  show_progress="hidden")  # fmt: skip
+
+        def on_calibrate(task, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            msg, table = dashboard_page.calibrate_now(ctx, ex)
+            return (msg, gr.Dataframe(value=table, visible=bool(table["data"])),
+                    dashboard_page.inspector_versions(ctx, ex, task))  # fmt: skip
+
+        d_cal_go.click(on_calibrate, d_task, [d_cal_msg, d_cal_table, d_versions],
+                       api_name="calibrate")  # fmt: skip
+        # -- end dashboard inspector
 
         # -- export
         def on_export(kind, request: gr.Request):
