@@ -332,7 +332,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from db.store import Store
 
-    if args.run is not None:  # a model run's P(YES), not the inspector
+    if getattr(args, "run", None) is not None:  # a model run's P(YES), not the inspector
         from annotate.model_calibration import main as calibrate_run
 
         return calibrate_run(args)
