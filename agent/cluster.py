@@ -18,9 +18,13 @@ the agent loop in a pool of actors, each building its policy once:
 
 Trajectories stream back to the driver (`iter_rows`) and into the runner's sink (JSONL, or
 the store with `--db`) as each batch finishes. Ray Data restarts an actor whose process
-dies and re-runs the batch it held (its defaults: unlimited actor restarts and task
-retries); a batch's results reach the driver only once it completes, so a re-run batch is
-never recorded twice. An exception inside the agent loop is recorded per candidate as an
+dies and re-runs the batch it held; a batch's results reach the driver only once it
+completes, so a re-run batch is never recorded twice. A re-run batch is vetted one
+candidate at a time, each start counted by a small `Attempts` actor on the driver's node:
+a candidate whose worker died on each of MAX_ATTEMPTS tries is recorded as an "error"
+trajectory naming that, instead of being retried forever (Ray Data's defaults are
+unlimited restarts and retries). The task retries are capped too, as a backstop, at what
+that rule can need. An exception inside the agent loop is recorded per candidate as an
 "error" trajectory, as in the process pool.
 
 Every node needs the same Loupe install and the spectra at the same paths (a shared
@@ -31,6 +35,7 @@ for `--ray`, so Ray is an optional dependency (`pip install loupe[cluster]`).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import pickle
 from collections.abc import Iterator
@@ -42,13 +47,38 @@ from agent.loop import run_batch
 from agent.refs import CandidateRef
 from agent.trajectory import Trajectory
 
-# Fault injection for the recovery test: the first actor call that creates this file
-# exits its process mid-batch, as a lost worker would.
+# Fault injection for the recovery tests: the first actor call that creates the file named
+# by EXIT_ONCE_ENV exits its process mid-batch, as a lost worker would; an actor exits
+# every time it starts vetting the candidate whose id EXIT_ON_ENV names, as a spectrum
+# that crashes its worker would.
 EXIT_ONCE_ENV = "LOUPE_RAY_EXIT_ONCE"
+EXIT_ON_ENV = "LOUPE_RAY_EXIT_ON"
+
+# Tries a candidate gets when its worker process dies while vetting it.
+MAX_ATTEMPTS = 3
 
 
 class ClusterError(LoupeError):
     """Ray is missing, the cluster cannot be reached, or it lacks what the policy needs."""
+
+
+class WorkerLost(ClusterError):
+    """A candidate's worker process died on every try at vetting it."""
+
+
+class Attempts:
+    """Unfinished starts per key (a batch, a candidate), kept outside the workers so that
+    they outlive a worker's death. Run as a Ray actor on the driver's node."""
+
+    def __init__(self) -> None:
+        self.starts: dict[str, int] = {}
+
+    def start(self, key: str) -> int:
+        self.starts[key] = self.starts.get(key, 0) + 1
+        return self.starts[key]
+
+    def finish(self, key: str) -> None:
+        self.starts.pop(key, None)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,6 +116,8 @@ class Vetter:
         params: dict[str, Any],
         threads: int = 1,
         exit_once: str | None = None,
+        attempts: Any = None,
+        exit_on: str | None = None,
     ):
         from agent.policies import get_policy
 
@@ -100,16 +132,54 @@ class Vetter:
         self.params = params
         self.threads = max(1, threads)
         self.exit_once = exit_once
+        self.exit_on = exit_on
+        self.attempts = attempts  # an `Attempts` actor handle; None counts nothing
         self.calls = 0
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[str]]:
         refs = [pickle.loads(b) for b in batch["ref"]]
-        if self.threads > 1:
-            trajs = self._threaded(refs)
+        key = "batch:" + hashlib.sha1("\n".join(_key(c) for c in refs).encode()).hexdigest()
+        if self._start(key) > 1:  # Ray re-runs it: a worker died on it
+            trajs = self._one_by_one(refs)
         else:
-            trajs = self._together(refs)
+            if self.exit_on and any(c.id == self.exit_on for c in refs):
+                os._exit(1)
+            trajs = self._threaded(refs) if self.threads > 1 else self._together(refs)
         self._maybe_exit()
+        self._finish(key)
         return {"trajectory": [t.to_json() for t in trajs]}
+
+    def _one_by_one(self, refs: list[CandidateRef]) -> list[Trajectory]:
+        # The batch's first try counts as each candidate's first; a candidate's count is
+        # cleared once it is vetted, so only the one its worker dies on keeps climbing.
+        out = []
+        for c in refs:
+            tries = 1 + self._start(_key(c))
+            if tries > MAX_ATTEMPTS:
+                lost = WorkerLost(
+                    f"the worker process died on each of {MAX_ATTEMPTS} tries at vetting it "
+                    "(the spectrum may crash the reader or the policy); not retried"
+                )
+                out.append(failed(c, self.name, lost))
+            else:
+                if self.exit_on and c.id == self.exit_on:
+                    os._exit(1)
+                out.extend(self._together([c]))
+            self._finish(_key(c))
+        return out
+
+    def _start(self, key: str) -> int:
+        if self.attempts is None:
+            return 1
+        import ray
+
+        return ray.get(self.attempts.start.remote(key))
+
+    def _finish(self, key: str) -> None:
+        if self.attempts is not None:
+            import ray
+
+            ray.get(self.attempts.finish.remote(key))
 
     def _together(self, refs: list[CandidateRef]) -> list[Trajectory]:
         try:
@@ -153,6 +223,10 @@ class Vetter:
         except FileExistsError:
             return
         os._exit(1)  # the batch's results are lost with the process; Ray re-runs it
+
+
+def _key(c: CandidateRef) -> str:
+    return f"{c.id}\t{c.task}"
 
 
 def endpoints(base_url: str | None) -> list[str]:
@@ -240,7 +314,14 @@ def _stream(todo, args, kwargs, renderer, plan, started: bool) -> Iterator[Traje
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False  # the runner's tqdm bar is the progress
     logging.getLogger("ray.data").setLevel(logging.WARNING)
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
     params = {} if args.policy == "rules" else {"temperature": args.temperature}
+    # Beside the driver: it lives as long as the run, whichever workers die.
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+    attempts = (
+        ray.remote(Attempts).options(num_cpus=0, scheduling_strategy=here, max_restarts=0).remote()
+    )
     try:
         ds = ray.data.from_items([{"ref": pickle.dumps(c)} for c in todo])
         out = ds.map_batches(
@@ -253,15 +334,28 @@ def _stream(todo, args, kwargs, renderer, plan, started: bool) -> Iterator[Traje
                 "params": params,
                 "threads": plan["threads"],
                 "exit_once": os.environ.get(EXIT_ONCE_ENV) or None,
+                "attempts": attempts,
+                "exit_on": os.environ.get(EXIT_ON_ENV) or None,
             },
             batch_size=plan["batch_size"],
             batch_format="numpy",
             compute=ray.data.ActorPoolStrategy(size=plan["actors"]),
             num_cpus=1,
             num_gpus=plan["num_gpus"],
+            # Lost actors are replaced as often as a long run needs; a batch is re-run at
+            # most as often as MAX_ATTEMPTS per candidate can require.
+            max_restarts=-1,
+            max_task_retries=MAX_ATTEMPTS * plan["batch_size"],
         )
-        for row in out.iter_rows():
-            yield Trajectory.from_json(row["trajectory"])
+        try:
+            for row in out.iter_rows():
+                yield Trajectory.from_json(row["trajectory"])
+        except ray.exceptions.RayError as exc:
+            raise ClusterError(
+                f"the Ray run stopped ({type(exc).__name__}: {str(exc).splitlines()[0]}); "
+                "what finished is recorded, run the same command again to vet the rest"
+            ) from None
     finally:
+        ray.kill(attempts)
         if started:
             ray.shutdown()

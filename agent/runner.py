@@ -58,6 +58,8 @@ class Sink(Protocol):
 
     def write(self, trajectory: Trajectory) -> None: ...
 
+    def flush(self) -> None: ...
+
     def close(self) -> None: ...
 
 
@@ -117,6 +119,9 @@ class JsonlSink:
         self._fh.flush()
         os.fsync(self._fh.fileno())
         self._done.add(key)
+
+    def flush(self) -> None:
+        pass  # each write is already on disk
 
     def close(self) -> None:
         if not self._fh.closed:
@@ -290,7 +295,10 @@ def read_inputs(args: argparse.Namespace) -> tuple[list[CandidateRef], list[Exce
 
     sources = list(args.catalog) + list(args.input)
     if not sources:
-        raise ValueError("give candidates with --catalog CSV or --input PATH ...")
+        raise ValueError(
+            "give candidates with --catalog CSV or --input PATH ... "
+            "(or --db URL alone for the store's own)"
+        )
     normalise_task(args.task)
     candidates, problems = collect_candidates(sources, task=args.task)
     if problems and getattr(args, "strict", False):
@@ -381,7 +389,14 @@ def _run(todo: list[CandidateRef], args: argparse.Namespace, kwargs: dict, sink:
             bar.set_postfix(stats.states, refresh=False)  # counts per state
             bar.update(1)
     finally:
-        bar.close()
+        # A sink that batches its writes commits the rest; one without flush (a plain
+        # writer) wrote each as it came.
+        flush = getattr(sink, "flush", None)
+        try:
+            if flush is not None:
+                flush()
+        finally:
+            bar.close()
         stats.wall = time.perf_counter() - stats.t0
     return stats
 

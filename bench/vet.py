@@ -13,14 +13,21 @@ Then the same candidates (from their files) through the two ways `launch.py vet`
 work, with the same number of workers (--workers, default 2): the process pool of one
 machine and a Ray actor pool on a local Ray cluster of that many CPUs (`vet --ray`), both
 timed from the first candidate submitted to the last trajectory back, worker start-up
-included (Ray's cluster start is not: a campaign pays it once). The Ray part is skipped
-when Ray is not installed (`pip install loupe[cluster]`). The last line is the headline
+included (Ray's cluster start is not: a campaign pays it once), and in steady state (from
+the first trajectory back to the last: what a long campaign runs at). Give enough
+candidates (--pool-spectra) that Ray's few seconds of actor start-up are amortised before
+reading the end-to-end overhead; the load average is printed beside it, since other jobs
+on the machine move both rates. The Ray part is skipped when Ray is not installed
+(`pip install loupe[cluster]`). The pool's trajectories are also written into a fresh
+SQLite store through the driver's sink, one transaction per trajectory and batched as
+`vet --db` writes them, each as trajectories/s. The last line is the headline
 `rules_spectra_per_s_per_core: N` (fast renderer, one process).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -94,27 +101,48 @@ def pool_args(workers: int, ray: bool):
     return build_parser().parse_args(argv)
 
 
-def timed(results) -> tuple[float, float, int, int]:
-    """(seconds, seconds to the first trajectory, trajectories, errors) of a stream."""
+def timed(results, keep: list | None = None) -> tuple[float, float, int, int]:
+    """(seconds, seconds to the first trajectory, trajectories, errors) of a stream; the
+    trajectories go into `keep` when given."""
     t0 = time.perf_counter()
     first = 0.0
     n = errors = 0
     for t in results:
+        if keep is not None:
+            keep.append(t)
         n += 1
         first = first or time.perf_counter() - t0
         errors += t.state == "error"
     return time.perf_counter() - t0, first, n, errors
 
 
-def report(name: str, sec: float, first: float, n: int, errors: int) -> float:
-    """Prints the run's rate end to end and after its first result (start-up excluded)."""
+def report(name: str, sec: float, first: float, n: int, errors: int) -> tuple[float, float]:
+    """Prints the run's rate end to end and after its first result (start-up excluded);
+    returns both."""
     rate = n / sec
     steady = (n - 1) / (sec - first) if n > 1 and sec > first else rate
     print(
         f"{name:28s} {rate:7.1f} spectra/s end to end ({sec:.1f} s, first result after "
         f"{first:.1f} s), {steady:7.1f} spectra/s after it; {errors} errors"
     )
-    return rate
+    return rate, steady
+
+
+def sink_rates(trajs: list, tmp: Path) -> None:
+    """The driver's sink: the pool's trajectories into a fresh SQLite store, one
+    transaction each (`batch=1`) and batched as `vet --db` writes them."""
+    from db.store import Store
+    from db.vet import SINK_BATCH, StoreSink
+
+    for name, batch in (("one per transaction", 1), ("batched (vet --db)", SINK_BATCH)):
+        sink = StoreSink(Store(str(tmp / f"sink-{batch}.db")), policy="rules", batch=batch)
+        t0 = time.perf_counter()
+        for t in trajs:
+            sink.write(t)
+        sink.close()
+        rate = len(trajs) / (time.perf_counter() - t0)
+        print(f"SQLite store sink, {name:20s} {rate:7.1f} trajectories/s ({len(trajs)})")
+        print(f"sqlite_sink_rows_per_s_batch_{batch}: {rate:.1f}")
 
 
 def pool_vs_ray(n_files: int, workers: int) -> None:
@@ -126,11 +154,14 @@ def pool_vs_ray(n_files: int, workers: int) -> None:
         refs, source = candidate_refs(n_files, Path(tmp))
         n = len(refs)
         print(f"{n} candidates ({source}, {len(TASKS)} tasks each); {workers} workers")
+        trajs: list = []
         args = pool_args(workers, ray=False)
-        pool = report(
+        print(f"load average before: {os.getloadavg()[0]:.1f}")
+        pool, pool_steady = report(
             f"process pool, {workers} workers:",
-            *timed(runner._run_processes(refs, args, {}, "fast")),
+            *timed(runner._run_processes(refs, args, {}, "fast"), trajs),
         )
+        sink_rates(trajs, Path(tmp))
         try:
             import ray
         except ImportError:
@@ -142,12 +173,14 @@ def pool_vs_ray(n_files: int, workers: int) -> None:
         try:
             args = pool_args(workers, ray=True)
             actors, results = cluster.vet(refs, args, {}, "fast")
-            rate = report(f"ray actor pool, {actors} actors:", *timed(results))
+            rate, steady = report(f"ray actor pool, {actors} actors:", *timed(results))
         finally:
             ray.shutdown()
+        print(f"load average after: {os.getloadavg()[0]:.1f}")
         print(f"pool_spectra_per_s_{workers}_workers: {pool:.1f}")
         print(f"ray_spectra_per_s_{workers}_workers: {rate:.1f}")
         print(f"ray_overhead_vs_pool_pct: {100 * (pool / rate - 1):.1f}")
+        print(f"ray_overhead_vs_pool_steady_pct: {100 * (pool_steady / steady - 1):.1f}")
 
 
 def main() -> int:

@@ -266,7 +266,7 @@ def test_an_id_already_stored_for_another_spectrum_is_a_conflict(folder, tmp_pat
 
 
 def test_store_reports_conflicts_within_one_call_and_against_stored_rows(mem_store, folder):
-    from agent.catalog import CandidateRef
+    from agent.refs import CandidateRef
 
     a, b = (CandidateRef("x", "cv", str(folder / f"t{i}.csv")) for i in range(2))
     rep = mem_store.add_candidates([a, b, a])

@@ -1,7 +1,8 @@
 """`vet --ray`: the demo on a local 2-CPU Ray cluster gives the single-process run's records,
-a worker lost mid-run costs nothing (every candidate recorded once), the store resumes, the
-`openai` policy drives OpenAI-compatible endpoints from the actors, and `vet` without
-`--ray` never imports Ray."""
+a worker lost mid-run costs nothing (every candidate recorded once), a candidate that kills
+its worker every time is recorded as failed after MAX_ATTEMPTS tries, the store resumes and
+supplies its own pending candidates, the `openai` policy drives OpenAI-compatible endpoints
+from the actors, and `vet` without `--ray` never imports Ray."""
 
 from __future__ import annotations
 
@@ -88,6 +89,57 @@ def test_a_worker_lost_mid_run_costs_nothing(demo, local_cluster, single, tmp_pa
     assert marker.exists(), "no worker process exited: the test did not test recovery"
     got = _records(out)  # asserts each candidate is recorded once
     assert got == single  # the lost batch was re-run, not recorded as failed
+
+
+def test_a_candidate_that_always_kills_its_worker_is_recorded_failed(
+    demo, local_cluster, single, tmp_path, monkeypatch
+):
+    poison = sorted(single)[5]
+    monkeypatch.setenv(cluster.EXIT_ON_ENV, poison[0])
+    out = tmp_path / "ray.jsonl"
+    assert _vet(demo, out, "--ray", "local", "--ray-actors", "2") == 1  # one failed
+    got = _records(out)  # each candidate once, the poisoned one too
+    assert got.keys() == single.keys()
+    bad = got.pop(poison)
+    assert bad["state"] == "error" and bad["verdict"] is None
+    assert f"died on each of {cluster.MAX_ATTEMPTS} tries" in bad["error"]
+    assert got == {k: r for k, r in single.items() if k != poison}  # the rest as ever
+
+
+def test_store_pending_candidates_on_ray(demo, local_cluster, single, tmp_path):
+    from db import vet as db_vet
+    from db.store import Store
+
+    db = tmp_path / "loupe.db"
+    store = Store(str(db))
+    from agent.catalog import read_candidates
+
+    store.add_candidates(read_candidates([str(demo)]))
+    store.close()
+
+    def run(*extra: str) -> int:
+        parser = build_parser()
+        parser.add_argument("--db")
+        argv = ["--policy", "rules", "--no-progress", "--db", str(db), "--ray", "local"]
+        return db_vet.main(parser.parse_args(argv + list(extra)))
+
+    tasks = sorted({t for _, t in single})
+    assert run("--task", tasks[0]) == 0  # only that task's candidates
+    assert _store_verdicts(db) == {
+        f"{i}/{t}": r["verdict"] for (i, t), r in single.items() if t == tasks[0]
+    }
+    assert run() == 0  # the rest, none twice
+    assert _store_verdicts(db) == {f"{i}/{t}": r["verdict"] for (i, t), r in single.items()}
+
+
+def _store_verdicts(db: Path) -> dict[str, str]:
+    with sqlite3.connect(db) as con:
+        rows = con.execute(
+            "SELECT c.key || '/' || t.name, tr.verdict FROM trajectory tr "
+            "JOIN candidate c ON c.id = tr.candidate_id JOIN task t ON t.id = c.task_id"
+        ).fetchall()
+    assert len(rows) == len(dict(rows)), "a candidate recorded twice"
+    return dict(rows)
 
 
 def test_store_sink_resumes_and_records_each_candidate_once(demo, local_cluster, single, tmp_path):
