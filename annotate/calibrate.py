@@ -71,19 +71,28 @@ def examples_from_spectra(items: Sequence[tuple[Any, str, bool, str]]) -> list[E
     return out
 
 
+def expert_labels(store: Any) -> list[tuple[Any, str]]:
+    """(candidate info, "YES"/"NO") for every candidate an expert decision labels: reviews,
+    adjudications and imported labels first, else gold or catalogue labels; the agent's own
+    auto-accepted verdicts are not labels."""
+    infos = {c.id: c for c in store.labelled_candidates() if c.label_source != "auto"}
+    for cid in store.reference_labelled_ids():
+        infos.setdefault(cid, store.candidate(cid))
+    out = []
+    for c in infos.values():
+        label = c.label if c.label_source not in (None, "auto") else c.gold_label or c.known_label
+        if label in ("YES", "NO"):
+            out.append((c, label))
+    return out
+
+
 def labelled_from_store(store: Any) -> tuple[list[Example], list[str]]:
     """Every usable labelled decision in the store, and the problems met (one per item)."""
     from agent.formats import load_one
 
-    infos = {c.id: c for c in store.labelled_candidates() if c.label_source != "auto"}
-    for cid in store.reference_labelled_ids():
-        infos.setdefault(cid, store.candidate(cid))
     items, problems = [], []
     loaded: dict[tuple, Any] = {}
-    for c in infos.values():
-        label = c.label if c.label_source not in (None, "auto") else c.gold_label or c.known_label
-        if label not in ("YES", "NO"):
-            continue
+    for c, label in expert_labels(store):
         ref = c.spectrum_ref
         key = (ref.get("path"), ref.get("hdu"), ref.get("row"))
         try:
@@ -315,10 +324,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--folds", type=int, default=5, help="Cross-validation folds.")
     parser.add_argument("--seed", type=int, default=0)
+    from annotate.model_calibration import add_arguments as add_run_arguments
+
+    add_run_arguments(parser)
 
 
 def main(args: argparse.Namespace) -> int:
     from db.store import Store
+
+    if getattr(args, "run", None) is not None:  # a model run's P(YES), not the inspector
+        from annotate.model_calibration import main as calibrate_run
+
+        return calibrate_run(args)
 
     store = Store(args.db)
     try:

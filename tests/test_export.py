@@ -463,3 +463,105 @@ def test_bad_rows_reported_not_fatal(tmp_path):
     assert {e["candidate"] for e in res.errors} == {"m", "n"}
     assert all(e["reason"] for e in res.errors)
     assert not (tmp_path / ".out.partial").exists()
+
+
+def test_rl_rows_carry_masked_pixels_so_grpo_draws_what_vet_draws(tmp_path):
+    """ivar = 0 pixels with finite flux: the speco3 tool draws them (it drops only non-finite
+    flux), so the RL row must carry them, and GRPO, reading the row's arrays, must draw the
+    same global view and zoom as vet reading the file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from agent.formats import load_one
+    from agent.tool import TOOL_NAME, call_tool, global_view
+    from annotate.export import rl
+    from annotate.export.conversation import Images
+    from annotate.export.record import ExportRecord
+    from training.data import load_rl_dataset, spectrum_from_ref
+
+    spec = _spectrum(3, "wd")
+    near = np.flatnonzero((spec.wavelength > 4850) & (spec.wavelength < 4875))
+    spec.flux[near] += 0.8  # a spike the expert's survey flagged (ivar = 0), still drawn
+    spec.ivar[near] = 0.0
+    path = tmp_path / "z.fits"
+    write_lamost_fits(Spectrum(spec.wavelength, spec.flux, ivar=spec.ivar, meta=spec.meta), path)
+    vet = load_one(path)
+    assert vet.mask[near].all() and np.isfinite(vet.flux[near]).all()
+
+    rec = ExportRecord(1, "z", "z", "wd", "YES", "review", {"path": str(path)}, "train")
+    built = rl.build_row(0, rec, vet, Images(vet, "speco3"))
+    kw = built.row["extra_info"]["tools_kwargs"][TOOL_NAME]["create_kwargs"]
+    assert len(kw["flux"]) == vet.flux.size  # every finite pixel, masked or not
+    assert sum(built.row["mask"]) == near.size and len(built.row["ivar"]) == len(kw["flux"])
+    # the row as the RL export writes it, its file gone: GRPO reads the arrays
+    row = {**built.row, "images": [{"bytes": built.images["images"][0], "path": None}]}
+    row.update({**rl.common_row(rec), "split": "train", "path": ""})
+    out = tmp_path / "train.parquet"
+    pq.write_table(pa.Table.from_pylist([row], schema=rl.schema()), out)
+    ref = json.loads(load_rl_dataset(out)[0]["spectrum"])
+    assert ref.get("table") == str(out.resolve())
+    grpo = spectrum_from_ref(ref)
+    assert np.array_equal(grpo.mask, vet.mask) and np.array_equal(grpo.flux, vet.flux)
+    for a, b in (
+        (global_view(vet, renderer="speco3").image, global_view(grpo, renderer="speco3").image),
+        (
+            call_tool(vet, TOOL_NAME, {"wavelength_range": [4800, 4920]}, renderer="speco3").image,
+            call_tool(grpo, TOOL_NAME, {"wavelength_range": [4800, 4920]}, renderer="speco3").image,
+        ),
+    ):
+        assert np.array_equal(np.asarray(a), np.asarray(b))
+    # the spike is in the picture: without the masked pixels the zoom would differ
+    dropped = Spectrum(grpo.wavelength[~grpo.mask], grpo.flux[~grpo.mask], meta=grpo.meta)
+    c = call_tool(dropped, TOOL_NAME, {"wavelength_range": [4800, 4920]}, renderer="speco3").image
+    assert not np.array_equal(np.asarray(c), np.asarray(b))
+
+
+def test_grade_and_redshift_travel_and_filter(world, capsys):
+    """The expert's grade (1-4) and redshift reach every kind of row as `grade`, `redshift`
+    and `weight` (grade / 4); `--min-grade` leaves out the rest and says so; the training
+    loaders filter on the same column, and the pairs JSONL reads like its hf/ folder."""
+    import launch
+    from training.data import load_pairs_dataset, load_rl_dataset, load_sft_dataset
+
+    store, cid, tmp = world
+    store.record_review(
+        "bob", cid["c0"], "accept", grade=4, redshift=0.0123, redshift_source="expert", seconds=3
+    )
+    store.record_review("bob", cid["c2"], "reject", grade=2, seconds=3)
+    sft_out, rl_out, pairs_out = tmp / "sft", tmp / "rl", tmp / "pairs"
+    run_export(store, "sft", sft_out, test_fraction=0.0)
+    rows = {r["candidate"]: r for rs in _rows(sft_out).values() for r in rs}
+    assert (rows["c0"]["grade"], rows["c0"]["redshift"], rows["c0"]["weight"]) == (4, 0.0123, 1.0)
+    assert (rows["c2"]["grade"], rows["c2"]["weight"]) == (2, 0.5)
+    assert rows["c3"]["grade"] is None and rows["c3"]["weight"] == 1.0
+    assert len(load_sft_dataset(sft_out)) == len(_rows(sft_out)["train"])
+    assert len(load_sft_dataset(sft_out, min_grade=2)) == 2
+    assert len(load_sft_dataset(sft_out, min_grade=3)) == 1
+
+    res = run_export(store, "rl", rl_out, test_fraction=0.0, min_grade=3)
+    assert res.manifest["rows"] == 1
+    left = res.manifest["not_exported"]["grade below --min-grade 3 (or ungraded)"]
+    from annotate.export.selection import collect
+
+    assert left == len(collect(store, "rl").records) - 1  # every other labelled decision
+    ds = load_rl_dataset(rl_out)
+    assert ds["id"] == [f"{rows['c0']['object_id']}:wd"]
+
+    res = run_export(store, "pairs", pairs_out, test_fraction=0.0)
+    hf = load_pairs_dataset(pairs_out)
+    pairs_rows = {r["candidate"]: r for r in _rows(pairs_out)["train"]}
+    assert pairs_rows["c2"]["grade"] == 2 and pairs_rows["c1"]["grade"] is None
+    assert len(load_pairs_dataset(pairs_out, min_grade=2)) == 1
+    # the JSONL, image paths relative to its folder, reads as the hf/ folder does
+    jl = load_pairs_dataset(pairs_out / "jsonl" / "train.jsonl")
+    assert len(jl) == len(hf) and jl["chosen"] == hf["chosen"]
+    assert [len(x) for x in jl["images"]] == [len(x) for x in hf["images"]]
+    a, b = jl[0]["images"][0], hf[0]["images"][0]
+    assert a.size == b.size and np.array_equal(np.asarray(a), np.asarray(b))
+    assert len(load_pairs_dataset(pairs_out / "jsonl")) == len(hf)
+
+    url = str(store.url)
+    assert (
+        launch.main(["export", "rl", "--db", url, "--out", str(tmp / "x"), "--min-grade", "5"]) == 2
+    )
+    assert "--min-grade must be 1, 2, 3 or 4" in capsys.readouterr().err

@@ -40,6 +40,13 @@ class TrainingScriptConfig:
     dataset: str = field(
         default="", metadata={"help": "The export (folder or file) to train on; required."}
     )
+    min_grade: int | None = field(
+        default=None,
+        metadata={
+            "help": "Train only on decisions an expert graded at least this (1 a guess .. 4 "
+            "certain; the exports' `grade` column); ungraded rows are left out too."
+        },
+    )
     output_dir: str = field(
         default="checkpoints/model",
         metadata={"help": "Where checkpoints and the final model go."},

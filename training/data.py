@@ -8,7 +8,8 @@
   `id`, `task`, `ground_truth` ("YES"/"NO"), `spectrum` (a JSON reference that
   `spectrum_from_ref` turns back into a `Spectrum`) and `prompt` (system prompt with the
   tool block, then an empty user turn that the environment fills with the global view and
-  the task text, so the model sees exactly the conversation the agent loop builds).
+  the task text, so the model sees exactly the conversation the agent loop builds; a
+  SpecVI-Bench row is asked with its own prompt and images, as `vet` asks it).
 - `write_sample` writes a small SFT export and RL export from seeded simulated spectra and
   scripted zoom-and-answer runs of the real agent loop: smoke-test data for trying the
   scripts without a store, never training data.
@@ -71,12 +72,14 @@ def _load_split(path: Path, split: str, columns: tuple[str, ...], what: str) -> 
 
     An export folder (`OUT/`, holding `hf/`) is read as its `hf/` DatasetDict.
     """
-    from datasets import Dataset, DatasetDict, load_from_disk
+    from datasets import DatasetDict, load_from_disk
 
     if not path.exists():
         raise DataError(f"{path}: {what} dataset not found")
     if path.is_dir() and (path / "hf").is_dir() and not (path / "dataset_dict.json").exists():
         path = path / "hf"  # the export folder itself was given
+    elif path.is_dir() and (path / f"{split}.jsonl").is_file():
+        path = path / f"{split}.jsonl"  # a folder of JSONL splits (the pairs export's jsonl/)
     if path.is_dir():
         try:
             ds = load_from_disk(str(path))
@@ -88,7 +91,7 @@ def _load_split(path: Path, split: str, columns: tuple[str, ...], what: str) -> 
                 raise DataError(f"{path}: no {split!r} split (has {', '.join(ds)})")
             ds = ds[split]
     else:
-        ds = Dataset.from_list(_json_lines(path))
+        ds = _jsonl_dataset(path)
     missing = [c for c in columns if c not in ds.column_names]
     if missing:
         raise DataError(
@@ -98,13 +101,52 @@ def _load_split(path: Path, split: str, columns: tuple[str, ...], what: str) -> 
     return ds
 
 
+def _jsonl_dataset(path: Path) -> Any:
+    """JSONL rows as a Dataset; an `images` column of paths (relative to the file's folder,
+    as the exports write them, or `{"path": ...}`) becomes decoded images, as in `hf/`."""
+    from datasets import Dataset, Image, List
+
+    rows = _json_lines(path)
+    if not any(isinstance(r, dict) and "images" in r for r in rows):
+        return Dataset.from_list(rows)
+    for n, r in enumerate(rows, 1):
+        paths = []
+        for v in r.get("images") or []:
+            p = v.get("path") if isinstance(v, dict) else v
+            if not isinstance(p, str) or not p:
+                raise DataError(f"{path} line {n}: an image is neither a path nor {{'path': ...}}")
+            full = Path(p) if Path(p).is_absolute() else path.parent / p
+            if not full.is_file():
+                raise DataError(f"{path} line {n}: image {p} not found (looked at {full})")
+            paths.append(str(full))
+        r["images"] = paths
+    return Dataset.from_list(rows).cast_column("images", List(Image()))
+
+
+def keep_grades(ds: Any, min_grade: int | None, where: str | Path) -> Any:
+    """The rows an expert graded at least `min_grade` (the exports' `grade` column, 1-4);
+    every row when `min_grade` is None."""
+    if min_grade is None:
+        return ds
+    if "grade" not in ds.column_names:
+        raise DataError(
+            f"{where}: --min_grade {min_grade} needs a 'grade' column (Loupe exports carry "
+            f"one; has {ds.column_names})"
+        )
+    kept = ds.filter(lambda g: g is not None and g >= min_grade, input_columns="grade")
+    if not len(kept):
+        raise DataError(f"{where}: no row graded {min_grade} or better (of {len(ds)})")
+    return kept
+
+
 # -- SFT -------------------------------------------------------------------------------
 
 
-def load_sft_dataset(path: str | Path, split: str = "train") -> Any:
+def load_sft_dataset(path: str | Path, split: str = "train", min_grade: int | None = None) -> Any:
     """The SFT export at `path` (the export folder, its `hf/` or `hf/<split>` folder, or
-    JSONL of `messages` rows): the `messages` and `images` columns of `split`."""
-    ds = _load_split(Path(path), split, ("messages",), "SFT")
+    JSONL of `messages` rows): the `messages` and `images` columns of `split`, only rows
+    graded at least `min_grade` if given."""
+    ds = keep_grades(_load_split(Path(path), split, ("messages",), "SFT"), min_grade, path)
     keep = [c for c in ("messages", "images") if c in ds.column_names]
     return ds.select_columns(keep)
 
@@ -112,10 +154,13 @@ def load_sft_dataset(path: str | Path, split: str = "train") -> Any:
 # -- DPO -------------------------------------------------------------------------------
 
 
-def load_pairs_dataset(path: str | Path, split: str = "train") -> Any:
+def load_pairs_dataset(path: str | Path, split: str = "train", min_grade: int | None = None) -> Any:
     """The preference pairs at `path` (`launch.py export pairs` folder, its `hf/` or
-    `hf/<split>`, or JSONL): TRL's conversational `prompt`/`chosen`/`rejected` + `images`."""
-    ds = _load_split(Path(path), split, ("prompt", "chosen", "rejected"), "DPO")
+    `hf/<split>`, its `jsonl/` folder or a `jsonl/<split>.jsonl` file, image paths relative
+    to the file): TRL's conversational `prompt`/`chosen`/`rejected` + `images`, only rows
+    graded at least `min_grade` if given."""
+    columns = ("prompt", "chosen", "rejected")
+    ds = keep_grades(_load_split(Path(path), split, columns, "DPO"), min_grade, path)
     keep = [c for c in ("prompt", "chosen", "rejected", "images") if c in ds.column_names]
     return ds.select_columns(keep)
 
@@ -127,6 +172,7 @@ def load_rl_dataset(
     paths: str | Path | Iterable[str | Path],
     splits: str | Iterable[str] | None = ("train",),
     limit: int | None = None,
+    min_grade: int | None = None,
 ) -> Any:
     """GRPO prompts from RL exports / SpecVI-Bench files (parquet, JSONL, JSON, folders).
 
@@ -134,10 +180,9 @@ def load_rl_dataset(
     are kept); in a folder, files named for another split (`test.parquet`,
     `test_cc.parquet`, as Loupe's RL export and SpecVI-Bench name them) are skipped too, since
     SpecVI-Bench rows carry no split column. A file named explicitly is read whatever its name.
+    `min_grade` keeps only rows an expert graded at least that (Loupe's `grade` column).
     """
     from datasets import Dataset
-
-    from agent.prompts import system_prompt
 
     if isinstance(paths, (str, Path)):
         paths = [paths]
@@ -153,19 +198,57 @@ def load_rl_dataset(
             row_split = raw.get("split") or _as_dict(raw.get("extra_info")).get("split")
             if wanted is not None and row_split not in (None, *wanted):
                 continue
+            if min_grade is not None and (raw.get("grade") or 0) < min_grade:
+                continue
             rows.append(rl_row(raw, path, i))
             if limit is not None and len(rows) >= limit:
                 break
     if not rows:
         which = "all" if wanted is None else ", ".join(sorted(wanted))
-        raise DataError(f"no RL rows in {', '.join(map(str, paths))} (splits: {which})")
-    system = system_prompt()
+        graded = "" if min_grade is None else f", graded {min_grade} or better"
+        raise DataError(f"no RL rows in {', '.join(map(str, paths))} (splits: {which}{graded})")
     for row in rows:
-        row["prompt"] = [
-            {"role": "system", "content": system},
-            {"role": "user", "content": ""},
-        ]
+        row["prompt"] = rl_prompt(row["task"], row["spectrum"])
     return Dataset.from_list(rows)
+
+
+def rl_prompt(task: str, ref: str | dict[str, Any]) -> list[dict[str, Any]]:
+    """A GRPO row's `prompt`: the opening conversation (`agent.protocol.opening_messages`,
+    as `vet` builds it), its last user turn left empty for the environment's `reset` to fill
+    with the images and text; a SpecVI-Bench row keeps its own system text and prompt."""
+    from agent.protocol import message_texts, opening_messages
+
+    opening = opening_messages(task, None, row_messages(ref))
+    head = [{"role": m["role"], "content": "".join(message_texts(m))} for m in opening[:-1]]
+    return [*head, {"role": "user", "content": ""}]
+
+
+def row_prompt_source(ref: str | dict[str, Any]) -> tuple[Path, int] | None:
+    """The parquet file and row a spectrum reference points into, whose `prompt` column
+    (SpecVI-Bench's, or an RL export's) the row is asked with; None for a spectrum file."""
+    if isinstance(ref, str):
+        ref = json.loads(ref)
+    table = ref.get("table") or ref.get("path")
+    if not table or ref.get("row") is None or Path(str(table)).suffix != ".parquet":
+        return None
+    return Path(str(table)), int(ref["row"])
+
+
+def row_messages(ref: str | dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The chat messages of the row's own prompt, else None (Loupe's prompts apply).
+
+    Read through the cached table rather than `agent.formats.specvi.row_prompt`, which
+    decodes the row's images: building a dataset needs only the text."""
+    src = row_prompt_source(ref)
+    if src is None:
+        return None
+    messages = _table_row(str(src[0]), src[1]).get("prompt")
+    if isinstance(messages, str):
+        try:
+            messages = json.loads(messages)
+        except json.JSONDecodeError:
+            raise DataError(f"{src[0]} row {src[1]}: prompt is not valid JSON") from None
+    return list(messages) if messages else None
 
 
 SPLIT_NAMES = ("train", "test", "holdout", "val", "validation")
@@ -262,9 +345,14 @@ def spectrum_from_ref(ref: str | dict[str, Any]) -> Spectrum:
             extra={"name": str(name)},
         )
         flux = np.array([np.nan if v is None else v for v in kw["flux"]], dtype=float)
+        # An RL export carries every finite pixel with its mask and ivar beside the arrays
+        # (as the file has them); SpecVI-Bench rows have neither.
+        mask, ivar = raw.get("mask"), raw.get("ivar")
         return Spectrum(
             wavelength=np.asarray(kw["wavelength"], dtype=float),
             flux=flux,
+            mask=None if mask is None or len(mask) != flux.size else np.asarray(mask, bool),
+            ivar=None if ivar is None or len(ivar) != flux.size else np.asarray(ivar, float),
             redshift=float(kw.get("redshift") or 0.0),
             meta=meta,
         )

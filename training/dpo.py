@@ -104,7 +104,7 @@ def build_trainer(cfg: DPOScriptConfig) -> Any:
         attn=cfg.attn_implementation,
         freeze=cfg.freeze_vision,
     )
-    dataset = load_pairs_dataset(cfg.dataset)
+    dataset = load_pairs_dataset(cfg.dataset, min_grade=cfg.min_grade)
     args = DPOConfig(
         **trainer_args(cfg, cuda=cuda, bf16=bf16),
         warmup_steps=cfg.warmup_ratio,  # a float in [0, 1) is a ratio of the total steps

@@ -13,8 +13,9 @@ CPU smoke run on the tiny model (`python -m training.tiny_model /tmp/tiny`):
 Each rollout starts as the agent loop starts an episode: the environment's `reset` loads
 the row's spectrum and returns its global view and the task prompt; the model's tool calls
 run `agent.tool.call_tool` with the same renderer inference uses and get back the image and
-the published reply text. Tool tokens carry no loss. Reward = accuracy - 0.2 x format
-error (`training.rewards`). Defaults follow the paper: group size 8, lr 1e-6, no KL term,
+the published reply text. Tool tokens carry no loss. Reward = accuracy + format penalty,
+the authors' scoring by default (`--reward speco3`; `--reward loupe` for Loupe's stricter
+one, `training.rewards`). Defaults follow the paper: group size 8, lr 1e-6, no KL term,
 clip 0.2, token-mean loss, temperature 1.0, up to 7 tool calls, 3 epochs; the batch
 defaults give 64 prompts per generation and 32 per optimiser step on 8 GPUs.
 """
@@ -133,6 +134,14 @@ class GRPOScriptConfig(TrainingScriptConfig):
             "the global view + max_tool_calls zooms + 1 spare; must be >= max_tool_calls + 1."
         },
     )
+    reward: str = field(
+        default="speco3",
+        metadata={
+            "help": "Reward scoring (training.rewards): 'speco3', the authors' (format check "
+            "over the whole response, \\boxed{} then a bare YES/NO) for reproduction, or "
+            "'loupe', the stricter one (-0.2 per format error).",
+        },
+    )
     save_strategy: str = field(default="steps", metadata={"help": "'steps', 'epoch' or 'no'."})
     save_steps: int = field(default=10, metadata={"help": "Checkpoint every N optimiser steps."})
 
@@ -180,10 +189,14 @@ class SpectrumEnvironment:
         self.images = 0  # images returned in the current rollout
 
     def reset(self, **row: Any) -> list[dict[str, Any]]:
-        """Load the row's spectrum; return the global view and the task prompt (first user turn)."""
-        from agent.prompts import task_prompt
+        """Load the row's spectrum; return the first user turn's content as `vet` opens the
+        episode (`agent.protocol.opening_messages`): the global view and the task prompt, or
+        a SpecVI-Bench row's own prompt and images. The row's `prompt` holds the turns
+        before it (`training.data.rl_prompt`)."""
+        from agent.formats.specvi import row_prompt
+        from agent.protocol import opening_messages
         from agent.tool import global_view
-        from training.data import DataError, spectrum_from_ref
+        from training.data import DataError, row_prompt_source, spectrum_from_ref
 
         self.candidate_id = str(row.get("id", ""))
         self.calls, self.images = [], 0
@@ -193,13 +206,21 @@ class SpectrumEnvironment:
             raise DataError(
                 f"candidate {self.candidate_id!r}: cannot load its spectrum ({exc})"
             ) from exc
+        try:
+            src = row_prompt_source(row["spectrum"])
+            rp = row_prompt(*src) if src is not None else None
+        except Exception as exc:
+            raise DataError(
+                f"candidate {self.candidate_id!r}: cannot read its row's prompt ({exc})"
+            ) from exc
         view = global_view(self.spectrum, renderer=self.renderer)
         if view.error:
             raise DataError(f"candidate {self.candidate_id!r}: {view.error}")
-        return [
-            {"type": "image", "image": view.image},
-            {"type": "text", "text": task_prompt(row["task"])},
-        ]
+        if rp is None:
+            opening = opening_messages(row["task"], view.image)
+        else:
+            opening = opening_messages(row["task"], view.image, rp.messages, rp.images)
+        return list(opening[-1]["content"])
 
     def spectral_visualization_tool(
         self, wavelength_range: list[float], label: str | None = None
@@ -238,7 +259,7 @@ def build_trainer(cfg: GRPOScriptConfig) -> Any:
     from trl import GRPOConfig, GRPOTrainer
 
     from training.data import load_rl_dataset
-    from training.rewards import accuracy_reward, format_penalty
+    from training.rewards import reward_functions
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     cuda = use_cuda()
@@ -252,6 +273,7 @@ def build_trainer(cfg: GRPOScriptConfig) -> Any:
         freeze=cfg.freeze_vision,
     )
     processor.tokenizer.padding_side = "left"
+    reward_funcs = reward_functions(cfg.reward)
     if cfg.vllm_image_limit < cfg.max_tool_calls + 1:
         raise ValueError(
             f"vllm_image_limit {cfg.vllm_image_limit} < max_tool_calls + 1 "
@@ -259,7 +281,9 @@ def build_trainer(cfg: GRPOScriptConfig) -> Any:
         )
     if use_vllm and cfg.vllm_mode == "colocate":
         limit_vllm_images(cfg.vllm_image_limit)
-    dataset = load_rl_dataset(dataset_paths(cfg), splits=split_names(cfg.splits))
+    dataset = load_rl_dataset(
+        dataset_paths(cfg), splits=split_names(cfg.splits), min_grade=cfg.min_grade
+    )
     args = GRPOConfig(
         **trainer_args(cfg, cuda=cuda, bf16=bf16),
         num_generations=cfg.num_generations,
@@ -277,13 +301,13 @@ def build_trainer(cfg: GRPOScriptConfig) -> Any:
         vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
         vllm_tensor_parallel_size=cfg.vllm_tensor_parallel_size,
         vllm_max_model_length=cfg.vllm_max_model_length,
-        # The reward is the sum: accuracy + (-0.2 per format error).
-        reward_weights=[1.0, 1.0],
+        # The reward is the sum: accuracy + format penalty.
+        reward_weights=[1.0] * len(reward_funcs),
         **cfg.trainer_kwargs,
     )
     return GRPOTrainer(
         model=model,
-        reward_funcs=[accuracy_reward, format_penalty],
+        reward_funcs=reward_funcs,
         args=args,
         train_dataset=dataset,
         processing_class=processor,
@@ -338,6 +362,14 @@ def main(argv: list[str] | None = None) -> int:
     if not cfg.dataset:
         print(
             "grpo.py: --dataset is required (an RL export or SpecVI-Bench parquet)", file=sys.stderr
+        )
+        return 2
+    from training.rewards import SCORINGS
+
+    if cfg.reward not in SCORINGS:
+        print(
+            f"grpo.py: --reward {cfg.reward!r}: choose one of {', '.join(SCORINGS)}",
+            file=sys.stderr,
         )
         return 2
     t0 = time.perf_counter()

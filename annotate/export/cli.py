@@ -34,6 +34,7 @@ def run_export(
     test_fraction: float = 0.1,
     full: bool = False,
     include_auto: bool = False,
+    min_grade: int | None = None,
     force: bool = False,
     workers: int | None = None,
     actor: str = "",
@@ -56,7 +57,9 @@ def run_export(
         if isinstance(state, ExportResult):
             return state
         force = state
-    got = collect(store, kind, include_auto=include_auto)
+    if min_grade is not None and min_grade not in (1, 2, 3, 4):
+        raise ExportError(f"--min-grade must be 1, 2, 3 or 4 (got {min_grade})")
+    got = collect(store, kind, include_auto=include_auto, min_grade=min_grade)
     previous = {} if full else store.exported_items(kind, "candidate")
     batches = store.export_batches(kind)
     try:
@@ -117,6 +120,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also export labels the agent set by auto-accept (no expert saw them)",
     )
+    parser.add_argument(
+        "--min-grade",
+        type=int,
+        default=None,
+        help="only decisions an expert graded at least N (1 a guess .. 4 certain); ungraded "
+        "ones, gold and catalogue labels are left out too",
+    )
     parser.add_argument("--force", action="store_true", help="replace --out if it is not empty")
     parser.add_argument(
         "--workers",
@@ -140,6 +150,7 @@ def main(args: argparse.Namespace) -> int:
             test_fraction=args.test_fraction,
             full=args.full,
             include_auto=args.include_auto,
+            min_grade=args.min_grade,
             force=args.force,
             workers=args.workers,
             actor=args.actor,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent.trajectory import Trajectory
@@ -109,11 +109,43 @@ class Collected:
     records: list[ExportRecord]
     not_exported: dict[str, int]  # reason -> count
     existing_splits: dict[str, set[str]]
+    graded: dict[int, dict[str, tuple[int | None, float | None]]] = field(default_factory=dict)
 
 
-def collect(store: Any, kind: str, include_auto: bool = False) -> Collected:
-    """The records a `kind` export draws from, read from a `db.store.Store`."""
+def collect(
+    store: Any, kind: str, include_auto: bool = False, min_grade: int | None = None
+) -> Collected:
+    """The records a `kind` export draws from, read from a `db.store.Store`; with
+    `min_grade`, only decisions an expert graded at least that (`ExportRecord.grade`)."""
+    got = _collect(store, kind, include_auto)
+    for r in got.records:
+        r.grade, r.redshift = got.graded.get(r.candidate_id, {}).get(r.label, (None, None))
+    if min_grade is not None:
+        kept = [r for r in got.records if r.grade is not None and r.grade >= min_grade]
+        if len(kept) < len(got.records):
+            why = f"grade below --min-grade {min_grade} (or ungraded)"
+            got.not_exported[why] = got.not_exported.get(why, 0) + len(got.records) - len(kept)
+        got.records = kept
+    return got
+
+
+def grades(reviews: list[Any]) -> dict[int, dict[str, tuple[int | None, float | None]]]:
+    """candidate id -> label -> (grade, redshift) of the decision: the latest grade and the
+    latest redshift among the expert reviews that set that label."""
+    out: dict[int, dict[str, tuple[int | None, float | None]]] = {}
+    for r in sorted(reviews, key=lambda r: (r.updated, r.id)):
+        if r.label not in ("YES", "NO"):
+            continue
+        g, z = out.setdefault(r.candidate_id, {}).get(r.label, (None, None))
+        g = r.grade if getattr(r, "grade", None) is not None else g
+        z = r.redshift if getattr(r, "redshift", None) is not None else z
+        out[r.candidate_id][r.label] = (g, z)
+    return out
+
+
+def _collect(store: Any, kind: str, include_auto: bool) -> Collected:
     skipped: Counter = Counter()
+    all_reviews = store.reviews()
     existing = store.object_splits()
     extra_ids = store.reference_labelled_ids() if kind == "rl" else []
     cands = store.labelled_candidates()
@@ -140,10 +172,10 @@ def collect(store: Any, kind: str, include_auto: bool = False) -> Collected:
             label, source = (c.gold_label, "gold") if c.gold_label else (c.known_label, "catalog")
             if label in ("YES", "NO"):
                 records.append(_rl_record(c, label, source))
-        return Collected(records, dict(skipped), existing)
+        return Collected(records, dict(skipped), existing, grades(all_reviews))
 
     reviews: dict[int, list[Any]] = defaultdict(list)
-    for r in store.reviews():
+    for r in all_reviews:
         reviews[r.candidate_id].append(r)
     info_by_id = {c.id: c for c in cands}
     wanted = {c.trajectory_id for c in usable if c.trajectory_id is not None}
@@ -190,7 +222,7 @@ def collect(store: Any, kind: str, include_auto: bool = False) -> Collected:
                 recency=a.id,
             )
         )
-    return Collected(records, dict(skipped), existing)
+    return Collected(records, dict(skipped), existing, grades(all_reviews))
 
 
 def _rl_record(c: Any, label: str, source: str) -> ExportRecord:

@@ -462,7 +462,7 @@ class CandidatesMixin:
             c.verdict is not None and any(lab != c.verdict for lab in labels)
         )
         c.priority = queue_priority(
-            c.confidence,
+            self._queue_confidence(s, c),
             # a failed run (unreadable file, backend error) gives a human nothing to judge
             vetted=c.trajectory_id is not None
             and getattr(s.get(m.Trajectory, c.trajectory_id), "state", "error") in VETTED,
