@@ -213,9 +213,9 @@ class _Speco3Figure:
 
     Three shortcuts, none of which changes a pixel (tests hold a `plain=True` figure, drawn
     by matplotlib's own code throughout, against them): minor tick labels hidden (they are
-    empty), ticks recomputed only when their inputs change (`agent.mpl_shortcuts.memoize_ticks`),
-    and text layouts measured once per string and font (`install_text_layout_cache`). Together
-    they take about half of a plot's time.
+    empty), ticks recomputed only when their inputs change, and text layouts measured once
+    per string and font (both in `agent.mpl_shortcuts`). Together they take about half of
+    a plot's time.
     """
 
     def __init__(self, figsize: tuple[float, float], *, plain: bool = False) -> None:
