@@ -179,3 +179,29 @@ def test_window_without_valid_flux_is_a_clear_error():
     flux[(wave > 5000) & (wave < 5100)] = np.nan
     with pytest.raises(ValueError, match="no valid flux"):
         R.render(wave, flux, renderer="speco3", window=(5010, 5090))
+
+
+@pytest.mark.parametrize(
+    ("window", "scale", "title"),
+    [
+        ((4800, 4960), 1.0, None),
+        ((6555, 6580), 1e-17, None),  # tiny flux: a y offset text beside the title
+        ((8450, 8700), -3e6, None),
+        ((4000, 8000), 0.002, None),
+        (None, 1.0, "spec-55859-F5902_sp01-001.fits"),
+        (None, 1e-17, "a long overview title that reaches the offset text " * 2),
+    ],
+)
+def test_shortcuts_keep_the_pixels_of_matplotlibs_own_drawing(window, scale, title):
+    # the same plot on a plain figure (every tick, label and text measured by matplotlib
+    # each time it asks) and through `render`, after other plots left state in its figure
+    wave, flux = lamost_like(seed=3, slope=-1.5)
+    R.render(wave, flux * 7.0, renderer="speco3", window=(4700, 5000))
+    R.render(wave, flux, renderer="speco3", title="other")
+    lo, hi = window or (float(wave.min()), float(wave.max()))
+    x, y = in_window(wave, flux * scale, lo, hi)
+    figsize = R.speco3_figsize(float(x.max() - x.min()), x.size, overview=window is None)
+    plain = R._Speco3Figure(figsize, plain=True).draw(x, y, title or "Spectrum", [])
+    fast = R.render(wave, flux * scale, renderer="speco3", window=window, title=title)
+    assert plain.size == fast.size
+    assert np.array_equal(np.asarray(plain), np.asarray(fast))
