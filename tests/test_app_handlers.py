@@ -432,3 +432,28 @@ def test_jump_and_next_lease_for_the_teams_lease(ctx):
     for lease in leases:
         held = (lease.expires - lease.created).total_seconds()
         assert 25 <= held <= 35, held  # the team's 30 s, not the store's 600 s default
+
+
+def test_the_experts_redshift_is_stored_with_the_decision(ctx):
+    """z = 1.27 typed on the shown candidate is saved as the expert's; an adopted estimate
+    as the agent's; a candidate without a chosen z stores none."""
+    from app.pages import desk
+
+    ex = app_context.expert_for(ctx, None)
+    st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
+    a = st["current"]
+    st = desk.set_z(st, 1.27)
+    st, _ = vet_page.vet_act(ctx, ex, st, "accept", F, D)
+    (r,) = ctx.store.reviews(candidate_id=a)
+    assert (r.redshift, r.redshift_source) == (1.27, "expert")
+    b = st["current"]
+    assert b != a
+    st = desk.set_z(st, 0.5, source="agent")
+    st, _ = vet_page.vet_act(ctx, ex, st, "skip", F, D)
+    (r2,) = ctx.store.reviews(candidate_id=b)
+    assert (r2.redshift, r2.redshift_source) == (0.5, "agent")
+    # the z chosen on b does not follow the expert to the next candidate
+    c = st["current"]
+    st, _ = vet_page.vet_act(ctx, ex, st, "flag", F, D)
+    (r3,) = ctx.store.reviews(candidate_id=c)
+    assert (r3.redshift, r3.redshift_source) == (None, None)

@@ -17,6 +17,7 @@ from annotate import review
 from annotate.queue import Filters as StoreFilters
 from app import plots
 from app.context import USER_ERRORS, Context, Viewer, refusal
+from app.pages import desk
 from app.render_md import escape, render_md
 from app.views import Display, QueueFilters, StepView, VetView, new_state
 
@@ -149,8 +150,6 @@ def build_view(
     )
     frame = "observed" if display.frame == "observed" else "rest"
     smooth = int(display.smooth or 0)
-    from app.pages import desk
-
     template, tz = desk.overlay(ctx, display, info["id"], spec, traj)
     gfig = plots.global_figure(
         spec, traj, markers=markers, frame=frame, smooth_width=smooth, show_error=display.error,
@@ -432,9 +431,12 @@ def vet_act(
     note = (comment or state.get("comment") or None) or None
     mine = _my_review(ctx, ex, cid)
     grade = state.get("grade") or (mine.grade if mine is not None else None)
+    # the redshift the expert typed (or adopted) on this candidate is stored with the decision
+    z, z_source = desk.chosen_z(state)
     try:
         review.decide(ctx.store, ex.name, cid, action, label=label, explanation=explanation,
-                      wrong_step=step, comment=note, seconds=seconds, grade=grade)  # fmt: skip
+                      wrong_step=step, comment=note, seconds=seconds, grade=grade,
+                      redshift=z, redshift_source=z_source)  # fmt: skip
     except Exception as e:  # refused (another's review, bad value): say so, keep the item
         return _show(ctx, ex, state, cid, display, refusal("Not saved", e))
     key = state.get("key") or cid
