@@ -9,6 +9,7 @@ overlays and send only what changed.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -211,6 +212,8 @@ def build(ctx: context.Context) -> gr.Blocks:
                     comment = gr.Textbox(label="comment", lines=1, scale=4, elem_id="vet-comment")
                     comment_btn = gr.Button("Add comment", scale=1, elem_id="btn-comment")
                 message = gr.Markdown(elem_id="vet-message")
+                # -- vet speed: what j/k would show, handed to keys.js (vet_page.prefetch)
+                ahead_box = gr.Textbox(visible="hidden", elem_id="vet-ahead")
 
             # ---------------------------------------------------------------- author
             with gr.Tab("Author", id="author"):
@@ -356,11 +359,20 @@ def build(ctx: context.Context) -> gr.Blocks:
                      c_note, reason, v_grade, jump_task, message, f_survey]  # fmt: skip
         view_outs += [z_slider, z_info]  # the desk's redshift control follows the candidate
 
-        def show(st: dict, view: views.VetView) -> list[Any]:
+        def show(st: dict, view: views.VetView, moved: bool = False) -> list[Any]:
             # Outputs the expert cannot edit are sent only when they differ from what this
             # session was last sent: an unchanged plot is neither re-sent nor redrawn.
+            # -- vet speed: after a key that moves (`moved`), keys.js may already have drawn
+            # the header and whole spectrum it expected (`vet_page.prefetch`); they are sent
+            # anyway, stamped with a counter, so the page always ends on the server's answer
+            # (an unchanged value would not be redrawn over the drawn-ahead one).
             st = dict(st)
             sent = dict(st.get("_sent") or {})
+            n = int(st.get("_n") or 0) + 1
+            st["_n"] = n
+            if moved:
+                sent.pop("header", None)
+                sent.pop("global", None)
 
             def once(name: str, key: Any, value: Any) -> Any:
                 if sent.get(name) == key:
@@ -369,12 +381,23 @@ def build(ctx: context.Context) -> gr.Blocks:
                 return value
 
             gjson = None if view.global_fig is None else to_json(view.global_fig)
+            head = view.header_html.replace(
+                'class="loupe-head"', f'class="loupe-head" data-n="{n}"', 1
+            )
+            if gjson is not None:
+                stamped = dict(view.global_fig)
+                stamped["layout"] = {
+                    **stamped["layout"],
+                    "meta": {**stamped["layout"].get("meta", {}), "n": n},
+                }
+                gplot = plotly(to_json(stamped))
+            # -- end vet speed
             zjson = None if view.zoom_fig is None else to_json(view.zoom_fig)
             surveys = ["all", *view.surveys]
             out: list[Any] = [
                 None,  # the state, filled in last
-                once("header", view.header_html, view.header_html),
-                once("global", gjson, None if gjson is None else plotly(gjson)),
+                once("header", view.header_html, head),
+                once("global", gjson, None if gjson is None else gplot),
                 once(
                     "zooms",
                     zjson,
@@ -415,7 +438,7 @@ def build(ctx: context.Context) -> gr.Blocks:
             st, view = vet_page.vet_next(ctx, ex, st, f, d)
             return [context.whoami(ctx, ex), *show(st, view)]
 
-        demo.load(on_load, [state, *filters, *display], [who, *view_outs], api_name="open")
+        opened = demo.load(on_load, [state, *filters, *display], [who, *view_outs], api_name="open")
 
         def nav(kind: str):
             def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im, request: gr.Request):
@@ -430,12 +453,36 @@ def build(ctx: context.Context) -> gr.Blocks:
                     st, view = vet_page.vet_prev(ctx, ex, st, f, d)
                 else:
                     st, view = vet_page.vet_refresh(ctx, ex, st, d)
-                return show(st, view)
+                return show(st, view, moved=kind != "refresh")
 
             return fn
 
-        b_next.click(nav("next"), [state, *filters, *display], view_outs, api_name="next", **FAST)
-        b_prev.click(nav("prev"), [state, *filters, *display], view_outs, api_name="prev", **FAST)
+        # -- vet speed: after each move, build what j and k would show next (leasing the
+        # next item) and hand it to keys.js, which draws it at the key press
+        def on_ahead(st, tk, band, status, survey, split, mk, err, sm, fr, im,
+                     request: gr.Request):  # fmt: skip
+            ex = context.expert_for(ctx, request)
+            f, d = (
+                views.QueueFilters(tk, band, status, survey, split),
+                desk.display_with(st, views.Display(mk, err, sm, fr, im)),
+            )
+            ahead = vet_page.prefetch(ctx, ex, st, f, d)
+            return "" if ahead is None else json.dumps(ahead, separators=(",", ":"))
+
+        def then_ahead(dep: Any) -> None:
+            dep.then(on_ahead, [state, *filters, *display], ahead_box, api_name=False,
+                     **FAST).then(None, ahead_box, None, api_name=False,
+                                  js="(v) => { window.loupeAhead && window.loupeAhead(v); }")  # fmt: skip
+
+        for dep in (
+            b_next.click(nav("next"), [state, *filters, *display], view_outs, api_name="next",
+                         **FAST),
+            b_prev.click(nav("prev"), [state, *filters, *display], view_outs, api_name="prev",
+                         **FAST),
+            opened,
+        ):  # fmt: skip
+            then_ahead(dep)
+        # -- end vet speed
         for comp in display:
             comp.change(nav("refresh"), [state, *filters, *display], view_outs, api_name=False,
                         trigger_mode="always_last", **FAST)  # fmt: skip
@@ -458,13 +505,11 @@ def build(ctx: context.Context) -> gr.Blocks:
             return on_jump(st, cid, tk, band, status, survey, split, mk, err, sm, fr, im,
                            request, task=pick)  # fmt: skip
 
-        jump_task.input(on_jump_task, [state, jump_id, jump_task, *filters, *display], view_outs,
-                        api_name="jump_task", **FAST)  # fmt: skip
-
-        jump_btn.click(on_jump, [state, jump_id, *filters, *display], view_outs, api_name="jump",
-                       **FAST)  # fmt: skip
-        jump_id.submit(on_jump, [state, jump_id, *filters, *display], view_outs, api_name=False,
-                      **FAST)  # fmt: skip
+        jump_ins = [state, jump_id, *filters, *display]
+        then_ahead(jump_task.input(on_jump_task, [state, jump_id, jump_task, *filters, *display],
+                                   view_outs, api_name="jump_task", **FAST))  # fmt: skip
+        then_ahead(jump_btn.click(on_jump, jump_ins, view_outs, api_name="jump", **FAST))
+        then_ahead(jump_id.submit(on_jump, jump_ins, view_outs, api_name=False, **FAST))
 
         # -- vet desk: decisions carry the page's active seconds on the item (keys.js counts
         # them; `with_active` puts the count in the first input just before the call)
@@ -490,8 +535,8 @@ def build(ctx: context.Context) -> gr.Blocks:
 
         for btn, name in [(b_accept, "accept"), (b_reject, "reject"), (b_skip, "skip"),
                           (b_flag, "flag")]:  # fmt: skip
-            btn.click(act(name), act_ins, view_outs, api_name=name, js=with_active(len(act_ins)),
-                      **FAST)  # fmt: skip
+            then_ahead(btn.click(act(name), act_ins, view_outs, api_name=name,
+                                 js=with_active(len(act_ins)), **FAST))  # fmt: skip
 
         def on_reason(text, st, tk, band, status, survey, split, mk, err, sm, fr, im, secs,
                       request: gr.Request):  # fmt: skip
@@ -499,8 +544,8 @@ def build(ctx: context.Context) -> gr.Blocks:
                                  request, reason_text=text)  # fmt: skip
 
         reason_ins = [reason, state, *filters, *display, active]
-        reason.submit(on_reason, reason_ins, view_outs, api_name="reject_reason",
-                      js=with_active(len(reason_ins)), **FAST)  # fmt: skip
+        then_ahead(reason.submit(on_reason, reason_ins, view_outs, api_name="reject_reason",
+                                 js=with_active(len(reason_ins)), **FAST))  # fmt: skip
 
         b_correct.click(None, None, None, js="() => window.loupeOpenCorrect && "
                         "window.loupeOpenCorrect()", api_name=False)  # fmt: skip
@@ -519,8 +564,8 @@ def build(ctx: context.Context) -> gr.Blocks:
             return show(st, view)
 
         correct_ins = [state, c_label, c_step, c_expl, c_note, *filters, *display, active]
-        c_save.click(on_correct, correct_ins, view_outs, api_name="correct",
-                     js=with_active(len(correct_ins)), **FAST)  # fmt: skip
+        then_ahead(c_save.click(on_correct, correct_ins, view_outs, api_name="correct",
+                                js=with_active(len(correct_ins)), **FAST))  # fmt: skip
 
         def on_grade(st, g, request: gr.Request):
             ex = context.expert_for(ctx, request)
@@ -535,7 +580,7 @@ def build(ctx: context.Context) -> gr.Blocks:
             )
             return show(st, view)
 
-        b_undo.click(on_undo, [state, *display], view_outs, api_name="undo", **FAST)
+        then_ahead(b_undo.click(on_undo, [state, *display], view_outs, api_name="undo", **FAST))
         # -- end vet desk
 
         def on_comment(st, text, request: gr.Request):

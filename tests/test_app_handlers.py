@@ -457,3 +457,32 @@ def test_the_experts_redshift_is_stored_with_the_decision(ctx):
     st, _ = vet_page.vet_act(ctx, ex, st, "flag", F, D)
     (r3,) = ctx.store.reviews(candidate_id=c)
     assert (r3.redshift, r3.redshift_source) == (None, None)
+
+
+def test_prefetch_is_what_j_and_k_bring(ctx):
+    """What the page draws ahead at j/k is the candidate the server then shows: the next
+    item is leased ahead, and its panels are built once."""
+    import json
+
+    ex = app_context.expert_for(ctx, None)
+    st, first = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
+    ahead = vet_page.prefetch(ctx, ex, st, F, D)
+    assert ahead["for"] == first.candidate_id and "prev" not in ahead
+    nxt = ahead["next"]
+    assert nxt["key"] != first.candidate_id and nxt["key"] in nxt["header"]
+    fig = json.loads(nxt["global"])
+    assert fig["layout"]["meta"]["candidate"] == nxt["key"]
+    st, second = vet_page.vet_next(ctx, ex, st, F, D)
+    assert second.candidate_id == nxt["key"] and second.header_html == nxt["header"]
+    assert vet_page.plots.to_json(second.global_fig) == nxt["global"]
+    # k: the previous candidate, whose panels come from the cache
+    back = vet_page.prefetch(ctx, ex, st, F, D)["prev"]
+    assert back["key"] == first.candidate_id
+    st, again = vet_page.vet_prev(ctx, ex, st, F, D)
+    assert again.global_fig is first.global_fig and again.header_html == back["header"]
+    # a decision brings the item leased ahead too
+    ahead = vet_page.prefetch(ctx, ex, st, F, D)
+    st, _ = vet_page.vet_next(ctx, ex, st, F, D)
+    ahead = vet_page.prefetch(ctx, ex, st, F, D)
+    st, view = vet_page.vet_act(ctx, ex, st, "skip", F, D)
+    assert view.candidate_id == ahead["next"]["key"]
