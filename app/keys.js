@@ -187,9 +187,18 @@
     busyUntil = 0;
     while (waiting.length && !busy()) waiting.shift()();
   };
+  // The token of what was drawn goes with the key's request (ui.py reads it through
+  // loupeDrawn): the server's answer then leaves the drawn header and figure as they are.
+  let drawnToken = "";
+  window.loupeDrawn = () => {
+    const t = drawnToken;
+    drawnToken = "";
+    return t;
+  };
   const drawAhead = (which) => {
     const item = ahead && ahead.for === headId() ? ahead[which] : null;
     ahead = null; // once: the next comes with the server's answer
+    drawnToken = "";
     const head = document.querySelector("#vet-header .loupe-head");
     const gd = document.querySelector("#vet-global .js-plotly-plot");
     if (!item || !head || !gd || !window.Plotly) return;
@@ -203,7 +212,12 @@
     fig.layout.margin = { ...(fig.layout.margin || {}), autoexpand: true };
     head.innerHTML = src.innerHTML;
     window.Plotly.react(gd, fig.data, fig.layout, { responsive: true });
+    drawnToken = item.token;
   };
+  // Gradio imports Plotly once the first plot has a value; start it now, while the page
+  // waits for the server (ui.py links the bundle for preloading).
+  const bundle = document.querySelector('link[rel="modulepreload"][href*="PlotlyPlot-"]');
+  if (bundle) import(bundle.href).catch(() => {});
   // -- end vet speed
 
   document.addEventListener(
@@ -266,9 +280,12 @@
       if (!id) return;
       // Only on the vet page: hidden buttons (another tab is open) are not pressed.
       const go = () => {
-        if (!press(id)) return;
-        busyUntil = performance.now() + 5000; // until the answer and what follows arrive
+        const btn = document.getElementById(id);
+        if (!visible(btn) || btn.disabled) return;
+        // drawn before the click, whose request carries what was drawn
         if (key === "j" || key === "k") drawAhead(key === "j" ? "next" : "prev");
+        busyUntil = performance.now() + 5000; // until the answer and what follows arrive
+        btn.click();
       };
       if (!onVetPage()) return;
       ev.preventDefault();

@@ -94,6 +94,17 @@ SPLITS = ["all", "train", "test", "holdout"]
 FAST: dict[str, Any] = {"show_progress": "hidden"}
 
 
+def plotly_preload() -> str:
+    """-- vet speed: a link that fetches Gradio's Plotly bundle (1.3 MB) while the page is
+    still being built; Gradio imports it only once the first plot has a value, which put
+    its download after the vet page's first answer."""
+    assets = Path(gr.__file__).parent / "templates" / "frontend" / "assets"
+    return "".join(
+        f'<link rel="modulepreload" href="assets/{p.name}">'
+        for p in sorted(assets.glob("PlotlyPlot-*.js"))
+    )
+
+
 def plot(fig: dict[str, Any] | None) -> PlotData | None:
     # Our figures are plain dicts: hand Gradio the JSON directly, skipping graph objects.
     return None if fig is None else plotly(to_json(fig))
@@ -106,7 +117,7 @@ def plotly(fig_json: str) -> PlotData:
 def build(ctx: context.Context) -> gr.Blocks:
     tasks = ["all", *TASKS]
     with gr.Blocks(title="Loupe") as demo:
-        gr.HTML(CHEATSHEET)
+        gr.HTML(CHEATSHEET + plotly_preload())
         state = gr.State(views.new_state())
         who = gr.Markdown(elem_id="whoami")
         with gr.Tabs():
@@ -214,6 +225,7 @@ def build(ctx: context.Context) -> gr.Blocks:
                 message = gr.Markdown(elem_id="vet-message")
                 # -- vet speed: what j/k would show, handed to keys.js (vet_page.prefetch)
                 ahead_box = gr.Textbox(visible="hidden", elem_id="vet-ahead")
+                drawn_box = gr.Textbox(visible="hidden", elem_id="vet-drawn")
 
             # ---------------------------------------------------------------- author
             with gr.Tab("Author", id="author"):
@@ -359,20 +371,25 @@ def build(ctx: context.Context) -> gr.Blocks:
                      c_note, reason, v_grade, jump_task, message, f_survey]  # fmt: skip
         view_outs += [z_slider, z_info]  # the desk's redshift control follows the candidate
 
-        def show(st: dict, view: views.VetView, moved: bool = False) -> list[Any]:
+        def show(st: dict, view: views.VetView, drawn: str | None = None) -> list[Any]:
             # Outputs the expert cannot edit are sent only when they differ from what this
             # session was last sent: an unchanged plot is neither re-sent nor redrawn.
-            # -- vet speed: after a key that moves (`moved`), keys.js may already have drawn
-            # the header and whole spectrum it expected (`vet_page.prefetch`); they are sent
-            # anyway, stamped with a counter, so the page always ends on the server's answer
-            # (an unchanged value would not be redrawn over the drawn-ahead one).
+            # -- vet speed: at j/k, keys.js may already have drawn the header and whole
+            # spectrum it was handed (`vet_page.prefetch`); `drawn` names them. If they are
+            # this answer's, they are not sent again; if not, they are sent whatever was sent
+            # before, stamped with a counter so that the page redraws them (Gradio does not
+            # redraw a value equal to its last one).
             st = dict(st)
             sent = dict(st.get("_sent") or {})
             n = int(st.get("_n") or 0) + 1
             st["_n"] = n
-            if moved:
-                sent.pop("header", None)
-                sent.pop("global", None)
+            gjson = None if view.global_fig is None else to_json(view.global_fig)
+            if drawn:
+                if drawn == vet_page.drawn_token(view):
+                    sent["header"], sent["global"] = view.header_html, gjson
+                else:
+                    sent.pop("header", None)
+                    sent.pop("global", None)
 
             def once(name: str, key: Any, value: Any) -> Any:
                 if sent.get(name) == key:
@@ -380,17 +397,11 @@ def build(ctx: context.Context) -> gr.Blocks:
                 sent[name] = key
                 return value
 
-            gjson = None if view.global_fig is None else to_json(view.global_fig)
             head = view.header_html.replace(
                 'class="loupe-head"', f'class="loupe-head" data-n="{n}"', 1
             )
             if gjson is not None:
-                stamped = dict(view.global_fig)
-                stamped["layout"] = {
-                    **stamped["layout"],
-                    "meta": {**stamped["layout"].get("meta", {}), "n": n},
-                }
-                gplot = plotly(to_json(stamped))
+                gplot = plotly(to_json(vet_page.stamped(view.global_fig, n=n)))
             # -- end vet speed
             zjson = None if view.zoom_fig is None else to_json(view.zoom_fig)
             surveys = ["all", *view.surveys]
@@ -441,7 +452,8 @@ def build(ctx: context.Context) -> gr.Blocks:
         opened = demo.load(on_load, [state, *filters, *display], [who, *view_outs], api_name="open")
 
         def nav(kind: str):
-            def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im, request: gr.Request):
+            def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im,
+                   request: gr.Request, drawn: str | None = None):  # fmt: skip
                 ex = context.expert_for(ctx, request)
                 f, d = (
                     views.QueueFilters(tk, band, status, survey, split),
@@ -453,7 +465,16 @@ def build(ctx: context.Context) -> gr.Blocks:
                     st, view = vet_page.vet_prev(ctx, ex, st, f, d)
                 else:
                     st, view = vet_page.vet_refresh(ctx, ex, st, d)
-                return show(st, view, moved=kind != "refresh")
+                return show(st, view, drawn)
+
+            return fn
+
+        def moving(kind: str):
+            # -- vet speed: j/k carry the token of what keys.js drew ahead (vet-drawn)
+            def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im, drawn: str | None = None,
+                   request: gr.Request = None):  # fmt: skip
+                return nav(kind)(st, tk, band, status, survey, split, mk, err, sm, fr, im,
+                                 request, drawn)  # fmt: skip
 
             return fn
 
@@ -474,11 +495,13 @@ def build(ctx: context.Context) -> gr.Blocks:
                      **FAST).then(None, ahead_box, None, api_name=False,
                                   js="(v) => { window.loupeAhead && window.loupeAhead(v); }")  # fmt: skip
 
+        move_ins = [state, *filters, *display, drawn_box]
+        n_move = len(move_ins)
+        took = (f"(...a) => {{ a = a.slice(0, {n_move}); a[{n_move - 1}] = window.loupeDrawn ? "
+                "window.loupeDrawn() : ''; return a; }")  # fmt: skip
         for dep in (
-            b_next.click(nav("next"), [state, *filters, *display], view_outs, api_name="next",
-                         **FAST),
-            b_prev.click(nav("prev"), [state, *filters, *display], view_outs, api_name="prev",
-                         **FAST),
+            b_next.click(moving("next"), move_ins, view_outs, api_name="next", js=took, **FAST),
+            b_prev.click(moving("prev"), move_ins, view_outs, api_name="prev", js=took, **FAST),
             opened,
         ):  # fmt: skip
             then_ahead(dep)
