@@ -214,6 +214,20 @@
     window.Plotly.react(gd, fig.data, fig.layout, { responsive: true });
     drawnToken = item.token;
   };
+  // What was handed over is drawn with the display it was built for: a change of the
+  // display, the filters or the desk (redshift, template) drops it until the next answer.
+  ["input", "change", "click"].forEach((t) =>
+    document.addEventListener(
+      t,
+      (ev) => {
+        const el = ev.target && ev.target.closest ? ev.target : null;
+        if (!el || el.closest("#vet-actions")) return;
+        const desk = '#vet-options, #vet-filters, #desk, [id^="btn-z-"], #btn-template-next';
+        if (el.closest(desk)) ahead = null;
+      },
+      true
+    )
+  );
   // Gradio imports Plotly once the first plot has a value; start it now, while the page
   // waits for the server (ui.py links the bundle for preloading).
   const bundle = document.querySelector('link[rel="modulepreload"][href*="PlotlyPlot-"]');

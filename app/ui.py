@@ -123,7 +123,7 @@ def build(ctx: context.Context) -> gr.Blocks:
         with gr.Tabs():
             # ---------------------------------------------------------------- vet
             with gr.Tab("Vet", id="vet"):
-                with gr.Row(equal_height=True):
+                with gr.Row(equal_height=True, elem_id="vet-filters"):
                     f_task = gr.Dropdown(tasks, value="all", label="task", scale=1)
                     f_band = gr.Dropdown(
                         CONF_BANDS, value="all", label="confidence P(YES)", scale=1
@@ -139,7 +139,7 @@ def build(ctx: context.Context) -> gr.Blocks:
                 jump_task = gr.Radio([], label="this id is a candidate of several tasks: open",
                                      visible=False, elem_id="jump-task")  # fmt: skip
                 header = gr.HTML(elem_id="vet-header")
-                with gr.Row():
+                with gr.Row(elem_id="vet-options"):
                     o_markers = gr.Checkbox(value=True, label="line & band markers")
                     o_error = gr.Checkbox(value=True, label="ivar error band")
                     o_smooth = gr.Slider(0, 25, value=0, step=1, label="smoothing (px)")
@@ -507,13 +507,13 @@ def build(ctx: context.Context) -> gr.Blocks:
             then_ahead(dep)
         # -- end vet speed
         for comp in display:
-            comp.change(nav("refresh"), [state, *filters, *display], view_outs, api_name=False,
-                        trigger_mode="always_last", **FAST)  # fmt: skip
+            then_ahead(comp.change(nav("refresh"), [state, *filters, *display], view_outs,
+                                   api_name=False, trigger_mode="always_last", **FAST))  # fmt: skip
         for comp in filters[:3] + filters[4:]:
-            comp.input(nav("next"), [state, *filters, *display], view_outs, api_name=False,
-                       **FAST)  # fmt: skip
-        f_survey.input(nav("next"), [state, *filters, *display], view_outs, api_name=False,
-                       **FAST)  # fmt: skip
+            then_ahead(comp.input(nav("next"), [state, *filters, *display], view_outs,
+                                  api_name=False, **FAST))  # fmt: skip
+        then_ahead(f_survey.input(nav("next"), [state, *filters, *display], view_outs,
+                                  api_name=False, **FAST))  # fmt: skip
 
         def on_jump(st, cid, tk, band, status, survey, split, mk, err, sm, fr, im,
                     request: gr.Request, task=None):  # fmt: skip

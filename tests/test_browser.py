@@ -400,3 +400,24 @@ def test_j_draws_the_next_candidate_before_the_server_answers(browser, tmp_path_
     finally:
         srv.close()
         ctx.store.close()
+
+
+def test_a_typed_redshift_is_stored_with_the_decision(browser, tmp_path_factory, tmp_path):
+    """z, 1.27, Enter, then a: the review holds redshift 1.27 typed by the expert."""
+    ctx = context(tmp_path_factory, tmp_path)
+    srv = serve(ctx)
+    try:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        _open(page, srv.url)
+        page.wait_for_function(DRAWN, arg="", timeout=30_000)
+        key = _current_key(page)
+        page.keyboard.press("z")
+        page.keyboard.type("1.27")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#desk-z-info:has-text('yours: 1.2700')", timeout=20_000)
+        _drawn_after(page, "a")
+        (r,) = _reviews_of(ctx, key)
+        assert (r.action, r.redshift, r.redshift_source) == ("accept", 1.27, "expert")
+    finally:
+        srv.close()
+        ctx.store.close()
