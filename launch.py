@@ -5,6 +5,9 @@
     python launch.py COMMAND --help  # every flag of one command
     python launch.py --log-level INFO vet ...   # (before or after the command)
 
+Installed, the same entry point is the `loupe` command (`loupe vet ...`); messages name
+whichever was run.
+
 Each command lives in the module that owns it; that module defines
 `add_arguments(parser)` and `main(args) -> int`. Modules are imported only when their
 command runs, so `vet --policy rules` never imports torch or gradio.
@@ -16,6 +19,7 @@ import argparse
 import importlib
 import logging
 import sys
+from pathlib import Path
 
 from agent.errors import LoupeError
 
@@ -57,11 +61,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def program() -> str:
+    """The name this entry point was run as: `loupe` (the console script) or `launch.py`."""
+    return "loupe" if Path(sys.argv[0]).stem == "loupe" else "launch.py"
+
+
 def build_parser(command: str) -> argparse.ArgumentParser:
     module_name, help_text = COMMANDS[command]
     module = importlib.import_module(module_name)
     parser = argparse.ArgumentParser(
-        prog=f"launch.py {command}",
+        prog=f"{program()} {command}",
         description=(module.__doc__ or help_text).strip().splitlines()[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -71,9 +80,10 @@ def build_parser(command: str) -> argparse.ArgumentParser:
 
 
 def top_help() -> str:
+    prog = program()
     width = max(len(c) for c in COMMANDS)
     lines = [
-        "usage: launch.py [--log-level LEVEL] [COMMAND] [ARGS...]",
+        f"usage: {prog} [--log-level LEVEL] [COMMAND] [ARGS...]",
         "",
         "Loupe: vet rare-object candidates in survey spectra with a zooming agent and its experts.",
         "With no command, `serve` runs on the demo database.",
@@ -83,9 +93,12 @@ def top_help() -> str:
     lines += [f"  {c.ljust(width)}  {h}" for c, (_, h) in COMMANDS.items()]
     lines += [
         "",
-        "`launch.py COMMAND --help` documents every flag of a command.",
+        f"`{prog} COMMAND --help` documents every flag of a command.",
         f"--log-level ({', '.join(LOG_LEVELS)}; default WARNING), before or after the command,",
         "sets what is logged to stderr.",
+        "",
+        "exit status: 0 done; 1 some items failed (each reported) and the rest were done;",
+        "2 the command could not run (a usage error or a problem named on one line).",
     ]
     return "\n".join(lines)
 
@@ -133,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         configure_logging(pop_log_level(argv))
     except LoupeError as err:
-        print(f"launch.py: {err}", file=sys.stderr)
+        print(f"{program()}: {err}", file=sys.stderr)
         return 2
     if argv and argv[0] in ("-h", "--help", "help"):
         print(top_help())
@@ -142,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv and not argv[0].startswith("-"):
         command = argv.pop(0)
         if command not in COMMANDS:
-            print(f"launch.py: unknown command {command!r}\n\n{top_help()}", file=sys.stderr)
+            print(f"{program()}: unknown command {command!r}\n\n{top_help()}", file=sys.stderr)
             return 2
     parser = build_parser(command)
     args = parser.parse_args(argv)
@@ -152,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         # A problem the user can fix: one line, no traceback. Anything else is a bug and
         # keeps its traceback.
         log.debug("%s failed", command, exc_info=True)
-        print(f"launch.py {command}: {' '.join(str(err).split())}", file=sys.stderr)
+        print(f"{program()} {command}: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
 
 

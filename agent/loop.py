@@ -18,7 +18,6 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from agent.catalog import CandidateRef
 from agent.formats.specvi import prompt_for
 from agent.policies.base import Episode, Policy, Reply
 from agent.protocol import (
@@ -27,6 +26,7 @@ from agent.protocol import (
     parse_turn,
     tool_response_turn,
 )
+from agent.refs import CandidateRef
 from agent.spectrum import Spectrum
 from agent.tasks import resolve_task
 from agent.trajectory import Trajectory, finish, record_observation, step_from_parsed

@@ -12,7 +12,9 @@ and fsynced as it is written; a half-written last line is cut off on the next st
 Parallelism follows the backend: worker processes for `rules` (each loads and vets its own
 candidates), a sliding window of episodes sharing one connection pool for `openai` (at most
 --concurrency requests in flight), batched generation for `hf` and `vllm` (--batch-size
-episodes advance turn by turn together).
+episodes advance turn by turn together). With `--ray [ADDRESS]` the same candidates run in a
+Ray actor pool across a cluster (`agent.cluster`, imported only then) and stream back into
+the same sink.
 
 A bad input line (a missing or unreadable file, an unknown task, an id given to two
 different spectra) is reported on stderr with its file, line and reason, and the rest is
@@ -36,8 +38,12 @@ from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExe
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from agent.catalog import CandidateRef, collect_candidates
+from agent.catalog import collect_candidates
+from agent.errors import LoupeError
+from agent.failure import failed as _crashed
+from agent.failure import task_key
 from agent.loop import DEFAULT_MAX_TURNS, run_batch
+from agent.refs import CandidateRef
 from agent.trajectory import Trajectory
 
 POLICY_CHOICES = ["rules", "hf", "openai", "vllm"]
@@ -51,6 +57,8 @@ class Sink(Protocol):
     def done_keys(self) -> set[tuple[str, str]]: ...
 
     def write(self, trajectory: Trajectory) -> None: ...
+
+    def flush(self) -> None: ...
 
     def close(self) -> None: ...
 
@@ -111,6 +119,9 @@ class JsonlSink:
         self._fh.flush()
         os.fsync(self._fh.fileno())
         self._done.add(key)
+
+    def flush(self) -> None:
+        pass  # each write is already on disk
 
     def close(self) -> None:
         if not self._fh.closed:
@@ -205,6 +216,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
 
+    from agent.cluster import add_arguments as add_cluster_arguments  # imports no Ray
+
+    add_cluster_arguments(parser)
+
 
 def policy_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     name = args.policy
@@ -262,6 +277,9 @@ def main(args: argparse.Namespace, sink: Sink | None = None) -> int:
                 file=sys.stderr,
             )
         stats = _run(todo, args, kwargs, sink)
+    except LoupeError as exc:
+        print(f"vet: {exc}", file=sys.stderr)
+        return 2
     finally:
         if own_sink:
             sink.close()
@@ -277,7 +295,10 @@ def read_inputs(args: argparse.Namespace) -> tuple[list[CandidateRef], list[Exce
 
     sources = list(args.catalog) + list(args.input)
     if not sources:
-        raise ValueError("give candidates with --catalog CSV or --input PATH ...")
+        raise ValueError(
+            "give candidates with --catalog CSV or --input PATH ... "
+            "(or --db URL alone for the store's own)"
+        )
     normalise_task(args.task)
     candidates, problems = collect_candidates(sources, task=args.task)
     if problems and getattr(args, "strict", False):
@@ -294,15 +315,6 @@ def exit_status(problems: list[Exception], stats: Stats) -> int:
     if problems:
         print(f"vet: {len(problems)} input line(s) skipped (listed above)", file=sys.stderr)
     return 1 if problems or stats.states["error"] else 0
-
-
-def task_key(task: str) -> str:
-    from agent.tasks import resolve_task
-
-    try:
-        return resolve_task(task)
-    except ValueError:
-        return task
 
 
 def pending(candidates: list[CandidateRef], done: set[tuple[str, str]]) -> list[CandidateRef]:
@@ -357,7 +369,11 @@ def _run(todo: list[CandidateRef], args: argparse.Namespace, kwargs: dict, sink:
     bar = _progress(len(todo), disable=args.no_progress)
     renderer = args.renderer
     try:
-        if args.policy == "rules" and args.workers > 1 and len(todo) > 1:
+        if getattr(args, "ray", None):  # a Ray cluster: agent.cluster, imported only here
+            from agent import cluster
+
+            stats.workers, results = cluster.vet(todo, args, kwargs, renderer)
+        elif args.policy == "rules" and args.workers > 1 and len(todo) > 1:
             stats.workers = args.workers
             results = _run_processes(todo, args, kwargs, renderer)
         elif args.policy == "openai":
@@ -370,9 +386,17 @@ def _run(todo: list[CandidateRef], args: argparse.Namespace, kwargs: dict, sink:
                 bar.write(f"vet: {t.id} ({t.task}): {t.error}", file=sys.stderr)
             sink.write(t)
             stats.add(t)
+            bar.set_postfix(stats.states, refresh=False)  # counts per state
             bar.update(1)
     finally:
-        bar.close()
+        # A sink that batches its writes commits the rest; one without flush (a plain
+        # writer) wrote each as it came.
+        flush = getattr(sink, "flush", None)
+        try:
+            if flush is not None:
+                flush()
+        finally:
+            bar.close()
         stats.wall = time.perf_counter() - stats.t0
     return stats
 
@@ -495,19 +519,6 @@ def _run_processes(todo, args, kwargs, renderer) -> Iterable[Trajectory]:
                 dicts = [_crashed(c, args.policy, exc).to_dict() for c in chunk]
             for d in dicts:
                 yield Trajectory.from_dict(d)
-
-
-def _crashed(c: CandidateRef, policy: str, exc: BaseException) -> Trajectory:
-    return Trajectory(
-        id=c.id,
-        task=task_key(c.task),
-        spectrum_ref=c.spectrum_ref,
-        policy=policy,
-        state="error",
-        format_ok=False,
-        error=f"worker failed: {type(exc).__name__}: {exc}",
-        label=c.label if c.label in ("YES", "NO") else None,
-    )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,11 +1,11 @@
-"""The `Spectrum` record and the one entry point that reads spectra from files.
+"""The `Spectrum` record.
 
 Wavelengths are always Angstrom. `frame` says whether they are vacuum (SDSS, LAMOST,
 DESI) or air (most stellar libraries); the catalogue in `agent.lines` is in vacuum, so
 code that compares against it uses `Spectrum.vacuum_wavelength()`.
 
-Readers for each survey layout live in `agent.formats`; `read_spectra` picks one by
-content, not by file name alone.
+Readers for each survey layout live in `agent.formats`; `agent.formats.read_spectra` picks
+one by content, not by file name alone.
 """
 
 from __future__ import annotations
@@ -150,15 +150,3 @@ class Spectrum:
             redshift=float(d.get("redshift") or 0.0),
             meta=meta,
         )
-
-
-def read_spectra(
-    source: str | Path, hdu: int | str | None = None, row: int | None = None
-) -> list[Spectrum]:
-    """Every spectrum in `source` (a file), or the one at `hdu`/`row`.
-
-    Raises `SpectrumError` naming the file and the problem for anything unreadable.
-    """
-    from agent.formats import read_file
-
-    return read_file(Path(source), hdu=hdu, row=row)

@@ -6,7 +6,7 @@ feature catalogue (`agent.lines`), the same ingredients as the demo simulator's 
 They are shapes for the eye ("is this a quasar at z ~ 1.27?"), not fitted models: relative
 flux, normalised to 1 at their median.
 
-A folder of templates (`read_templates(folder)`) is read with `agent.spectrum.read_spectra`,
+A folder of templates (`read_templates(folder)`) is read with `agent.formats.read_spectra`,
 one template per spectrum in each file (so a multi-row template FITS gives several), each
 taken to be in its rest frame (its file's redshift is removed) and named after its id or file.
 """
@@ -239,7 +239,8 @@ def read_templates(folder: str | Path) -> list[Template]:
 
     A folder that does not exist, or holds no readable spectrum, is a TemplateError; an
     unreadable file names itself in the error."""
-    from agent.spectrum import SpectrumError, read_spectra
+    from agent.formats import read_spectra
+    from agent.spectrum import SpectrumError
 
     root = Path(folder)
     if not root.is_dir():

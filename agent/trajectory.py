@@ -81,6 +81,8 @@ class Trajectory:
     started_at: float | None = None  # unix time
     seconds: float = 0.0
     params: dict[str, Any] = field(default_factory=dict)  # temperature, max_turns, ...
+    # {"value", "quality", "source"} when the policy reported one (agent.redshift)
+    redshift: dict[str, Any] | None = None
 
     @property
     def zooms(self) -> list[Step]:
@@ -205,6 +207,10 @@ def finish(traj: Trajectory, max_turns: int | None = None) -> None:
     parse_ok = all(_turn_format_ok(s) for s in steps)
     answered = last is not None and last.answer is not None
     traj.format_ok = bool(parse_ok and answered)
+    if last is not None and last.measurements:
+        from agent.redshift import from_measurements
+
+        traj.redshift = from_measurements(last.measurements) or traj.redshift
     if traj.state == "error":
         return
     if last is not None and last.tool_call is not None and last.answer is None:

@@ -1,7 +1,7 @@
 """`launch.py calibrate`: refit the rule-based inspector from the experts' decisions.
 
     python launch.py calibrate --db data/loupe.db
-    python launch.py vet --policy rules --model data/inspector/inspector-v1.json --db data/loupe.db
+    python launch.py vet --catalog labels.csv --policy rules --db data/loupe.db  # uses it
 
 Labels come from the store: expert reviews and adjudications, imported labels (recorded as
 reviews), gold items and catalogue labels; the agent's own auto-accepted verdicts are not
@@ -9,14 +9,16 @@ labels and are left out. For each labelled candidate the inspector's measurement
 again from its spectrum. Per task, cross-validation with folds grouped by object (a task
 whose rarer class has fewer than 3 objects keeps the rules) compares the rules' own P(YES)
 with a refitted Platt calibration, an isotonic calibration and, where the task has at
-least `--min-labels` labelled decisions, a small combiner (logistic regression: the rules prior plus a learned correction over the task's
-own measurements). A learned model is switched on for a task only where it beats the
+least `--min-labels` labelled decisions, a small combiner (logistic regression: the rules
+prior plus a learned correction over the task's own measurements). A learned model is switched on for a task only where it beats the
 rules under cross-validation (lower log-loss and no lower F1); elsewhere the rules stay.
 
 The fitted model is versioned: stored in the store's settings (`inspector_model`) and
-written as JSON (`--out`); `vet --policy rules --model FILE` uses it, and every verdict
-records the version (the run's model, and `inspector_version` in the final step's
-measurements). The command prints the cross-validated before/after per task.
+written as JSON (`--out`). `vet --db` and the app's vetting use the store's current model
+for the rules policy (`--model FILE` another, `--model none` the plain rules), and every
+verdict records the version (the run's model and parameters, and `inspector_version` in the
+final step's measurements). The command, and the Dashboard's button for admins
+(`calibrate_store`), report the cross-validated before/after per task.
 """
 
 from __future__ import annotations
@@ -33,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
+from agent.errors import LoupeError
 from agent.policies.rules.learned import InspectorModel, TaskModel, rules_input
-
-SETTING = "inspector_model"
+from db.vet import INSPECTOR_SETTING as SETTING
 
 
 @dataclass
@@ -69,19 +71,28 @@ def examples_from_spectra(items: Sequence[tuple[Any, str, bool, str]]) -> list[E
     return out
 
 
+def expert_labels(store: Any) -> list[tuple[Any, str]]:
+    """(candidate info, "YES"/"NO") for every candidate an expert decision labels: reviews,
+    adjudications and imported labels first, else gold or catalogue labels; the agent's own
+    auto-accepted verdicts are not labels."""
+    infos = {c.id: c for c in store.labelled_candidates() if c.label_source != "auto"}
+    for cid in store.reference_labelled_ids():
+        infos.setdefault(cid, store.candidate(cid))
+    out = []
+    for c in infos.values():
+        label = c.label if c.label_source not in (None, "auto") else c.gold_label or c.known_label
+        if label in ("YES", "NO"):
+            out.append((c, label))
+    return out
+
+
 def labelled_from_store(store: Any) -> tuple[list[Example], list[str]]:
     """Every usable labelled decision in the store, and the problems met (one per item)."""
     from agent.formats import load_one
 
-    infos = {c.id: c for c in store.labelled_candidates() if c.label_source != "auto"}
-    for cid in store.reference_labelled_ids():
-        infos.setdefault(cid, store.candidate(cid))
     items, problems = [], []
     loaded: dict[tuple, Any] = {}
-    for c in infos.values():
-        label = c.label if c.label_source not in (None, "auto") else c.gold_label or c.known_label
-        if label not in ("YES", "NO"):
-            continue
+    for c, label in expert_labels(store):
         ref = c.spectrum_ref
         key = (ref.get("path"), ref.get("hdu"), ref.get("row"))
         try:
@@ -234,19 +245,72 @@ def fit(
     return InspectorModel(version, tasks, created, {"cv": info})
 
 
+CV_HEADERS = ["task", "n", "positives", "chosen", "rules log-loss", "rules F1",
+              "after log-loss", "after F1", "note"]  # fmt: skip
+
+
+def cv_rows(model: InspectorModel) -> list[list[Any]]:
+    """Per task, the cross-validated rules (before) and the chosen model (after)."""
+    rows = []
+    for t, r in model.info["cv"].items():
+        c = r["chosen"]
+        got = r.get(c, r["rules"])
+        rows.append([t, r["n"], r["positives"], c,
+                     round(r["rules"]["log_loss"], 3), round(r["rules"]["f1"], 3),
+                     round(got["log_loss"], 3), round(got["f1"], 3), r.get("why", "")])  # fmt: skip
+    return rows
+
+
 def cv_table(model: InspectorModel) -> str:
     lines = [
         "task      n  pos  chosen    rules logloss/F1   chosen logloss/F1   note",
     ]
-    for t, r in model.info["cv"].items():
-        c = r["chosen"]
-        got = r.get(c, r["rules"])
+    for t, n, pos, c, rl, rf, cl, cf, why in cv_rows(model):
         lines.append(
-            f"{t:8s} {r['n']:3d} {r['positives']:4d}  {c:8s}  "
-            f"{r['rules']['log_loss']:.3f} / {r['rules']['f1']:.2f}      "
-            f"{got['log_loss']:.3f} / {got['f1']:.2f}        {r.get('why', '')}"
+            f"{t:8s} {n:3d} {pos:4d}  {c:8s}  {rl:.3f} / {rf:.2f}      {cl:.3f} / {cf:.2f}"
+            f"        {why}"
         )
     return "\n".join(lines)
+
+
+@dataclass
+class Calibration:
+    """What one `calibrate` did: the model fitted, where its JSON went, what was skipped."""
+
+    model: InspectorModel
+    path: Path
+    n_examples: int
+    problems: list[str]
+
+
+class NoLabels(LoupeError):
+    """The store holds no labelled decision to learn from."""
+
+
+def calibrate_store(
+    store: Any,
+    out: str | Path = "data/inspector",
+    *,
+    min_labels: int = 50,
+    folds: int = 5,
+    seed: int = 0,
+    actor: str = "calibrate",
+) -> Calibration:
+    """Fit the next inspector version from the store's labels; save it to the store (the
+    setting `vet --db` and the app read by default) and as JSON under `out`."""
+    examples, problems = labelled_from_store(store)
+    if not examples:
+        raise NoLabels("no labelled decisions in the store to calibrate from")
+    prev = store.setting(SETTING) or {}
+    version = int(prev.get("version", 0)) + 1
+    model = fit(examples, version, min_labels, folds, seed)
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{model.tag}.json"
+    payload = model.to_json()
+    path.write_text(json.dumps(payload, indent=1))
+    store.set_setting(SETTING, {**payload, "path": str(path)}, actor=actor)
+    return Calibration(model, path, len(examples), problems)
 
 
 # -- command line ----------------------------------------------------------------------------
@@ -260,32 +324,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--folds", type=int, default=5, help="Cross-validation folds.")
     parser.add_argument("--seed", type=int, default=0)
+    from annotate.model_calibration import add_arguments as add_run_arguments
+
+    add_run_arguments(parser)
 
 
 def main(args: argparse.Namespace) -> int:
     from db.store import Store
 
+    if getattr(args, "run", None) is not None:  # a model run's P(YES), not the inspector
+        from annotate.model_calibration import main as calibrate_run
+
+        return calibrate_run(args)
+
     store = Store(args.db)
     try:
-        examples, problems = labelled_from_store(store)
-        for p in problems:
-            print(f"calibrate: skipped {p}", file=sys.stderr)
-        if not examples:
-            print("calibrate: no labelled decisions in the store", file=sys.stderr)
-            return 2
-        prev = store.setting(SETTING) or {}
-        version = int(prev.get("version", 0)) + 1
-        model = fit(examples, version, args.min_labels, args.folds, args.seed)
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        path = out / f"{model.tag}.json"
-        payload = model.to_json()
-        path.write_text(json.dumps(payload, indent=1))
-        store.set_setting(SETTING, {**payload, "path": str(path)}, actor="calibrate")
+        done = calibrate_store(
+            store, args.out, min_labels=args.min_labels, folds=args.folds, seed=args.seed
+        )
+    except NoLabels as exc:
+        print(f"calibrate: {exc}", file=sys.stderr)
+        return 2
     finally:
         store.close()
-    print(f"calibrate: {len(examples)} labelled decisions; cross-validated, before -> after:")
-    print(cv_table(model))
-    print(f"calibrate: saved {model.tag} to the store and {path}")
-    print(f"calibrate: use it with: launch.py vet --policy rules --model {path} --db ...")
+    for p in done.problems:
+        print(f"calibrate: skipped {p}", file=sys.stderr)
+    tag, path = done.model.tag, done.path
+    print(f"calibrate: {done.n_examples} labelled decisions; cross-validated, before -> after:")
+    print(cv_table(done.model))
+    print(f"calibrate: saved {tag} to the store and {path}")
+    print(f"calibrate: vet --db uses the store's {tag} by default (--model none: the plain rules)")
     return 0

@@ -16,7 +16,7 @@ import argparse
 import getpass
 import sys
 
-from annotate.settings import DEFAULTS
+from db.settings import DEFAULTS
 from db.store import DEFAULT_DB, Store, StoreError, hash_password, verify_password_hash
 
 __all__ = [
@@ -163,16 +163,14 @@ def _read_password(args: argparse.Namespace) -> str | None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Create or update the account. A refusal (no password on stdin, the passwords differ,
+    a bad role or name) is a `StoreError`: launch.py prints it on one line and exits 2."""
+    password = _read_password(args)
+    store = Store(args.db)
     try:
-        password = _read_password(args)
-        store = Store(args.db)
-        try:
-            print(_add_or_update(store, args, password))
-        finally:
-            store.close()
-    except StoreError as err:
-        print(f"add-expert: {err}", file=sys.stderr)
-        return 1
+        print(_add_or_update(store, args, password))
+    finally:
+        store.close()
     return 0
 
 

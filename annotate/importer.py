@@ -1,9 +1,13 @@
 """`launch.py import-labels FILE.csv --expert NAME`: earlier verdicts become that expert's reviews.
 
 Columns: `id` (with an optional `task`) or `path,task`; `label` YES/NO (also yes/no, 1/0,
-true/false); optional `comment`. Each row is recorded as NAME's review of the candidate:
-accept where the label agrees with the agent's verdict, reject where it does not, and
-correct where the agent has not vetted the candidate. This is how a team brings in a past
+true/false); optional `reason` and `comment`. Each row is recorded as NAME's review of the
+candidate: accept where the label agrees with the agent's verdict, reject where it does
+not, and correct where the agent has not vetted the candidate. The reason (the `reason`
+column, else the `comment`) of a label that differs from the agent's verdict is the
+review's explanation, what the model should have concluded: that row exports as a reject
+with a reason does (an SFT row ending in that reasoning, a DPO pair, an RL label). A
+`comment` is also kept as the note to other experts. This is how a team brings in a past
 visual-inspection campaign (Prospect or Marz CSVs) or catalogue labels. A bad row is
 reported with its line number and the reason; the good rows are kept. Importing the same
 file again changes nothing. NAME must be an existing expert unless `--create-expert` is given.
@@ -19,7 +23,6 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from annotate.review import decide
 from db.store import DEFAULT_DB, Store, StoreError
 
 LABELS = {"yes": "YES", "y": "YES", "1": "YES", "true": "YES",
@@ -112,15 +115,27 @@ def _import_row(store: Store, rec: dict[str, str], expert: str, base: Path, sour
         action = "correct"
     else:
         action = "accept" if label == info.verdict else "reject"
+    # A reason is trained on only where the label overrules the agent (an accept's comment is
+    # a note, not the model's reasoning).
+    reason = (rec.get("reason") or rec.get("comment") or "") if action != "accept" else ""
     before = _current(store, info.id, expert)
-    review = decide(
-        store, expert, info.id, action, label=label, comment=rec.get("comment"), source=source
+    # The store directly, with the fields `annotate.review.decide` would pass for `action`
+    # (only a correct sets the label), and the reason a reject carries as its explanation.
+    review = store.record_review(
+        expert,
+        info.id,
+        action,
+        label=label if action == "correct" else None,
+        explanation=reason or None,
+        comment=rec.get("comment") or None,
+        source=source,
     )
     return before is None or before != (
         review.revision,
         review.action,
         review.label,
         review.comment,
+        review.explanation,
     )
 
 
@@ -129,7 +144,7 @@ def _current(store: Store, candidate_id: int, expert: str):
     if not rows:
         return None
     r = rows[0]
-    return (r.revision, r.action, r.label, r.comment)
+    return (r.revision, r.action, r.label, r.comment, r.explanation)
 
 
 def _path_forms(path: str, base: Path) -> list[str]:
@@ -144,7 +159,7 @@ def _path_forms(path: str, base: Path) -> list[str]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "csv", metavar="FILE.csv", help="CSV with id (or path,task), label, comment."
+        "csv", metavar="FILE.csv", help="CSV with id (or path,task), label, reason, comment."
     )
     parser.add_argument("--expert", required=True, help="Whose reviews these become.")
     parser.add_argument(
@@ -157,14 +172,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Exit 1 when some rows were refused (each named; the rest are recorded). An unknown
+    expert or an unreadable file is a `StoreError`: launch.py prints it and exits 2."""
     store = Store(args.db)
     try:
         report = import_labels(
             store, args.csv, args.expert, create_expert=getattr(args, "create_expert", False)
         )
-    except StoreError as err:
-        print(f"import-labels: {err}", file=sys.stderr)
-        return 1
     finally:
         store.close()
     for line, why in report.errors:

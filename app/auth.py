@@ -7,8 +7,9 @@ SameSite=Lax cookie (Secure when the request came over HTTPS or `--secure-cookie
 request but the login form's needs a live session: the page redirects to the form,
 anything else is refused (401); Gradio also asks `user_for_request` to name the expert of
 each API call. A state-changing request whose Origin (or Referer) names another site is
-refused (403), login included, so another site cannot post into a session or log a
-browser into one of its choosing.
+refused (403), login and logout included, so another site cannot post into a session, log
+a browser into one of its choosing, or end one. Logging out is a POST: `GET /logout` only
+shows the button that sends it.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from starlette.concurrency import run_in_threadpool
 
 from annotate import experts
-from annotate.settings import DEFAULTS
+from db.settings import DEFAULTS
 
 COOKIE = "loupe_session"
 PUBLIC_PATHS = ("/login", "/logout")  # all that answers without a session
@@ -45,6 +46,12 @@ box-sizing:border-box}} .err{{color:#c1121f}}</style></head><body>
 <label>name<input name="username" autocomplete="username" autofocus></label>
 <label>password<input name="password" type="password" autocomplete="current-password"></label>
 <button type="submit">Log in</button></form></body></html>"""
+
+LOGOUT_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>Loupe: log out</title>
+<style>body{font-family:system-ui,sans-serif;display:flex;justify-content:center;
+margin-top:12vh} form{border:1px solid #ccc;border-radius:8px;padding:24px 32px}</style>
+</head><body><form method="post" action="/logout"><h2>Loupe</h2><p>End this session?</p>
+<button type="submit" id="logout">Log out</button> <a href="/">back</a></form></body></html>"""
 
 
 class LoginThrottle:
@@ -313,8 +320,17 @@ def install(
         )
         return resp
 
-    @app.get("/logout")
+    @app.get("/logout", response_class=HTMLResponse)
+    def logout_form(request: Request) -> Response:
+        # A GET changes nothing: a link or an image on another site could make the browser
+        # send one with the session cookie (SameSite=Lax lets top-level GETs through).
+        if not request.cookies.get(COOKIE):
+            return RedirectResponse("/login", status_code=303)
+        return HTMLResponse(LOGOUT_PAGE)
+
+    @app.post("/logout")
     def logout(request: Request) -> Response:
+        # Cross-site posts are refused by the origin check, and carry no Lax cookie anyway.
         token = request.cookies.get(COOKIE)
         if token:
             experts.logout(store, token)

@@ -14,8 +14,8 @@ from typing import Any
 
 from agent.errors import LoupeError
 from annotate.queue import Queue
-from annotate.settings import DEFAULTS, ServeSettings
 from app.render_md import escape
+from db.settings import DEFAULTS, ServeSettings
 
 log = logging.getLogger(__name__)
 

@@ -406,27 +406,42 @@
     true
   );
 
-  // Enter in the redshift box commits the value (Gradio's slider box commits on blur too).
+  // The redshift box talks to the server by the desk's own event only: Gradio's slider sends
+  // every keystroke ("1", "1.2", ...) and a release on blur, and those calls raced the typed
+  // value. So the box's input/change/blur never reach the slider; Enter (or a change: the
+  // spinner, leaving the box) puts the text in window.loupeTypedZ and presses the hidden
+  // button, whose call carries it (app/ui.py, `z_typed_go`).
+  const zBox = (t) =>
+    !!t && !!t.closest && !!t.closest("#desk-z") &&
+    (t.getAttribute("type") || "").toLowerCase() === "number";
+  let zSent = null;
+  const commitZ = (box) => {
+    const go = document.getElementById("btn-z-typed");
+    if (!go || box.value === zSent) return;
+    zSent = box.value;
+    window.loupeTypedZ = box.value;
+    go.click();
+  };
+  document.addEventListener("focusin", (ev) => { if (zBox(ev.target)) zSent = null; }, true);
+  for (const type of ["input", "blur", "pointerup", "change"]) {
+    document.addEventListener(
+      type,
+      (ev) => {
+        if (!zBox(ev.target)) return;
+        ev.stopImmediatePropagation();
+        if (type === "change") commitZ(ev.target);
+      },
+      true
+    );
+  }
   document.addEventListener(
     "keydown",
     (ev) => {
-      const t = ev.target;
-      if (ev.key !== "Enter" || !t || !t.closest || !t.closest("#desk-z")) return;
-      if ((t.getAttribute("type") || "") !== "number") return;
+      if (ev.key !== "Enter" || !zBox(ev.target)) return;
       ev.preventDefault();
-      // Hand the typed value to the slider as a drag would, so the page's input/release
-      // events carry it to the server.
-      const range = document.querySelector("#desk-z input[type=range]");
-      const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, "value").set;
-      t.dispatchEvent(new Event("change", { bubbles: true }));
-      if (range) {
-        setter.call(range, t.value);
-        range.dispatchEvent(new Event("input", { bubbles: true }));
-        range.dispatchEvent(new Event("change", { bubbles: true }));
-        range.dispatchEvent(new PointerEvent("pointerup", { bubbles: true }));
-        range.dispatchEvent(new MouseEvent("mouseup", { bubbles: true }));
-      }
-      t.blur();
+      ev.stopImmediatePropagation();
+      commitZ(ev.target);
+      ev.target.blur();
     },
     true
   );

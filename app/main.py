@@ -10,6 +10,7 @@ the `--policy` agent first, so the first page already shows real trajectories.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import socket
 import threading
 import time
@@ -17,8 +18,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from annotate.settings import DEFAULTS, ServeSettings
+from db.settings import DEFAULTS, ServeSettings
 from db.store import DEFAULT_DB
+
+
+def trusted_proxy(value: str) -> str:
+    """`--trusted-proxy`'s type: an IP address or network, refused when the arguments are
+    read (not later, as a traceback, when the app is built)."""
+    try:
+        return str(ipaddress.ip_network(value.strip(), strict=False))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an IP address or network (e.g. 127.0.0.1, 10.0.0.0/8, ::1)"
+        ) from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,6 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--trusted-proxy",
         action="append",
+        type=trusted_proxy,
         default=[],
         metavar="IP",
         help="Address or network of the reverse proxy in front of the app (repeatable): only "

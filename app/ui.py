@@ -55,6 +55,11 @@ CSS = """
   border:1px solid #ddd}
 .loupe-answer {border-left:4px solid #1f3b73; padding:6px 12px; background:#f5f7fb}
 #vet-actions button {min-width:90px}
+/* -- author: the audit view (app.pages.author.audit_view) -- */
+.loupe-audit-step {display:grid; grid-template-columns:minmax(0,2fr) minmax(0,3fr); gap:14px;
+  align-items:start; padding:8px 0; border-top:1px solid #e4e7ee; font-size:14px}
+.loupe-audit-image {display:block; max-width:100%; border:1px solid #ddd}
+/* -- end author: audit view -- */
 /* -- vet page: desk (grade, undo, reason, correct panel, stale panels) -- */
 #correct-panel, #reject-reason-row {display:none}
 #correct-warning {color:#9a3412}
@@ -156,6 +161,10 @@ def build(ctx: context.Context) -> gr.Blocks:
                     z_slider = gr.Slider(desk.Z_MIN, desk.Z_MAX, value=0.0, step=0.0001, scale=3,
                                          label="redshift z  (z: type · [ ] ±0.001 · { } ±0.05)",
                                          elem_id="desk-z")  # fmt: skip
+                    # A typed z reaches the server by its own event: keys.js hands the box's
+                    # value to this button's call (Enter in the box), no slider drag faked.
+                    z_typed = gr.Textbox(visible="hidden", elem_id="desk-z-typed")
+                    z_typed_go = gr.Button(visible="hidden", elem_id="btn-z-typed")
                 with gr.Row(equal_height=True):
                     z_info = gr.HTML(elem_id="desk-z-info-box")
                     z_adopt = gr.Button("Adopt agent z (=)", size="sm", elem_id="btn-z-adopt")
@@ -228,7 +237,7 @@ def build(ctx: context.Context) -> gr.Blocks:
                 drawn_box = gr.Textbox(visible="hidden", elem_id="vet-drawn")
 
             # ---------------------------------------------------------------- author
-            with gr.Tab("Author", id="author"):
+            with gr.Tab("Author", id="author") as author_tab:
                 astate = gr.State(None)  # an annotate.authoring.Draft once loaded
                 with gr.Row(equal_height=True):
                     a_cid = gr.Textbox(label="candidate id", scale=2, elem_id="author-cid")
@@ -278,7 +287,8 @@ def build(ctx: context.Context) -> gr.Blocks:
                     au_pick = gr.Dropdown([], label="submitted trajectory", scale=3,
                                           elem_id="audit-pick")  # fmt: skip
                     au_refresh = gr.Button("Refresh", scale=1)
-                au_view = gr.HTML()
+                au_note = gr.Markdown(elem_id="audit-note")  # -- author: audit view
+                au_view = gr.HTML(elem_id="audit-view")
                 au_comment = gr.Textbox(label="audit comment", lines=2)
                 with gr.Row():
                     au_ok = gr.Button("Approve", variant="primary", elem_id="btn-audit-approve")
@@ -310,6 +320,20 @@ def build(ctx: context.Context) -> gr.Blocks:
                     value={"headers": dashboard_page.HEADERS["kappa"], "data": []},
                     label="agreement between experts", interactive=False, elem_id="dash-kappa",
                 )  # fmt: skip
+                # -- the inspector: agreement on gold by version; calibrate (admins)
+                d_versions = gr.Dataframe(
+                    value={"headers": dashboard_page.VERSION_HEADERS, "data": []},
+                    label="gold items: agreement by inspector version", interactive=False,
+                    elem_id="dash-versions",
+                )  # fmt: skip
+                d_cal_go = gr.Button("Calibrate the inspector from the experts' labels",
+                                     visible=False, elem_id="btn-calibrate")  # fmt: skip
+                d_cal_msg = gr.Markdown(elem_id="dash-calibrate-message")
+                d_cal_table = gr.Dataframe(
+                    label="cross-validated before/after per task", interactive=False,
+                    visible=False, elem_id="dash-calibrate-table",
+                )  # fmt: skip
+                # -- end inspector
 
             # ---------------------------------------------------------------- export
             with gr.Tab("Export", id="export"):
@@ -433,7 +457,7 @@ def build(ctx: context.Context) -> gr.Blocks:
                 once("surveys", tuple(surveys), gr.update(choices=surveys)),
                 # -- desk
                 once("z", (view.redshift or {}).get("z"),
-                     gr.update(value=round((view.redshift or {}).get("z") or 0.0, 4))),
+                     gr.update(value=desk.shown_z((view.redshift or {}).get("z") or 0.0))),
                 once("z_info", view.redshift, desk.info_html(view.redshift)),
             ]  # fmt: skip
             st["_sent"] = sent
@@ -624,8 +648,11 @@ def build(ctx: context.Context) -> gr.Blocks:
                 ex = context.expert_for(ctx, request)
                 st = desk.set_option(st, normalised=bool(norm), all_markers=bool(allmk),
                                      template=tmpl or "none")  # fmt: skip
+                refused = ""
                 if op == "z":
                     st = desk.set_z(st, z)
+                elif op == "typed":
+                    st, refused = desk.enter_z(st, z)
                 elif op == "nudge":
                     st = desk.set_z(st, float(z or 0.0) + step)
                 elif op == "adopt":
@@ -634,6 +661,8 @@ def build(ctx: context.Context) -> gr.Blocks:
                     st = desk.set_option(st, template=desk.next_template(ctx, tmpl))
                 d = desk.display_with(st, views.Display(mk, err, sm, fr, im))
                 st, view = vet_page.vet_refresh(ctx, ex, st, d)
+                if refused:
+                    view = desk.with_message(view, refused)
                 out = show(st, view)
                 if op == "template":
                     out.append(desk.desk_of(st)["template"])
@@ -647,6 +676,13 @@ def build(ctx: context.Context) -> gr.Blocks:
         z_slider.input(desk_op("z"), desk_ins, view_outs, api_name="desk_z",
                        trigger_mode="always_last", **FAST)  # fmt: skip
         z_slider.release(desk_op("z"), desk_ins, view_outs, api_name=False,
+                         trigger_mode="always_last", **FAST)  # fmt: skip
+        # Enter in the box: keys.js puts the typed text in window.loupeTypedZ and presses the
+        # hidden button, whose call carries it in place of z_typed (API callers pass the text).
+        typed_ins = [state, o_tmpl, z_typed, o_norm, o_allmk, *filters, *display]
+        z_typed_go.click(desk_op("typed"), typed_ins, view_outs, api_name="desk_z_typed",
+                         js=f"(...a) => {{ a = a.slice(0, {len(typed_ins)}); a[2] = "
+                            "String(window.loupeTypedZ ?? a[2] ?? ''); return a; }",
                          trigger_mode="always_last", **FAST)  # fmt: skip
         for btn, step in z_steps:
             btn.click(desk_op("nudge", step), desk_ins, view_outs, api_name=False, **FAST)
@@ -714,11 +750,19 @@ def build(ctx: context.Context) -> gr.Blocks:
         a_submit.click(finish("submit"), [astate, a_verdict, a_expl], a_outs,
                        api_name="author_submit")  # fmt: skip
 
-        def on_audit_list(request: gr.Request):
-            ex = context.expert_for(ctx, request)
-            return gr.Dropdown(choices=author_page.audit_choices(ctx, ex), value=None)
+        # -- author: audit view. The list fills when the tab opens, with a note that says
+        # why it is empty (single-user mode has one expert, who cannot approve their own).
+        def audit_list(ex: context.Viewer | None) -> list[Any]:
+            choices = author_page.audit_choices(ctx, ex)
+            note = author_page.audit_note(ctx, ex, choices)
+            return [gr.Dropdown(choices=choices, value=None), note]
 
-        au_refresh.click(on_audit_list, None, au_pick, api_name="audit_list")
+        def on_audit_list(request: gr.Request):
+            return audit_list(context.expert_for(ctx, request))
+
+        au_refresh.click(on_audit_list, None, [au_pick, au_note], api_name="audit_list")
+        author_tab.select(on_audit_list, None, [au_pick, au_note], api_name=False)
+        # -- end author: audit view
 
         def on_audit_view(pick, request: gr.Request):
             ex = context.expert_for(ctx, request)
@@ -730,13 +774,13 @@ def build(ctx: context.Context) -> gr.Blocks:
             def fn(pick, text, request: gr.Request):
                 ex = context.expert_for(ctx, request)
                 msg = author_page.audit_decide(ctx, ex, pick, op, text)
-                return msg, gr.Dropdown(choices=author_page.audit_choices(ctx, ex), value=None)
+                return [msg, *audit_list(ex)]
 
             return fn
 
-        au_ok.click(audit("approve"), [au_pick, au_comment], [au_msg, au_pick],
+        au_ok.click(audit("approve"), [au_pick, au_comment], [au_msg, au_pick, au_note],
                     api_name="audit_approve")  # fmt: skip
-        au_back.click(audit("send_back"), [au_pick, au_comment], [au_msg, au_pick],
+        au_back.click(audit("send_back"), [au_pick, au_comment], [au_msg, au_pick, au_note],
                       api_name="audit_send_back")  # fmt: skip
 
         # -- dashboard
@@ -751,6 +795,31 @@ def build(ctx: context.Context) -> gr.Blocks:
         d_go.click(on_dash, [d_task, d_prec], d_outs, api_name="dashboard")
         # The dashboard opens filled, not as empty frames waiting for Refresh.
         demo.load(on_dash, [d_task, d_prec], d_outs, api_name=False, show_progress="hidden")
+
+        # -- dashboard: the inspector's versions and calibration
+        def on_versions(task, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            return dashboard_page.inspector_versions(ctx, ex, task)
+
+        d_go.click(on_versions, d_task, d_versions, api_name="dashboard_versions")
+
+        def on_inspector_tab(task, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            return (gr.Button(visible=dashboard_page.can_calibrate(ex)),
+                    dashboard_page.inspector_versions(ctx, ex, task))  # fmt: skip
+
+        demo.load(on_inspector_tab, d_task, [d_cal_go, d_versions], api_name=False,
+                  show_progress="hidden")  # fmt: skip
+
+        def on_calibrate(task, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            msg, table = dashboard_page.calibrate_now(ctx, ex)
+            return (msg, gr.Dataframe(value=table, visible=bool(table["data"])),
+                    dashboard_page.inspector_versions(ctx, ex, task))  # fmt: skip
+
+        d_cal_go.click(on_calibrate, d_task, [d_cal_msg, d_cal_table, d_versions],
+                       api_name="calibrate")  # fmt: skip
+        # -- end dashboard inspector
 
         # -- export
         def on_export(kind, request: gr.Request):
@@ -770,7 +839,7 @@ def build(ctx: context.Context) -> gr.Blocks:
             ex = context.expert_for(ctx, request)
             if ex is None or not ex.admin:
                 return {"headers": export_page.HISTORY_HEADERS, "data": []}
-            return export_page.export_history(ctx)
+            return export_page.export_history(ctx, ex)
 
         demo.load(on_export_tab, None, e_hist, api_name=False, show_progress="hidden")
 

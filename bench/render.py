@@ -25,8 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
+from agent.formats import read_spectra
 from agent.render import render
-from agent.spectrum import Spectrum, SpectrumMeta, read_spectra
+from agent.spectrum import Spectrum, SpectrumMeta
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agent.catalog import CandidateRef
+from agent.refs import CandidateRef
 from bench.store import TASKS, bulk_fill, bulk_reviews, export_figure, pct, time_next_item
 from db.store import Filters, QueueConfig, Store
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agent.catalog import CandidateRef
+from agent.refs import CandidateRef
 from agent.trajectory import Step, Trajectory
 from db import models as m
 from db.store import Filters, QueueConfig, Store, queue_priority

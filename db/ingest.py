@@ -3,11 +3,11 @@
 SOURCES are spectrum files, folders, globs, catalogue CSVs (`path,task[,id,hdu,row,label,...]`,
 paths relative to the CSV) and SpecVI-Bench parquet files, expanded by
 `agent.catalog.collect_candidates`. A bad file, or a bad catalogue line (a missing file, an
-unknown task, an id already given to another spectrum), is reported with the problem and
-skipped; everything else is ingested, and the exit status is 1 (`--keep-first` lets an id
-given twice keep its first spectrum without failing). Re-running is safe: candidates already in
-the store are counted, never duplicated, and each batch commits on its own, so a killed
-ingest resumes where it stopped.
+unknown task, an id already given to another spectrum, in this run or in the store), is
+reported with the problem and skipped; everything else is ingested, and the exit status is 1
+(`--keep-first` lets an id given twice keep its first spectrum, the stored one if any,
+without failing). Re-running is safe: candidates already in the store are counted, never
+duplicated, and each batch commits on its own, so a killed ingest resumes where it stopped.
 
     python launch.py ingest data/lamost/*.fits --task cv --db loupe.db
     python launch.py ingest catalogue.csv --split train --source-catalog "LAMOST DR9 CV"
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agent.catalog import CandidateRef
+from agent.refs import CandidateRef
 from agent.spectrum import SpectrumError
 from db.store import DEFAULT_DB
 
@@ -75,8 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--keep-first",
         action="store_true",
-        help="When one id is given to two different spectra, keep the first and go on "
-        "(the conflict is still reported) instead of failing.",
+        help="When one id is given to two different spectra (in the input, or one in the "
+        "input and another in the store), keep the first (the stored one) and go on (the "
+        "conflict is still reported) instead of failing.",
     )
 
 
@@ -90,7 +91,8 @@ def collect(
 ) -> tuple[list[CandidateRef], list[tuple[str, str]]]:
     """Candidates from every source, and (source or catalogue line, problem) for each one
     that failed; ids given to two spectra come back as `Conflict`s, the first one kept."""
-    from agent.catalog import ConflictError, collect_candidates
+    from agent.catalog import collect_candidates
+    from agent.refs import ConflictError
 
     refs, bad = collect_candidates(sources, task=task, roots=roots)
     errors = [
@@ -110,7 +112,7 @@ def _meta_of(spec) -> dict[str, Any]:
 def spectra_meta(refs: list[CandidateRef]) -> tuple[dict[int, dict[str, Any]], dict[int, str]]:
     """Survey metadata for each ref (index -> meta), reading each file once, and
     index -> problem for refs whose spectrum cannot be read."""
-    from agent.spectrum import read_spectra
+    from agent.formats import read_spectra
 
     by_path: dict[str, list[int]] = {}
     for i, ref in enumerate(refs):
@@ -170,7 +172,8 @@ def ingest_refs(
     actor: str = "ingest",
 ) -> tuple[Any, list[tuple[str, str]], list[CandidateRef]]:
     """Check `refs` (their spectra read for survey metadata, their files hashed) and add the
-    good ones; returns (AddReport, [(item, problem)], the refs now in the store)."""
+    good ones; returns (AddReport, [(item, problem)], the refs now in the store). An id the
+    store already gives to another spectrum comes back as a `Conflict`."""
     from db.store import file_hash
 
     errors: list[tuple[str, str]] = []
@@ -204,8 +207,9 @@ def ingest_refs(
         batch_size=batch_size,
         actor=actor,
     )
-    refused = {i for i, _, _ in report.errors}
+    refused = {i for i, _, _ in report.errors} | {i for i, _, _ in report.conflicts}
     errors += [(f"{kept[i].id} ({kept[i].path})", why) for i, _, why in report.errors]
+    errors += [Conflict((item, why)) for _, item, why in report.conflicts]
     return report, errors, [r for i, r in enumerate(kept) if i not in refused]
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agent.catalog import CandidateRef
+from agent.refs import CandidateRef
 from agent.trajectory import Step, Trajectory
 
 

@@ -517,3 +517,23 @@ def test_an_overlong_explanation_is_refused_by_the_server(team, served):
             call()
     cy.close()
     http.close()
+
+
+def test_only_admins_see_export_history_and_downloads(team, served):
+    ctx, srv = team, served
+    http = httpx.Client(base_url=srv.url, timeout=30)
+    ada = client(srv.url, token_for(http, "ada"))
+    msg, _, files, history = ada.predict("pairs", api_name="/export")
+    assert files and history["data"], msg
+    folders = [row[4] for row in history["data"]]
+    assert folders and all(Path(f).parent == ctx.export_dir for f in folders), folders
+    bob = client(srv.url, token_for(http, "bob"))
+    out = bob.predict("pairs", api_name="/export")
+    msg, manifest, files, history = out
+    assert msg.startswith("Refused") and "not an admin" in msg
+    assert (manifest, files or [], history["data"]) == (None, [], []), out
+    for folder in folders:  # not in any form: the folder's random tail is the secret
+        assert Path(folder).name.rsplit("-", 1)[-1] not in str(out)
+    ada.close()
+    bob.close()
+    http.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
 import math
 import random
 
@@ -10,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotate import agreement
 from annotate.agreement import (
     Confusion,
     Rating,
@@ -24,12 +22,6 @@ from annotate.agreement import (
     prf,
     reliability_diagram,
 )
-
-
-def test_doctests():
-    result = doctest.testmod(agreement)
-    assert result.attempted >= 9
-    assert result.failed == 0
 
 
 def test_cohen_textbook_example():

@@ -105,5 +105,5 @@ def test_login_required_and_writes_attributed(team_app):
     assert ctx.store.expert(r.expert_id).name == "bob"
     msg, *_ = c.predict("sft", api_name="/export")
     assert msg.startswith("Refused") and "not an admin" in msg
-    httpx.get(srv.url + "/logout", cookies={"loupe_session": token})
+    httpx.post(srv.url + "/logout", cookies={"loupe_session": token})
     assert ctx.store.session_expert(token) is None

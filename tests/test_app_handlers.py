@@ -8,7 +8,6 @@ from types import SimpleNamespace
 import plotly.graph_objects as go
 import pytest
 
-from annotate.settings import DEFAULTS, ServeSettings
 from app import context as app_context
 from app import views
 from app.pages import author as author_page
@@ -17,6 +16,7 @@ from app.pages import experts as experts_page
 from app.pages import export as export_page
 from app.pages import upload as upload_page
 from app.pages import vet as vet_page
+from db.settings import DEFAULTS, ServeSettings
 from tests.app_support import context
 
 F, D = views.QueueFilters(), views.Display()

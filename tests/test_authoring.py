@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from agent import protocol
-from agent.catalog import CandidateRef
 from agent.formats import write_lamost_fits
 from agent.parse import parse_turn
+from agent.refs import CandidateRef
 from agent.render import to_png
 from agent.spectrum import Spectrum, SpectrumMeta
 from agent.tool import image_reference, zoom
@@ -259,3 +259,83 @@ def test_audit_flow_multi_round(store):
     t = au.authored_to_trajectory(row, c)
     assert [s.thought for s in t.steps[:-1]] == ["H-beta broad.", "H-gamma broad too."]
     assert t.verdict == "YES" and all(parse_turn(s.raw).format_ok for s in t.steps)
+
+
+# -- the audit view (app.pages.author): what the auditor sees is what the model will see
+
+
+def _data_uris(html: str) -> list[bytes]:
+    import base64
+    import re
+
+    return [base64.b64decode(m) for m in re.findall(r'src="data:image/png;base64,([^"]+)"', html)]
+
+
+def _block(html: str, elem_id: str) -> str:
+    start = html.index(f'id="{elem_id}"')
+    end = html.find('class="loupe-audit-step"', start + 1)
+    return html[start : end if end != -1 else len(html)]
+
+
+@pytest.mark.parametrize("renderer", ["fast", "speco3"])
+def test_audit_view_shows_every_image_the_model_will_see(store, tmp_path, renderer):
+    from agent.tool import global_view, render_window
+    from app.context import Context, Viewer
+    from app.pages import author as author_page
+
+    c = store.list_candidates(order="id")[0]
+    spec = store.load_spectrum(c.id)
+    d = au.start_draft(c, renderer=renderer)
+    au.add_step(d, spec, 4780, 4940, "H-beta: broad and deep.", label="H-beta")
+    au.add_step(d, spec, 4280, 4400, "H-gamma as broad.")
+    au.set_answer(d, "YES", "Pressure-broadened Balmer lines: a DA white dwarf.")
+    au.submit(store, d, "ann")
+    ctx = Context(store, login=True)
+    html = author_page.audit_view(ctx, Viewer("ada", "admin"), str(d.authored_id))
+
+    pngs = _data_uris(html)
+    assert len(pngs) == 3  # the whole spectrum, then one image per zoom
+    assert pngs[0] == to_png(global_view(spec, renderer=renderer).image)
+    for i, (lo, hi) in enumerate([(4780.0, 4940.0), (4280.0, 4400.0)]):
+        block = _block(html, f"audit-step-{i}")
+        # each zoom beside its own thought, drawn as the tool draws it
+        assert _data_uris(block) == [to_png(render_window(spec, (lo, hi), renderer=renderer))]
+        assert ("H-beta: broad" in block) == (i == 0) and ("H-gamma as" in block) == (i == 1)
+    assert pngs[0] in _data_uris(_block(html, "audit-overview"))
+    assert f"<b>{renderer}</b> renderer" in html and "Verdict YES" in html
+
+    # a spectrum that cannot be read: said, with nothing to look at
+    from db.store.candidates import _load_spectrum_cached
+
+    assert store.candidate(c.id).spectrum_ref["path"] == str(tmp_path / "w1.fits")
+    (tmp_path / "w1.fits").rename(tmp_path / "gone.fits")
+    _load_spectrum_cached.cache_clear()  # the store keeps spectra it has read
+    html = author_page.audit_view(ctx, Viewer("ada", "admin"), str(d.authored_id))
+    assert "cannot be drawn" in html and "Do not approve" in html and _data_uris(html) == []
+    assert "H-beta: broad" in html  # the thoughts are still there to read
+
+
+def test_audit_note_says_why_the_list_is_empty(store):
+    from app.context import Context, Viewer
+    from app.pages import author as author_page
+
+    c = store.list_candidates(order="id")[0]
+    d = _ready_draft(store.load_spectrum(c.id))
+    d.candidate_id = c.id
+    au.submit(store, d, "ann")
+
+    # single-user mode: the one expert wrote it, and an author cannot approve their own
+    single = Context(store, login=False, local_expert="ann")
+    ann = Viewer("ann", "admin")
+    assert author_page.audit_choices(single, ann) == []
+    note = author_page.audit_note(single, ann, [])
+    assert "single-user mode" in note and "cannot approve their own" in note
+    assert "1 of yours" in note and "--login" in note
+
+    team = Context(store, login=True)
+    note = author_page.audit_note(team, ann, author_page.audit_choices(team, ann))
+    assert "single-user" not in note and "1 of yours await another expert" in note
+    ada = Viewer("ada", "admin")
+    choices = author_page.audit_choices(team, ada)
+    assert len(choices) == 1 and "1 trajectory" in author_page.audit_note(team, ada, choices)
+    assert "Log in" in author_page.audit_note(team, None, [])

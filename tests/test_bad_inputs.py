@@ -19,10 +19,10 @@ from astropy.io import fits
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.catalog import read_candidates
-from agent.formats import LIMITS, LimitError, expand_candidates, load_one, read_file
+from agent.catalog import expand_candidates, read_candidates
+from agent.formats import LIMITS, LimitError, load_one, read_file, read_spectra
 from agent.formats.lamost import write_lamost_fits
-from agent.spectrum import Spectrum, SpectrumError, read_spectra
+from agent.spectrum import Spectrum, SpectrumError
 
 
 def lamost_bytes() -> bytes:
@@ -544,7 +544,8 @@ def test_task_aliases_map_to_known_tasks(tmp_path):
 
 def test_bad_lines_reported_and_the_rest_kept(tmp_path):
     """`collect_candidates` reports each bad line (file, line, reason) and keeps the rest."""
-    from agent.catalog import ConflictError, collect_candidates
+    from agent.catalog import collect_candidates
+    from agent.refs import ConflictError
 
     path = catalogue(
         tmp_path,
@@ -683,100 +684,3 @@ def test_json_like_parquet_struct_is_parsed(tmp_path):
     rec = fits_factory.specvi_record(3, as_json=True)
     assert json.loads(rec["extra_info"])["index"] == 3
     assert read_file(parquet(tmp_path, "j.parquet", [rec]))[0].meta.id.endswith("003")
-
-
-# -- the command line: databases and export folders a user got wrong ------------------------
-
-
-def _one_line_error(capsys, rc: int, *words: str) -> str:
-    err = capsys.readouterr().err
-    assert rc == 2, err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    for w in words:
-        assert w in err, (w, err)
-    return err
-
-
-def test_bad_database_urls_end_in_one_line(tmp_path, capsys):
-    import launch
-
-    text = write(tmp_path, "notes.txt", "these are notes, not a database\n" * 50)
-    cases = {
-        str(text): ("not a SQLite database", str(text)),
-        "nosuch://x": ("no database driver", "nosuch"),
-        "postgresql+nodriver://u:pw@host/db": ("no database driver", "***"),
-        str(tmp_path): ("cannot open the database file",),
-        str(text / "sub" / "x.db"): ("cannot create its folder",),
-    }
-    for db, words in cases.items():
-        rc = launch.main(["export", "rl", "--db", db, "--out", str(tmp_path / "o")])
-        _one_line_error(capsys, rc, *words)
-        rc = launch.main(["add-expert", "zed", "--db", db])
-        assert rc != 0 and "Traceback" not in capsys.readouterr().err
-    assert text.read_text().startswith("these are notes")  # left as it was
-    assert not (tmp_path / "o").exists()
-
-
-def test_a_database_locked_by_another_process(tmp_path, capsys, monkeypatch):
-    import subprocess
-    import sys
-
-    import launch
-    from db.store import Store, StoreError
-
-    db = tmp_path / "locked.db"
-    Store(db).close()
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sqlite3, sys, time\n"
-         f"c = sqlite3.connect({str(db)!r}, isolation_level=None)\n"
-         "c.execute('BEGIN EXCLUSIVE'); print('held', flush=True); time.sleep(60)"],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert holder.stdout.readline().strip() == "held"
-        with pytest.raises(StoreError, match="locked by another process"):
-            Store(db, busy_timeout_ms=200)
-        monkeypatch.setitem(Store.__init__.__kwdefaults__, "busy_timeout_ms", 200)
-        rc = launch.main(["export", "rl", "--db", str(db), "--out", str(tmp_path / "o")])
-        _one_line_error(capsys, rc, "locked by another process", "retry")
-    finally:
-        holder.kill()
-        holder.wait()
-
-
-def test_export_out_that_cannot_be_written(tmp_path, capsys):
-    import launch
-    from db.store import Store
-
-    db = tmp_path / "e.db"
-    Store(db).close()
-    a_file = write(tmp_path, "taken.txt", "mine")
-    rc = launch.main(["export", "rl", "--db", str(db), "--out", str(a_file)])
-    _one_line_error(capsys, rc, "is a file, not a folder", str(a_file))
-    assert a_file.read_text() == "mine"
-    rc = launch.main(["export", "rl", "--db", str(db), "--out", str(a_file / "inside")])
-    _one_line_error(capsys, rc, "could not write the export", "writable --out")
-    with Store(db) as store:
-        assert store.export_batches() == []
-
-
-def test_disk_full_during_export(tmp_path, capsys, monkeypatch):
-    import errno
-
-    import launch
-    from annotate.export import pipeline
-    from db.store import Store
-
-    db = tmp_path / "e.db"
-    Store(db).close()
-
-    def full(folder, manifest):
-        raise OSError(errno.ENOSPC, "No space left on device", str(folder / "manifest.json"))
-
-    monkeypatch.setattr(pipeline, "write_manifest", full)
-    out = tmp_path / "exports" / "rl-1"
-    rc = launch.main(["export", "rl", "--db", str(db), "--out", str(out)])
-    _one_line_error(capsys, rc, "No space left on device", str(out), "free space")
-    assert not out.exists() and list(out.parent.iterdir()) == []  # nothing half-written
-    with Store(db) as store:
-        assert store.export_batches() == []

@@ -10,6 +10,7 @@ import pytest
 
 from agent.formats import load_one
 from training import benchmark
+from training.benchmark.sources import _observe_source
 
 SPECTRA = Path(__file__).resolve().parents[2] / "shared" / "spectra"
 pytestmark = pytest.mark.skipif(
@@ -61,7 +62,7 @@ def test_extragalactic_templates_are_observed_redshifted(tmp_path):
     sources = benchmark.load_sources(SPECTRA)
     qso = next(s for s in sources if s.label == "qso" and s.template)
     job = (qso, SPECTRA, tmp_path, "test", [("wd", "NO")], ("sdss",), (20.0,), 2, 0)
-    rows, problems = benchmark._observe_source(job)
+    rows, problems = _observe_source(job)
     assert not problems and len(rows) == 2
     for r in rows:
         z = float(r["z"])

@@ -343,6 +343,35 @@ def test_panels_keep_up_with_the_keyboard(browser, tmp_path_factory, tmp_path):
         ctx.store.close()
 
 
+def test_log_out_from_the_page(browser, tmp_path_factory, tmp_path):
+    from annotate.experts import create_expert
+
+    ctx = context(tmp_path_factory, tmp_path, login=True)
+    create_expert(ctx.store, "ada", "admin", "pw-ada-123")
+    srv = serve(ctx)
+    try:
+        page = browser.new_page()
+        page.goto(srv.url, wait_until="load")
+        page.fill("input[name=username]", "ada")
+        page.fill("input[name=password]", "pw-ada-123")
+        page.click("button[type=submit]")
+        page.wait_for_selector("#whoami a[href='/logout']", timeout=30_000)
+        (cookie,) = [c for c in page.context.cookies() if c["name"] == "loupe_session"]
+        assert ctx.store.session_expert(cookie["value"]) == "ada"
+        with page.expect_popup() as opened:  # Gradio opens Markdown links in a new tab
+            page.click("#whoami a[href='/logout']")
+        tab = opened.value
+        tab.wait_for_selector("button#logout", timeout=10_000)
+        assert ctx.store.session_expert(cookie["value"]) == "ada"  # the GET ends nothing
+        tab.click("button#logout")
+        tab.wait_for_url("**/login", timeout=10_000)
+        assert ctx.store.session_expert(cookie["value"]) is None
+        assert not [c for c in page.context.cookies() if c["name"] == "loupe_session"]
+    finally:
+        srv.close()
+        ctx.store.close()
+
+
 def test_j_draws_the_next_candidate_before_the_server_answers(browser, tmp_path_factory, tmp_path):
     """While the expert reads, the page is handed what j and k bring: a key press draws it
     at once (here the server's answers are held back 2 s), the answer then confirms it

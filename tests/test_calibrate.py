@@ -104,25 +104,28 @@ def test_calibrate_end_to_end(tmp_path):
     p = argparse.ArgumentParser()
     vet.add_arguments(p)
     common = ["--catalog", str(cat), "--policy", "rules", "--db", str(db), "--workers", "1"]
-    # The plain rules first: a run without --model resumes over any model's trajectories.
-    args_plain = p.parse_args([*common, "--no-progress", "--out", str(tmp_path / "r0.jsonl")])
-    assert vet.main(args_plain) == 0
-    args = p.parse_args(
-        [*common, "--model", path, "--no-progress", "--out", str(tmp_path / "r.jsonl")]
-    )
-    assert vet.main(args) == 0
+    # The plain rules (--model none), the store's current model (the default) and the file:
+    # three set-ups, three runs, none resuming over another's trajectories.
+    for i, extra in enumerate((["--model", "none"], [], ["--model", path])):
+        args = p.parse_args([*common, *extra, "--no-progress", "--out", str(tmp_path / f"{i}.j")])
+        assert vet.main(args) == 0
     assert runner.policy_kwargs(args) == {"model": path}
 
     store = Store(str(db))
     runs = store.runs()
-    assert {r.model for r in runs} == {None, path}  # two runs, two fingerprints
-    fitted = next(r for r in runs if r.model == path)
+    assert {r.model for r in runs} == {None, "inspector-v1", path}
+    assert len({r.fingerprint for r in runs}) == 3
+    n = len(store.done_keys(run_id=runs[0].id))
+    assert n and all(len(store.done_keys(run_id=r.id)) == n for r in runs)
+    for r in runs:
+        assert r.params.get("inspector_version") == (None if r.model is None else 1)
     cands = store.labelled_candidates() or [
         store.candidate(i) for i in store.reference_labelled_ids()
     ]
-    recs = [rec for c in cands for _, rec in store.trajectories(c.id) if rec.model == path]
+    recs = [rec for c in cands for _, rec in store.trajectories(c.id) if rec.model is not None]
     assert recs and all(r.steps[-1].measurements.get("inspector_version") == 1.0 for r in recs)
-    assert fitted.fingerprint != next(r for r in runs if r.model is None).fingerprint
+    plain = [rec for c in cands for _, rec in store.trajectories(c.id) if rec.model is None]
+    assert plain and all("inspector_version" not in r.steps[-1].measurements for r in plain)
     store.close()
 
     # A second fit is a new version; the first stays on disk for the runs that used it.

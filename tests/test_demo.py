@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from agent.formats import read_spectra
 from agent.lines import get
-from agent.spectrum import read_spectra
 from training.sim import demo
 
 

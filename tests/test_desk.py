@@ -186,3 +186,24 @@ def test_desk_redshift_is_per_candidate_and_adoptable(ctx, tmp_path):
 
     with pytest.raises(TemplateError, match="not a folder"):
         read_templates(tmp_path / "missing")
+
+
+def test_typed_redshift_is_checked_and_shown_at_the_controls_resolution(ctx):
+    from app.pages import desk
+
+    ex = app_context.expert_for(ctx, None)
+    st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
+    st, msg = desk.enter_z(st, " 1.27 ")
+    assert msg == "" and desk.chosen_z(st) == (1.27, "expert")
+    for bad in ("", "abc", "9", "nan", None):
+        kept, msg = desk.enter_z(st, bad)
+        assert kept == st and "Redshift not changed" in msg and "not a number" in msg
+    # a pipeline's -0.00003 is drawn and shown as 0, never "-0.0000"
+    assert f"{desk.shown_z(-3e-5):.4f}" == "0.0000" and desk.shown_z(1.27004) == 1.27
+    info = {"estimate": -3e-5, "source": "pipeline", "z": -3e-5, "set_by_expert": True}
+    assert "-0.0000" not in desk.info_html(info) and "yours: <b>0.0000</b>" in desk.info_html(info)
+    st = desk.set_option(st, template="QSO")
+    st = desk.set_z(st, -3e-5)
+    st, view = vet_page.vet_refresh(ctx, ex, st, desk.display_with(st, D))
+    assert view.global_fig["data"][-1]["name"] == "template: QSO at z = 0.0000"
+    assert desk.chosen_z(st) == (-3e-5, "expert")  # the record keeps the value as set

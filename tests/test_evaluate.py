@@ -98,8 +98,21 @@ def test_evaluate_command_runs_rules_and_joins_results(tmp_path):
         wr.writeheader()
         wr.writerows(rows)
     out = tmp_path / "eval"
-    rc = launch.main(["evaluate", "--catalog", str(cat), "--policy", "rules", "--workers", "1",
-                      "--by", "snr", "--out", str(out)])
+    rc = launch.main(
+        [
+            "evaluate",
+            "--catalog",
+            str(cat),
+            "--policy",
+            "rules",
+            "--workers",
+            "1",
+            "--by",
+            "snr",
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     rep = json.loads((out / "metrics.json").read_text())
     m = rep["overall"]["rules"]
@@ -107,8 +120,17 @@ def test_evaluate_command_runs_rules_and_joins_results(tmp_path):
     assert (out / "reliability.png").stat().st_size > 1000 and (out / "hitl.png").exists()
     assert "macro-F1" in (out / "report.md").read_text() and "30" in rep["groups"]
     # The same results scored again from the JSONL, side by side under another name.
-    rc = launch.main(["evaluate", "--catalog", str(cat), "--results", f"again={out / 'rules.jsonl'}",
-                      "--out", str(tmp_path / "eval2")])
+    rc = launch.main(
+        [
+            "evaluate",
+            "--catalog",
+            str(cat),
+            "--results",
+            f"again={out / 'rules.jsonl'}",
+            "--out",
+            str(tmp_path / "eval2"),
+        ]
+    )
     assert rc == 0
     rep2 = json.loads((tmp_path / "eval2" / "metrics.json").read_text())
     assert rep2["overall"]["again"]["macro_f1"] == pytest.approx(m["macro_f1"])
@@ -120,12 +142,3 @@ def test_evaluate_refuses_unlabelled_sets(tmp_path):
     cat = tmp_path / "c.csv"
     cat.write_text("path,task\nx.fits,wd\n")
     assert launch.main(["evaluate", "--catalog", str(cat), "--out", str(tmp_path / "o")]) == 2
-
-
-def test_metric_doctests():
-    import doctest
-
-    import training.evaluate
-
-    result = doctest.testmod(training.evaluate)
-    assert result.attempted > 0 and result.failed == 0

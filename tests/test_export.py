@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agent.catalog import CandidateRef
 from agent.formats import write_lamost_fits
 from agent.loop import run_batch
 from agent.parse import parse_turn
 from agent.policies.scripted import ScriptedPolicy
+from agent.refs import CandidateRef
 from agent.spectrum import Spectrum, SpectrumMeta
 from agent.trajectory import Step, Trajectory
 from annotate import authoring
@@ -25,11 +25,18 @@ from annotate.export import (
     export_records,
     hash_split,
     object_split,
-    run_export,
+    sft_correction,
 )
+from annotate.export import run_export as _run_export
 from db.store import Store
 
 datasets = pytest.importorskip("datasets")
+
+
+def run_export(*args, **kwargs):
+    """`annotate.export.run_export` with the fast renderer (the default draws speco3)."""
+    kwargs.setdefault("renderer", "fast")
+    return _run_export(*args, **kwargs)
 
 
 def _spectrum(seed: int, kind: str) -> Spectrum:
@@ -148,10 +155,10 @@ def test_sft_export_contents(world):
     rows = _rows(tmp / "sft1")
     flat = [r for rs in rows.values() for r in rs]
     by_key = {r["candidate"]: r for r in flat}
-    # c0 c3 (one of) c4/c4b, c7, c9 accepted; c1 corrected; c5 authored; c2 (flip without
-    # explanation) and c6 (label only) are not SFT; c8's file no longer reads.
-    assert sorted(by_key) == sorted(["c0", "c1", "c3", "c4b", "c5", "c7", "c9"])
-    assert {r["source"] for r in flat} == {"accepted", "corrected", "authored"}
+    # c0 c3 (one of) c4/c4b, c7, c9 accepted; c1 corrected; c2 rejected without a reason;
+    # c5 authored; c6 (label only) is not SFT; c8's file no longer reads.
+    assert sorted(by_key) == sorted(["c0", "c1", "c2", "c3", "c4b", "c5", "c7", "c9"])
+    assert {r["source"] for r in flat} == {"accepted", "corrected", "rejected", "authored"}
     assert by_key["c1"]["source"] == "corrected" and by_key["c5"]["source"] == "authored"
     assert [e["candidate"] for e in res.errors] == ["c8"]
     assert "c8.fits" in res.errors[0]["reason"]
@@ -187,16 +194,25 @@ def test_sft_export_contents(world):
     assert all(r["split"] == "train" for r in rows["train"])
     # manifest counts and hashes
     m = res.manifest
-    assert m["rows"] == 7 and m["counts"]["source"] == {
+    assert m["rows"] == 8 and m["counts"]["source"] == {
         "accepted": 5,
         "authored": 1,
         "corrected": 1,
+        "rejected": 1,
     }
-    assert m["counts"]["label"] == {"NO": 4, "YES": 3}
-    assert (
-        m["not_exported"]["label differs from the agent's verdict and no explanation was given"]
-        == 1
-    )
+    assert m["counts"]["label"] == {"NO": 5, "YES": 3}
+    # the reject without a reason: the agent's zooms with neutral thoughts, the flipped verdict
+    c2 = by_key["c2"]
+    assert c2["label"] == "NO" and len(c2["images"]) == 3
+    texts = [m["content"][0]["text"] for m in c2["messages"] if m["role"] == "assistant"]
+    assert texts[0].startswith("<think>I zoom into 4800-4920 Å") and "Look at" not in texts[0]
+    assert "do not show the features that identify a white dwarf" in texts[-1]
+    # what was left out, and why: c8's file broke (c6 has no decision, only a catalogue label)
+    assert m["left_out"] == {"total": 1, "reasons": {"row could not be built": 1}}
+    # the dashboard counts the reject without a reason (c1's correction has one)
+    assert store.rejects_without_reason() == {"wd": 1}
+    assert store.rejects_without_reason("cv") == {}
+    assert m["renderer"] == "fast"
     for rel, h in m["files"].items():
         assert h == "sha256:" + hashlib.sha256((tmp / "sft1" / rel).read_bytes()).hexdigest()
     assert "manifest.json" not in m["files"]
@@ -284,6 +300,9 @@ def test_rl_rows_match_specvi_schema(world):
         assert r["reward_model"]["ground_truth"] == r["label"] in ("YES", "NO")
         assert r["data_source"] == r["task"]  # wd / cv keep their names
         assert r["agent_name"] and r["prompt"][1]["content"].startswith("<image>")
+        # verl writes the tool block from its tool config: the prompt must not hold one too
+        assert "<tools>" not in r["prompt"][0]["content"]
+        assert "# Tools" not in r["prompt"][0]["content"]
         kw = r["extra_info"]["tools_kwargs"]["spectral_visualization_tool"]["create_kwargs"]
         assert len(kw["flux"]) == len(kw["wavelength"]) > 3000
         assert r["extra_info"]["name"].endswith(".fits") and r["path"].endswith(".fits")
@@ -303,7 +322,13 @@ def test_pairs_export(world):
     res = run_export(store, "pairs", tmp / "pairs")
     rows = [r for rs in _rows(tmp / "pairs").values() for r in rs]
     by_key = {r["candidate"]: r for r in rows}
-    assert set(by_key) == {"c1", "c5"} and res.manifest["rows"] == 2
+    assert set(by_key) == {"c1", "c2", "c5"} and res.manifest["rows"] == 3
+    # the reject without a reason: the agent's own evidence, then NO against its YES
+    c2 = by_key["c2"]
+    assert [m["role"] for m in c2["prompt"]][-2:] == ["assistant", "user"]
+    assert len(c2["prompt"]) == 2 + 2 * 2 and len(c2["images"]) == 3
+    assert "\\boxed{NO}" in c2["chosen"][0]["content"][0]["text"]
+    assert "\\boxed{YES}" in c2["rejected"][0]["content"][0]["text"]
     c1 = by_key["c1"]
     # shared prefix: system, user, the first zoom and its tool response
     assert [m["role"] for m in c1["prompt"]] == ["system", "user", "assistant", "user"]
@@ -389,8 +414,12 @@ def test_correction_rule():
     assert [s.raw for s in corrected_trajectory(t, "NO", "x").steps[:-1]] == ["A", "B"]
     assert len(corrected_trajectory(t, "NO", "x", wrong_step=0).steps) == 1
     assert t.steps[-1].answer == "YES"  # the agent's record is untouched
-    with pytest.raises(ValueError):
-        corrected_trajectory(t, "NO", "   ")
+    # no reason: a neutral explanation from the task alone
+    assert corrected_trajectory(t, "NO", "   ").explanation.startswith("On inspection")
+    # SFT: no index, so the kept zooms' thoughts are neutral; with an index, kept verbatim
+    sft = sft_correction(t, "NO", "Narrow lines.")
+    assert [s.thought for s in sft.steps[:-1]] == ["I zoom into 4800-4920 Å."] * 2
+    assert [s.raw for s in sft_correction(t, "NO", "x", wrong_step=2).steps[:-1]] == ["A", "B"]
     with pytest.raises(ValueError):
         corrected_trajectory(t, "NO", "x", wrong_step=9)
 
@@ -436,20 +465,103 @@ def test_bad_rows_reported_not_fatal(tmp_path):
     assert not (tmp_path / ".out.partial").exists()
 
 
-def test_doctests():
-    import doctest
-    import importlib
-    import pkgutil
+def test_rl_rows_carry_masked_pixels_so_grpo_draws_what_vet_draws(tmp_path):
+    """ivar = 0 pixels with finite flux: the speco3 tool draws them (it drops only non-finite
+    flux), so the RL row must carry them, and GRPO, reading the row's arrays, must draw the
+    same global view and zoom as vet reading the file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
-    from annotate import authoring, export
+    from agent.formats import load_one
+    from agent.tool import TOOL_NAME, call_tool, global_view
+    from annotate.export import rl
+    from annotate.export.conversation import Images
+    from annotate.export.record import ExportRecord
+    from training.data import load_rl_dataset, spectrum_from_ref
 
-    modules = [
-        importlib.import_module(f"annotate.export.{m.name}")
-        for m in pkgutil.iter_modules(export.__path__)
-    ]
-    attempted = 0
-    for mod in [*modules, authoring]:
-        result = doctest.testmod(mod)
-        assert result.failed == 0, mod.__name__
-        attempted += result.attempted
-    assert attempted >= 4
+    spec = _spectrum(3, "wd")
+    near = np.flatnonzero((spec.wavelength > 4850) & (spec.wavelength < 4875))
+    spec.flux[near] += 0.8  # a spike the expert's survey flagged (ivar = 0), still drawn
+    spec.ivar[near] = 0.0
+    path = tmp_path / "z.fits"
+    write_lamost_fits(Spectrum(spec.wavelength, spec.flux, ivar=spec.ivar, meta=spec.meta), path)
+    vet = load_one(path)
+    assert vet.mask[near].all() and np.isfinite(vet.flux[near]).all()
+
+    rec = ExportRecord(1, "z", "z", "wd", "YES", "review", {"path": str(path)}, "train")
+    built = rl.build_row(0, rec, vet, Images(vet, "speco3"))
+    kw = built.row["extra_info"]["tools_kwargs"][TOOL_NAME]["create_kwargs"]
+    assert len(kw["flux"]) == vet.flux.size  # every finite pixel, masked or not
+    assert sum(built.row["mask"]) == near.size and len(built.row["ivar"]) == len(kw["flux"])
+    # the row as the RL export writes it, its file gone: GRPO reads the arrays
+    row = {**built.row, "images": [{"bytes": built.images["images"][0], "path": None}]}
+    row.update({**rl.common_row(rec), "split": "train", "path": ""})
+    out = tmp_path / "train.parquet"
+    pq.write_table(pa.Table.from_pylist([row], schema=rl.schema()), out)
+    ref = json.loads(load_rl_dataset(out)[0]["spectrum"])
+    assert ref.get("table") == str(out.resolve())
+    grpo = spectrum_from_ref(ref)
+    assert np.array_equal(grpo.mask, vet.mask) and np.array_equal(grpo.flux, vet.flux)
+    for a, b in (
+        (global_view(vet, renderer="speco3").image, global_view(grpo, renderer="speco3").image),
+        (
+            call_tool(vet, TOOL_NAME, {"wavelength_range": [4800, 4920]}, renderer="speco3").image,
+            call_tool(grpo, TOOL_NAME, {"wavelength_range": [4800, 4920]}, renderer="speco3").image,
+        ),
+    ):
+        assert np.array_equal(np.asarray(a), np.asarray(b))
+    # the spike is in the picture: without the masked pixels the zoom would differ
+    dropped = Spectrum(grpo.wavelength[~grpo.mask], grpo.flux[~grpo.mask], meta=grpo.meta)
+    c = call_tool(dropped, TOOL_NAME, {"wavelength_range": [4800, 4920]}, renderer="speco3").image
+    assert not np.array_equal(np.asarray(c), np.asarray(b))
+
+
+def test_grade_and_redshift_travel_and_filter(world, capsys):
+    """The expert's grade (1-4) and redshift reach every kind of row as `grade`, `redshift`
+    and `weight` (grade / 4); `--min-grade` leaves out the rest and says so; the training
+    loaders filter on the same column, and the pairs JSONL reads like its hf/ folder."""
+    import launch
+    from training.data import load_pairs_dataset, load_rl_dataset, load_sft_dataset
+
+    store, cid, tmp = world
+    store.record_review(
+        "bob", cid["c0"], "accept", grade=4, redshift=0.0123, redshift_source="expert", seconds=3
+    )
+    store.record_review("bob", cid["c2"], "reject", grade=2, seconds=3)
+    sft_out, rl_out, pairs_out = tmp / "sft", tmp / "rl", tmp / "pairs"
+    run_export(store, "sft", sft_out, test_fraction=0.0)
+    rows = {r["candidate"]: r for rs in _rows(sft_out).values() for r in rs}
+    assert (rows["c0"]["grade"], rows["c0"]["redshift"], rows["c0"]["weight"]) == (4, 0.0123, 1.0)
+    assert (rows["c2"]["grade"], rows["c2"]["weight"]) == (2, 0.5)
+    assert rows["c3"]["grade"] is None and rows["c3"]["weight"] == 1.0
+    assert len(load_sft_dataset(sft_out)) == len(_rows(sft_out)["train"])
+    assert len(load_sft_dataset(sft_out, min_grade=2)) == 2
+    assert len(load_sft_dataset(sft_out, min_grade=3)) == 1
+
+    res = run_export(store, "rl", rl_out, test_fraction=0.0, min_grade=3)
+    assert res.manifest["rows"] == 1
+    left = res.manifest["not_exported"]["grade below --min-grade 3 (or ungraded)"]
+    from annotate.export.selection import collect
+
+    assert left == len(collect(store, "rl").records) - 1  # every other labelled decision
+    ds = load_rl_dataset(rl_out)
+    assert ds["id"] == [f"{rows['c0']['object_id']}:wd"]
+
+    res = run_export(store, "pairs", pairs_out, test_fraction=0.0)
+    hf = load_pairs_dataset(pairs_out)
+    pairs_rows = {r["candidate"]: r for r in _rows(pairs_out)["train"]}
+    assert pairs_rows["c2"]["grade"] == 2 and pairs_rows["c1"]["grade"] is None
+    assert len(load_pairs_dataset(pairs_out, min_grade=2)) == 1
+    # the JSONL, image paths relative to its folder, reads as the hf/ folder does
+    jl = load_pairs_dataset(pairs_out / "jsonl" / "train.jsonl")
+    assert len(jl) == len(hf) and jl["chosen"] == hf["chosen"]
+    assert [len(x) for x in jl["images"]] == [len(x) for x in hf["images"]]
+    a, b = jl[0]["images"][0], hf[0]["images"][0]
+    assert a.size == b.size and np.array_equal(np.asarray(a), np.asarray(b))
+    assert len(load_pairs_dataset(pairs_out / "jsonl")) == len(hf)
+
+    url = str(store.url)
+    assert (
+        launch.main(["export", "rl", "--db", url, "--out", str(tmp / "x"), "--min-grade", "5"]) == 2
+    )
+    assert "--min-grade must be 1, 2, 3 or 4" in capsys.readouterr().err

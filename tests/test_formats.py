@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from astropy.io import fits
 
-from agent.catalog import read_candidates
-from agent.formats import expand_candidates, load_one, read_file, sniff, write_lamost_fits
+from agent.catalog import expand_candidates, read_candidates
+from agent.formats import load_one, read_file, read_spectra, sniff, write_lamost_fits
 from agent.formats.desi import merge_arms
-from agent.spectrum import Spectrum, SpectrumError, SpectrumMeta, read_spectra
+from agent.spectrum import Spectrum, SpectrumError, SpectrumMeta
 
 
 def synthetic(n: int = 3000, seed: int = 0, log: bool = True, frame: str = "vacuum") -> Spectrum:

@@ -33,6 +33,7 @@ CALL = json.dumps(
 GOOD_ZOOM = f"<think>Check H-beta.</think>\n<tool_call>\n{CALL}\n</tool_call>"
 BAD_ZOOM = f"<tool_call>\n{CALL}\n</tool_call>"  # no <think>: a format error
 ANSWER_YES = "<think>Broad and deep.</think><answer>\\boxed{YES} broad Balmer lines.</answer>"
+ANSWER_NO = "<think>Narrow and shallow.</think><answer>\\boxed{NO} narrow Balmer lines.</answer>"
 
 
 def test_tool_turn_tokenises_like_the_agent_loop(tiny_model_dir):
@@ -119,7 +120,8 @@ def _scripted_generate(model, tokenizer, log):
             if "<tool_response>" not in seen:
                 text = GOOD_ZOOM if i % 2 == 0 else BAD_ZOOM
             else:
-                text = ANSWER_YES
+                # the two rollouts of a prompt answer differently: the group's rewards differ
+                text = ANSWER_YES if i % 2 == 0 else ANSWER_NO
                 last_turn = seen[turn_start:] if turn_start >= 0 else ""
                 assert "<tool_response>" not in last_turn
             outs.append(tokenizer(text, add_special_tokens=False)["input_ids"] + [im_end])
@@ -174,14 +176,15 @@ def test_two_grpo_steps_with_the_zoom_tool(tiny_model_dir, training_sample, tmp_
 
     monkeypatch.setattr(SpectrumEnvironment, "spectral_visualization_tool", spy_tool)
     scored = []
-    real_penalty = rewards_mod.format_penalty
+    real_penalty = rewards_mod.speco3_format_penalty
 
+    @functools.wraps(real_penalty)  # TRL logs a reward under its function's name
     def spy_penalty(completions, **kwargs):
         values = real_penalty(completions, **kwargs)
         scored.extend(zip(completions, values, kwargs["ground_truth"], strict=True))
         return values
 
-    monkeypatch.setattr(rewards_mod, "format_penalty", spy_penalty)
+    monkeypatch.setattr(rewards_mod, "speco3_format_penalty", spy_penalty)
 
     trainer = grpo.build_trainer(cfg)
     log = []
@@ -198,17 +201,25 @@ def test_two_grpo_steps_with_the_zoom_tool(tiny_model_dir, training_sample, tmp_
     # first turn: the global view only; second turn: global view + the zoom, per rollout
     assert log[0]["pixel_rows"] > 0 and log[0]["image_tokens"] > 0
     assert log[1]["image_tokens"] > log[0]["image_tokens"]
-    # rewards: the rollout without <think> paid the format penalty, the other did not
-    assert len(scored) == 4
-    penalties = [v for _, v, _ in scored]
-    assert sorted(penalties) == [-0.2, -0.2, 0.0, 0.0]
-    for completion, value, _ in scored:
-        roles = [m["role"] for m in completion]
-        assert roles == ["assistant", "tool", "assistant"]
-        assert (value == 0.0) == completion[0]["content"].startswith("<think>")
+    # rewards, the authors' scoring by default: the tags balance over the whole response, so
+    # the rollout whose first turn lacks <think> is not penalised; Loupe's stricter scoring
+    # (`--reward loupe`) would have charged it
+    assert cfg.reward == "speco3" and len(scored) == 4
+    assert [v for _, v, _ in scored] == [0.0] * 4
+    completions = [c for c, _, _ in scored]
+    for completion in completions:
+        assert [m["role"] for m in completion] == ["assistant", "tool", "assistant"]
+    accuracy = rewards_mod.speco3_accuracy(completions, ground_truth=[t for *_, t in scored])
+    assert sorted(accuracy) == [0.0, 0.0, 1.0, 1.0]
+    strict = rewards_mod.format_penalty(completions)
+    assert [v == 0.0 for v in strict] == [
+        c[0]["content"].startswith("<think>") for c in completions
+    ]
+    assert sorted(strict) == [-0.2, -0.2, 0.0, 0.0]
     history = {k: v for h in trainer.state.log_history for k, v in h.items()}
     assert history["tools/call_frequency"] > 0
-    assert "rewards/accuracy_reward/mean" in history
+    assert "rewards/speco3_accuracy/mean" in history
+    assert "rewards/speco3_format_penalty/mean" in history
     changed = [n for n, p in model.named_parameters() if not before[n].equal(p.detach())]
     assert changed and not any("visual" in n.split(".") for n in changed)
 
@@ -220,21 +231,26 @@ def test_two_grpo_steps_with_the_zoom_tool(tiny_model_dir, training_sample, tmp_
 
 def test_specvi_parquet_rows_load(tmp_path):
     """SpecVI-Bench's schema (nested structs, NaN flux, `data_source` aliases) as published."""
+    import io
+
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
+    from PIL import Image
 
     from training.data import DataError
 
     spec = simulated_spectrum("carbon", True, seed=5)
     flux = spec.flux.copy()
     flux[10:20] = np.nan
+    png = io.BytesIO()
+    Image.new("RGB", (64, 40), (10, 200, 10)).save(png, format="PNG")
 
     def row(i, source, truth):
         return {
             "data_source": source,
             "prompt": [{"role": "user", "content": "<image>Is this a carbon star?"}],
-            "images": [{"bytes": b"", "path": None}],
+            "images": [{"bytes": png.getvalue(), "path": None}],
             "reward_model": {"ground_truth": truth, "style": "rule"},
             "agent_name": "tool_agent",
             "extra_info": {
@@ -260,7 +276,8 @@ def test_specvi_parquet_rows_load(tmp_path):
     loaded = spectrum_from_ref(ds[1]["spectrum"])
     assert loaded.redshift == 0.001 and loaded.mask[10:20].all() and not loaded.mask[30]
     env = SpectrumEnvironment(renderer="fast")
-    assert env.reset(**ds[0])[0]["type"] == "image"
+    first = env.reset(**ds[0])  # the row's own image and question
+    assert first[0]["image"].size == (64, 40) and first[1]["text"] == "Is this a carbon star?"
 
     bad = tmp_path / "bad.parquet"
     pq.write_table(pa.Table.from_pylist([row(0, "carbon", "MAYBE")]), bad)
@@ -279,3 +296,76 @@ def test_example_configs_load():
     assert all(c.learning_rate == 2e-5 and c.freeze_vision for c in sft)
     for c in grpo:
         assert (c.num_generations, c.learning_rate, c.beta, c.max_tool_calls) == (8, 1e-6, 0.0, 7)
+
+
+def test_folder_trains_on_the_train_split_only(tmp_path, training_sample):
+    """SpecVI-Bench rows carry no split column: a folder's test_* files are left out unless
+    --splits asks for them."""
+    import shutil
+
+    from training.grpo import split_names
+
+    _, rl_path = training_sample
+    folder = tmp_path / "specvi"
+    folder.mkdir()
+    lines = [json.loads(x) for x in rl_path.read_text().splitlines() if x.strip()]
+    for name, rows in (("train_cc.jsonl", lines[:4]), ("test_cc.jsonl", lines[4:])):
+        (folder / name).write_text("".join(json.dumps({**r, "split": None}) + "\n" for r in rows))
+    assert len(load_rl_dataset(folder, splits=split_names("train"))) == 4
+    assert len(load_rl_dataset(folder, splits=split_names("all"))) == len(lines)
+    assert len(load_rl_dataset(folder, splits=split_names("test"))) == len(lines) - 4
+    # a file named explicitly is read whatever its name
+    assert len(load_rl_dataset(folder / "test_cc.jsonl")) == len(lines) - 4
+    shutil.rmtree(folder)
+
+
+def test_renderer_defaults_to_what_the_inputs_record(tmp_path, training_sample):
+    from training.common import RendererMismatch
+    from training.grpo import training_renderer
+
+    _, rl_path = training_sample  # its manifest records "fast"
+    cfg = GRPOScriptConfig(model=str(tmp_path), dataset=str(rl_path))
+    assert training_renderer(cfg) == "fast"
+    cfg.renderer = "speco3"
+    with pytest.raises(RendererMismatch):
+        training_renderer(cfg)
+
+
+@pytest.mark.parametrize("with_images", [True, False])
+def test_specvi_row_opens_as_vet_opens_it(tmp_path, with_images):
+    """A SpecVI-Bench row is asked with its own prompt and images in GRPO as in `vet`, under
+    the same overview title and pixels."""
+    import numpy as np
+
+    from agent.formats import load_one
+    from agent.formats.specvi import prompt_for
+    from agent.protocol import opening_messages, tools_block
+    from agent.tool import spectrum_title
+    from tests.test_loop import _specvi_file
+
+    path, overview = _specvi_file(tmp_path, with_images=with_images)
+    spectrum = load_one(path, row=0)
+    view = global_view(spectrum, renderer="speco3")
+    rp = prompt_for(spectrum)
+    vet = opening_messages("cv", view.image, rp.messages, rp.images)
+
+    row = load_rl_dataset(path)[0]
+    env = SpectrumEnvironment(renderer="speco3")
+    user = env.reset(**row)
+    assert (
+        spectrum_title(env.spectrum) == spectrum_title(spectrum) == "spec-55862-B6212_sp06-003.fits"
+    )
+    # the row's system text (plus the tool block) and an empty user turn that reset fills
+    assert row["prompt"] == [
+        {"role": "system", "content": "You vet spectra.\n\n" + tools_block()},
+        {"role": "user", "content": ""},
+    ]
+    assert row["prompt"][0]["content"] == vet[0]["content"][0]["text"]
+    assert [c["type"] for c in user] == [c["type"] for c in vet[1]["content"]] == ["image", "text"]
+    assert user[1]["text"] == vet[1]["content"][1]["text"] == "Is this a CV? Answer in \\boxed{}."
+    got, want = np.asarray(user[0]["image"]), np.asarray(vet[1]["content"][0]["image"])
+    assert got.shape == want.shape and np.array_equal(got, want)
+    if with_images:  # the row's own overview, not a re-rendered one
+        assert user[0]["image"].size == overview.size
+    else:
+        assert np.array_equal(got, np.asarray(view.image))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import launch
-from agent.catalog import CandidateRef
+from agent.refs import CandidateRef
 from annotate.importer import import_labels
 from db.store import Store, StoreError
 from tests.store_factory import traj
@@ -92,7 +92,9 @@ def test_cli(tmp_path, capsys):
     f = tmp_path / "l.csv"
     f.write_text("id,label\na1,NO\nb2,YES\n")
     rc = launch.main(["import-labels", str(f), "--expert", "ada", "--db", url])
-    assert rc == 1 and "no expert 'ada'" in capsys.readouterr().err  # no phantom expert
+    err = capsys.readouterr().err  # no phantom expert; the command could not run: exit 2
+    assert rc == 2 and err.startswith("launch.py import-labels: no expert 'ada'")
+    assert err.count("\n") == 1
     s = Store(url)
     assert s.expert("ada") is None
     s.close()
@@ -113,3 +115,28 @@ def test_unknown_expert_refused_unless_created(store, tmp_path):
         import_labels(store, f, "adaa")
     assert store.expert("adaa") is None
     assert import_labels(store, f, "adaa", create_expert=True).recorded == 1
+
+
+def test_a_reason_overruling_the_agent_is_trained_on(store, tmp_path):
+    """A label that differs from the agent's verdict, with a reason, is recorded as a reject
+    whose explanation is that reason (what the export trains on); an accept's comment stays
+    a note only."""
+    f = tmp_path / "vi.csv"
+    f.write_text(
+        "id,label,reason,comment\n"
+        "c0,NO,Narrow Balmer lines of an A star.,seen at the telescope\n"
+        "c1,NO,,looks fine\n"
+        "c2,YES,,\n"
+    )
+    assert import_labels(store, f, "ada").recorded == 3
+    by_key = {store.candidate(r.candidate_id).key: r for r in store.reviews(expert="ada")}
+    c0 = by_key["c0"]
+    assert (c0.action, c0.label) == ("reject", "NO")
+    assert c0.explanation == "Narrow Balmer lines of an A star."
+    assert c0.comment == "seen at the telescope"
+    assert by_key["c1"].action == "accept" and by_key["c1"].explanation is None
+    # a comment column alone gives the reason too
+    g = tmp_path / "marz.csv"
+    g.write_text("id,label,comment\nc0,NO,No broad wings.\n")
+    assert import_labels(store, g, "bob", create_expert=True).recorded == 1
+    assert store.reviews(expert="bob")[0].explanation == "No broad wings."

@@ -234,3 +234,44 @@ def test_vet_db_reports_bad_lines_and_vets_the_rest(folder, tmp_path, capsys):
     assert "cat.csv line 4: unknown task 'nova'" in captured.err
     assert launch.main([*argv, "--strict"]) == 2
     assert "(--strict: nothing vetted)" in capsys.readouterr().err
+
+
+def test_an_id_already_stored_for_another_spectrum_is_a_conflict(folder, tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    (tmp_path / "first.csv").write_text("path,task,id\ndata/t0.csv,cv,same-id\n")
+    assert launch.main(["ingest", str(tmp_path / "first.csv"), "--db", url]) == 0
+    capsys.readouterr()
+    # a later catalogue gives the stored id to another file: not "already present"
+    later = tmp_path / "later.csv"
+    later.write_text("path,task,id\ndata/t2.csv,cv,other\ndata/t1.csv,cv,same-id\n")
+    assert launch.main(["ingest", str(later), "--db", url]) == 1
+    captured = capsys.readouterr()
+    assert "later.csv line 3: id 'same-id' (task cv) points at" in captured.err
+    assert "t1.csv here but at" in captured.err and "t0.csv in the store (conflict)" in captured.err
+    assert "--keep-first" in captured.err
+    assert "1 added, 0 already present, 1 refused" in captured.out
+    assert launch.main(["ingest", str(later), "--keep-first", "--db", url]) == 0
+    captured = capsys.readouterr()
+    assert "kept the first" in captured.err and "later.csv line 3" in captured.err
+    # the same file again is present, not a conflict; the same file rewritten is one
+    assert launch.main(["ingest", str(tmp_path / "first.csv"), "--db", url]) == 0
+    assert "0 added, 1 already present, 0 refused" in capsys.readouterr().out
+    write_text_spectrum(folder / "t0.csv", seed=7)
+    assert launch.main(["ingest", str(tmp_path / "first.csv"), "--db", url]) == 1
+    err = capsys.readouterr().err
+    assert "first.csv line 2: id 'same-id'" in err and "the file changed" in err
+    with Store(url) as s:
+        by_key = {c.key: c.spectrum_ref["path"] for c in s.list_candidates()}
+    assert by_key["same-id"].endswith("t0.csv") and set(by_key) == {"same-id", "other"}
+
+
+def test_store_reports_conflicts_within_one_call_and_against_stored_rows(mem_store, folder):
+    from agent.refs import CandidateRef
+
+    a, b = (CandidateRef("x", "cv", str(folder / f"t{i}.csv")) for i in range(2))
+    rep = mem_store.add_candidates([a, b, a])
+    assert (rep.added, rep.existing, len(rep.conflicts)) == (1, 1, 1)
+    assert rep.conflicts[0][0] == 1 and "t1.csv here but at" in rep.conflicts[0][2]
+    rep = mem_store.add_candidates([b], hashes={b.path: "sha256:" + "0" * 64})
+    assert (rep.added, rep.existing) == (0, 0) and "in the store (conflict)" in rep.conflicts[0][2]
+    assert "1 refused" in str(rep)

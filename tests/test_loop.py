@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from agent.catalog import CandidateRef
 from agent.loop import run_batch, run_episode
 from agent.policies import get_policy
 from agent.policies.base import Reply
 from agent.policies.scripted import ScriptedPolicy
+from agent.refs import CandidateRef
 from agent.spectrum import Spectrum, SpectrumMeta
 from agent.tool import image_reference
 from agent.trajectory import Trajectory

@@ -9,15 +9,15 @@ import multiprocessing as mp
 import random
 import shutil
 import textwrap
-import threading
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
-from agent.catalog import CandidateRef
+from agent.refs import CandidateRef
 from db.store import QueueConfig, Store
+from tests.concurrency import run_threads
 from tests.crash_support import TRIALS, ForkServer
 from tests.store_factory import refs, seeded, traj, write_text_spectrum
 
@@ -78,28 +78,17 @@ def test_eight_threads_record_reviews_exactly_once(tmp_path):
     seeded(store, [random.Random(1).random() for _ in range(120)], prefix="q")
     direct = seeded(store, [0.5] * 12, prefix="d")
     served: dict[str, list[int]] = {e: [] for e in experts}
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(len(experts))
 
     def work(e: str) -> None:
-        try:
-            barrier.wait()
-            for cid in direct:  # everyone reviews these (retrying one identical request)
+        for cid in direct:  # everyone reviews these (retrying one identical request)
+            store.record_review(e, cid, "accept", seconds=1.0)
+            if cid == direct[0]:
                 store.record_review(e, cid, "accept", seconds=1.0)
-                if cid == direct[0]:
-                    store.record_review(e, cid, "accept", seconds=1.0)
-            while (cid := store.next_item(e, QueueConfig(overlap=1))) is not None:
-                served[e].append(cid)
-                store.record_review(e, cid, "reject" if cid % 2 else "accept")
-        except BaseException as err:  # surfaced in the main thread
-            errors.append(err)
+        while (cid := store.next_item(e, QueueConfig(overlap=1))) is not None:
+            served[e].append(cid)
+            store.record_review(e, cid, "reject" if cid % 2 else "accept")
 
-    threads = [threading.Thread(target=work, args=(e,)) for e in experts]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not errors, errors
+    run_threads(work, [(e,) for e in experts], barrier=True)
     all_served = [c for v in served.values() for c in v]
     assert len(all_served) == len(set(all_served)) == 120  # no item handed to two experts
     assert all(len(v) > 0 for v in served.values())  # everyone got work

@@ -93,3 +93,36 @@ def test_console_script_and_extras_are_declared():
     core = {d.split(">")[0].split("[")[0].split("=")[0].strip() for d in project["dependencies"]}
     assert core.isdisjoint(HEAVY), "core dependencies must stay free of torch and the web app"
     assert {"app", "train", "gpu", "test"} <= set(project["optional-dependencies"])
+
+
+def test_every_run_collects_the_packages_doctests():
+    # No test file runs doctest.testmod itself: pytest collects the examples of every
+    # module of these packages, so a new example runs without anyone registering it.
+    pytest_ini = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]
+    opts = pytest_ini["ini_options"]
+    assert "--doctest-modules" in opts["addopts"].split()
+    assert {"agent", "db", "annotate", "app", "training"} <= set(opts["testpaths"])
+
+
+# What pip writes for `[project.scripts] loupe = "launch:main"`.
+CONSOLE_SCRIPT = """import sys
+from launch import main
+sys.exit(main())
+"""
+
+
+def test_the_entry_point_names_itself_as_it_was_run(tmp_path):
+    script = tmp_path / "loupe"
+    script.write_text(CONSOLE_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    for argv, prog in (([str(script)], "loupe"), ([str(REPO / "launch.py")], "launch.py")):
+        for args in (["--help"], ["ingest", "--help"]):
+            proc = subprocess.run(
+                [sys.executable, *argv, *args], env=env, capture_output=True, text=True, timeout=120
+            )
+            assert proc.returncode == 0, proc.stderr
+            assert proc.stdout.startswith(f"usage: {prog} "), proc.stdout[:200]
+        proc = subprocess.run(
+            [sys.executable, *argv, "no-such-command"], env=env, capture_output=True, text=True
+        )
+        assert proc.returncode == 2 and proc.stderr.startswith(f"{prog}: unknown command")

@@ -5,7 +5,6 @@ Each test runs in a database of its own, created and dropped here."""
 from __future__ import annotations
 
 import os
-import threading
 import uuid
 
 import pytest
@@ -14,6 +13,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
 from db.store import QueueConfig, Store, StorePermissionError
+from tests.concurrency import run_threads
 from tests.store_factory import refs, seeded, traj
 
 pytestmark = pytest.mark.postgres
@@ -67,20 +67,10 @@ def test_schema_flow_and_append_only_audit(pg_url):
 
 
 def test_concurrent_open_migrates_once(pg_url):
-    errors = []
-
     def open_close():
-        try:
-            Store(pg_url).close()
-        except Exception as err:
-            errors.append(err)
+        Store(pg_url).close()
 
-    threads = [threading.Thread(target=open_close) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert not errors, errors
+    run_threads(open_close, [()] * 4, timeout=60, barrier=True)
     with create_engine(pg_url).connect() as c:
         assert c.execute(text("SELECT version_num FROM alembic_version")).all() == [("0002",)]
 
@@ -93,24 +83,15 @@ def test_eight_experts_at_once(pg_url):
     seeded(store, [0.3 + 0.005 * i for i in range(80)], prefix="q")
     shared = seeded(store, [0.5] * 5, prefix="s")
     served = {e: [] for e in experts}
-    errors = []
 
     def work(e):
-        try:
-            for cid in shared:
-                store.record_review(e, cid, "accept")
-            while (cid := store.next_item(e, QueueConfig(overlap=1))) is not None:
-                served[e].append(cid)
-                store.record_review(e, cid, "accept")
-        except Exception as err:
-            errors.append(err)
+        for cid in shared:
+            store.record_review(e, cid, "accept")
+        while (cid := store.next_item(e, QueueConfig(overlap=1))) is not None:
+            served[e].append(cid)
+            store.record_review(e, cid, "accept")
 
-    threads = [threading.Thread(target=work, args=(e,)) for e in experts]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not errors, errors
+    run_threads(work, [(e,) for e in experts], barrier=True)
     got = [c for v in served.values() for c in v]
     assert len(got) == len(set(got)) == 80
     for cid in shared:  # the row lock keeps the denormalised counts exact

@@ -167,3 +167,20 @@ def test_queue_query_walks_an_index_without_sorting(store):
                 r[-1] for r in s.connection().exec_driver_sql("EXPLAIN QUERY PLAN " + sql)
             )
         assert "ix_candidate_queue" in plan and "TEMP B-TREE" not in plan, plan
+
+
+def test_the_store_and_the_workflow_take_their_defaults_from_the_serve_settings():
+    import inspect
+
+    from annotate import experts
+    from db.settings import DEFAULTS
+    from db.store import Store
+
+    def default(fn, name):
+        return inspect.signature(fn).parameters[name].default
+
+    assert QueueConfig().lease_seconds == DEFAULTS.lease_seconds == 600.0
+    assert default(Store.claim, "lease_seconds") == DEFAULTS.lease_seconds
+    assert default(Queue.from_settings, "lease_seconds") == DEFAULTS.lease_seconds
+    assert default(Store.login, "ttl_seconds") == DEFAULTS.session_seconds == 12 * 3600
+    assert default(experts.login, "ttl_seconds") == DEFAULTS.session_seconds

@@ -15,7 +15,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from agent.spectrum import read_spectra
+from agent.formats import read_spectra
 
 pytestmark = pytest.mark.realdata
 

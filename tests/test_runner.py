@@ -271,3 +271,77 @@ def test_rules_path_imports_no_torch_or_http_client(catalogue, tmp_path):
         timeout=120,
     )
     assert res.returncode == 0, res.stdout + res.stderr[-1500:]
+
+
+def _vet_db(*argv: str) -> int:
+    from db import vet as db_vet
+
+    parser = build_parser()
+    parser.add_argument("--db")
+    return db_vet.main(parser.parse_args(list(argv)))
+
+
+def _store_rows(db: Path) -> list[tuple[str, str, int]]:
+    import sqlite3
+
+    with sqlite3.connect(db) as con:
+        return con.execute(
+            "SELECT c.key, t.name, count(*) FROM trajectory tr JOIN candidate c "
+            "ON c.id = tr.candidate_id JOIN task t ON t.id = c.task_id GROUP BY c.id ORDER BY 1, 2"
+        ).fetchall()
+
+
+def test_vet_db_alone_vets_the_stores_pending_candidates(catalogue, tmp_path, capsys):
+    from dataclasses import replace
+
+    from agent.catalog import read_candidates
+    from db.store import Store
+
+    cat, ids = catalogue
+    db = tmp_path / "loupe.db"
+    assert _vet_db("--db", str(db), "--no-progress") == 2  # an empty store: nothing to vet
+    assert "has no candidates" in capsys.readouterr().err
+    refs = read_candidates([str(cat)])[:8]
+    store = Store(str(db))
+    store.add_candidates(refs + [replace(r, task="cv") for r in refs[:2]])
+    store.close()
+    common = ("--policy", "rules", "--workers", "1", "--no-progress", "--db", str(db))
+    # a run that recorded 3 from the catalogue; the store supplies the other wd ones only
+    assert _vet_db("--catalog", str(cat), "--limit", "3", *common) == 0
+    assert _vet_db("--task", "wd", *common) == 0
+    assert "vetted 5 candidates" in capsys.readouterr().out
+    assert _store_rows(db) == [(r.id, "wd", 1) for r in refs]
+    assert _vet_db(*common) == 0  # then the cv ones, nothing twice
+    assert "vetted 2 candidates" in capsys.readouterr().out
+    want = [(r.id, "wd", 1) for r in refs] + [(r.id, "cv", 1) for r in refs[:2]]
+    assert _store_rows(db) == sorted(want)
+    assert _vet_db(*common) == 0 and "vetted 0 candidates" in capsys.readouterr().out
+
+
+def test_store_sink_commits_in_batches(tmp_path):
+    from db.store import Store, StoreError
+    from db.vet import StoreSink
+    from tests.store_factory import traj
+
+    db = tmp_path / "s.db"
+    sink = StoreSink(Store(str(db)), policy="rules", batch=4, seconds=3600)
+    for i in range(3):
+        sink.write(traj(f"b{i}", 0.9))
+    assert _store_rows(db) == []  # waiting for the batch
+    sink.write(traj("b3", 0.1))
+    assert len(_store_rows(db)) == 4  # one transaction for the four
+    sink.write(traj("b4", 0.2))
+    sink.flush()
+    assert len(_store_rows(db)) == 5 and sink.done_keys() >= {("b4", "cv")}
+    # a batch the store refuses keeps its good trajectories and raises the refusal
+    bad = traj("b5", 0.3)
+    bad.verdict = "MAYBE"
+    for t in (traj("b6", 0.4), bad, traj("b7", 0.6)):
+        sink.write(t)
+    with pytest.raises(StoreError, match="b5: verdict must be"):
+        sink.close()
+    assert [k for k, _, _ in _store_rows(db)] == ["b0", "b1", "b2", "b3", "b4", "b6", "b7"]
+    timed = StoreSink(Store(str(db)), policy="rules", batch=100, seconds=0.0)
+    timed.write(traj("b8", 0.9))  # past its seconds: committed at once
+    assert len(_store_rows(db)) == 8
+    timed.close()

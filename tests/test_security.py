@@ -169,9 +169,9 @@ def test_add_expert_changes_only_what_it_is_given(tmp_path, monkeypatch, capsys)
             e = store.expert("ada")
             return e.role, e.active
 
-    assert add("ada", "--role", "admin", "--password-stdin", stdin="first pw\n")[0] == 0
+    assert add("ada", "--role", "admin", "--password-stdin", stdin="first passphrase\n")[0] == 0
     # resetting the password keeps the admin an admin
-    rc, out = add("ada", "--password-stdin", stdin="second pw\n")
+    rc, out = add("ada", "--password-stdin", stdin="second passphrase\n")
     assert rc == 0 and ada() == ("admin", True), out
     assert add("ada", "--deactivate")[0] == 0 and ada() == ("admin", False)
     assert add("ada", "--activate")[0] == 0 and ada() == ("admin", True)
@@ -184,7 +184,7 @@ def test_add_expert_changes_only_what_it_is_given(tmp_path, monkeypatch, capsys)
         assert rc != 0 and "no expert 'nobody'" in out and flag in out, out
     with Store(url) as store:
         assert store.expert("nobody") is None
-        assert store.login("ada", "second pw")
+        assert store.login("ada", "second passphrase")
     # --unlock bumps the marker the login route compares with what it last saw
     with Store(url) as store:
         assert store.login_unlock_marker("ada") is None

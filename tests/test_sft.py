@@ -152,3 +152,23 @@ def test_three_steps_change_weights_and_reload(tiny_model_dir, training_sample, 
     meta = json.loads((out / "loupe_training.json").read_text())
     assert meta["stage"] == "sft" and meta["metrics"]["train_loss"] > 0
     assert_loads_for_policy(out)
+
+
+def test_export_folder_as_written(tmp_path):
+    """`export sft --out X` writes X/hf as a DatasetDict (train/test) and X/manifest.json:
+    X, X/hf and X/hf/train all load the train split, and the renderer is found from each."""
+    from datasets import Dataset, DatasetDict
+
+    from training.data import DataError, export_renderer, load_sft_dataset
+
+    row = {"messages": [{"role": "user", "content": [{"type": "text", "text": "q"}]}]}
+    out = tmp_path / "X"
+    DatasetDict(
+        {"train": Dataset.from_list([row, row]), "test": Dataset.from_list([row])}
+    ).save_to_disk(str(out / "hf"))
+    (out / "manifest.json").write_text(json.dumps({"kind": "sft", "renderer": "fast"}))
+    for p in (out, out / "hf", out / "hf" / "train"):
+        assert len(load_sft_dataset(p)) == 2 and export_renderer(p) == "fast"
+    assert len(load_sft_dataset(out, split="test")) == 1
+    with pytest.raises(DataError, match="no 'holdout' split"):
+        load_sft_dataset(out, split="holdout")

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from agent.catalog import CandidateRef
+from agent.refs import CandidateRef
 from agent.trajectory import Trajectory
 from db import models as m
 from db.store import Filters, NotFound, Store, StoreError, StorePermissionError
@@ -301,8 +301,11 @@ def test_add_expert_command(tmp_path, monkeypatch, capsys):
     assert store.login("ada", "s3cret pass") and store.expert("ada").role == "admin"
     store.close()
     monkeypatch.setattr("sys.stdin", io.StringIO("\n"))
-    assert launch.main(["add-expert", "ada", "--password-stdin", "--db", url]) == 1
-    assert "stdin held no password" in capsys.readouterr().err
+    # A refusal is a usage-level failure: one line naming the problem, exit 2 (README).
+    assert launch.main(["add-expert", "ada", "--password-stdin", "--db", url]) == 2
+    assert capsys.readouterr().err == (
+        "launch.py add-expert: --password-stdin: stdin held no password\n"
+    )
     monkeypatch.setattr("sys.stdin", io.StringIO("other passphrase\n"))
     assert (
         launch.main(["add-expert", "ada", "--role", "expert", "--password-stdin", "--db", url]) == 0

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, get_type_hints
 
+from agent.errors import LoupeError
+
 C = TypeVar("C")
 
 
@@ -37,6 +39,13 @@ class TrainingScriptConfig:
     )
     dataset: str = field(
         default="", metadata={"help": "The export (folder or file) to train on; required."}
+    )
+    min_grade: int | None = field(
+        default=None,
+        metadata={
+            "help": "Train only on decisions an expert graded at least this (1 a guess .. 4 "
+            "certain; the exports' `grade` column); ungraded rows are left out too."
+        },
     )
     output_dir: str = field(
         default="checkpoints/model",
@@ -95,6 +104,13 @@ class TrainingScriptConfig:
     seed: int = field(default=42, metadata={"help": "Random seed."})
     report_to: str = field(
         default="none", metadata={"help": "Logger: 'none', 'tensorboard', 'wandb', 'trackio'."}
+    )
+    force_renderer: bool = field(
+        default=False,
+        metadata={
+            "help": "Train even when the export's renderer and the starting checkpoint's "
+            "(loupe_training.json) differ; the result is recorded with the export's."
+        },
     )
     trainer_kwargs: dict[str, Any] = field(
         default_factory=dict,
@@ -184,6 +200,49 @@ def trainer_args(cfg: TrainingScriptConfig, *, cuda: bool, bf16: bool) -> dict[s
         seed=cfg.seed,
         report_to=cfg.report_to,
     )
+
+
+# -- renderer ----------------------------------------------------------------------------
+
+
+class RendererMismatch(LoupeError, ValueError):
+    """The images a script would train on were drawn by another renderer than the one the
+    starting checkpoint or another input was trained on."""
+
+
+def checkpoint_renderer(model: str) -> str | None:
+    """The renderer a Loupe checkpoint was trained with (its loupe_training.json), else None."""
+    try:
+        meta = json.loads((Path(model) / "loupe_training.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return meta.get("renderer") if isinstance(meta, dict) else None
+
+
+def resolve_renderer(
+    chosen: str | None, recorded: dict[str, str | None], *, force: bool = False
+) -> str:
+    """The one renderer of a training run: `chosen`, else the one every input records, else
+    the default (`annotate.export.DEFAULT_RENDERER`). Inputs (`recorded`: where -> renderer,
+    None where unknown) that disagree raise `RendererMismatch` unless `force`.
+
+    >>> resolve_renderer(None, {"export": "fast", "model": None})
+    'fast'
+    >>> resolve_renderer("speco3", {"export": "fast"}, force=True)
+    'speco3'
+    """
+    from annotate.export.record import DEFAULT_RENDERER
+
+    known = {k: v for k, v in recorded.items() if v}
+    renderer = chosen or next(iter(known.values()), None) or DEFAULT_RENDERER
+    differ = {k: v for k, v in known.items() if v != renderer}
+    if differ and not force:
+        where = ", ".join(f"{k} was drawn/trained with {v!r}" for k, v in differ.items())
+        raise RendererMismatch(
+            f"renderer {renderer!r} does not match the inputs: {where}. A model must see the "
+            "images it was trained on; re-export with --renderer, or pass --force_renderer true"
+        )
+    return renderer
 
 
 # -- model -------------------------------------------------------------------------------

@@ -8,7 +8,8 @@
   `id`, `task`, `ground_truth` ("YES"/"NO"), `spectrum` (a JSON reference that
   `spectrum_from_ref` turns back into a `Spectrum`) and `prompt` (system prompt with the
   tool block, then an empty user turn that the environment fills with the global view and
-  the task text, so the model sees exactly the conversation the agent loop builds).
+  the task text, so the model sees exactly the conversation the agent loop builds; a
+  SpecVI-Bench row is asked with its own prompt and images, as `vet` asks it).
 - `write_sample` writes a small SFT export and RL export from seeded simulated spectra and
   scripted zoom-and-answer runs of the real agent loop: smoke-test data for trying the
   scripts without a store, never training data.
@@ -36,32 +37,131 @@ class DataError(LoupeError, ValueError):
     """A training file or row that cannot be used; the message names it and the problem."""
 
 
-# -- SFT -------------------------------------------------------------------------------
+# -- export folders ----------------------------------------------------------------------
 
 
-def load_sft_dataset(path: str | Path) -> Any:
-    """The SFT export at `path` (a `save_to_disk` folder, or JSONL of `messages` rows)."""
-    from datasets import Dataset, load_from_disk
+def find_manifest(path: str | Path) -> tuple[Path, dict[str, Any]] | None:
+    """The export folder holding `path` and its `manifest.json`, whatever sub-path is given.
 
-    path = Path(path)
+    `launch.py export` writes `OUT/manifest.json` beside `OUT/hf/<split>` (sft, pairs) or
+    `OUT/<split>.parquet` (rl); a training script may be pointed at any of these.
+    """
+    p = Path(path).resolve()
+    for folder in [p, *p.parents][:4]:
+        try:
+            manifest = json.loads((folder / "manifest.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(manifest, dict) and manifest.get("kind"):
+            return folder, manifest
+    return None
+
+
+def export_renderer(path: str | Path) -> str | None:
+    """The renderer an export's images were drawn with (its manifest), if it is an export."""
+    found = find_manifest(path)
+    if found is None:
+        return None
+    renderer = found[1].get("renderer")
+    # Manifests before format 2 wrote "fast (overview image only)" for rl exports.
+    return str(renderer).split()[0] if renderer else None
+
+
+def _load_split(path: Path, split: str, columns: tuple[str, ...], what: str) -> Any:
+    """One split of a `save_to_disk` folder (a Dataset, or a DatasetDict's `split`), or JSONL.
+
+    An export folder (`OUT/`, holding `hf/`) is read as its `hf/` DatasetDict.
+    """
+    from datasets import DatasetDict, load_from_disk
+
     if not path.exists():
-        raise DataError(f"{path}: SFT dataset not found")
-    if (path / "hf").is_dir() and not (path / "dataset_dict.json").exists():
+        raise DataError(f"{path}: {what} dataset not found")
+    if path.is_dir() and (path / "hf").is_dir() and not (path / "dataset_dict.json").exists():
         path = path / "hf"  # the export folder itself was given
+    elif path.is_dir() and (path / f"{split}.jsonl").is_file():
+        path = path / f"{split}.jsonl"  # a folder of JSONL splits (the pairs export's jsonl/)
     if path.is_dir():
         try:
             ds = load_from_disk(str(path))
         except Exception as exc:  # datasets raises several types for a bad folder
             raise DataError(f"{path}: not a datasets folder ({exc})") from exc
-        if hasattr(ds, "keys") and not hasattr(ds, "column_names"):  # a DatasetDict
-            if "train" not in ds:
-                raise DataError(f"{path}: DatasetDict without a 'train' split ({list(ds)})")
-            ds = ds["train"]
+        # In datasets 5 a DatasetDict has `column_names` too: test the type, not an attribute.
+        if isinstance(ds, DatasetDict):
+            if split not in ds:
+                raise DataError(f"{path}: no {split!r} split (has {', '.join(ds)})")
+            ds = ds[split]
     else:
-        ds = Dataset.from_list(_json_lines(path))
-    if "messages" not in ds.column_names:
-        raise DataError(f"{path}: SFT data needs a 'messages' column (has {ds.column_names})")
+        ds = _jsonl_dataset(path)
+    missing = [c for c in columns if c not in ds.column_names]
+    if missing:
+        raise DataError(
+            f"{path}: {what} data needs the column(s) {', '.join(repr(c) for c in missing)} "
+            f"(has {ds.column_names})"
+        )
+    return ds
+
+
+def _jsonl_dataset(path: Path) -> Any:
+    """JSONL rows as a Dataset; an `images` column of paths (relative to the file's folder,
+    as the exports write them, or `{"path": ...}`) becomes decoded images, as in `hf/`."""
+    from datasets import Dataset, Image, List
+
+    rows = _json_lines(path)
+    if not any(isinstance(r, dict) and "images" in r for r in rows):
+        return Dataset.from_list(rows)
+    for n, r in enumerate(rows, 1):
+        paths = []
+        for v in r.get("images") or []:
+            p = v.get("path") if isinstance(v, dict) else v
+            if not isinstance(p, str) or not p:
+                raise DataError(f"{path} line {n}: an image is neither a path nor {{'path': ...}}")
+            full = Path(p) if Path(p).is_absolute() else path.parent / p
+            if not full.is_file():
+                raise DataError(f"{path} line {n}: image {p} not found (looked at {full})")
+            paths.append(str(full))
+        r["images"] = paths
+    return Dataset.from_list(rows).cast_column("images", List(Image()))
+
+
+def keep_grades(ds: Any, min_grade: int | None, where: str | Path) -> Any:
+    """The rows an expert graded at least `min_grade` (the exports' `grade` column, 1-4);
+    every row when `min_grade` is None."""
+    if min_grade is None:
+        return ds
+    if "grade" not in ds.column_names:
+        raise DataError(
+            f"{where}: --min_grade {min_grade} needs a 'grade' column (Loupe exports carry "
+            f"one; has {ds.column_names})"
+        )
+    kept = ds.filter(lambda g: g is not None and g >= min_grade, input_columns="grade")
+    if not len(kept):
+        raise DataError(f"{where}: no row graded {min_grade} or better (of {len(ds)})")
+    return kept
+
+
+# -- SFT -------------------------------------------------------------------------------
+
+
+def load_sft_dataset(path: str | Path, split: str = "train", min_grade: int | None = None) -> Any:
+    """The SFT export at `path` (the export folder, its `hf/` or `hf/<split>` folder, or
+    JSONL of `messages` rows): the `messages` and `images` columns of `split`, only rows
+    graded at least `min_grade` if given."""
+    ds = keep_grades(_load_split(Path(path), split, ("messages",), "SFT"), min_grade, path)
     keep = [c for c in ("messages", "images") if c in ds.column_names]
+    return ds.select_columns(keep)
+
+
+# -- DPO -------------------------------------------------------------------------------
+
+
+def load_pairs_dataset(path: str | Path, split: str = "train", min_grade: int | None = None) -> Any:
+    """The preference pairs at `path` (`launch.py export pairs` folder, its `hf/` or
+    `hf/<split>`, its `jsonl/` folder or a `jsonl/<split>.jsonl` file, image paths relative
+    to the file): TRL's conversational `prompt`/`chosen`/`rejected` + `images`, only rows
+    graded at least `min_grade` if given."""
+    columns = ("prompt", "chosen", "rejected")
+    ds = keep_grades(_load_split(Path(path), split, columns, "DPO"), min_grade, path)
+    keep = [c for c in ("prompt", "chosen", "rejected", "images") if c in ds.column_names]
     return ds.select_columns(keep)
 
 
@@ -69,35 +169,102 @@ def load_sft_dataset(path: str | Path) -> Any:
 
 
 def load_rl_dataset(
-    paths: str | Path | Iterable[str | Path], split: str | None = None, limit: int | None = None
+    paths: str | Path | Iterable[str | Path],
+    splits: str | Iterable[str] | None = ("train",),
+    limit: int | None = None,
+    min_grade: int | None = None,
 ) -> Any:
     """GRPO prompts from RL exports / SpecVI-Bench files (parquet, JSONL, JSON, folders).
 
-    `split` keeps rows whose `split` column matches (rows without one are kept).
+    `splits` (None: all) keeps rows whose `split` column is one of them (rows without one
+    are kept); in a folder, files named for another split (`test.parquet`,
+    `test_cc.parquet`, as Loupe's RL export and SpecVI-Bench name them) are skipped too, since
+    SpecVI-Bench rows carry no split column. A file named explicitly is read whatever its name.
+    `min_grade` keeps only rows an expert graded at least that (Loupe's `grade` column).
     """
     from datasets import Dataset
 
-    from agent.prompts import system_prompt
-
     if isinstance(paths, (str, Path)):
         paths = [paths]
+    paths = list(paths)
+    wanted = None if splits is None else ({splits} if isinstance(splits, str) else set(splits))
     rows: list[dict[str, Any]] = []
-    for path in _expand(paths):
+    for path, from_folder in _expand(paths):
+        if from_folder and wanted is not None:
+            named = file_split(path)
+            if named is not None and named not in wanted:
+                continue
         for i, raw in enumerate(_read_table(path)):
-            if split is not None and raw.get("split") not in (None, split):
+            row_split = raw.get("split") or _as_dict(raw.get("extra_info")).get("split")
+            if wanted is not None and row_split not in (None, *wanted):
+                continue
+            if min_grade is not None and (raw.get("grade") or 0) < min_grade:
                 continue
             rows.append(rl_row(raw, path, i))
             if limit is not None and len(rows) >= limit:
                 break
     if not rows:
-        raise DataError(f"no RL rows in {', '.join(map(str, paths))} (split={split!r})")
-    system = system_prompt()
+        which = "all" if wanted is None else ", ".join(sorted(wanted))
+        graded = "" if min_grade is None else f", graded {min_grade} or better"
+        raise DataError(f"no RL rows in {', '.join(map(str, paths))} (splits: {which}{graded})")
     for row in rows:
-        row["prompt"] = [
-            {"role": "system", "content": system},
-            {"role": "user", "content": ""},
-        ]
+        row["prompt"] = rl_prompt(row["task"], row["spectrum"])
     return Dataset.from_list(rows)
+
+
+def rl_prompt(task: str, ref: str | dict[str, Any]) -> list[dict[str, Any]]:
+    """A GRPO row's `prompt`: the opening conversation (`agent.protocol.opening_messages`,
+    as `vet` builds it), its last user turn left empty for the environment's `reset` to fill
+    with the images and text; a SpecVI-Bench row keeps its own system text and prompt."""
+    from agent.protocol import message_texts, opening_messages
+
+    opening = opening_messages(task, None, row_messages(ref))
+    head = [{"role": m["role"], "content": "".join(message_texts(m))} for m in opening[:-1]]
+    return [*head, {"role": "user", "content": ""}]
+
+
+def row_prompt_source(ref: str | dict[str, Any]) -> tuple[Path, int] | None:
+    """The parquet file and row a spectrum reference points into, whose `prompt` column
+    (SpecVI-Bench's, or an RL export's) the row is asked with; None for a spectrum file."""
+    if isinstance(ref, str):
+        ref = json.loads(ref)
+    table = ref.get("table") or ref.get("path")
+    if not table or ref.get("row") is None or Path(str(table)).suffix != ".parquet":
+        return None
+    return Path(str(table)), int(ref["row"])
+
+
+def row_messages(ref: str | dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The chat messages of the row's own prompt, else None (Loupe's prompts apply).
+
+    Read through the cached table rather than `agent.formats.specvi.row_prompt`, which
+    decodes the row's images: building a dataset needs only the text."""
+    src = row_prompt_source(ref)
+    if src is None:
+        return None
+    messages = _table_row(str(src[0]), src[1]).get("prompt")
+    if isinstance(messages, str):
+        try:
+            messages = json.loads(messages)
+        except json.JSONDecodeError:
+            raise DataError(f"{src[0]} row {src[1]}: prompt is not valid JSON") from None
+    return list(messages) if messages else None
+
+
+SPLIT_NAMES = ("train", "test", "holdout", "val", "validation")
+
+
+def file_split(path: Path) -> str | None:
+    """The split a file's name gives (`train.parquet`, `test_cc.parquet`), else None.
+
+    >>> file_split(Path("test_cc.parquet")), file_split(Path("train.jsonl")), file_split(Path("x.parquet"))
+    ('test', 'train', None)
+    """
+    stem = path.name.split(".")[0].lower()
+    for name in SPLIT_NAMES:
+        if stem == name or stem.startswith(name + "_") or stem.startswith(name + "-"):
+            return name
+    return None
 
 
 def rl_row(raw: dict[str, Any], path: Path, index: int) -> dict[str, Any]:
@@ -178,9 +345,14 @@ def spectrum_from_ref(ref: str | dict[str, Any]) -> Spectrum:
             extra={"name": str(name)},
         )
         flux = np.array([np.nan if v is None else v for v in kw["flux"]], dtype=float)
+        # An RL export carries every finite pixel with its mask and ivar beside the arrays
+        # (as the file has them); SpecVI-Bench rows have neither.
+        mask, ivar = raw.get("mask"), raw.get("ivar")
         return Spectrum(
             wavelength=np.asarray(kw["wavelength"], dtype=float),
             flux=flux,
+            mask=None if mask is None or len(mask) != flux.size else np.asarray(mask, bool),
+            ivar=None if ivar is None or len(ivar) != flux.size else np.asarray(ivar, float),
             redshift=float(kw.get("redshift") or 0.0),
             meta=meta,
         )
@@ -192,8 +364,9 @@ def spectrum_from_ref(ref: str | dict[str, Any]) -> Spectrum:
 # -- reading tables --------------------------------------------------------------------
 
 
-def _expand(paths: Iterable[str | Path]) -> list[Path]:
-    out: list[Path] = []
+def _expand(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
+    """(file, found in a folder) for every path given."""
+    out: list[tuple[Path, bool]] = []
     for p in map(Path, paths):
         if p.is_dir():
             # An RL export holds each split as parquet and as JSONL: take one of the two.
@@ -201,9 +374,9 @@ def _expand(paths: Iterable[str | Path]) -> list[Path]:
             found = found or sorted(f for f in p.rglob("*.jsonl") if f.is_file())
             if not found:
                 raise DataError(f"{p}: no parquet/JSONL files in this folder")
-            out += found
+            out += [(f, True) for f in found]
         elif p.exists():
-            out.append(p)
+            out.append((p, False))
         else:
             raise DataError(f"{p}: RL data file not found")
     return out
@@ -385,6 +558,8 @@ def write_sample(
     if bad:
         raise DataError(f"scripted sample runs did not finish cleanly: {bad}")
     sft_dir = out / "sft"
+    # As an export records it, so the training scripts know the images' renderer.
+    (out / "manifest.json").write_text(json.dumps({"kind": "sample", "renderer": renderer}))
     Dataset.from_list([sft_example(t, spectra[t.id]) for t in trajs]).save_to_disk(str(sft_dir))
     rl_path = out / "rl.jsonl"
     with open(rl_path, "w") as fh:

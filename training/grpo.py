@@ -13,8 +13,9 @@ CPU smoke run on the tiny model (`python -m training.tiny_model /tmp/tiny`):
 Each rollout starts as the agent loop starts an episode: the environment's `reset` loads
 the row's spectrum and returns its global view and the task prompt; the model's tool calls
 run `agent.tool.call_tool` with the same renderer inference uses and get back the image and
-the published reply text. Tool tokens carry no loss. Reward = accuracy - 0.2 x format
-error (`training.rewards`). Defaults follow the paper: group size 8, lr 1e-6, no KL term,
+the published reply text. Tool tokens carry no loss. Reward = accuracy + format penalty,
+the authors' scoring by default (`--reward speco3`; `--reward loupe` for Loupe's stricter
+one, `training.rewards`). Defaults follow the paper: group size 8, lr 1e-6, no KL term,
 clip 0.2, token-mean loss, temperature 1.0, up to 7 tool calls, 3 epochs; the batch
 defaults give 64 prompts per generation and 32 per optimiser step on 8 GPUs.
 """
@@ -28,10 +29,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.errors import LoupeError
 from training.common import (
     TrainingScriptConfig,
+    checkpoint_renderer,
     load_model_and_processor,
     parse_config,
+    resolve_renderer,
     train_and_save,
     trainer_args,
     use_cuda,
@@ -53,15 +57,22 @@ class GRPOScriptConfig(TrainingScriptConfig):
             "several separated by commas."
         },
     )
-    split: str | None = field(
-        default="train", metadata={"help": "Keep rows of this split (rows without one are kept)."}
+    splits: str = field(
+        default="train",
+        metadata={
+            "help": "Splits to train on, comma-separated, or 'all': rows whose split column "
+            "names another are left out, and so are files of a folder named for another split "
+            "(test.parquet, test_cc.parquet). Rows without a split are kept."
+        },
     )
     output_dir: str = field(default="checkpoints/grpo", metadata={"help": "Where the model goes."})
-    renderer: str = field(
-        default="speco3",
+    renderer: str | None = field(
+        default=None,
         metadata={
             "help": "Renderer of the global view and zooms: 'speco3' (what the published "
-            "checkpoints saw) or 'fast'. Vet with the same one."
+            "checkpoints saw) or 'fast'. Default: the one the RL export and the starting "
+            "checkpoint record (they must agree unless --force_renderer), else speco3. "
+            "Recorded in the checkpoint; vet with the same one."
         },
     )
     learning_rate: float = field(default=1e-6, metadata={"help": "Learning rate (constant)."})
@@ -108,6 +119,28 @@ class GRPOScriptConfig(TrainingScriptConfig):
     )
     vllm_tensor_parallel_size: int = field(
         default=1, metadata={"help": "Tensor parallel size of vLLM in colocate mode."}
+    )
+    vllm_max_model_length: int | None = field(
+        default=16384,
+        metadata={
+            "help": "vLLM's context (prompt + rollout, images included): the prompt with the "
+            "global view is ~1.5k tokens, max_completion_length 8k more; sizes the KV cache."
+        },
+    )
+    vllm_image_limit: int = field(
+        default=9,
+        metadata={
+            "help": "Images vLLM accepts per prompt in colocate mode (limit_mm_per_prompt): "
+            "the global view + max_tool_calls zooms + 1 spare; must be >= max_tool_calls + 1."
+        },
+    )
+    reward: str = field(
+        default="speco3",
+        metadata={
+            "help": "Reward scoring (training.rewards): 'speco3', the authors' (format check "
+            "over the whole response, \\boxed{} then a bare YES/NO) for reproduction, or "
+            "'loupe', the stricter one (-0.2 per format error).",
+        },
     )
     save_strategy: str = field(default="steps", metadata={"help": "'steps', 'epoch' or 'no'."})
     save_steps: int = field(default=10, metadata={"help": "Checkpoint every N optimiser steps."})
@@ -156,10 +189,14 @@ class SpectrumEnvironment:
         self.images = 0  # images returned in the current rollout
 
     def reset(self, **row: Any) -> list[dict[str, Any]]:
-        """Load the row's spectrum; return the global view and the task prompt (first user turn)."""
-        from agent.prompts import task_prompt
+        """Load the row's spectrum; return the first user turn's content as `vet` opens the
+        episode (`agent.protocol.opening_messages`): the global view and the task prompt, or
+        a SpecVI-Bench row's own prompt and images. The row's `prompt` holds the turns
+        before it (`training.data.rl_prompt`)."""
+        from agent.formats.specvi import row_prompt
+        from agent.protocol import opening_messages
         from agent.tool import global_view
-        from training.data import DataError, spectrum_from_ref
+        from training.data import DataError, row_prompt_source, spectrum_from_ref
 
         self.candidate_id = str(row.get("id", ""))
         self.calls, self.images = [], 0
@@ -169,13 +206,21 @@ class SpectrumEnvironment:
             raise DataError(
                 f"candidate {self.candidate_id!r}: cannot load its spectrum ({exc})"
             ) from exc
+        try:
+            src = row_prompt_source(row["spectrum"])
+            rp = row_prompt(*src) if src is not None else None
+        except Exception as exc:
+            raise DataError(
+                f"candidate {self.candidate_id!r}: cannot read its row's prompt ({exc})"
+            ) from exc
         view = global_view(self.spectrum, renderer=self.renderer)
         if view.error:
             raise DataError(f"candidate {self.candidate_id!r}: {view.error}")
-        return [
-            {"type": "image", "image": view.image},
-            {"type": "text", "text": task_prompt(row["task"])},
-        ]
+        if rp is None:
+            opening = opening_messages(row["task"], view.image)
+        else:
+            opening = opening_messages(row["task"], view.image, rp.messages, rp.images)
+        return list(opening[-1]["content"])
 
     def spectral_visualization_tool(
         self, wavelength_range: list[float], label: str | None = None
@@ -214,7 +259,7 @@ def build_trainer(cfg: GRPOScriptConfig) -> Any:
     from trl import GRPOConfig, GRPOTrainer
 
     from training.data import load_rl_dataset
-    from training.rewards import accuracy_reward, format_penalty
+    from training.rewards import reward_functions
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     cuda = use_cuda()
@@ -228,8 +273,17 @@ def build_trainer(cfg: GRPOScriptConfig) -> Any:
         freeze=cfg.freeze_vision,
     )
     processor.tokenizer.padding_side = "left"
-    paths = [p.strip() for p in cfg.dataset.split(",") if p.strip()]
-    dataset = load_rl_dataset(paths, split=cfg.split)
+    reward_funcs = reward_functions(cfg.reward)
+    if cfg.vllm_image_limit < cfg.max_tool_calls + 1:
+        raise ValueError(
+            f"vllm_image_limit {cfg.vllm_image_limit} < max_tool_calls + 1 "
+            f"({cfg.max_tool_calls + 1}): a rollout's last zooms would be refused"
+        )
+    if use_vllm and cfg.vllm_mode == "colocate":
+        limit_vllm_images(cfg.vllm_image_limit)
+    dataset = load_rl_dataset(
+        dataset_paths(cfg), splits=split_names(cfg.splits), min_grade=cfg.min_grade
+    )
     args = GRPOConfig(
         **trainer_args(cfg, cuda=cuda, bf16=bf16),
         num_generations=cfg.num_generations,
@@ -246,18 +300,57 @@ def build_trainer(cfg: GRPOScriptConfig) -> Any:
         vllm_server_port=cfg.vllm_server_port,
         vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
         vllm_tensor_parallel_size=cfg.vllm_tensor_parallel_size,
-        # The reward is the sum: accuracy + (-0.2 per format error).
-        reward_weights=[1.0, 1.0],
+        vllm_max_model_length=cfg.vllm_max_model_length,
+        # The reward is the sum: accuracy + format penalty.
+        reward_weights=[1.0] * len(reward_funcs),
         **cfg.trainer_kwargs,
     )
     return GRPOTrainer(
         model=model,
-        reward_funcs=[accuracy_reward, format_penalty],
+        reward_funcs=reward_funcs,
         args=args,
         train_dataset=dataset,
         processing_class=processor,
-        environment_factory=environment_factory(cfg.renderer),
+        environment_factory=environment_factory(training_renderer(cfg)),
     )
+
+
+def limit_vllm_images(n: int) -> None:
+    """Let TRL's colocated vLLM engine take `n` images per prompt.
+
+    TRL builds `vllm.LLM` without `limit_mm_per_prompt`, and a vLLM whose default is lower
+    than a rollout's images (the global view + up to 7 zooms) refuses the rollout; TRL's
+    module-level `LLM` gets the limit bound in. In server mode pass it to the server:
+    `trl vllm-serve ... --limit_mm_per_prompt '{"image": 9}'` where supported (docs/gpu.md).
+    """
+    import functools
+
+    import trl.generation.vllm_generation as gen
+
+    llm = getattr(gen, "LLM", None)
+    if llm is None or isinstance(llm, functools.partial):
+        return
+    gen.LLM = functools.partial(llm, limit_mm_per_prompt={"image": n})
+
+
+def dataset_paths(cfg: GRPOScriptConfig) -> list[str]:
+    return [p.strip() for p in cfg.dataset.split(",") if p.strip()]
+
+
+def split_names(text: str | None) -> list[str] | None:
+    """`--splits train,val` -> ["train", "val"]; "all" (or empty) -> None, every split."""
+    names = [s.strip() for s in (text or "").split(",") if s.strip()]
+    return None if not names or names == ["all"] else names
+
+
+def training_renderer(cfg: GRPOScriptConfig) -> str:
+    """`cfg.renderer`, else what the RL exports and the starting checkpoint record; they must
+    agree (the rollouts' images are drawn with it) unless `cfg.force_renderer`."""
+    from training.data import export_renderer
+
+    recorded = {p: export_renderer(p) for p in dataset_paths(cfg)}
+    recorded[cfg.model] = checkpoint_renderer(cfg.model)
+    return resolve_renderer(cfg.renderer, recorded, force=cfg.force_renderer)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -271,9 +364,22 @@ def main(argv: list[str] | None = None) -> int:
             "grpo.py: --dataset is required (an RL export or SpecVI-Bench parquet)", file=sys.stderr
         )
         return 2
+    from training.rewards import SCORINGS
+
+    if cfg.reward not in SCORINGS:
+        print(
+            f"grpo.py: --reward {cfg.reward!r}: choose one of {', '.join(SCORINGS)}",
+            file=sys.stderr,
+        )
+        return 2
     t0 = time.perf_counter()
+    try:
+        renderer = training_renderer(cfg)
+    except LoupeError as exc:
+        print(f"grpo.py: {exc}", file=sys.stderr)
+        return 2
     trainer = build_trainer(cfg)
-    train_and_save(trainer, cfg, stage="grpo", renderer=cfg.renderer)
+    train_and_save(trainer, cfg, stage="grpo", renderer=renderer)
     rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
     print(
         f"grpo: {trainer.state.global_step} steps in {time.perf_counter() - t0:.1f} s, "

@@ -18,17 +18,18 @@ saved output folder loads back into the `hf` policy as it is.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from agent.errors import LoupeError
 from training.common import (
     TrainingScriptConfig,
+    checkpoint_renderer,
     load_model_and_processor,
     parse_config,
+    resolve_renderer,
     train_and_save,
     trainer_args,
     use_cuda,
@@ -52,20 +53,18 @@ class SFTScriptConfig(TrainingScriptConfig):
     )
 
 
-# -- data --------------------------------------------------------------------------------
-
-
-def export_renderer(dataset: str) -> str | None:
-    """The renderer an SFT export's images were drawn with (its manifest.json), if known."""
-    for folder in (Path(dataset), Path(dataset).parent):
-        try:
-            return json.loads((folder / "manifest.json").read_text()).get("renderer")
-        except (OSError, ValueError, AttributeError):
-            continue
-    return None
-
-
 # -- main --------------------------------------------------------------------------------
+
+
+def training_renderer(cfg: TrainingScriptConfig) -> str:
+    """The renderer of the export's images, checked against the starting checkpoint's."""
+    from training.data import export_renderer
+
+    return resolve_renderer(
+        export_renderer(cfg.dataset),
+        {"the export": export_renderer(cfg.dataset), cfg.model: checkpoint_renderer(cfg.model)},
+        force=cfg.force_renderer,
+    )
 
 
 def build_trainer(cfg: SFTScriptConfig) -> Any:
@@ -82,7 +81,7 @@ def build_trainer(cfg: SFTScriptConfig) -> Any:
         attn=cfg.attn_implementation,
         freeze=cfg.freeze_vision,
     )
-    dataset = load_sft_dataset(cfg.dataset)
+    dataset = load_sft_dataset(cfg.dataset, min_grade=cfg.min_grade)
     args = SFTConfig(
         **trainer_args(cfg, cuda=cuda, bf16=bf16),
         warmup_steps=cfg.warmup_ratio,  # a float in [0, 1) is a ratio of the total steps
@@ -103,9 +102,14 @@ def main(argv: list[str] | None = None) -> int:
         print("sft.py: --dataset is required (an SFT export folder)", file=sys.stderr)
         return 2
     t0 = time.perf_counter()
-    trainer = build_trainer(cfg)
     # The images were drawn at export time; the policy must see the same renderer.
-    result = train_and_save(trainer, cfg, stage="sft", renderer=export_renderer(cfg.dataset))
+    try:
+        renderer = training_renderer(cfg)
+    except LoupeError as exc:
+        print(f"sft.py: {exc}", file=sys.stderr)
+        return 2
+    trainer = build_trainer(cfg)
+    result = train_and_save(trainer, cfg, stage="sft", renderer=renderer)
     print(
         f"sft: {trainer.state.global_step} steps in {time.perf_counter() - t0:.1f} s, "
         f"final loss {result.training_loss:.4f}; model saved to {cfg.output_dir}"

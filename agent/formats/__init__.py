@@ -1,9 +1,9 @@
 """Readers for every spectrum layout Loupe accepts, chosen by content, not by file name.
 
-`read_file` sniffs the first bytes (FITS, gzip, parquet 'PAR1', text) and hands the file to
-the reader for its layout; `load_one` insists on exactly one spectrum; `expand_candidates`
-turns catalogues, parquet files, files, folders and globs into `CandidateRef`s; and
-`write_lamost_fits` writes LAMOST files for simulated or degraded spectra.
+`read_spectra` (the public entry point) and `read_file` sniff the first bytes (FITS, gzip,
+parquet 'PAR1', text) and hand the file to the reader for its layout; `load_one` insists on
+exactly one spectrum; `write_lamost_fits` writes LAMOST files for simulated or degraded
+spectra. Catalogues, folders and globs become candidates in `agent.formats.catalogue`.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ __all__ = [
     "LayoutError",
     "LimitError",
     "Limits",
-    "expand_candidates",
     "load_one",
     "read_file",
+    "read_spectra",
     "sniff",
     "write_lamost_fits",
 ]
@@ -93,6 +93,16 @@ def read_file(path: Path, hdu: int | str | None = None, row: int | None = None) 
         ) from exc
 
 
+def read_spectra(
+    source: str | Path, hdu: int | str | None = None, row: int | None = None
+) -> list[Spectrum]:
+    """Every spectrum in `source` (a file), or the one at `hdu`/`row`.
+
+    Raises `SpectrumError` naming the file and the problem for anything unreadable.
+    """
+    return read_file(Path(source), hdu=hdu, row=row)
+
+
 def _check_row(path: Path, spectra: list[Spectrum], row: int | None) -> list[Spectrum]:
     """Refuse a row index on a file that holds one spectrum: otherwise `row=5` and no row
     would be two references to the same spectrum (and store it twice)."""
@@ -129,12 +139,3 @@ def load_one(path: Path, hdu: int | str | None = None, row: int | None = None) -
     if len(spectra) != 1:
         raise SpectrumError(path, f"holds {len(spectra)} spectra; give an hdu or row to choose one")
     return spectra[0]
-
-
-def expand_candidates(
-    sources: list[str], task: str | None, roots: list[Path] | None = None
-) -> list:
-    """Catalogue CSVs, SpecVI-Bench parquet, files, folders and globs -> `CandidateRef`s."""
-    from agent.formats.catalogue import expand
-
-    return expand(sources, task=task, roots=roots)

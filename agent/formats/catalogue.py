@@ -15,7 +15,6 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from agent.catalog import CandidateRef, split_conflicts
 from agent.formats.common import (
     FITS_MAGIC,
     GZIP_MAGIC,
@@ -26,6 +25,7 @@ from agent.formats.common import (
     is_regular,
     read_capped,
 )
+from agent.refs import CandidateRef, split_conflicts
 from agent.spectrum import SpectrumError
 from agent.tasks import TASKS, task_name
 

@@ -23,14 +23,9 @@ import threading
 import weakref
 from typing import Any
 
+from agent.confidence import verdict_char_index, yes_share
 from agent.policies.base import Episode, Reply
-from agent.protocol import (
-    parse_turn,
-    think_block,
-    tool_call_block,
-    verdict_char_index,
-    yes_share,
-)
+from agent.protocol import parse_turn, think_block, tool_call_block
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 

@@ -4,13 +4,18 @@
     python launch.py export rl    --db loupe.db --out exports/rl-1
     python launch.py export pairs --db loupe.db --out exports/pairs-1
 
-What goes in
+What goes in (docs/training-data.md has the whole story)
 - sft: agent trajectories an expert accepted (resolved label = agent verdict, well formed,
-  finished), trajectories an expert corrected, and approved authored trajectories.
+  finished, source `accepted`), every reject and correction of a trajectory (source
+  `corrected` with the expert's reason, `rejected` without one; `correction` says what
+  such a row holds: no thought in it contradicts its verdict), and approved authored
+  trajectories (`authored`).
 - rl: every candidate with a resolved label (expert reviews or adjudication), else the
   verdict of an approved authored trajectory, a gold label or a catalogue label; label only.
-- pairs: the agent's trajectory against its correction (or against an approved authored
-  trajectory that reaches the other verdict).
+- pairs: the agent's trajectory against its reject or correction (or against an approved
+  authored trajectory that reaches the other verdict).
+- The manifest's `left_out` counts the decisions an export passed over, by reason;
+  `renderer` names the renderer of every image (`DEFAULT_RENDERER` unless `--renderer`).
 
 Where each part lives
 - `selection`: reading the store into `ExportRecord`s, one per object and task, and the
@@ -27,13 +32,14 @@ Where each part lives
 
 from annotate.export.cli import add_arguments, main, run_export
 from annotate.export.conversation import Conversation, conversation
-from annotate.export.correction import corrected_trajectory
+from annotate.export.correction import corrected_trajectory, sft_correction
 from annotate.export.manifest import content_hash
 from annotate.export.pipeline import export_records
-from annotate.export.record import KINDS, ExportRecord, ExportResult, Kind
+from annotate.export.record import DEFAULT_RENDERER, KINDS, ExportRecord, ExportResult, Kind
 from annotate.export.selection import Collected, collect, dedup, hash_split, object_split
 
 __all__ = [
+    "DEFAULT_RENDERER",
     "KINDS",
     "Collected",
     "Conversation",
@@ -51,4 +57,5 @@ __all__ = [
     "main",
     "object_split",
     "run_export",
+    "sft_correction",
 ]

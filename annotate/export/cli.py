@@ -16,7 +16,7 @@ from agent.errors import LoupeError
 from annotate.export import vi
 from annotate.export.manifest import folder_state, record_batch
 from annotate.export.pipeline import export_records
-from annotate.export.record import KINDS, ExportResult
+from annotate.export.record import DEFAULT_RENDERER, KINDS, ExportResult
 from annotate.export.selection import collect
 from db.store import DEFAULT_DB, Store
 
@@ -30,10 +30,11 @@ def run_export(
     kind: str,
     out: str | Path,
     *,
-    renderer: str = "fast",
+    renderer: str = DEFAULT_RENDERER,
     test_fraction: float = 0.1,
     full: bool = False,
     include_auto: bool = False,
+    min_grade: int | None = None,
     force: bool = False,
     workers: int | None = None,
     actor: str = "",
@@ -56,7 +57,9 @@ def run_export(
         if isinstance(state, ExportResult):
             return state
         force = state
-    got = collect(store, kind, include_auto=include_auto)
+    if min_grade is not None and min_grade not in (1, 2, 3, 4):
+        raise ExportError(f"--min-grade must be 1, 2, 3 or 4 (got {min_grade})")
+    got = collect(store, kind, include_auto=include_auto, min_grade=min_grade)
     previous = {} if full else store.exported_items(kind, "candidate")
     batches = store.export_batches(kind)
     try:
@@ -98,9 +101,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--renderer",
-        default="fast",
+        default=DEFAULT_RENDERER,
         choices=("fast", "speco3"),
-        help="renderer of the model that will train on the images (speco3 for Spec-o3 weights)",
+        help="renderer of the images, recorded in the manifest; the training scripts refuse a "
+        "checkpoint or another export drawn with another one (speco3: the published tool's)",
     )
     parser.add_argument(
         "--test-fraction",
@@ -115,6 +119,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--include-auto",
         action="store_true",
         help="also export labels the agent set by auto-accept (no expert saw them)",
+    )
+    parser.add_argument(
+        "--min-grade",
+        type=int,
+        default=None,
+        help="only decisions an expert graded at least N (1 a guess .. 4 certain); ungraded "
+        "ones, gold and catalogue labels are left out too",
     )
     parser.add_argument("--force", action="store_true", help="replace --out if it is not empty")
     parser.add_argument(
@@ -139,6 +150,7 @@ def main(args: argparse.Namespace) -> int:
             test_fraction=args.test_fraction,
             full=args.full,
             include_auto=args.include_auto,
+            min_grade=args.min_grade,
             force=args.force,
             workers=args.workers,
             actor=args.actor,
@@ -154,6 +166,8 @@ def main(args: argparse.Namespace) -> int:
     print(f"{args.kind}: {m['rows']} rows into {result.out} ({result.seconds:.1f} s)")
     for name in ("split", "task", "label", "source"):
         print(f"  by {name}: {m['counts'][name]}")
+    if m["left_out"]["total"]:
+        print(f"  left out: {m['left_out']['total']} decision(s): {m['left_out']['reasons']}")
     for e in result.errors:
         print(f"  skipped {e['id']}: {e['reason']}", file=sys.stderr)
     return 0

@@ -20,7 +20,7 @@ from typing import Any
 from annotate.export.record import ExportRecord, ExportResult
 from annotate.export.writing import sha, write_file
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: renderer names only the renderer; left_out
 
 
 @contextmanager
@@ -116,7 +116,7 @@ def build_manifest(
         "kind": kind,
         "format_version": FORMAT_VERSION,
         "code_version": version,
-        "renderer": renderer if kind != "rl" else renderer + " (overview image only)",
+        "renderer": renderer,  # rl: of the overview image; GRPO must render with it too
         "split": {
             "rule": "existing split, else hash of object id",
             "test_fraction": test_fraction,
@@ -137,9 +137,23 @@ def build_manifest(
         },
         "errors": sorted(errors, key=lambda e: (e["id"], e["reason"])),
         "not_exported": dict(sorted(not_exported.items())),
+        "left_out": left_out(not_exported, errors),
         "files": files,
         "content_hash": content_hash(files),
     }
+
+
+def left_out(not_exported: dict[str, int], errors: list[dict[str, str]]) -> dict[str, Any]:
+    """How many decisions the export left out, by reason: those the selection passed over
+    (`not_exported`) and the rows that could not be built (`errors`).
+
+    >>> left_out({"auto-accepted (no expert saw it)": 2}, [{"id": "a", "reason": "x"}])
+    {'total': 3, 'reasons': {'auto-accepted (no expert saw it)': 2, 'row could not be built': 1}}
+    """
+    reasons = dict(sorted(not_exported.items()))
+    if errors:
+        reasons["row could not be built"] = reasons.get("row could not be built", 0) + len(errors)
+    return {"total": sum(reasons.values()), "reasons": reasons}
 
 
 def _nested(written: list[ExportRecord]) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from annotate.export.manifest import (
     staged,
     write_manifest,
 )
-from annotate.export.record import KINDS, ExportRecord, ExportResult
+from annotate.export.record import DEFAULT_RENDERER, KINDS, ExportRecord, ExportResult
 from annotate.export.selection import PAIR_RANK, SOURCE_RANK, assign_splits, dedup, sort_key
 from annotate.export.writing import Built
 from db.store import code_version
@@ -79,7 +79,7 @@ def export_records(
     records: Sequence[ExportRecord],
     out: str | Path,
     *,
-    renderer: str = "fast",
+    renderer: str = DEFAULT_RENDERER,
     previous: dict[int, set[str]] | None = None,
     test_fraction: float = 0.1,
     split_salt: str = "loupe",

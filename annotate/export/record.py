@@ -13,6 +13,10 @@ from agent.trajectory import Trajectory
 Kind = Literal["sft", "rl", "pairs"]
 KINDS: tuple[str, ...] = ("sft", "rl", "pairs")
 SPLIT_ORDER = {"train": 0, "test": 1, "holdout": 2}
+# The renderer exports and training draw images with unless told otherwise: the published
+# Spec-o3 tool's plots, so exports, GRPO rollouts and the published checkpoints agree.
+# Every manifest and checkpoint records the one used; training refuses a mismatch.
+DEFAULT_RENDERER = "speco3"
 
 
 @dataclass
@@ -30,6 +34,13 @@ class ExportRecord:
     trajectory: Trajectory | None = None  # sft: what to train on; pairs: chosen
     rejected: Trajectory | None = None  # pairs: the agent's trajectory
     recency: int = 0  # larger is newer (a review or authored id): breaks ties in dedup
+    grade: int | None = None  # the expert's quality grade of the decision, 1 (a guess) to 4
+    redshift: float | None = None  # the redshift the expert recorded with it
+
+    @property
+    def weight(self) -> float:
+        """Training weight: grade / 4, and 1.0 for an ungraded decision (none was doubted)."""
+        return 1.0 if self.grade is None else self.grade / 4.0
 
     @property
     def row_id(self) -> str:
@@ -47,6 +58,9 @@ class ExportRecord:
             "trajectory": _traj_payload(self.trajectory),
             "rejected": _traj_payload(self.rejected),
         }
+        # only when set: the hashes of ungraded rows stay what earlier batches recorded
+        if self.grade is not None or self.redshift is not None:
+            payload["grade"], payload["redshift"] = self.grade, self.redshift
         data = json.dumps(payload, sort_keys=True, default=str).encode()
         return "sha256:" + hashlib.sha256(data).hexdigest()
 

@@ -1,8 +1,10 @@
 """The rl writer: label-only rows in SpecVI-Bench's schema, for GRPO.
 
 `{split}.parquet` and `{split}.jsonl`: SpecVI-Bench's row schema plus Loupe's columns (id,
-task, label, split, path, hdu, row, object_id, source); overview images under `images/`
-(in the parquet too, as `{bytes, path}`).
+task, label, split, path, hdu, row, object_id, source, grade, redshift, weight, and mask and
+ivar of the tool's flux pixels); overview images under `images/`
+(in the parquet too, as `{bytes, path}`). verl reads the files as they are: the system
+prompt holds no `# Tools` block, since verl's chat template writes it from the tool config.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from agent.protocol import TOOL_NAME, system_prompt, task_prompt
+import numpy as np
+
+from agent.protocol import TOOL_NAME, system_prompt, task_prompt, tools_block
 from agent.spectrum import Spectrum
 from annotate.export.conversation import Images
 from annotate.export.record import ExportRecord
@@ -31,15 +35,29 @@ SPECVI_SOURCE = {"carbon": "carbon", "s_type": "ss", "m_giant": "gm", "cv": "cv"
 AGENT_NAME = "tool_agent"
 
 
+def verl_system_prompt() -> str:
+    """The system prompt without the `# Tools` block: verl renders the chat template with
+    its tool config's schema, which writes that block itself (a second copy would be there
+    if the prompt held one already)."""
+    text = system_prompt().replace(tools_block(), "").rstrip()
+    if "<tools>" in text:
+        raise ValueError("the system prompt holds a tool block that is not agent.protocol's")
+    return text
+
+
 def build_row(index: int, r: ExportRecord, spectrum: Spectrum, imgs: Images) -> Built:
-    good = spectrum.good
-    wave = spectrum.vacuum_wavelength()[good]
-    flux = spectrum.flux[good]
+    # Every finite flux pixel, masked or not: the authors' tool drops only non-finite flux,
+    # so `speco3` draws ivar = 0 pixels and GRPO must get them to draw what vet draws. The
+    # mask and ivar of those pixels travel beside the arrays (`mask`, `ivar` columns).
+    keep = np.isfinite(spectrum.flux)
+    wave = spectrum.vacuum_wavelength()[keep]
+    flux = spectrum.flux[keep]
+    ivar = None if spectrum.ivar is None else spectrum.ivar[keep]
     name = Path(str(r.spectrum_ref.get("path") or "")).name
     row = {
         "data_source": SPECVI_SOURCE.get(r.task, r.task),
         "prompt": [
-            {"role": "system", "content": system_prompt()},
+            {"role": "system", "content": verl_system_prompt()},
             {"role": "user", "content": "<image>" + task_prompt(r.task)},
         ],
         "ability": "spectral_vetting",
@@ -60,6 +78,8 @@ def build_row(index: int, r: ExportRecord, spectrum: Spectrum, imgs: Images) -> 
             },
         },
     }
+    row["mask"] = [bool(x) for x in spectrum.mask[keep]]
+    row["ivar"] = None if ivar is None else [float(x) if np.isfinite(x) else 0.0 for x in ivar]
     return Built(index, row, {"images": [imgs.global_view()]})
 
 
@@ -138,8 +158,14 @@ def schema():
             ("label", pa.string()),
             ("source", pa.string()),
             ("split", pa.string()),
+            ("grade", pa.int64()),
+            ("redshift", pa.float64()),
+            ("weight", pa.float64()),
             ("path", pa.string()),
             ("hdu", pa.string()),
             ("row", pa.int64()),
+            # the mask (True = bad) and ivar of the pixels in tools_kwargs' flux, in order
+            ("mask", pa.list_(pa.bool_())),
+            ("ivar", pa.list_(pa.float64())),
         ]
     )

@@ -1,8 +1,9 @@
 """What an export draws from the store: the records, one per object and task, and their splits.
 
 - One row per object and task (`Candidate.object_id`); when several sources offer one, an
-  approved authored trajectory beats a correction, which beats an accepted agent run; the
-  newest wins among equals. Labels come from the store's resolution rule
+  approved authored trajectory beats a correction (a reject or correct with a reason),
+  which beats a reject without a reason, which beats an accepted agent run; the newest
+  wins among equals. How a reject or correction becomes a row: `correction`. Labels come from the store's resolution rule
   (`Candidate.label`: majority with an adjudicator's override).
 - Splits by object: an object's existing `Candidate.split` wins (if its candidates name
   several, the most held-out one: holdout > test > train); otherwise a hash of the object
@@ -14,19 +15,27 @@ from __future__ import annotations
 import hashlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent.trajectory import Trajectory
 from annotate.authoring import authored_to_trajectory
-from annotate.export.correction import corrected_trajectory
+from annotate.export.correction import corrected_trajectory, sft_correction
 from annotate.export.record import SPLIT_ORDER, ExportRecord
 
 # A source's rank when several offer one object+task: higher wins.
-SOURCE_RANK = {"authored": 3, "corrected": 2, "accepted": 1, "review": 3, "gold": 2, "catalog": 1}
+SOURCE_RANK = {
+    "authored": 4,
+    "corrected": 3,
+    "rejected": 2,
+    "accepted": 1,
+    "review": 3,
+    "gold": 2,
+    "catalog": 1,
+}
 # For pairs a correction is preferred: it shares the agent's steps up to the wrong one, a
-# cleaner contrast.
-PAIR_RANK = {"corrected": 3, "authored": 2}
+# cleaner contrast; an unexplained reject's neutral answer comes last.
+PAIR_RANK = {"corrected": 3, "authored": 2, "rejected": 1}
 
 
 def hash_split(object_id: str, test_fraction: float, salt: str = "loupe") -> str:
@@ -100,11 +109,43 @@ class Collected:
     records: list[ExportRecord]
     not_exported: dict[str, int]  # reason -> count
     existing_splits: dict[str, set[str]]
+    graded: dict[int, dict[str, tuple[int | None, float | None]]] = field(default_factory=dict)
 
 
-def collect(store: Any, kind: str, include_auto: bool = False) -> Collected:
-    """The records a `kind` export draws from, read from a `db.store.Store`."""
+def collect(
+    store: Any, kind: str, include_auto: bool = False, min_grade: int | None = None
+) -> Collected:
+    """The records a `kind` export draws from, read from a `db.store.Store`; with
+    `min_grade`, only decisions an expert graded at least that (`ExportRecord.grade`)."""
+    got = _collect(store, kind, include_auto)
+    for r in got.records:
+        r.grade, r.redshift = got.graded.get(r.candidate_id, {}).get(r.label, (None, None))
+    if min_grade is not None:
+        kept = [r for r in got.records if r.grade is not None and r.grade >= min_grade]
+        if len(kept) < len(got.records):
+            why = f"grade below --min-grade {min_grade} (or ungraded)"
+            got.not_exported[why] = got.not_exported.get(why, 0) + len(got.records) - len(kept)
+        got.records = kept
+    return got
+
+
+def grades(reviews: list[Any]) -> dict[int, dict[str, tuple[int | None, float | None]]]:
+    """candidate id -> label -> (grade, redshift) of the decision: the latest grade and the
+    latest redshift among the expert reviews that set that label."""
+    out: dict[int, dict[str, tuple[int | None, float | None]]] = {}
+    for r in sorted(reviews, key=lambda r: (r.updated, r.id)):
+        if r.label not in ("YES", "NO"):
+            continue
+        g, z = out.setdefault(r.candidate_id, {}).get(r.label, (None, None))
+        g = r.grade if getattr(r, "grade", None) is not None else g
+        z = r.redshift if getattr(r, "redshift", None) is not None else z
+        out[r.candidate_id][r.label] = (g, z)
+    return out
+
+
+def _collect(store: Any, kind: str, include_auto: bool) -> Collected:
     skipped: Counter = Counter()
+    all_reviews = store.reviews()
     existing = store.object_splits()
     extra_ids = store.reference_labelled_ids() if kind == "rl" else []
     cands = store.labelled_candidates()
@@ -131,10 +172,10 @@ def collect(store: Any, kind: str, include_auto: bool = False) -> Collected:
             label, source = (c.gold_label, "gold") if c.gold_label else (c.known_label, "catalog")
             if label in ("YES", "NO"):
                 records.append(_rl_record(c, label, source))
-        return Collected(records, dict(skipped), existing)
+        return Collected(records, dict(skipped), existing, grades(all_reviews))
 
     reviews: dict[int, list[Any]] = defaultdict(list)
-    for r in store.reviews():
+    for r in all_reviews:
         reviews[r.candidate_id].append(r)
     info_by_id = {c.id: c for c in cands}
     wanted = {c.trajectory_id for c in usable if c.trajectory_id is not None}
@@ -181,7 +222,7 @@ def collect(store: Any, kind: str, include_auto: bool = False) -> Collected:
                 recency=a.id,
             )
         )
-    return Collected(records, dict(skipped), existing)
+    return Collected(records, dict(skipped), existing, grades(all_reviews))
 
 
 def _rl_record(c: Any, label: str, source: str) -> ExportRecord:
@@ -197,19 +238,18 @@ def _rl_record(c: Any, label: str, source: str) -> ExportRecord:
     )
 
 
+def _reason(review: Any) -> str:
+    """The reasoning the model should learn from a review (not its comment, a note to
+    other experts that is never trained on)."""
+    return (getattr(review, "explanation", None) or "").strip()
+
+
 def _review_record(
     c: Any, reviews: list[Any], traj: Callable[[int], Trajectory], kind: str
 ) -> tuple[ExportRecord | None, str | None]:
-    """The accepted or corrected trajectory behind a candidate's resolved label."""
+    """The accepted, corrected or rejected trajectory behind a candidate's resolved label."""
     label = c.label
     agreeing = [r for r in reviews if r.label == label]
-    corrections = [
-        r
-        for r in agreeing
-        if r.action in ("correct", "reject")
-        and (r.explanation or "").strip()
-        and r.trajectory_id is not None
-    ]
     base = dict(
         candidate_id=c.id,
         key=c.key,
@@ -219,17 +259,28 @@ def _review_record(
         spectrum_ref=dict(c.spectrum_ref),
         split=c.split,
     )
-    if corrections:
-        r = max(corrections, key=lambda r: (r.updated, r.id))
+    # A reject or correction of a trajectory: with a reason, or flipping the verdict without
+    # one (a reject as most experts leave it). Reviews with a reason come first.
+    fixes = []
+    for r in agreeing:
+        if r.action not in ("correct", "reject") or r.trajectory_id is None:
+            continue
+        if _reason(r) or traj(r.trajectory_id).verdict != label:
+            fixes.append(r)
+    if fixes:
+        r = max(fixes, key=lambda r: (bool(_reason(r)), r.updated, r.id))
         agent = traj(r.trajectory_id)
+        reason = _reason(r)
         try:
-            fixed = corrected_trajectory(agent, label, r.explanation, r.wrong_step)
+            if kind == "pairs":
+                fixed = corrected_trajectory(agent, label, reason, r.wrong_step)
+            else:
+                fixed = sft_correction(agent, label, reason, r.wrong_step)
         except ValueError as exc:
             return None, f"correction not applicable ({exc})"
+        source = "corrected" if reason else "rejected"
         return (
-            ExportRecord(
-                **base, source="corrected", trajectory=fixed, rejected=agent, recency=r.id
-            ),
+            ExportRecord(**base, source=source, trajectory=fixed, rejected=agent, recency=r.id),
             None,
         )
     if kind == "pairs":
@@ -244,7 +295,7 @@ def _review_record(
         return None, "no agent trajectory (label only: rl)"
     t = traj(tid)
     if t.verdict != label:
-        return None, "label differs from the agent's verdict and no explanation was given"
+        return None, "label differs from the agent's verdict and no expert judged that run"
     if not t.format_ok or t.state != "done":
         return None, "agent trajectory malformed or unfinished"
     recency = max((r.id for r in agreeing), default=0)

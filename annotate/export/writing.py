@@ -128,6 +128,9 @@ def common_features() -> dict[str, Any]:
         "label": Value("string"),
         "source": Value("string"),
         "split": Value("string"),
+        "grade": Value("int64"),
+        "redshift": Value("float64"),
+        "weight": Value("float64"),
     }
 
 
@@ -140,6 +143,9 @@ def common_row(r: ExportRecord) -> dict[str, Any]:
         "label": r.label,
         "source": r.source,
         "split": r.split,
+        "grade": r.grade,
+        "redshift": r.redshift,
+        "weight": r.weight,
     }
 
 

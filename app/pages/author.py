@@ -10,12 +10,14 @@ draft as it was.
 
 from __future__ import annotations
 
+import base64
 import copy
 from typing import Any
 
 from agent.spectrum import SpectrumError
-from agent.trajectory import Step
+from agent.trajectory import Step, Trajectory
 from annotate import authoring as au
+from annotate.export.conversation import Images, conversation
 from app import plots
 from app.context import USER_ERRORS, Context, Viewer, refusal
 from app.pages.vet import tasks_of, thought_html
@@ -212,9 +214,50 @@ def audit_choices(ctx: Context, ex: Viewer | None) -> list[tuple[str, str]]:
     return out
 
 
+def audit_note(ctx: Context, ex: Viewer | None, choices: list[tuple[str, str]]) -> str:
+    """Why the audit list holds what it holds; above all why it is empty, since an author
+    cannot approve their own trajectory and single-user mode has only one expert."""
+    if ex is None:
+        return "Log in to audit trajectories written by others."
+    if choices:
+        return f"{len(choices)} trajectory(ies) written by others await your audit."
+    me = ctx.store.expert(ex.name)
+    mine = sum(1 for a in ctx.store.list_authored(status="submitted")
+               if me is not None and a.author_id == me.id)  # fmt: skip
+    waiting = f" ({mine} of yours await another expert)" if mine else ""
+    if not ctx.login:
+        return (
+            f"Nothing to audit{waiting}: an author cannot approve their own trajectory, and "
+            f"single-user mode (served without `--login`) has one expert, "
+            f"**{escape(ex.name)}**, who wrote them all. To audit, serve with `--login` and "
+            "give a second expert an account (`launch.py add-expert NAME --password-stdin`)."
+        )
+    return f"Nothing to audit{waiting}: no trajectory written by another expert awaits audit."
+
+
+def _png_uri(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def _audit_images(ctx: Context, a: Any, t: Trajectory) -> tuple[bytes, dict[int, bytes]]:
+    """The whole-spectrum view and each zoom step's image (by step index), drawn by the
+    export itself (`annotate.export.conversation`), so they are the images the model will be
+    trained on."""
+    spec = ctx.store.load_spectrum(a.candidate_id)
+    conv = conversation(copy.deepcopy(t), Images(spec, a.renderer or "fast"))
+    zooms = [i for i, s in enumerate(t.steps)
+             if s.tool_call is not None and s.answer is None and s.observation_image]  # fmt: skip
+    return conv.images[0], dict(zip(zooms, conv.images[1:], strict=True))
+
+
+def _figure(png: bytes, alt: str) -> str:
+    return f'<img class="loupe-audit-image" src="{_png_uri(png)}" alt="{escape(alt)}">'
+
+
 def audit_view(ctx: Context, ex: Viewer | None, pick: str | None) -> str:
-    """A submitted trajectory as the auditor reads it: each step, the answer, and the
-    comments of earlier rounds."""
+    """A submitted trajectory as the auditor reads it: the whole spectrum and every zoom as
+    the model will see them (the export's renderer and drawing), each beside its thought;
+    the answer; and the comments of earlier rounds."""
     if ex is None or not pick:
         return ""
     try:
@@ -223,14 +266,41 @@ def audit_view(ctx: Context, ex: Viewer | None, pick: str | None) -> str:
         history = au.audit_history(ctx.store, a.id)
     except (*USER_ERRORS, ValueError) as e:  # an unknown or malformed pick
         return escape(e)
-    parts = [thought_html(i, s) for i, s in enumerate(t.steps) if s.answer is None]
-    parts.append(f"<p><b>Verdict {escape(t.verdict)}</b></p>{render_md(t.explanation)}")
+    renderer = a.renderer or "fast"
+    try:
+        overview, zooms = _audit_images(ctx, a, t)
+        err = ""
+    except (SpectrumError, OSError, ValueError) as e:
+        overview, zooms = None, {}
+        err = (f'<p style="color:#c1121f">The images cannot be drawn: {escape(e)}. Do not '
+               "approve what you cannot see.</p>")  # fmt: skip
+    how = (f"<p>Drawn with the <b>{escape(renderer)}</b> renderer, as <code>export sft "
+           f"--renderer {escape(renderer)}</code> draws them for training.</p>")  # fmt: skip
+    parts = [how + err]
+    if overview is not None:
+        parts.append(
+            '<div class="loupe-audit-step" id="audit-overview"><div><b>Whole spectrum</b>'
+            "<p>The first image the model is shown, with the task's question.</p></div>"
+            f"{_figure(overview, 'the whole spectrum as the model sees it')}</div>"
+        )
+    for i, s in enumerate(t.steps):
+        if s.answer is not None:
+            continue
+        img = zooms.get(i)
+        pic = _figure(img, f"step {i + 1}: the zoom the model sees") if img is not None else ""
+        parts.append(
+            f'<div class="loupe-audit-step" id="audit-step-{i}">{thought_html(i, s)}{pic}</div>'
+        )
+    final = next((s for s in t.steps if s.answer is not None), None)
+    closing = render_md(final.thought) if final is not None and final.thought else ""
+    parts.append(f'<div class="loupe-answer">{closing}<p><b>Verdict {escape(t.verdict)}</b></p>'
+                 f"{render_md(t.explanation)}</div>")  # fmt: skip
     rounds = [h for h in history if h.comment]
     if rounds:
         parts.append("<p><b>Earlier audit rounds</b></p><ul>" + "".join(
             f"<li>{escape(h.actor)} ({escape(h.action)}): {escape(h.comment)}</li>"
             for h in rounds) + "</ul>")  # fmt: skip
-    return '<div class="loupe-thought">' + "".join(parts) + "</div>"
+    return '<div class="loupe-audit">' + "".join(parts) + "</div>"
 
 
 def audit_decide(ctx: Context, ex: Viewer | None, pick: str | None, op: str, comment: str) -> str:

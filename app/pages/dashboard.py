@@ -3,11 +3,13 @@ agreement, aggregated in the database and drawn as Plotly figures."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from annotate import agreement as ag
 from app import plots
-from app.context import Context, Viewer
+from app.context import AccessError, Context, Viewer, refusal, require
+from app.render_md import escape
 from app.views import DashboardView
 
 
@@ -158,11 +160,73 @@ def dashboard(ctx: Context, ex: Viewer | None, task: str = "all", precision: flo
     } if gs else plots.empty_figure("No gold-standard items reviewed yet.")  # fmt: skip
     n_rev = sum(done.values())
     med = st.seconds_median
+    unexplained = ctx.store.rejects_without_reason(only)
+    n_unexplained = sum(unexplained.values())
     summary = (
         f"**{sum(total.values())}** candidates · **{n_rev}** reviewed · **{st.n_reviews}** "
         f"decisions by **{len(secs) or st.n_reviewers}** expert(s)"
         + (f" · median **{med:.1f} s** per spectrum" if med is not None else "")
+        + (
+            f" · **{n_unexplained}** reject(s) without a reason "
+            f"({', '.join(f'{t} {n}' for t, n in sorted(unexplained.items()))}): "
+            "their training rows get a neutral explanation, not the expert's reasoning"
+            if n_unexplained
+            else ""
+        )
     )
     return DashboardView(summary, progress, rates, confusion_fig, reliability, speed, gold_fig,
                          {"headers": HEADERS["per_task"], "data": per_task},
                          {"headers": HEADERS["kappa"], "data": kappa})  # fmt: skip
+
+
+# -- the inspector: calibrate it from the experts' labels, its agreement on gold by version --
+
+VERSION_HEADERS = ["inspector version", "gold items", "agreement"]
+
+
+def can_calibrate(ex: Viewer | None) -> bool:
+    """Whether the page shows the Calibrate button (the handler checks again)."""
+    return ex is not None and ex.admin
+
+
+def inspector_versions(ctx: Context, ex: Viewer | None, task: str = "all") -> dict[str, Any]:
+    """Gold items: how often each inspector version (plain rules, inspector-vN) agrees with
+    the gold label, so a calibration is judged on items it was not told about."""
+    if ex is None:
+        return {"headers": VERSION_HEADERS, "data": []}
+    only = None if task in (None, "", "all") else task
+    rows = ctx.store.gold_agreement_by_inspector(only)
+    return {"headers": VERSION_HEADERS,
+            "data": [[v, n, _r(agree / n) if n else None] for v, n, agree in rows]}  # fmt: skip
+
+
+def calibrate_now(
+    ctx: Context, ex: Viewer | None, out: str | Path | None = None
+) -> tuple[str, dict[str, Any]]:
+    """Admins only: fit the next inspector version from the store's labels (`launch.py
+    calibrate`); a message and the cross-validated before/after per task."""
+    from annotate.calibrate import CV_HEADERS, calibrate_store, cv_rows
+
+    empty = {"headers": CV_HEADERS, "data": []}
+    try:
+        require(ex, admin=True)
+    except AccessError as e:
+        return f"Refused: {escape(e)}", empty
+    try:
+        done = calibrate_store(ctx.store, out or Path(ctx.export_dir) / "inspector",
+                               actor=ex.name)  # fmt: skip
+    except Exception as exc:
+        return refusal("Calibration failed", exc), empty
+    model = done.model
+    on = [f"{t} ({tm.kind})" for t, tm in model.tasks.items() if tm.kind != "rules"]
+    msg = (
+        f"Fitted **{model.tag}** from **{done.n_examples}** labelled decisions; "
+        + (f"switched on for {', '.join(on)}" if on else "nothing beat the rules")
+        + " under cross-validation (the rules kept elsewhere). New vetting with the rules "
+        f"inspector uses it; saved to the store and `{escape(done.path)}`."
+    )
+    if done.problems:
+        msg += f" Skipped {len(done.problems)} unreadable item(s): " + escape(
+            "; ".join(done.problems[:5])
+        )
+    return msg, {"headers": CV_HEADERS, "data": cv_rows(model)}

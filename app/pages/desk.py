@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from agent.errors import LoupeError
 from agent.spectrum import Spectrum
 from agent.templates import Template, builtin_templates
 from agent.trajectory import Trajectory
@@ -20,6 +21,10 @@ from app.views import Display
 
 Z_MIN, Z_MAX = -0.01, 7.0
 SMALL_STEP, LARGE_STEP = 0.001, 0.05  # `[` `]` and `{` `}`
+
+
+class RedshiftError(LoupeError, ValueError):
+    """A typed redshift that is not a number in the control's range."""
 
 
 def templates(ctx: Context) -> list[Template]:
@@ -73,7 +78,7 @@ def overlay(
 ) -> tuple[Template | None, float]:
     """The template to draw on candidate `key` and the redshift to draw it at."""
     z = _mine(display, key)
-    return template_named(ctx, display.template), float(
+    return template_named(ctx, display.template), shown_z(
         z if z is not None else estimate(spec, traj)[0]
     )
 
@@ -88,14 +93,47 @@ def redshift_info(
             "set_by_expert": z is not None}  # fmt: skip
 
 
+def shown_z(z: float) -> float:
+    """z at the control's resolution (its step, 0.0001), as the slider shows it and the
+    template is drawn; a pipeline's -0.00003 is 0, never "-0.0000"."""
+    return round(float(z), 4) + 0.0
+
+
 def info_html(info: dict[str, Any] | None) -> str:
     if not info:
         return '<div id="desk-z-info">no redshift</div>'
     who = "agent" if info["source"] == "agent" else "pipeline (file's Z)"
-    mine = (f" · yours: <b>{info['z']:.4f}</b> (recorded with your decision)"
+    mine = (f" · yours: <b>{shown_z(info['z']):.4f}</b> (recorded with your decision)"
             if info["set_by_expert"] else "")  # fmt: skip
-    return (f'<div id="desk-z-info">{escape(who)} z = <b>{info["estimate"]:.4f}</b>{mine}'
-            "</div>")  # fmt: skip
+    return (f'<div id="desk-z-info">{escape(who)} z = <b>{shown_z(info["estimate"]):.4f}</b>'
+            f"{mine}</div>")  # fmt: skip
+
+
+def typed_z(text: Any) -> float:
+    """The redshift the expert typed in the box, or a clear refusal."""
+    raw = str(text if text is not None else "").strip()
+    try:
+        z = float(raw)
+    except ValueError:
+        z = float("nan")
+    if not Z_MIN <= z <= Z_MAX:  # NaN fails this too
+        raise RedshiftError(
+            f"redshift {raw or '(empty)'!r} is not a number from {Z_MIN} to {Z_MAX:g}"
+        )
+    return z
+
+
+def enter_z(state: dict, text: Any) -> tuple[dict, str]:
+    """The redshift typed in the box (Enter) as the expert's; a refusal keeps the state and
+    says why."""
+    try:
+        return set_z(state, typed_z(text)), ""
+    except RedshiftError as e:
+        return state, f"Redshift not changed: {escape(e)}."
+
+
+def with_message(view: Any, message: str) -> Any:
+    return dataclasses.replace(view, message=message)
 
 
 def set_z(state: dict, z: float | None, source: str = "expert") -> dict:

@@ -1,5 +1,6 @@
 """The export page: admins run the SFT, RL and pairs exports (`annotate.export`) and
-download what they wrote, and download the decisions as VI CSVs (`annotate.export.vi`)."""
+download what they wrote, and download the decisions as VI CSVs (`annotate.export.vi`).
+Only admins see the earlier batches (their folders) and the files."""
 
 from __future__ import annotations
 
@@ -13,15 +14,27 @@ from app.context import AccessError, Context, Viewer, require
 from app.render_md import escape
 from app.views import ExportView
 
-HISTORY_HEADERS = ["batch", "kind", "created", "by", "folder", "items"]
+HISTORY_HEADERS = ["batch", "kind", "created", "by", "folder", "rows", "renderer", "left out"]
 
 
-def export_history(ctx: Context) -> dict[str, Any]:
+def export_history(ctx: Context, ex: Viewer | None) -> dict[str, Any]:
+    """Earlier batches, for admins only: a batch's folder name is the way to its files."""
+    if ex is None or not ex.admin:
+        return {"headers": HISTORY_HEADERS, "data": []}
     rows = [[b.id, b.kind, str(b.created)[:19], b.actor, b.path or "",
-             sum((b.manifest or {}).get("counts", {}).get("total", {}).values())
-             if isinstance((b.manifest or {}).get("counts", {}).get("total"), dict) else ""]
+             (b.manifest or {}).get("rows", ""), (b.manifest or {}).get("renderer", ""),
+             ((b.manifest or {}).get("left_out") or {}).get("total", "")]
             for b in ctx.store.export_batches()]  # fmt: skip
     return {"headers": HISTORY_HEADERS, "data": rows}
+
+
+def left_out_text(manifest: dict[str, Any]) -> str:
+    """How many decisions an export left out and why, as one Markdown line."""
+    lo = manifest.get("left_out") or {}
+    if not lo.get("total"):
+        return "No decision left out."
+    why = "; ".join(f"{escape(r)}: {n}" for r, n in (lo.get("reasons") or {}).items())
+    return f"**{lo['total']}** decision(s) left out ({why})."
 
 
 def run_export(ctx: Context, ex: Viewer | None, kind: str) -> ExportView:
@@ -35,14 +48,18 @@ def run_export(ctx: Context, ex: Viewer | None, kind: str) -> ExportView:
         out = ctx.export_dir / f"{kind}-{stamp}-{secrets.token_hex(8)}"
         result = export.run_export(ctx.store, kind, out, actor=ex.name)
     except (AccessError, ValueError) as e:
-        return ExportView(f"Refused: {escape(e)}", None, [], export_history(ctx))
+        return ExportView(f"Refused: {escape(e)}", None, [], export_history(ctx, ex))
     folder = Path(result.out)
     files = sorted(str(p) for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
     # Image folders can hold thousands of files: link the data and the manifest first.
     files.sort(key=lambda f: (Path(f).suffix in (".png", ".jpg"), f))
-    msg = (f"**{kind}** export: {len(result.items)} new item(s), {len(result.errors)} error(s), "
-           f"{result.seconds:.1f} s, in `{escape(folder)}` (batch {result.batch_id}).")  # fmt: skip
-    return ExportView(msg, result.manifest, files[:50], export_history(ctx))
+    m = result.manifest
+    by_source = ", ".join(f"{s} {n}" for s, n in m.get("counts", {}).get("source", {}).items())
+    msg = (f"**{kind}** export: {len(result.items)} new item(s) ({by_source or 'none'}), "
+           f"{len(result.errors)} error(s), renderer `{m.get('renderer')}`, "
+           f"{result.seconds:.1f} s, in `{escape(folder)}` (batch {result.batch_id}). "
+           + left_out_text(m))  # fmt: skip
+    return ExportView(msg, result.manifest, files[:50], export_history(ctx, ex))
 
 
 def vi_download(ctx: Context, ex: Viewer | None, layout: str = "loupe") -> tuple[str, list[str]]:
@@ -51,7 +68,8 @@ def vi_download(ctx: Context, ex: Viewer | None, layout: str = "loupe") -> tuple
 
     try:
         require(ex, admin=True)
-        folder = ctx.export_dir / f"vi-{time.strftime('%Y%m%d-%H%M%S')}"
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        folder = ctx.export_dir / f"vi-{stamp}-{secrets.token_hex(8)}"  # unguessable, as above
         paths = vi.write_per_campaign(ctx.store, folder, layout=layout)
     except (AccessError, ValueError) as e:
         return f"Refused: {escape(e)}", []

@@ -9,7 +9,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from agent.catalog import CandidateRef
+from agent.refs import CandidateRef
 from agent.spectrum import SpectrumError
 from app.context import AccessError, Context, Viewer, refusal, require
 from app.render_md import escape
@@ -66,7 +66,7 @@ def ingest_upload(
     import hashlib
     import shutil
 
-    from agent.formats import expand_candidates
+    from agent.catalog import expand_candidates
 
     # Every path a file names (a catalogue's lines) must stay inside the data roots too.
     def read_candidates(path: Path, task: str):

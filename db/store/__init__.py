@@ -84,9 +84,6 @@ __all__ = [
     "verify_password_hash",
 ]
 
-# The rules' doctests live in db.store.rules; `doctest.testmod(db.store)` runs them too.
-__test__ = {f.__name__: f for f in (queue_priority, derive_label, resolve_label)}
-
 
 class Store(
     CoreMixin,

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from db import models as m
 from db.models import utcnow
+from db.settings import DEFAULTS
 from db.store.auth import hash_password, token_hash, verify_password_hash
 from db.store.errors import NotFound, StoreError
 
@@ -108,7 +109,9 @@ class AccountsMixin:
         ok = verify_password_hash(e.password_hash if e is not None else None, password or "")
         return e if ok and e is not None and e.active else None
 
-    def login(self, name: str, password: str, ttl_seconds: float = 12 * 3600) -> str | None:
+    def login(
+        self, name: str, password: str, ttl_seconds: float = DEFAULTS.session_seconds
+    ) -> str | None:
         """A new session token for a correct name and password, else None."""
         e = self.verify_password(name, password)
         if e is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 from sqlalchemy import JSON, func, select, update
 from sqlalchemy.orm import Session
 
-from agent.catalog import CandidateRef
+from agent.refs import CandidateRef
 from db import models as m
 from db.models import utcnow
 from db.store.errors import NotFound, StoreError
@@ -89,8 +90,11 @@ class CandidatesMixin:
         """Insert candidates (and their spectra) that are not there yet.
 
         Idempotent: a candidate already present (same file reference and task, or same id
-        and task) is counted in `existing`, never duplicated. A bad ref is refused with its
-        index and reason in `errors`; the good ones are kept. `meta[i]` holds optional
+        and task) is counted in `existing`, never duplicated; but an id and task already
+        given to another spectrum (another file, HDU or row, or a file whose content hash
+        differs from the stored one) is a conflict, left out with its index and reason in
+        `conflicts` (the stored candidate stands). A bad ref is refused with its index and
+        reason in `errors`; the good ones are kept. `meta[i]` holds optional
         spectrum metadata for the i-th ref (survey, ra, dec, snr, obsid, survey_class, ...);
         `hashes` maps a path to its content hash. Each batch commits on its own.
         """
@@ -116,6 +120,9 @@ class CandidatesMixin:
         now = utcnow()
         with self._tx() as s:
             task_ids = {name: self._task_id(s, name) for name in {r.task for _, r, _ in batch}}
+            batch = self._drop_conflicts(s, batch, task_ids, hashes, report)
+            if not batch:
+                return
             spec_rows: dict[str, dict[str, Any]] = {}
             for _, ref, info in batch:
                 key = ref_key(ref.path, ref.hdu, ref.row)
@@ -198,6 +205,39 @@ class CandidatesMixin:
                     "last": batch[-1][1].id,
                 },
             )
+
+    def _drop_conflicts(self, s: Session, batch, task_ids, hashes, report) -> list:
+        """`batch` without the refs whose (id, task) the store, or an earlier ref of this
+        batch, already gives to another spectrum; each one left out goes to
+        `report.conflicts`. Re-offering the same spectrum is not a conflict."""
+        stored: dict[tuple[str, int], tuple[str, str | None, str]] = {}
+        keys = sorted({r.id for _, r, _ in batch})
+        for j in range(0, len(keys), 500):
+            rows = s.execute(
+                select(m.Candidate.key, m.Candidate.task_id, m.Spectrum.ref_key,
+                       m.Spectrum.content_hash, m.Spectrum.path)
+                .join(m.Spectrum, m.Spectrum.id == m.Candidate.spectrum_id)
+                .where(m.Candidate.key.in_(keys[j : j + 500]))
+            ).all()  # fmt: skip
+            stored.update({(k, t): (rk, h, p) for k, t, rk, h, p in rows})
+        kept = []
+        first: dict[tuple[str, int], CandidateRef] = {}
+        for i, ref, info in batch:
+            tid = task_ids[ref.task]
+            new_hash = (hashes or {}).get(ref.path) or info.get("content_hash")
+            problem = None
+            if (ref.id, tid) in stored:
+                key, old_hash, old_path = stored[(ref.id, tid)]
+                problem = _conflict(ref, new_hash, key, old_hash, old_path)
+            elif first.setdefault((ref.id, tid), ref).spectrum_ref != ref.spectrum_ref:
+                seen = first[(ref.id, tid)]
+                problem = (f"id {ref.id!r} (task {ref.task}) points at {_shown(ref)} here but "
+                           f"at {_shown(seen)} in {seen.origin or seen.path} (conflict)")  # fmt: skip
+            if problem:
+                report.conflicts.append((i, ref.origin or _shown(ref), problem))
+            else:
+                kept.append((i, ref, info))
+        return kept
 
     def _bulk_insert_ignore(self, conn, model: type[m.Base], rows: list[dict[str, Any]]) -> int:
         """INSERT ... ON CONFLICT DO NOTHING through the driver's executemany; returns the
@@ -422,7 +462,7 @@ class CandidatesMixin:
             c.verdict is not None and any(lab != c.verdict for lab in labels)
         )
         c.priority = queue_priority(
-            c.confidence,
+            self._queue_confidence(s, c),
             # a failed run (unreadable file, backend error) gives a human nothing to judge
             vetted=c.trajectory_id is not None
             and getattr(s.get(m.Trajectory, c.trajectory_id), "state", "error") in VETTED,
@@ -439,6 +479,45 @@ class CandidatesMixin:
         else:
             c.label, c.label_source = None, None
         c.updated = utcnow()
+
+
+def _shown(ref: CandidateRef) -> str:
+    where = ref.path + ("" if ref.hdu is None else f"[{ref.hdu}]")
+    return where if ref.row is None else f"{where} row {ref.row}"
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.realpath(a) == os.path.realpath(b)
+    except (OSError, ValueError):
+        return False
+
+
+def _conflict(
+    ref: CandidateRef, new_hash: str | None, key: str, old_hash: str | None, old_path: str
+) -> str | None:
+    """Why `ref` is not the spectrum its (id, task) already names in the store (stored as
+    reference `key` from `old_path`, file hash `old_hash`), or None when it is."""
+    new_key = ref_key(ref.path, ref.hdu, ref.row)
+    old_where = key.rsplit("|", 2)
+    same_ref = new_key == key or (
+        # the same file named another way (relative to another folder, through a link)
+        old_where[1:] == new_key.rsplit("|", 2)[1:] and _same_file(ref.path, old_path)
+    )
+    head = f"id {ref.id!r} (task {ref.task}) points at {_shown(ref)} here"
+    if not same_ref:
+        stored = old_path + "".join(
+            f"[{old_where[1]}]" if n == 1 else f" row {old_where[2]}"
+            for n in (1, 2)
+            if old_where[n]
+        )
+        return f"{head} but at {stored} in the store (conflict)"
+    if new_hash and old_hash and new_hash != old_hash:
+        return (
+            f"{head}, whose content ({new_hash[:19]}...) is not the stored file's "
+            f"({old_hash[:19]}...): the file changed since it was ingested (conflict)"
+        )
+    return None
 
 
 def _check_ref(ref: CandidateRef, info: dict[str, Any], split: str | None) -> str | None:

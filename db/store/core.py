@@ -28,7 +28,7 @@ from sqlalchemy.pool import StaticPool
 from db import models as m
 from db.models import utcnow
 from db.store.errors import StoreError
-from db.store.rules import VETTED, queue_priority
+from db.store.rules import MODEL_CALIBRATION, VETTED, calibrated_confidence, queue_priority
 
 log = logging.getLogger(__name__)
 
@@ -265,16 +265,28 @@ class CoreMixin:
             self._audit(s, actor, "set", "setting", None, {"key": key, "value": value})
             if key == "threshold":
                 self._reprioritise(s, float(value))
+            elif key == MODEL_CALIBRATION:
+                s.flush()
+                self._reprioritise(s, self._threshold(s))
 
     def _threshold(self, s: Session) -> float:
         row = s.get(m.Setting, "threshold")
         return 0.5 if row is None else float(row.value.get("value", 0.5))
 
     def _reprioritise(self, s: Session, threshold: float) -> None:
+        cals = self._calibrations(s)
         rows = s.execute(
             select(
-                m.Candidate.id, m.Candidate.confidence, m.Candidate.disagreement, m.Trajectory.state
-            ).outerjoin(m.Trajectory, m.Trajectory.id == m.Candidate.trajectory_id)
+                m.Candidate.id,
+                m.Candidate.confidence,
+                m.Candidate.disagreement,
+                m.Trajectory.state,
+                m.AgentRun.fingerprint,
+                m.Task.name,
+            )
+            .outerjoin(m.Trajectory, m.Trajectory.id == m.Candidate.trajectory_id)
+            .outerjoin(m.AgentRun, m.AgentRun.id == m.Trajectory.run_id)
+            .outerjoin(m.Task, m.Task.id == m.Candidate.task_id)
         ).all()
         s.execute(
             update(m.Candidate),
@@ -282,7 +294,7 @@ class CoreMixin:
                 {
                     "id": r.id,
                     "priority": queue_priority(
-                        r.confidence,
+                        calibrated_confidence(r.confidence, r.name, cals.get(r.fingerprint)),
                         vetted=r.state in VETTED,
                         disagreement=r.disagreement,
                         threshold=threshold,
@@ -291,6 +303,25 @@ class CoreMixin:
                 for r in rows
             ],
         )
+
+    def _calibrations(self, s: Session) -> dict[str, Any]:
+        """Run fingerprint -> the model calibration fitted for that run (empty if none)."""
+        row = s.get(m.Setting, MODEL_CALIBRATION)
+        return {} if row is None else dict(row.value.get("value") or {})
+
+    def _queue_confidence(self, s: Session, c: m.Candidate) -> float | None:
+        """The candidate's P(YES) as the queue ranks it: calibrated for the run whose
+        trajectory the candidate shows, where `calibrate --run` fitted one."""
+        cals = self._calibrations(s)
+        if not cals or c.confidence is None or c.trajectory_id is None:
+            return c.confidence
+        fp, task = s.execute(
+            select(m.AgentRun.fingerprint, m.Task.name)
+            .join(m.Trajectory, m.Trajectory.run_id == m.AgentRun.id)
+            .join(m.Task, m.Task.id == c.task_id)
+            .where(m.Trajectory.id == c.trajectory_id)
+        ).one()
+        return calibrated_confidence(c.confidence, task, cals.get(fp))
 
     # -- audit --------------------------------------------------------------------------
     def audit_events(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import Integer, case, cast, func, select, text
 from sqlalchemy.orm import Session
 
@@ -116,6 +118,25 @@ class DashboardMixin:
             gold=gold,
         )
 
+    def rejects_without_reason(self, task: str | None = None) -> dict[str, int]:
+        """Per task, the rejects (and label-changing corrections) with no reason typed: their
+        SFT rows carry a neutral explanation instead of the expert's reasoning."""
+        C, R, T = m.Candidate, m.Review, m.Task
+        no_reason = R.explanation.is_(None) | (func.trim(R.explanation) == "")
+        q = (
+            select(T.name, func.count())
+            .select_from(R)
+            .join(C, C.id == R.candidate_id)
+            .join(T, T.id == C.task_id)
+            .where(R.action.in_(("reject", "correct")), no_reason)
+            .where((R.action == "reject") | (R.label != C.verdict))
+            .group_by(T.name)
+        )
+        if task is not None:
+            q = q.where(T.name == task)
+        with self._ro() as s:
+            return {name: int(n) for name, n in s.execute(q)}
+
     @staticmethod
     def _seconds_quantiles(s: Session, tid: int | None, experts: dict[int, str]):
         """Nearest-rank quantiles of seconds on item, per expert and overall, computed by
@@ -153,3 +174,58 @@ class DashboardMixin:
             params,
         ).first()
         return dict(sorted(per.items())), None if row is None else float(row[0])
+
+    def gold_agreement_by_inspector(self, task: str | None = None) -> list[tuple[str, int, int]]:
+        """(inspector version, gold items it vetted, of them answered as the gold label), for
+        the rules inspector: "rules" for the plain rules, "inspector-vN" for a fitted model.
+
+        The version is the run's (`inspector_version` in its params) or, for a run recorded
+        without it, the one its final step records. An item vetted twice by one version
+        counts once, by its newest trajectory; no verdict counts as disagreement. Gold items
+        are few, so their trajectories are read here rather than aggregated in SQL."""
+        C, Tr, R = m.Candidate, m.Trajectory, m.AgentRun
+        with self._ro() as s:
+            runs = {r.id: r for r in s.scalars(select(R).where(R.policy == "rules"))}
+            if not runs:
+                return []
+            q = (
+                select(Tr.id, Tr.run_id, Tr.candidate_id, Tr.verdict, C.gold_label)
+                .join(C, C.id == Tr.candidate_id)
+                .where(C.is_gold.is_(True), C.gold_label.in_(m.LABELS))
+                .where(Tr.run_id.in_(list(runs)), Tr.state != "running")
+                .order_by(Tr.id)
+            )
+            if task is not None:
+                q = q.join(m.Task, m.Task.id == C.task_id).where(m.Task.name == task)
+            rows = s.execute(q).all()
+            unknown = [
+                tid
+                for tid, rid, *_ in rows
+                if runs[rid].model and "inspector_version" not in (runs[rid].params or {})
+            ]
+            from_steps: dict[int, Any] = {}
+            for j in range(0, len(unknown), 500):
+                q = select(Tr.id, Tr.steps).where(Tr.id.in_(unknown[j : j + 500]))
+                for tid, steps in s.execute(q):
+                    last = (steps or [{}])[-1] or {}
+                    from_steps[tid] = (last.get("measurements") or {}).get("inspector_version")
+        newest: dict[tuple[str, int], bool] = {}
+        for tid, rid, cid, verdict, gold in rows:
+            run = runs[rid]
+            v = (run.params or {}).get("inspector_version", from_steps.get(tid))
+            if v is not None:
+                version = f"inspector-v{int(v)}"
+            else:
+                version = "rules" if not run.model else str(run.model)
+            newest[(version, cid)] = verdict == gold  # rows come oldest first
+        out: dict[str, list[int]] = {}
+        for (version, _), agree in newest.items():
+            n = out.setdefault(version, [0, 0])
+            n[0] += 1
+            n[1] += int(agree)
+
+        def order(v: str) -> tuple[int, int, str]:
+            tag = v.removeprefix("inspector-v")
+            return (0, 0, v) if v == "rules" else (1, int(tag), v) if tag.isdigit() else (2, 0, v)
+
+        return [(v, n, a) for v, (n, a) in sorted(out.items(), key=lambda kv: order(kv[0]))]

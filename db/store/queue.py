@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from db import models as m
 from db.models import utcnow
+from db.settings import DEFAULTS
 from db.store.errors import NotFound, StoreError
 from db.store.records import Filters, QueueConfig
 
@@ -126,7 +127,7 @@ class QueueMixin:
             row.expires = expires
 
     def claim(
-        self, expert: str | int, candidate_id: int, lease_seconds: float = 600.0
+        self, expert: str | int, candidate_id: int, lease_seconds: float = DEFAULTS.lease_seconds
     ) -> list[str]:
         """Lease a chosen item (jump-to-id); returns the names of other experts holding a
         live lease on it, so the app can warn."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.catalog import CandidateRef
+from agent.refs import CandidateRef
+from db.settings import DEFAULTS
 
 
 @dataclass
@@ -13,9 +14,12 @@ class AddReport:
     added: int = 0
     existing: int = 0
     errors: list[tuple[int, str, str]] = field(default_factory=list)  # (index, item, reason)
+    # (index, item, reason): an id and task the store already gives to another spectrum
+    conflicts: list[tuple[int, str, str]] = field(default_factory=list)
 
     def __str__(self) -> str:
-        return f"{self.added} added, {self.existing} already present, {len(self.errors)} refused"
+        refused = len(self.errors) + len(self.conflicts)
+        return f"{self.added} added, {self.existing} already present, {refused} refused"
 
 
 @dataclass
@@ -125,4 +129,4 @@ class QueueConfig:
     overlap: int = 1
     gold_rate: float = 0.0
     auto_accept: float | None = None
-    lease_seconds: float = 600.0
+    lease_seconds: float = DEFAULTS.lease_seconds

@@ -10,6 +10,34 @@ from db.store.errors import StoreError
 
 UNVETTED_PRIORITY = 1e6  # candidates with no agent trajectory come after every vetted one
 VETTED = ("done", "max_turns")  # trajectory states a human can judge
+# Setting holding the model calibrations: run fingerprint -> {"tasks": {task: TaskModel}}
+# (`launch.py calibrate --run ID` writes it, the queue reads it).
+MODEL_CALIBRATION = "model_calibration"
+
+
+def calibrated_confidence(
+    confidence: float | None, task: str | None, calibration: dict | None
+) -> float | None:
+    """P(YES) as a run's fitted calibration maps it for this task (unchanged without one).
+
+    A calibration entry is `{"tasks": {task: {...TaskModel fields}}}`, fitted on the logit of
+    the model's P(YES): `platt` is temperature scaling with a bias, `isotonic` a monotone map.
+
+    >>> cal = {"tasks": {"cv": {"kind": "platt", "a": 0.5, "b": 0.0}}}
+    >>> round(calibrated_confidence(0.99, "cv", cal), 3), calibrated_confidence(0.99, "x", cal)
+    (0.909, 0.99)
+    >>> calibrated_confidence(None, "cv", cal) is None
+    True
+    """
+    if confidence is None or not calibration or not math.isfinite(confidence):
+        return confidence
+    spec = (calibration.get("tasks") or {}).get(task)
+    if not spec or spec.get("kind", "rules") == "rules":
+        return confidence
+    from agent.policies.rules.learned import TaskModel
+
+    p = min(max(float(confidence), 1e-6), 1 - 1e-6)
+    return TaskModel(**spec).p_yes(math.log(p / (1 - p)), {}, float(confidence))
 
 
 def queue_priority(

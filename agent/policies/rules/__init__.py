@@ -8,7 +8,15 @@ plays the Spec-o3 conversation: a hypothesis from the global shape, one zoom per
 diagnostic window of the task and of its usual contaminants (each thought quoting what the
 previous window showed), and a final `\\boxed{YES|NO}` with a calibrated P(YES).
 
-Per task the evidence is summed into a score (log-odds-like, positive = the target class);
+Per task the evidence is a list of items, each with a direction and weight (positive for
+the target class), the sentence that says it and the measurements it rests on; the score,
+P(YES), the final thought and the explanation all read that one list. The zoom plan draws
+the windows that show the weightiest items, and an item whose feature no drawn window shows
+counts for nothing. A decisive discriminant against the target (a dwarf's Na I for an M
+giant, a quasar redshift for a CV) holds the score down whatever speaks for it; measurements
+the data cannot support are nan with their reason (`Measurements.unreliable`) and below SNR
+~7 the evidence shrinks towards even odds. The redshift step (`agent.redshift`) names
+quasars and galaxies for the cv, wd and carbon tasks.
 `p_yes = sigmoid(a * score * coverage + b)` with (a, b) per task fitted by logistic
 regression on the tune split of the survey-like benchmark:
 
@@ -23,7 +31,7 @@ constants together, named by the task's `inspector` in `agent.tasks`), and `poli
 
 from __future__ import annotations
 
-from agent.policies.rules.features import Evidence, measure_all
+from agent.policies.rules.features import Evidence, Item, Measurements, measure_all
 from agent.policies.rules.policy import (
     TASK_PARTS,
     RulesPolicy,
@@ -37,6 +45,8 @@ from agent.policies.rules.policy import (
 __all__ = [
     "TASK_PARTS",
     "Evidence",
+    "Item",
+    "Measurements",
     "RulesPolicy",
     "Verdict",
     "describe",

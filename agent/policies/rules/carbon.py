@@ -6,7 +6,14 @@ import math
 
 import numpy as np
 
-from agent.policies.rules.features import NAN, Evidence, cool_type, depth_points, finite
+from agent.policies.rules.features import (
+    NAN,
+    Evidence,
+    cool_type,
+    depth_points,
+    extragalactic,
+    finite,
+)
 from agent.policies.rules.narration import Zoom, say_head, say_tio
 
 TARGET = "a carbon star"
@@ -16,7 +23,8 @@ CALIBRATION = (1.625, 0.0)
 
 
 def evidence(m: dict[str, float]) -> Evidence:
-    e = Evidence()
+    e = Evidence(required=("c2_5165", "c2_5636", "c2_4737"))
+    extragalactic(e, m, "a carbon star sits at z ~ 0", -4.0)
     j = m.get("c2_5165")
     ct = cool_type(m)
     tio = (finite(m.get("tio5")) and m["tio5"] < 0.8) or (
@@ -30,32 +38,43 @@ def evidence(m: dict[str, float]) -> Evidence:
             e.add(
                 3.0,
                 f"C2 Swan 5165 head: flux jumps by {math.exp(j):.2f}x across it, the band degrading to the blue",
+                ("c2_5165",),
             )
         elif j > 0.1:
-            e.add(1.5, f"weak C2 Swan 5165 head (depth {depth_points(j):.2f})")
+            e.add(1.5, f"weak C2 Swan 5165 head (depth {depth_points(j):.2f})", ("c2_5165",))
         elif j < 0.03:
             e.add(
                 -2.5,
-                f"no C2 Swan 5165 head (depth {depth_points(j):.2f}"
+                f"no C2 Swan 5165 head (depth {max(0.0, depth_points(j)):.2f}"
                 + ("; the TiO 5167 band degrades the other way)" if j < -0.1 else ")"),
+                ("c2_5165",),
             )
     for k, lbl in (("c2_5636", "C2 5636"), ("c2_4737", "C2 4737")):
         v = m.get(k)
         if finite(v):
             e.checked += 1
             if v > 0.15 and not tio:
-                e.add(1.0 if k == "c2_5636" else 0.5, f"{lbl} head depth {depth_points(v):.2f}")
+                e.add(
+                    1.0 if k == "c2_5636" else 0.5, f"{lbl} head depth {depth_points(v):.2f}", (k,)
+                )
         else:
             e.missing.append(lbl)
-    cn = [m.get(k) for k in ("cn_7874", "cn_8067") if finite(m.get(k))]
+    cn_keys = tuple(k for k in ("cn_7874", "cn_8067") if finite(m.get(k)))
+    cn = [m[k] for k in cn_keys]
     if cn and np.mean(cn) > 0.08 and not tio:
-        e.add(0.5, f"CN bands (head depths {', '.join(f'{depth_points(x):.2f}' for x in cn)})")
+        e.add(
+            0.5,
+            f"CN bands (head depths {', '.join(f'{depth_points(x):.2f}' for x in cn)})",
+            cn_keys,
+        )
     if finite(ct) or finite(m.get("tio5")):
         e.checked += 1
         if tio:
             e.add(
                 -2.5,
                 f"TiO bands present (TiO5 {m.get('tio5', NAN):.2f}, 7054 head depth {depth_points(m.get('tio_7054', NAN)):.2f}): an oxygen-rich M or S star",
+                tuple(k for k in ("tio5", "tio_7054") if finite(m.get(k))),
+                decisive=True,
             )
     else:
         e.missing.append("TiO 7054")
@@ -65,8 +84,9 @@ def evidence(m: dict[str, float]) -> Evidence:
             e.add(
                 -4.0,
                 f"blue continuum (log F4600/F6100 = {br:.2f}): too hot for a carbon star (a DQ white dwarf shows C2 too)",
+                decisive=True,
             )
-    e.score -= 0.5
+    e.prior = -0.5
     return e
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.policies.rules.features import Evidence, cool_type, finite, in_emission
+from agent.policies.rules.features import Evidence, cool_type, extragalactic, finite, in_emission
 from agent.policies.rules.narration import Zoom, say_emission, say_he, say_tio
 
 TARGET = "a cataclysmic variable"
@@ -11,20 +11,20 @@ HYPOTHESIS = "I will check the Balmer and helium lines for disc emission, and ru
 CALIBRATION = (1.625, 0.0)
 
 
+BALMER = (("ha", "H-alpha"), ("hb", "H-beta"), ("hg", "H-gamma"))
+
+
 def evidence(m: dict[str, float]) -> Evidence:
-    e = Evidence()
-    z = m.get("redshift", 0.0)
-    if finite(z) and abs(z) > 0.005:
-        e.add(
-            -6.0, f"pipeline redshift z = {z:.3f}: extragalactic, while a CV sits at z ~ 0 (a QSO?)"
-        )
+    e = Evidence(required=("ha_ew", "hb_ew", "hg_ew"))
+    extragalactic(e, m, "a CV sits at z ~ 0", -6.0)
     em = {}
-    for name, lbl in (("ha", "H-alpha"), ("hb", "H-beta"), ("hg", "H-gamma")):
+    for name, lbl in BALMER:
         ew, pk, fw = (m.get(f"{name}_{k}") for k in ("ew", "peak", "fwhm"))
         if not finite(ew):
             e.missing.append(lbl)
             continue
         e.checked += 1
+        keys = (f"{name}_ew", f"{name}_peak", f"{name}_fwhm")
         em[name] = in_emission(m, name)
         if em[name]:
             broad = fw >= 12.0
@@ -37,21 +37,27 @@ def evidence(m: dict[str, float]) -> Evidence:
                 pts,
                 f"{lbl} in emission: EW {ew:.1f} Å, peak {pk:.2f} above the continuum, FWHM {fw:.0f} Å"
                 + (" (broad, as from a disc)" if broad else " (narrow)"),
+                keys,
             )
         elif ew > 1.0 and m.get(f"{name}_sig", 0) > 3:
             e.add(
-                {"ha": -1.5, "hb": -2.0, "hg": -1.0}[name], f"{lbl} in absorption (EW {ew:.1f} Å)"
+                {"ha": -1.5, "hb": -2.0, "hg": -1.0}[name],
+                f"{lbl} in absorption (EW {ew:.1f} Å)",
+                keys,
             )
-    broad_any = any(em.get(n) and m.get(f"{n}_fwhm", 0) >= 12.0 for n in ("ha", "hb", "hg"))
+    emitting = tuple(f"{n}_fwhm" for n, _ in BALMER if em.get(n))
+    broad_any = any(em.get(n) and m.get(f"{n}_fwhm", 0) >= 12.0 for n, _ in BALMER)
     if any(em.values()) and not broad_any:
         e.add(
             -1.5,
             "all Balmer emission is narrow (FWHM < 12 Å): a Be star, a chromosphere or a nebula rather than a disc",
+            emitting,
         )
     if em.get("ha") and em.get("hb") is False and "hb" in em:
         e.add(
             -1.0,
             "H-alpha emission without H-beta emission: a steep decrement, as in Be stars and chromospheres",
+            ("ha_ew", "hb_ew"),
         )
     for name, lbl, pts in (
         ("hei5877", "He I 5876", 1.0),
@@ -67,6 +73,7 @@ def evidence(m: dict[str, float]) -> Evidence:
             e.add(
                 pts if fw >= 8.0 else 0.3,
                 f"{lbl} in emission (EW {m[f'{name}_ew']:.1f} Å, FWHM {fw:.0f} Å)",
+                (f"{name}_ew", f"{name}_fwhm"),
             )
     ct = cool_type(m)
     if finite(ct) and ct > 0.4:
@@ -74,10 +81,11 @@ def evidence(m: dict[str, float]) -> Evidence:
             e.add(
                 -2.0,
                 f"TiO bands of an M dwarf (TiO strength {ct:.1f}) without broad H-beta emission: chromospheric activity at most",
+                tuple(k for k in ("tio5", "tio_7054") if finite(m.get(k))),
             )
     if not any(em.values()):
-        e.add(-2.0, "no Balmer emission")
-    e.score -= 1.0
+        e.add(-2.0, "no Balmer emission", tuple(f"{n}_ew" for n, _ in BALMER if n in em))
+    e.prior = -1.0
     return e
 
 
@@ -95,6 +103,12 @@ ZOOMS = [
         "H-beta",
         ["hb_ew", "hb_peak", "hb_fwhm"],
         lambda m: say_emission(m, "hb", "H-beta"),
+    ),
+    Zoom(
+        (4280.0, 4400.0),
+        "H-gamma",
+        ["hg_ew", "hg_peak", "hg_fwhm"],
+        lambda m: say_emission(m, "hg", "H-gamma"),
     ),
     Zoom(
         (5830.0, 5930.0),

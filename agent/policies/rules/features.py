@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from agent import lines
+from agent import lines, redshift
 from agent.measure import (
     Arrays,
     arrays_of,
@@ -103,17 +103,102 @@ _CAH2 = _idx((6814, 6846), (7042, 7046))
 _CAH3 = _idx((6960, 6990), (7042, 7046))
 
 
-def measure_all(spectrum: Spectrum) -> dict[str, float]:
+class Measurements(dict):
+    """The numbers (nan where not measurable) and, in `unreliable`, the measurements the data
+    cannot support: feature name (e.g. "hb_w", "c2_5165") -> the reason. An unreliable
+    feature's numbers are nan, so no evidence rests on them; the narration says why."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.unreliable: dict[str, str] = {}
+        self.redshift: redshift.Redshift = redshift.NONE
+
+
+# Where each measured feature sits (rest-frame vacuum Angstrom): a zoom shows a feature when
+# its anchor lies inside the zoom's window. Features of the whole continuum have none; the
+# global view shows them.
+ANCHORS: dict[str, float] = {}
+for _n, _k, _hw, _s in _NARROW + _BROAD:
+    ANCHORS[_n] = lines.get(_k).wavelength
+for _n, _k in _HEADS:
+    ANCHORS[_n] = lines.get(_k).wavelength
+ANCHORS.update(
+    {
+        "na8190": 8191.0,
+        "h8_contrast": lines.get("H8").wavelength,
+        "h9_contrast": lines.get("H9").wavelength,
+        "tio5": 0.5 * sum(_TIO5[0]),
+        "cah2": 0.5 * sum(_CAH2[0]),
+        "cah3": 0.5 * sum(_CAH3[0]),
+        "cah1": 6387.0,
+    }
+)
+GLOBAL_KEYS = ("snr", "wave_lo", "wave_hi", "b_r", "b_i", "u_b", "v_i", "r_z", "blue_frac")
+
+
+def feature_of(key: str) -> str:
+    """The feature a measurement key belongs to: "hb_w_fwhm" -> "hb_w", "tio5" -> "tio5"."""
+    if key in ANCHORS:
+        return key
+    head, _, _ = key.rpartition("_")
+    return head if head in ANCHORS else key
+
+
+def anchor(key: str) -> float | None:
+    """Rest wavelength where the measurement `key` is made; None for whole-continuum ones."""
+    return ANCHORS.get(feature_of(key))
+
+
+def _line_problem(ln, half_width: float, window_snr: float) -> str | None:
+    if ln.coverage < 0.6:
+        return f"{100 * (1 - ln.coverage):.0f}% of the line window is masked"
+    if not math.isfinite(ln.noise) or not math.isfinite(ln.ew):
+        return "the continuum fit failed (no usable sideband)"
+    if finite(window_snr) and window_snr < 3.0:
+        return f"the window is noise (SNR ~{window_snr:.1f} per pixel)"
+    if not ln.emission and ln.depth > 1.0:
+        return "the flux dips below zero there: noise or a bad continuum fit"
+    size = ln.peak if ln.emission else ln.depth
+    # Noise pinches a shallow core's width and wings add EW, so only a gross mismatch counts.
+    big = abs(ln.ew) > max(5.0, 10.0 * size * ln.fwhm + 1.0)
+    if math.isfinite(ln.fwhm) and not ln.fwhm_limited and big:
+        # A Lorentzian holds ~1.6 x depth x FWHM: ten times that is noise or a bad continuum.
+        return (
+            f"an EW of {abs(ln.ew):.0f} Å cannot come from a line {ln.fwhm:.0f} Å wide and "
+            f"{size:.2f} {'high' if ln.emission else 'deep'}"
+        )
+    if not ln.emission and ln.ew > 2.0 * half_width + 1.0:
+        # Depth <= 1 over the integration window bounds an absorption EW by its width.
+        return f"an absorption EW of {ln.ew:.0f} Å exceeds the {2 * half_width:.0f} Å window"
+    return None
+
+
+def measure_all(spectrum: Spectrum) -> Measurements:
     """Every number the inspector uses, for one spectrum (nan where not measurable)."""
     arr = arrays_of(spectrum)
-    m: dict[str, float] = {}
+    m = Measurements()
     m["snr"] = value(snr_estimate(arr))
     m["wave_lo"], m["wave_hi"] = arr.lo, arr.hi
-    m["redshift"] = float(spectrum.redshift)
+    m["z_pipeline"] = float(spectrum.redshift)
     for name, key, hw, side in _NARROW + _BROAD:
         c = wavelength_of(key)
         ln = measure_line(arr, name, c, hw, [(c + a, c + b) for a, b in side])
-        if ln is None:
+        problem = None
+        if ln is not None:
+            # The continuum's SNR over line and sidebands: a deep line's core is always noisier.
+            span = (c + min(a for a, _ in side), c + max(b for _, b in side))
+            problem = _line_problem(ln, hw, snr_estimate(arr, *span))
+        elif arr.wave[0] <= c - hw and arr.wave[-1] >= c + hw:
+            # On the grid but not measurable: the window is masked or the continuum failed.
+            cov = coverage(arr, c - hw, c + hw)
+            problem = (
+                f"{100 * (1 - cov):.0f}% of the line window is masked"
+                if cov < 0.3
+                else "the continuum fit failed (the pseudo-continuum is not positive)"
+            )
+        if ln is None or problem:
+            if problem:
+                m.unreliable[name] = problem
             for k in ("ew", "depth", "peak", "fwhm", "em", "sig"):
                 m[f"{name}_{k}"] = NAN
             continue
@@ -125,20 +210,36 @@ def measure_all(spectrum: Spectrum) -> dict[str, float]:
         m[f"{name}_sig"] = abs(ln.ew) / max(ln.ew_error, 1e-3)
     # Na I 8183/8195 doublet integrated as one feature (it is blended at R ~ 1800).
     na = measure_line(arr, "na8190", 8191.0, 13.0, [(8140.0, 8165.0), (8212.0, 8232.0)])
-    m["na8190_ew"] = na.ew if na is not None else NAN
+    problem = _line_problem(na, 13.0, snr_estimate(arr, 8170.0, 8210.0)) if na else None
+    if problem:
+        m.unreliable["na8190"] = problem
+    ok = na is not None and not problem
+    m["na8190_ew"] = na.ew if ok else NAN
+    m["na8190_sig"] = abs(na.ew) / max(na.ew_error, 1e-3) if ok else NAN
     # Higher Balmer lines: contrast against the peaks between them. Sharp, separate lines
     # (A/B stars, subdwarfs) give a high contrast; merged white-dwarf wings do not.
     m["h8_contrast"] = _contrast(arr, wavelength_of("H8"), (3858.0, 3868.0), (3912.0, 3922.0))
     m["h9_contrast"] = _contrast(arr, wavelength_of("H9"), (3812.0, 3820.0), (3858.0, 3868.0))
     for name, key in _HEADS:
         f = lines.get(key)
-        m[name] = value(head_jump(arr, f.wavelength, f.degrade or "red"))
+        j = value(head_jump(arr, f.wavelength, f.degrade or "red"))
+        if finite(j) and abs(j) > 2.0:
+            # A factor > 7 across a head is no molecular band: a gap edge or bad columns.
+            m.unreliable[name] = f"the flux changes {math.exp(abs(j)):.0f}-fold across the head"
+            j = NAN
+        m[name] = j
     m["tio5"] = value(flux_ratio(arr, *_TIO5))
     m["cah2"] = value(flux_ratio(arr, *_CAH2))
     m["cah3"] = value(flux_ratio(arr, *_CAH3))
+    for k in ("tio5", "cah2", "cah3"):
+        if finite(m[k]) and not 0.0 < m[k] < 2.0:
+            m.unreliable[k] = f"index {m[k]:.2f} is outside what a stellar band gives (0-2)"
+            m[k] = NAN
     m["cah1"] = value(band_depth(arr, (6382.0, 6392.0), [(6347.0, 6357.0), (6412.0, 6422.0)]))
     m.update(continuum_slope(arr))
     m["blue_frac"] = _blue_fraction(arr)
+    m.redshift = redshift.estimate(spectrum, arr)
+    m.update(redshift.to_measurements(m.redshift))
     return m
 
 
@@ -178,23 +279,76 @@ def _blue_fraction(arr: Arrays) -> float:
 
 
 @dataclass
-class Evidence:
-    """What a task's checklist found: a score, the sentences behind it, and coverage."""
+class Item:
+    """One piece of evidence: its weight (positive for the target class, negative against),
+    the sentence that says it, and the measurement keys it rests on."""
 
-    score: float = 0.0
-    notes: list[str] = field(default_factory=list)
+    points: float
+    note: str
+    keys: tuple[str, ...] = ()
+    decisive: bool = False  # a discriminant the verdict may not overrule (see policy.verdict)
+    at: tuple[float, ...] = ()  # extra rest wavelengths it is read at (e.g. a redshifted line)
+
+    @property
+    def direction(self) -> str:
+        return "for" if self.points > 0 else "against" if self.points < 0 else "neutral"
+
+    def anchors(self) -> list[float]:
+        """Where a zoom must look to show this item (empty: the global view shows it)."""
+        out = [a for k in self.keys if (a := anchor(k)) is not None]
+        return out + list(self.at)
+
+
+@dataclass
+class Evidence:
+    """What a task's checklist found: the items, a prior offset, and coverage.
+
+    The score, the verdict, its confidence and the narration all read `items`; an item the
+    inspector could not draw is moved to `unused` and counts for nothing.
+    """
+
+    items: list[Item] = field(default_factory=list)
+    prior: float = 0.0
     missing: list[str] = field(default_factory=list)
     checked: int = 0
+    unused: list[Item] = field(default_factory=list)
+    required: tuple[str, ...] = ()  # a YES needs a "for" item resting on one of these keys
 
-    def add(self, points: float, note: str) -> None:
-        self.score += points
-        if note:
-            self.notes.append(note)
+    def add(
+        self,
+        points: float,
+        note: str,
+        keys: tuple[str, ...] | list[str] = (),
+        *,
+        decisive: bool = False,
+        at: tuple[float, ...] = (),
+    ) -> Item:
+        item = Item(float(points), note, tuple(keys), decisive, tuple(at))
+        self.items.append(item)
+        return item
+
+    @property
+    def score(self) -> float:
+        return self.prior + sum(i.points for i in self.items)
+
+    @property
+    def notes(self) -> list[str]:
+        return [i.note for i in self.items if i.note]
 
     @property
     def coverage(self) -> float:
         total = self.checked + len(self.missing)
         return 1.0 if total == 0 else self.checked / total
+
+    def drop(self, item: Item) -> None:
+        self.items.remove(item)
+        self.unused.append(item)
+
+    def strongest(self, direction: str) -> Item | None:
+        sel = [i for i in self.items if i.direction == direction and i.note]
+        if not sel:
+            return None
+        return max(sel, key=lambda i: abs(i.points))
 
 
 def has(m: dict[str, float], *keys: str) -> bool:
@@ -214,8 +368,11 @@ def cool_type(m: dict[str, float]) -> float:
 
 
 def depth_points(jump: float) -> float:
-    """Band-head depth (fraction of the flux lost across the head) from a log jump."""
-    return 1.0 - math.exp(-jump) if finite(jump) else NAN
+    """Band-head depth (fraction of the flux lost across the head) from a log jump.
+
+    A head with the flux stepping the wrong way has no band: depth 0, never negative.
+    """
+    return max(0.0, 1.0 - math.exp(-jump)) if finite(jump) else NAN
 
 
 def c2_strength(m: dict[str, float]) -> float:
@@ -223,21 +380,23 @@ def c2_strength(m: dict[str, float]) -> float:
     return float(np.mean(vals)) if vals else NAN
 
 
-def balmer_wd(m: dict[str, float]) -> tuple[float, str] | None:
-    """The white-dwarf reading of the strongest of H-beta / H-gamma (H-alpha as fallback)."""
+def balmer_wd(m: dict[str, float]) -> tuple[float, float, str, str] | None:
+    """The white-dwarf reading of the strongest of H-beta / H-gamma (H-alpha as fallback):
+    (depth, FWHM, sentence, feature name such as "hb_w")."""
     got = []
     for n, lbl in (("hb_w", "H-beta"), ("hg_w", "H-gamma"), ("ha_w", "H-alpha")):
         f, d, w = m.get(f"{n}_fwhm"), m.get(f"{n}_depth"), m.get(f"{n}_ew")
-        if finite(f) and finite(d) and finite(w) and d < 0.95:  # depth ~1 means a data hole
-            got.append((f, d, w, lbl))
+        # An absorption reading needs a positive EW; depth ~1 means a data hole.
+        if finite(f) and finite(d) and finite(w) and d < 0.95 and w > 0:
+            got.append((f, d, w, lbl, n))
     if not got:
         return None
     blue = [g for g in got if g[3] != "H-alpha"] or got
     # Noise at low SNR pinches a shallow line's half-depth width; of the lines nearly as
     # deep as the deepest, the widest is the one least hurt.
     dmax = max(t[1] for t in blue)
-    f, d, w, lbl = max((t for t in blue if t[1] >= 0.75 * dmax), key=lambda t: t[0])
-    return d, f"{lbl} FWHM {f:.0f} Å, depth {d:.2f}, EW {w:.0f} Å"
+    f, d, w, lbl, n = max((t for t in blue if t[1] >= 0.75 * dmax), key=lambda t: t[0])
+    return d, f, f"{lbl} FWHM {f:.0f} Å, depth {d:.2f}, EW {w:.0f} Å", n
 
 
 def in_emission(m: dict[str, float], name: str) -> bool:
@@ -250,3 +409,26 @@ def in_emission(m: dict[str, float], name: str) -> bool:
         and finite(fw)
         and 2.0 < fw < 60.0
     )
+
+
+def extragalactic(e: Evidence, m: dict[str, float], why: str, points: float) -> None:
+    """Add the redshift's evidence: a quasar or galaxy is a contaminant for this task."""
+    r = getattr(m, "redshift", None)
+    z = m.get("z_pipeline", m.get("redshift"))
+    if r is not None and r.source == "emission lines" and r.extragalactic:
+        found = ", ".join(f"{n} at {w:.0f} Å" for n, w in r.lines)
+        e.add(
+            points,
+            f"broad emission lines fit one redshift, z = {r.z:.3f} ({found}): a {r.kind}, "
+            f"while {why}",
+            ("redshift",),
+            decisive=True,
+            at=tuple(w for _, w in r.lines[:1]),
+        )
+    elif finite(z) and abs(z) > 0.005:
+        e.add(
+            points,
+            f"pipeline redshift z = {z:.3f}: extragalactic (a quasar or galaxy), while {why}",
+            ("redshift",),
+            decisive=True,
+        )

@@ -96,12 +96,17 @@ class InspectorModel:
             return verdict
         ev, m = verdict.evidence, verdict.measurements
         x = rules_input(ev.score, ev.coverage)
+        before = verdict.p_yes
         verdict.p_yes = tm.p_yes(x, m, verdict.p_yes)
+        said = ""
         if tm.kind == "combiner":
             top = sorted(tm.contributions(m), key=lambda kc: -abs(kc[1]))[:2]
             said = ", ".join(f"{k} {m[k]:.2f} ({c:+.1f})" for k, c in top if abs(c) >= 0.3)
-            if said:
-                ev.notes.append(f"{self.tag} learned correction from {said} in the log-odds")
+        # Said in the final thought, so a verdict the correction moved is explained there.
+        verdict.correction = (
+            f"{self.tag} {tm.kind} moved P(YES) from {before:.2f} to {verdict.p_yes:.2f}"
+            + (f", mostly through {said} in the log-odds" if said else "")
+        )
         return verdict
 
     def to_json(self) -> dict[str, Any]:

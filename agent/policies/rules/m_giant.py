@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent.policies.rules.features import Evidence, depth_points, finite, has
-from agent.policies.rules.narration import Zoom, say_cat, say_gravity_cah, say_head, say_na, say_tio
+from agent.policies.rules.narration import Zoom, say_cat, say_head, say_tio
 
 TARGET = "an M giant"
 HYPOTHESIS = (
@@ -13,7 +13,12 @@ HYPOTHESIS = (
 CALIBRATION = (1.619, 0.0)
 
 
+TIO = ("tio5", "tio_7054")
+
+
 def evidence(m: dict[str, float]) -> Evidence:
+    # No `required` reading: where gravity cannot be judged (a library spectrum ending at
+    # 7400 A, ambiguous CaH) TiO alone leaves the prior for M giant candidates.
     e = Evidence()
     t5, j = m.get("tio5"), m.get("tio_7054")
     m_type = no_tio = False
@@ -22,35 +27,48 @@ def evidence(m: dict[str, float]) -> Evidence:
     else:
         e.checked += 1
         m_type = (finite(t5) and t5 < 0.82) or (finite(j) and j > 0.12)
-        no_tio = (not finite(t5) or t5 > 0.9) and (not finite(j) or j < 0.06)
-        txt = f"TiO5 index {t5:.2f}, TiO 7054 head depth {depth_points(j):.2f}"
+        no_tio = (not finite(t5) or t5 > 0.9) and (not finite(j) or j < 0.1)
+        txt = ", ".join(
+            ([f"TiO5 index {t5:.2f}"] if finite(t5) else [])
+            + ([f"TiO 7054 head depth {depth_points(j):.2f}"] if finite(j) else [])
+        )
         if m_type:
-            e.add(1.0, f"TiO bands ({txt}): an M-type star")
+            e.add(1.0, f"TiO bands ({txt}): an M-type star", TIO)
         elif no_tio:
-            e.add(-4.0, f"no TiO bands ({txt}): not an M star")
+            e.add(-4.0, f"no TiO bands ({txt}): not an M star", TIO, decisive=True)
         else:
-            e.add(-0.5, f"weak TiO ({txt}): K/M boundary")
+            e.add(-0.5, f"weak TiO ({txt}): K/M boundary", TIO)
     # Gravity: CaH relative to TiO (Reid et al. 1995 indices). Dwarfs follow
     # CaH3 ~ 0.60 + 0.37 TiO5; giants have weaker CaH at the same TiO.
-    if has(m, "cah3", "tio5"):
+    g = gravity_cah(m)
+    if g is not None:
         e.checked += 1
-        d = m["cah3"] - (0.60 + 0.37 * m["tio5"])
-        txt = f"CaH3 {m['cah3']:.2f} at TiO5 {m['tio5']:.2f} (excess {d:+.2f} over the dwarf sequence)"
+        d, txt = g
+        keys = ("cah3", "tio5")
         if d > 0.04:
-            e.add(2.0 + min(1.0, (d - 0.04) * 20), f"{txt}: weak CaH, low gravity")
+            e.add(2.0 + min(1.0, (d - 0.04) * 20), f"{txt}: weak CaH, low gravity", keys)
         elif d < 0.015:
-            e.add(-2.5, f"{txt}: CaH as strong as a dwarf's")
+            e.add(-2.5, f"{txt}: CaH as strong as a dwarf's", keys, decisive=True)
         else:
-            e.add(0.0, f"{txt}: gravity ambiguous")
+            e.add(0.0, f"{txt}: gravity ambiguous", keys)
     else:
         e.missing.append("CaH/TiO indices")
-    na = m.get("na8190_ew")
-    if finite(na):
+    na = sodium(m)
+    if na is not None:
         e.checked += 1
-        if na > 1.8:
-            e.add(-1.5, f"Na I 8183/8195 EW {na:.1f} Å: strong, as in a dwarf")
-        elif na < 1.0:
-            e.add(1.0, f"Na I 8183/8195 EW {na:.1f} Å: weak, as in a giant")
+        if na == "dwarf":
+            e.add(
+                -2.5,
+                f"Na I 8183/8195 EW {m['na8190_ew']:.1f} Å: strong, as in a dwarf",
+                ("na8190_ew",),
+                decisive=True,
+            )
+        elif na == "giant":
+            e.add(
+                1.0,
+                f"Na I 8183/8195 EW {m['na8190_ew']:.1f} Å: weak, as in a giant",
+                ("na8190_ew",),
+            )
     else:
         e.missing.append("Na I 8183/8195")
     cat = [m.get(k) for k in ("cat8544_ew", "cat8664_ew") if finite(m.get(k))]
@@ -58,18 +76,55 @@ def evidence(m: dict[str, float]) -> Evidence:
         e.checked += 1
         s = float(sum(cat))
         if s > 7.0:
-            e.add(0.5, f"Ca II triplet strong (8542+8662 EW {s:.1f} Å), as in giants")
+            e.add(
+                0.5,
+                f"Ca II triplet strong (8542+8662 EW {s:.1f} Å), as in giants",
+                ("cat8544_ew", "cat8664_ew"),
+            )
     else:
         e.missing.append("Ca II triplet")
     c2 = m.get("c2_5165")
     if finite(c2) and c2 > 0.15:
         e.add(
-            -3.0, f"C2 Swan 5165 head depth {depth_points(c2):.2f}: a carbon star, not an M giant"
+            -3.0,
+            f"C2 Swan 5165 head depth {depth_points(c2):.2f}: a carbon star, not an M giant",
+            ("c2_5165",),
+            decisive=True,
         )
     # Gravity only matters for an M star: without TiO the answer is no, however giant-like.
     if (finite(t5) or finite(j)) and not m_type:
-        e.score = min(e.score, -3.0 if no_tio else 0.5 * e.score - 1.0)
+        cap = -3.0 if no_tio else 0.5 * e.score - 1.0
+        if e.score > cap:
+            e.add(
+                cap - e.score,
+                "without the TiO of an M star, giant-like gravity does not make an M giant",
+                TIO,
+            )
     return e
+
+
+def gravity_cah(m: dict[str, float]) -> tuple[float, str] | None:
+    """CaH3 excess over the dwarf sequence at this TiO5, and the sentence that quotes it."""
+    if not has(m, "cah3", "tio5"):
+        return None
+    d = m["cah3"] - (0.60 + 0.37 * m["tio5"])
+    return d, (
+        f"CaH3 index {m['cah3']:.2f} at TiO5 {m['tio5']:.2f} ({d:+.2f} from the dwarf sequence)"
+    )
+
+
+def sodium(m: dict[str, float]) -> str | None:
+    """ "dwarf", "giant", "" (intermediate or within the noise) or None (not measured)."""
+    na, sig = m.get("na8190_ew"), m.get("na8190_sig")
+    if not finite(na):
+        return None
+    if na > 1.8 and finite(sig) and sig > 3.0:
+        return "dwarf"
+    if na < 1.0:
+        return "giant"
+    if na > 1.3 and finite(sig) and sig > 3.0:
+        return "leans dwarf"
+    return ""
 
 
 # Zoom windows (rest-frame vacuum Angstrom): the task's own diagnostics first, then those
@@ -106,3 +161,34 @@ ZOOMS = [
         lambda m: say_head(m, "c2_5165", "C2 Swan 5165", "a carbon star, not an M giant"),
     ),
 ]
+
+
+def say_gravity_cah(m: dict[str, float]) -> str:
+    g = gravity_cah(m)
+    if g is None:
+        return "The CaH bands fall outside the coverage, so gravity from CaH cannot be judged."
+    d, txt = g
+    if d > 0.04:
+        return f"{txt}: CaH weak for the TiO strength, giant-like low gravity."
+    if d < 0.015:
+        return f"{txt}: CaH as strong as a dwarf's, pointing to an M dwarf."
+    return f"{txt}: between giants and dwarfs, gravity ambiguous."
+
+
+def say_na(m: dict[str, float]) -> str:
+    na = sodium(m)
+    if na is None:
+        why = getattr(m, "unreliable", {}).get("na8190")
+        if why:
+            return f"Na I 8183/8195 cannot be trusted here ({why}), so it is not used."
+        return "Na I 8183/8195 falls outside the coverage (or in a gap)."
+    ew = m["na8190_ew"]
+    if na == "dwarf":
+        return f"Na I 8183/8195 EW {ew:.1f} Å: strong, as in a high-gravity dwarf."
+    if na == "giant":
+        return f"Na I 8183/8195 EW {ew:.1f} Å: weak, as in a low-gravity giant."
+    if ew > 1.8:
+        return (
+            f"Na I 8183/8195 EW {ew:.1f} Å, but within the noise: no gravity verdict from sodium."
+        )
+    return f"Na I 8183/8195 EW {ew:.1f} Å: intermediate, no gravity verdict from sodium."

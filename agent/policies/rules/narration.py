@@ -14,7 +14,6 @@ from agent.policies.rules.features import (
     cool_type,
     depth_points,
     finite,
-    has,
     in_emission,
 )
 
@@ -30,8 +29,8 @@ class Zoom:
     describe: Callable[[dict[str, float]], str]
 
 
-def global_thought(m: dict[str, float], hypothesis: str) -> str:
-    """The first thought: what the whole spectrum suggests, then the plan for the task."""
+def global_thought(m: dict[str, float], hypothesis: str, redshift=None) -> str:
+    """The first thought: what the whole spectrum suggests, its redshift, then the plan."""
     br, ct, c2 = m.get("b_r"), cool_type(m), c2_strength(m)
     parts = [f"The spectrum covers {m['wave_lo']:.0f}-{m['wave_hi']:.0f} Å at SNR ~{m['snr']:.0f}."]
     if finite(m.get("snr")) and m["snr"] < 8:
@@ -49,6 +48,8 @@ def global_thought(m: dict[str, float], hypothesis: str) -> str:
         parts.append("Saw-tooth bands in the red suggest TiO.")
     if finite(c2) and c2 > 0.12:
         parts.append("Sharp band edges in the green suggest C2.")
+    if redshift is not None:
+        parts.append(redshift.describe())
     return " ".join(parts + [hypothesis])
 
 
@@ -58,10 +59,23 @@ def noisy(m: dict[str, float], name: str) -> bool:
     return not finite(sig) or sig < 3.0
 
 
+def unmeasured(m: dict[str, float], name: str, lbl: str) -> str:
+    """Why a feature has no numbers: the data cannot support it, or it is not covered."""
+    why = getattr(m, "unreliable", {}).get(name)
+    if why:
+        return f"{lbl} cannot be trusted here ({why}), so I do not use it."
+    return f"{lbl} could not be measured here (outside the coverage or in a gap)."
+
+
 def say_balmer_wd(m: dict[str, float], name: str, lbl: str) -> str:
     f, d, w = (m.get(f"{name}_w_{k}") for k in ("fwhm", "depth", "ew"))
     if not (finite(f) and finite(d) and finite(w)):
-        return f"{lbl} could not be measured here (outside the coverage or in a gap)."
+        return unmeasured(m, f"{name}_w", lbl)
+    if w <= 0:
+        return (
+            f"{lbl}: no absorption (net EW {w:+.0f} Å over the profile window), so no "
+            "pressure-broadened hydrogen line here."
+        )
     head = f"{lbl} in absorption, FWHM {f:.0f} Å, depth {d:.2f}, EW {w:.0f} Å"
     if d < 0.1:
         return (
@@ -73,10 +87,15 @@ def say_balmer_wd(m: dict[str, float], name: str, lbl: str) -> str:
             f"{head}: pressure-broadened, as in a DA white dwarf; an A/B star or hot subdwarf "
             "would show a line under ~25 Å wide."
         )
-    if f < 28:
+    if f < 28 and d >= 0.2:
         return (
             f"{head}: narrow, as in an A/B star or a hot subdwarf, not the pressure-broadened "
             "line of a DA white dwarf."
+        )
+    if f < 28:
+        return (
+            f"{head}: weak and narrow, a hot subdwarf's or B star's line or noise, not the "
+            "pressure-broadened line of a DA white dwarf."
         )
     return f"{head}: between a main-sequence star's and a white dwarf's width, so this line alone does not decide."
 
@@ -84,7 +103,7 @@ def say_balmer_wd(m: dict[str, float], name: str, lbl: str) -> str:
 def say_emission(m: dict[str, float], name: str, lbl: str) -> str:
     ew, pk, fw = (m.get(f"{name}_{k}") for k in ("ew", "peak", "fwhm"))
     if not finite(ew):
-        return f"{lbl} could not be measured here (outside the coverage or in a gap)."
+        return unmeasured(m, name, lbl)
     if noisy(m, name):
         return f"{lbl}: nothing above the noise (EW {ew:+.1f} Å, under 3 sigma), so it neither supports nor rules out a disc."
     if in_emission(m, name):
@@ -110,6 +129,9 @@ def say_emission(m: dict[str, float], name: str, lbl: str) -> str:
 def say_head(m: dict[str, float], key: str, lbl: str, meaning: str) -> str:
     j = m.get(key)
     if not finite(j):
+        why = getattr(m, "unreliable", {}).get(key)
+        if why:
+            return f"The {lbl} band head cannot be trusted here ({why}), so I do not use it."
         return f"The {lbl} band head falls outside the coverage (or in a gap), so it cannot be checked."
     d = depth_points(j)
     if j > 0.15:
@@ -153,29 +175,6 @@ def say_tio(m: dict[str, float], purpose: str) -> str:
     return ", ".join(parts) + ": " + (verdict[0] if strong else verdict[1]) + "."
 
 
-def say_gravity_cah(m: dict[str, float]) -> str:
-    if not has(m, "cah3", "tio5"):
-        return "The CaH bands fall outside the coverage, so gravity from CaH cannot be judged."
-    d = m["cah3"] - (0.60 + 0.37 * m["tio5"])
-    txt = f"CaH3 index {m['cah3']:.2f} at TiO5 {m['tio5']:.2f} ({d:+.2f} from the dwarf sequence)"
-    if d > 0.04:
-        return f"{txt}: CaH weak for the TiO strength, giant-like low gravity."
-    if d < 0.015:
-        return f"{txt}: CaH as strong as a dwarf's, pointing to an M dwarf."
-    return f"{txt}: between giants and dwarfs, gravity ambiguous."
-
-
-def say_na(m: dict[str, float]) -> str:
-    na = m.get("na8190_ew")
-    if not finite(na):
-        return "Na I 8183/8195 falls outside the coverage (or in a gap)."
-    if na > 1.8:
-        return f"Na I 8183/8195 EW {na:.1f} Å: strong, as in a high-gravity dwarf."
-    if na < 1.0:
-        return f"Na I 8183/8195 EW {na:.1f} Å: weak, as in a low-gravity giant."
-    return f"Na I 8183/8195 EW {na:.1f} Å: intermediate, no gravity verdict from sodium."
-
-
 def say_cat(m: dict[str, float]) -> str:
     cat = [m.get(k) for k in ("cat8544_ew", "cat8664_ew") if finite(m.get(k))]
     if not cat:
@@ -217,6 +216,8 @@ def say_high_balmer(m: dict[str, float]) -> str:
 def say_he(m: dict[str, float], name: str, lbl: str, task: str) -> str:
     ew = m.get(f"{name}_ew")
     if not finite(ew):
+        if getattr(m, "unreliable", {}).get(name):
+            return unmeasured(m, name, lbl)
         return f"{lbl} falls outside the coverage (or in a gap)."
     if task == "cv":
         return say_emission(m, name, lbl)

@@ -4,16 +4,25 @@ from __future__ import annotations
 
 import importlib
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from types import ModuleType
 
+from agent import redshift
 from agent.measure import arrays_of, coverage
 from agent.policies.base import Episode, Reply
 from agent.policies.rules.calibration import calibrated
-from agent.policies.rules.features import Evidence, finite, measure_all
+from agent.policies.rules.features import (
+    ANCHORS,
+    Evidence,
+    Item,
+    feature_of,
+    finite,
+    measure_all,
+)
 from agent.policies.rules.narration import Zoom, global_thought
 from agent.protocol import format_turn
+from agent.redshift import NONE, Redshift
 from agent.spectrum import Spectrum
 from agent.tasks import TASKS, task_name
 
@@ -45,25 +54,148 @@ def describe(label: str, m: dict[str, float]) -> str:
     return f"In the {label} window nothing was measured."
 
 
+# P(YES) never above this while a decisive discriminant speaks against the target, or while
+# no measurement the task's YES must rest on speaks for it.
+VETO_CAP = 0.3
+
+
 @dataclass
 class Verdict:
     task: str
     p_yes: float
     evidence: Evidence
     measurements: dict[str, float]
+    zooms: list[Zoom] = field(default_factory=list)  # the windows drawn, in order
+    skipped: list[str] = field(default_factory=list)  # plan windows the data does not cover
+    redshift: Redshift = NONE
+    doubt: str = ""  # why the spectrum cannot tell, when it cannot
+    capped: str = ""  # why P(YES) was held at VETO_CAP, when it was
+    correction: str = ""  # what a fitted inspector model (`launch.py calibrate`) changed
 
     @property
     def answer(self) -> str:
         return "YES" if self.p_yes > 0.5 else "NO"
 
 
-def inspect(spectrum: Spectrum, task: str, measurements: dict[str, float] | None = None) -> Verdict:
-    """The inspector's verdict on one spectrum for one task, without the conversation."""
+def inspect(
+    spectrum: Spectrum,
+    task: str,
+    measurements: dict[str, float] | None = None,
+    max_zooms: int = 5,
+) -> Verdict:
+    """The inspector's verdict on one spectrum for one task, without the conversation.
+
+    The evidence is restricted to what the zoom plan draws: an item whose feature lies in no
+    drawn window is set aside (`evidence.unused`) and counts for nothing.
+    """
     mod = task_module(task)
     t = resolve(task)
     m = measurements if measurements is not None else measure_all(spectrum)
+    arr = arrays_of(spectrum)
+    z = getattr(m, "redshift", None) or redshift.estimate(spectrum, arr)
     ev = mod.evidence(m)
-    return Verdict(t, calibrated(mod.CALIBRATION, ev.score, ev.coverage), ev, m)
+    zooms, skipped = plan_zooms(mod.ZOOMS, ev, arr, z, max_zooms)
+    for item in list(ev.items):
+        if not all(
+            any(lo <= a <= hi for lo, hi in (zz.window for zz in zooms)) for a in item.anchors()
+        ):
+            ev.drop(item)
+    p, doubt, capped = verdict_probability(mod.CALIBRATION, ev, m)
+    return Verdict(t, p, ev, m, zooms, skipped, z, doubt, capped)
+
+
+def verdict_probability(
+    constants: tuple[float, float], ev: Evidence, m: dict[str, float]
+) -> tuple[float, str, str]:
+    """P(YES) from the evidence items, why the spectrum cannot tell (if so), and why P(YES)
+    was capped (if it was)."""
+    snr = m.get("snr")
+    score, capped = ev.score, ""
+    against = [i for i in ev.items if i.decisive and i.points < 0]
+    if against and score > 0.75 * min(i.points for i in against):
+        # What speaks for the target cannot outweigh a decisive discriminant against it.
+        score = 0.75 * min(i.points for i in against)
+        capped = f"a decisive reading speaks against it ({against[0].note})"
+    if ev.required and not any(i.points > 0 and set(i.keys) & set(ev.required) for i in ev.items):
+        if score > -1.0:
+            score = -1.0
+            capped = "none of the readings a YES must rest on speaks for it"
+    # Below SNR ~7 per pixel every measured line is partly noise: the evidence shrinks
+    # towards nothing, so P(YES) moves to 0.5 and the hand-off queue catches the candidate.
+    trust = 1.0 if not finite(snr) else min(1.0, max(0.0, (snr - 3.0) / 4.0))
+    p = calibrated(constants, score * trust, ev.coverage)
+    doubt = ""
+    if trust < 1.0:
+        doubt = f"the spectrum is too noisy to tell (SNR ~{snr:.0f} per pixel)"
+    elif ev.coverage < 0.5:
+        doubt = "most of the diagnostic windows are missing or unreliable"
+    if capped:
+        p = min(p, VETO_CAP)
+    return p, doubt, capped
+
+
+def _shows(window: tuple[float, float], item: Item) -> bool:
+    return any(window[0] <= a <= window[1] for a in item.anchors())
+
+
+def plan_zooms(
+    task_zooms: list[Zoom],
+    ev: Evidence,
+    arr,
+    z: Redshift,
+    limit: int,
+) -> tuple[list[Zoom], list[str]]:
+    """The windows to draw: those that show the weightiest evidence first, up to `limit`.
+
+    Every item of evidence needs its feature drawn; an item no planned window shows gets a
+    window of its own. Windows the data does not cover are skipped (and said so).
+    """
+    plan: list[Zoom] = []
+    if z.source == "emission lines" and z.extragalactic and z.lines:
+        plan.append(redshift_zoom(z))
+    plan += list(task_zooms)
+    for item in ev.items:
+        if item.points and item.anchors() and not any(_shows(zz.window, item) for zz in plan):
+            plan.append(item_zoom(item))
+    covered, skipped = [], []
+    for zz in plan:
+        if coverage(arr, *zz.window) < 0.2:
+            skipped.append(f"{zz.label} ({zz.window[0]:.0f}-{zz.window[1]:.0f} Å)")
+        else:
+            covered.append(zz)
+    weight = {
+        id(zz): sum(abs(i.points) for i in ev.items if _shows(zz.window, i)) for zz in covered
+    }
+    order = sorted(range(len(covered)), key=lambda k: (-weight[id(covered[k])], k))
+    keep = set(order[: max(0, limit)])
+    return [zz for k, zz in enumerate(covered) if k in keep], skipped
+
+
+def redshift_zoom(z: Redshift) -> Zoom:
+    name, w = z.lines[0]
+    half = max(60.0, 0.03 * w)
+    return Zoom(
+        (w - half, w + half),
+        f"{name} at z = {z.z:.3f} (redshift check)",
+        ["redshift"],
+        lambda m, z=z, name=name, w=w: (
+            f"The bump at {w:.0f} Å is emission {z.fwhm_kms:-.0f} km/s wide; with "
+            + ", ".join(f"{n} at {x:.0f} Å" for n, x in z.lines[1:])
+            + f" it fits {name} at z = {z.z:.3f}: a {z.kind}, not a star in our Galaxy."
+        ),
+    )
+
+
+def item_zoom(item: Item) -> Zoom:
+    a = item.anchors()
+    lo, hi = min(a) - 60.0, max(a) + 60.0
+    note = item.note
+    return Zoom(
+        (lo, hi),
+        f"{lo:.0f}-{hi:.0f} Å ({', '.join(sorted({feature_of(k) for k in item.keys}))})",
+        list(item.keys),
+        lambda m, note=note: note[:1].upper() + note[1:].rstrip(".") + ".",
+    )
 
 
 @dataclass
@@ -80,37 +212,49 @@ class RulesPolicy:
     model_id: str | None = None
     renderer = "fast"
 
-    def __init__(self, max_zooms: int = 5, cache_size: int = 256, model: str | None = None):
+    def __init__(self, max_zooms: int = 5, cache_size: int = 256, model: str | dict | None = None):
         self.max_zooms = max_zooms
-        # A fitted inspector model (`launch.py calibrate`); its path is the run's model, so
-        # the run fingerprint and every trajectory name the version that produced it.
+        # A fitted inspector model (`launch.py calibrate`): a JSON file, whose path is the
+        # run's model, or a store's payload, named by its tag (inspector-vN); either way the
+        # run and every trajectory name the version that produced it.
         self.learned = None
-        if model:
+        if isinstance(model, dict):
+            from agent.policies.rules.learned import InspectorModel
+
+            self.learned = InspectorModel.from_json(model)
+            self.model_id = self.learned.tag
+        elif model:
             from agent.policies.rules.learned import load
 
             self.learned = load(model)
             self.model_id = str(model)
         self._cache: OrderedDict[tuple[str, int, str], _Plan] = OrderedDict()
+        # One spectrum vetted for several tasks is measured once; the spectrum is kept
+        # with its numbers so its id cannot be reused by another object meanwhile.
+        self._measured: OrderedDict[tuple[str, int], tuple[Spectrum, dict]] = OrderedDict()
         self._cache_size = cache_size
+
+    def _measure(self, ep: Episode) -> dict[str, float]:
+        key = (ep.candidate_id, id(ep.spectrum))
+        hit = self._measured.get(key)
+        if hit is not None and hit[0] is ep.spectrum:
+            return hit[1]
+        m = measure_all(ep.spectrum)
+        self._measured[key] = (ep.spectrum, m)
+        while len(self._measured) > 8:
+            self._measured.popitem(last=False)
+        return m
 
     def _plan(self, ep: Episode) -> _Plan:
         key = (ep.candidate_id, id(ep.spectrum), ep.task)
         plan = self._cache.get(key)
         if plan is not None:
             return plan
-        task = resolve(ep.task)
-        verdict = inspect(ep.spectrum, task)
+        limit = max(0, min(self.max_zooms, ep.max_turns - 1))
+        verdict = inspect(ep.spectrum, resolve(ep.task), self._measure(ep), max_zooms=limit)
         if self.learned is not None:
             verdict = self.learned.apply(verdict)
-        arr = arrays_of(ep.spectrum)
-        zooms, skipped = [], []
-        for z in task_module(task).ZOOMS:
-            if coverage(arr, *z.window) < 0.2:
-                skipped.append(f"{z.label} ({z.window[0]:.0f}-{z.window[1]:.0f} Å)")
-            else:
-                zooms.append(z)
-        limit = max(0, min(self.max_zooms, ep.max_turns - 1))
-        plan = _Plan(zooms[:limit], skipped, verdict)
+        plan = _Plan(verdict.zooms, verdict.skipped, verdict)
         self._cache[key] = plan
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
@@ -127,14 +271,15 @@ class RulesPolicy:
 
     def _act_one(self, ep: Episode) -> Reply:
         plan = self._plan(ep)
-        m = plan.verdict.measurements
-        n_zoom = sum(1 for s in ep.steps if s.tool_call is not None)
-        i = n_zoom
+        v = plan.verdict
+        m = v.measurements
+        i = sum(1 for s in ep.steps if s.tool_call is not None)
         prev = plan.zooms[i - 1] if 0 < i <= len(plan.zooms) else None
         if i < len(plan.zooms):
             zoom = plan.zooms[i]
             if i == 0:
-                thought = global_thought(m, task_module(plan.verdict.task).HYPOTHESIS)
+                mod = task_module(v.task)
+                thought = global_thought(m, mod.HYPOTHESIS, v.redshift)
                 if plan.skipped:
                     thought += " Not covered by the data: " + "; ".join(plan.skipped) + "."
             else:
@@ -146,30 +291,108 @@ class RulesPolicy:
                 text=format_turn(thought, zoom.window, label=zoom.label),
                 measurements=meas,
             )
-        # Final answer.
+        # Final answer: the thought, the explanation and P(YES) all read the same items.
         self._cache.pop((ep.candidate_id, id(ep.spectrum), ep.task), None)
-        v = plan.verdict
-        ev = v.evidence
-        parts = []
-        if prev:
-            parts.append(prev.describe(m))
-        parts += [n.rstrip(".") + "." for n in ev.notes]
-        if ev.missing:
-            parts.append(
-                "Outside the coverage: " + ", ".join(ev.missing) + ", so I am less certain."
-            )
-        conf = v.p_yes if v.answer == "YES" else 1 - v.p_yes
-        parts.append(f"Overall score {ev.score:+.1f}; P(YES) = {v.p_yes:.2f}.")
-        target = task_module(v.task).TARGET
-        key_note = ev.notes[0] if ev.notes else "no diagnostic feature measured"
-        expl = (
-            f"{'Consistent with' if v.answer == 'YES' else 'Not'} {target} "
-            f"(confidence {conf:.2f}): {key_note}."
-        )
-        text = format_turn(" ".join(parts), answer=v.answer, explanation=expl)
+        text = format_turn(final_thought(v, prev), answer=v.answer, explanation=explanation(v))
         meas = {k: float(val) for k, val in m.items() if finite(val)}
-        meas["score"] = float(ev.score)
-        meas["coverage"] = float(ev.coverage)
+        meas["score"] = float(v.evidence.score)
+        meas["coverage"] = float(v.evidence.coverage)
+        meas.update(redshift.to_measurements(v.redshift))
         if self.learned is not None:
             meas["inspector_version"] = float(self.learned.version)
         return Reply(text=text, p_yes=float(v.p_yes), measurements=meas)
+
+
+def _sentence(note: str) -> str:
+    return note[:1].upper() + note[1:].rstrip(".") + "."
+
+
+def final_thought(v: Verdict, prev: Zoom | None) -> str:
+    """What the last window showed, then the evidence for and against, then P(YES)."""
+    ev, m = v.evidence, v.measurements
+    target = task_module(v.task).TARGET
+    parts = [prev.describe(m)] if prev else []
+    for direction, head in (("for", "For"), ("against", "Against")):
+        sel = [i for i in ev.items if i.direction == direction and i.note]
+        if sel:
+            notes = "; ".join(i.note.rstrip(".") for i in sorted(sel, key=lambda i: -abs(i.points)))
+            parts.append(f"{head} {target}: {notes}.")
+    # The features the reader saw in a drawn window and that were set aside, with why.
+    unreliable = {
+        k: why
+        for k, why in getattr(m, "unreliable", {}).items()
+        if (a := ANCHORS.get(k)) is not None
+        and any(zz.window[0] <= a <= zz.window[1] for zz in v.zooms)
+    }
+    if unreliable:
+        parts.append(
+            "Not used, as the data cannot support them: "
+            + "; ".join(f"{feature_label(k)} ({why})" for k, why in sorted(unreliable.items()))
+            + "."
+        )
+    if ev.unused:
+        parts.append(
+            f"{len(ev.unused)} further reading(s) fell outside the windows I drew and are not used."
+        )
+    if ev.missing:
+        parts.append("Outside the coverage: " + ", ".join(ev.missing) + ", so I am less certain.")
+    if v.doubt:
+        parts.append(_sentence(v.doubt) + " My answer stays near even odds for an expert to check.")
+    if v.capped:
+        parts.append(f"{_sentence(v.capped)}, so it outweighs what speaks for.")
+    if v.correction:
+        parts.append(_sentence(v.correction))
+    parts.append(f"Overall score {ev.score:+.1f}; P(YES) = {v.p_yes:.2f}.")
+    return " ".join(parts)
+
+
+def explanation(v: Verdict) -> str:
+    """The verdict in one line, its confidence worded as P(YES), and the evidence it rests on."""
+    target = task_module(v.task).TARGET
+    p = v.p_yes
+    if v.doubt and 0.2 < p < 0.8:
+        key = v.evidence.strongest("for" if p > 0.5 else "against")
+        why = f"; the strongest reading: {key.note}" if key else ""
+        return f"Cannot tell whether this is {target} (P(YES) = {p:.2f}): {v.doubt}{why}."
+    if v.answer == "YES":
+        key = v.evidence.strongest("for")
+        return (
+            f"Consistent with {target} (P(YES) = {p:.2f}): {key.note if key else 'the evidence'}."
+        )
+    key = v.evidence.strongest("against")
+    reason = key.note if key else "no diagnostic feature of it was seen"
+    if p < 0.01:
+        return f"Not {target}, and I am sure it is not (P(YES) < 0.01): {reason}."
+    return f"Not {target} (P(YES) = {p:.2f}): {reason}."
+
+
+_FEATURE_LABELS = {
+    "ha": "H-alpha",
+    "hb": "H-beta",
+    "hg": "H-gamma",
+    "ha_w": "H-alpha profile",
+    "hb_w": "H-beta profile",
+    "hg_w": "H-gamma profile",
+    "cak": "Ca II K",
+    "nad": "Na I D",
+    "na8190": "Na I 8183/8195",
+    "cat8544": "Ca II 8542",
+    "cat8664": "Ca II 8662",
+    "hei5877": "He I 5876",
+    "hei6680": "He I 6678",
+    "hei4473": "He I 4471",
+    "hei4923": "He I 4922",
+    "heii4687": "He II 4686",
+    "tio5": "TiO5 index",
+    "cah2": "CaH2 index",
+    "cah3": "CaH3 index",
+}
+
+
+def feature_label(name: str) -> str:
+    """A reader's name for a measured feature ("hb_w" -> "H-beta profile", "c2_5165" -> "C2 5165")."""
+    if name in _FEATURE_LABELS:
+        return _FEATURE_LABELS[name]
+    mol, _, wave = name.partition("_")
+    molecules = {"tio": "TiO", "zro": "ZrO", "lao": "LaO", "vo": "VO", "c2": "C2", "cn": "CN"}
+    return f"{molecules[mol]} {wave}" if mol in molecules and wave.isdigit() else name

@@ -48,7 +48,7 @@ def zro_excess(m: dict[str, float]) -> tuple[float, list[tuple[str, float, float
 
 
 def evidence(m: dict[str, float]) -> Evidence:
-    e = Evidence()
+    e = Evidence(required=tuple(_ZRO_OF_M_GIANTS))
     zmean, heads = zro_excess(m)
     if not heads:
         e.missing.append("ZrO 4620/5551/6474 heads")
@@ -56,44 +56,58 @@ def evidence(m: dict[str, float]) -> Evidence:
         e.checked += 1
         txt = ", ".join(f"ZrO {k[4:]} depth {depth_points(j):.2f}" for k, j, _ in heads)
         txt += f" at TiO 7054 depth {depth_points(m['tio_7054']):.2f}"
+        keys = tuple(k for k, _, _ in heads) + ("tio_7054",)
         if zmean > 2.5:
             e.add(
                 3.5,
                 f"{txt}: ZrO stands {zmean:.1f} sigma above an M giant of the same TiO strength, the mark of an S star",
+                keys,
             )
         elif zmean > 1.5:
             e.add(
                 1.0,
                 f"{txt}: ZrO {zmean:.1f} sigma above an M giant's, possibly a weak MS-type star",
+                keys,
             )
         else:
             e.add(
                 -1.0,
                 f"{txt}: ZrO no stronger than in an M giant of the same TiO ({zmean:+.1f} sigma), so TiO alone explains the heads",
+                keys,
             )
     lao = m.get("lao_7403")
     if finite(lao):
         e.checked += 1
         if lao > 0.08:
-            e.add(1.5, f"LaO 7403 head depth {depth_points(lao):.2f}: LaO, found only in S stars")
+            e.add(
+                1.5,
+                f"LaO 7403 head depth {depth_points(lao):.2f}: LaO, found only in S stars",
+                ("lao_7403",),
+            )
         elif lao < 0.0:
-            e.add(-0.5, f"no LaO 7403 head (depth {depth_points(lao):.2f})")
+            e.add(-0.5, "no LaO 7403 head: the flux steps the wrong way across it", ("lao_7403",))
     else:
         e.missing.append("LaO 7403")
     if finite(m.get("tio5")):
         e.checked += 1
         if m["tio5"] > 0.92 and not (finite(zmean) and zmean > 2.5):
-            e.add(-2.0, f"no TiO (TiO5 index {m['tio5']:.2f}) and no ZrO: not a cool S or M star")
+            e.add(
+                -2.0,
+                f"no TiO (TiO5 index {m['tio5']:.2f}) and no ZrO: not a cool S or M star",
+                ("tio5",),
+            )
     c2 = m.get("c2_5165")
     if finite(c2) and c2 > 0.15:
         e.add(
             -4.0,
             f"C2 Swan 5165 head depth {depth_points(c2):.2f}: a carbon star, whose ZrO-like heads are C2 and CN",
+            ("c2_5165",),
+            decisive=True,
         )
     br = m.get("b_r")
     if finite(br) and br > -0.1:
         e.add(-2.0, f"continuum too blue for an S star (log F4600/F6100 = {br:.2f})")
-    e.score -= 1.0
+    e.prior = -1.0
     return e
 
 

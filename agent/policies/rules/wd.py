@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from agent.policies.rules.features import Evidence, balmer_wd, depth_points, finite
+from agent.policies.rules.features import (
+    Evidence,
+    balmer_wd,
+    depth_points,
+    extragalactic,
+    finite,
+)
 from agent.policies.rules.narration import Zoom, say_balmer_wd, say_he, say_high_balmer
 
 TARGET = "a white dwarf"
@@ -15,6 +21,7 @@ CALIBRATION = (1.399, 0.0)
 
 def evidence(m: dict[str, float]) -> Evidence:
     e = Evidence()
+    extragalactic(e, m, "a white dwarf sits at z ~ 0", -4.0)
     br = m.get("b_r")
     hot = finite(br) and br > 0.0
     bw = balmer_wd(m)
@@ -24,22 +31,27 @@ def evidence(m: dict[str, float]) -> Evidence:
         e.missing.append("Balmer lines")
     else:
         e.checked += 1
-        d, txt = bw
-        f = float(txt.split("FWHM ")[1].split(" ")[0])
+        d, f, txt, n = bw
+        keys = (f"{n}_fwhm", f"{n}_depth", f"{n}_ew")
         if d >= 0.12 and f >= 35:
             strong_balmer = True
             balmer = min(4.0, 2.5 + (f - 35) / 15)
-            e.add(balmer, f"{txt}: pressure broadening of a DA white dwarf")
+            e.add(balmer, f"{txt}: pressure broadening of a DA white dwarf", keys)
         elif d >= 0.2:
             strong_balmer = True
             if f >= 28:
-                e.add(0.0, f"{txt}: broad, but short of a typical white dwarf's")
+                e.add(0.0, f"{txt}: broad, but short of a typical white dwarf's", keys)
             else:
-                e.add(-3.0, f"{txt}: too narrow for a white dwarf (A/B star or hot subdwarf)")
+                e.add(
+                    -3.0,
+                    f"{txt}: too narrow for a white dwarf (A/B star or hot subdwarf)",
+                    keys,
+                    decisive=True,
+                )
         elif d >= 0.1 and f < 28:
-            e.add(-1.0, f"{txt}: weak, narrow Balmer lines (hot subdwarf or B star)")
+            e.add(-1.0, f"{txt}: weak, narrow Balmer lines (hot subdwarf or B star)", keys)
         else:
-            e.add(0.0, f"{txt}: no strong Balmer lines (not a DA)")
+            e.add(0.0, f"{txt}: no strong Balmer lines (not a DA)", keys)
     h9 = m.get("h9_contrast")
     if finite(h9) and strong_balmer:
         e.checked += 1
@@ -47,48 +59,61 @@ def evidence(m: dict[str, float]) -> Evidence:
             e.add(
                 -1.5,
                 f"H9 is sharp and separate (contrast {h9:.2f}): the high series is resolved as in an A/B star",
+                ("h9_contrast",),
             )
         elif h9 < 0.2 and balmer > 0:
-            e.add(0.5, f"H8-H10 merged (H9 contrast {h9:.2f}), as pressure broadening does")
+            e.add(
+                0.5,
+                f"H8-H10 merged (H9 contrast {h9:.2f}), as pressure broadening does",
+                ("h9_contrast",),
+            )
     cak, cakd = m.get("cak_ew"), m.get("cak_depth")
     if finite(cak):
         e.checked += 1
         if cak > 1.5 and finite(cakd) and cakd > 0.15:
             if strong_balmer:
                 e.add(
-                    -1.5, f"Ca II K absorption EW {cak:.1f} Å beside strong Balmer lines: an A star"
+                    -1.5,
+                    f"Ca II K absorption EW {cak:.1f} Å beside strong Balmer lines: an A star",
+                    ("cak_ew",),
                 )
             elif hot:
                 e.add(
                     3.0,
                     f"Ca II K EW {cak:.1f} Å on a blue continuum with no hydrogen: a DZ white dwarf",
+                    ("cak_ew",),
                 )
     if not strong_balmer:
-        he = [
-            m.get(f"{k}_ew")
+        he_keys = [
+            k
             for k in ("hei4473", "hei4923", "hei5877")
             if finite(m.get(f"{k}_ew")) and m.get(f"{k}_sig", 0.0) > 3.0
         ]
+        he = [m[f"{k}_ew"] for k in he_keys]
         he2, he2_sig = m.get("heii4687_ew"), m.get("heii4687_sig")
         he2_abs = finite(he2) and he2 > 0.3 and finite(he2_sig) and he2_sig > 3
+        he_used = tuple(f"{k}_ew" for k, x in zip(he_keys, he) if x > 1.0)
         if he and sum(1 for x in he if x > 1.0) >= 2 and hot:
             if he2_abs:
                 e.add(
                     -1.0,
                     f"He I absorption ({', '.join(f'EW {x:.1f} Å' for x in he)}) together with He II 4686 "
                     f"(EW {he2:.1f} Å): an O star or He-rich hot subdwarf; a DB white dwarf is too cool for He II",
+                    he_used + ("heii4687_ew",),
                 )
             else:
                 e.add(
                     3.0,
                     f"He I absorption ({', '.join(f'EW {x:.1f} Å' for x in he)}) with no Balmer lines "
                     "and no He II: a DB white dwarf",
+                    he_used,
                 )
         c2 = m.get("c2_5165")
         if finite(c2) and c2 > 0.15 and finite(br) and br > -0.15:
             e.add(
                 3.0,
                 f"C2 Swan 5165 head depth {depth_points(c2):.2f} on a warm continuum (log F4600/F6100 = {br:.2f}): a DQ white dwarf",
+                ("c2_5165",),
             )
         # A DC white dwarf: a hot continuum and no line at all. OB stars and hot subdwarfs
         # always show Balmer or He I lines at these depths, so featurelessness is the test.
@@ -111,6 +136,7 @@ def evidence(m: dict[str, float]) -> Evidence:
                 2.5,
                 f"a featureless blue continuum: Balmer lines shallower than {max(broad):.2f} of the continuum "
                 "and no He I or Ca II line of EW above 2 Å, as in a DC white dwarf",
+                tuple(k for k in ("hb_w_depth", "hg_w_depth") if finite(m.get(k))),
             )
     if finite(br):
         e.checked += 1
@@ -121,9 +147,26 @@ def evidence(m: dict[str, float]) -> Evidence:
     else:
         e.missing.append("continuum colour")
     if finite(m.get("tio5")) and m["tio5"] < 0.75 and not hot:
-        e.add(-2.0, f"TiO bands (TiO5 = {m['tio5']:.2f}): an M star dominates")
-    e.score -= 1.0  # prior: most candidates are not white dwarfs
+        e.add(-2.0, f"TiO bands (TiO5 = {m['tio5']:.2f}): an M star dominates", ("tio5",))
+    e.prior = -1.0  # most candidates are not white dwarfs
     return e
+
+
+def say_balmer(m: dict[str, float], name: str, lbl: str) -> str:
+    """The line's own reading, qualified where another Balmer line is the one judged by."""
+    text = say_balmer_wd(m, name, lbl)
+    bw = balmer_wd(m)
+    if bw is None or bw[3] == f"{name}_w":
+        return text
+    lead = {"hb_w": "H-beta", "hg_w": "H-gamma", "ha_w": "H-alpha"}[bw[3]]
+    f, d = m.get(f"{name}_w_fwhm"), m.get(f"{name}_w_depth")
+    if finite(f) and finite(d) and ((f < 28) != (bw[1] < 28) or (f >= 35) != (bw[1] >= 35)):
+        return (
+            f"{lbl} in absorption, FWHM {f:.0f} Å, depth {d:.2f}: a different width from {lead} "
+            f"(FWHM {bw[1]:.0f} Å, depth {bw[0]:.2f}); noise pinches a shallow line's width, "
+            f"so I judge by {lead}, the deeper and wider line."
+        )
+    return text
 
 
 # Zoom windows (rest-frame vacuum Angstrom): the task's own diagnostics first, then those
@@ -133,13 +176,13 @@ ZOOMS = [
         (4650.0, 5080.0),
         "H-beta profile",
         ["hb_w_fwhm", "hb_w_depth", "hb_w_ew"],
-        lambda m: say_balmer_wd(m, "hb", "H-beta"),
+        lambda m: say_balmer(m, "hb", "H-beta"),
     ),
     Zoom(
         (4150.0, 4500.0),
         "H-gamma profile",
         ["hg_w_fwhm", "hg_w_depth", "hg_w_ew"],
-        lambda m: say_balmer_wd(m, "hg", "H-gamma"),
+        lambda m: say_balmer(m, "hg", "H-gamma"),
     ),
     Zoom(
         (3760.0, 4000.0),
@@ -157,6 +200,6 @@ ZOOMS = [
         (6400.0, 6730.0),
         "H-alpha",
         ["ha_w_fwhm", "ha_w_depth", "ha_ew"],
-        lambda m: say_balmer_wd(m, "ha", "H-alpha"),
+        lambda m: say_balmer(m, "ha", "H-alpha"),
     ),
 ]

@@ -1,9 +1,10 @@
 """The serve settings: how long a served item stays leased, how large an upload may be,
 how long a login session lasts.
 
-One dataclass holds the defaults; `launch.py serve`'s flags, the app's context and the
-workflow layer (the queue's lease when the team has stored none, the login session) all
-read them from here. A team changes the lease for everyone through the store's settings
+One dataclass holds the defaults; the store (a claim's lease, `QueueConfig`, a login's
+lifetime), the workflow layer, `launch.py serve`'s flags and the app's context all read
+them from here. It lives in `db` because the store is the lowest layer that needs them
+(app -> annotate -> db). A team changes the lease for everyone through the store's settings
 (`lease_seconds`), which win over this default.
 """
 

@@ -1,0 +1,233 @@
+"""`vet --ray`: the demo on a local 2-CPU Ray cluster gives the single-process run's records,
+a worker lost mid-run costs nothing (every candidate recorded once), a candidate that kills
+its worker every time is recorded as failed after MAX_ATTEMPTS tries, the store resumes and
+supplies its own pending candidates, the `openai` policy drives OpenAI-compatible endpoints
+from the actors, and `vet` without `--ray` never imports Ray."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent import cluster
+from agent.runner import build_parser, main
+
+ray = pytest.importorskip("ray", reason="Ray is the optional 'cluster' extra")
+
+REPO = Path(__file__).resolve().parent.parent
+TIMINGS = ("seconds", "started_at")
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("demo")
+    labels = root / "labels.csv"
+    subprocess.run(
+        [sys.executable, "launch.py", "demo", "--out", str(root), "--labels", str(labels)]
+        + ["--n-per-class", "2"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    return labels
+
+
+@pytest.fixture(scope="module")
+def local_cluster():
+    # `--ray local` joins the Ray already started in this process: a 2-CPU cluster.
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def single(demo, tmp_path_factory) -> dict:
+    out = tmp_path_factory.mktemp("single") / "one.jsonl"
+    assert _vet(demo, out, "--workers", "1") == 0
+    return _records(out)
+
+
+def _vet(catalog: Path, out: Path, *extra: str) -> int:
+    argv = ["--catalog", str(catalog), "--policy", "rules", "--no-progress", "--out", str(out)]
+    return main(build_parser().parse_args(argv + list(extra)))
+
+
+def _records(path: Path) -> dict:
+    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    keys = [(r["id"], r["task"]) for r in rows]
+    assert len(keys) == len(set(keys)), "a candidate recorded twice"
+    return {k: _without_timings(r) for k, r in zip(keys, rows)}
+
+
+def _without_timings(record: dict) -> dict:
+    record = {k: v for k, v in record.items() if k not in TIMINGS}
+    record["steps"] = [{k: v for k, v in s.items() if k not in TIMINGS} for s in record["steps"]]
+    return record
+
+
+def test_demo_on_ray_matches_the_single_process_run(demo, local_cluster, single, tmp_path):
+    out = tmp_path / "ray.jsonl"
+    assert _vet(demo, out, "--ray", "local") == 0
+    got = _records(out)
+    assert len(single) == 32 and got.keys() == single.keys()
+    assert {k: r["verdict"] for k, r in got.items()} == {k: r["verdict"] for k, r in single.items()}
+    assert got == single  # the whole trajectory: every zoom, reasoning, confidence
+
+
+def test_a_worker_lost_mid_run_costs_nothing(demo, local_cluster, single, tmp_path, monkeypatch):
+    marker = tmp_path / "exited"
+    monkeypatch.setenv(cluster.EXIT_ONCE_ENV, str(marker))
+    out = tmp_path / "ray.jsonl"
+    assert _vet(demo, out, "--ray", "local", "--ray-actors", "2") == 0
+    assert marker.exists(), "no worker process exited: the test did not test recovery"
+    got = _records(out)  # asserts each candidate is recorded once
+    assert got == single  # the lost batch was re-run, not recorded as failed
+
+
+def test_a_candidate_that_always_kills_its_worker_is_recorded_failed(
+    demo, local_cluster, single, tmp_path, monkeypatch
+):
+    poison = sorted(single)[5]
+    monkeypatch.setenv(cluster.EXIT_ON_ENV, poison[0])
+    out = tmp_path / "ray.jsonl"
+    assert _vet(demo, out, "--ray", "local", "--ray-actors", "2") == 1  # one failed
+    got = _records(out)  # each candidate once, the poisoned one too
+    assert got.keys() == single.keys()
+    bad = got.pop(poison)
+    assert bad["state"] == "error" and bad["verdict"] is None
+    assert f"died on each of {cluster.MAX_ATTEMPTS} tries" in bad["error"]
+    assert got == {k: r for k, r in single.items() if k != poison}  # the rest as ever
+
+
+def test_store_pending_candidates_on_ray(demo, local_cluster, single, tmp_path):
+    from db import vet as db_vet
+    from db.store import Store
+
+    db = tmp_path / "loupe.db"
+    store = Store(str(db))
+    from agent.catalog import read_candidates
+
+    store.add_candidates(read_candidates([str(demo)]))
+    store.close()
+
+    def run(*extra: str) -> int:
+        parser = build_parser()
+        parser.add_argument("--db")
+        argv = ["--policy", "rules", "--no-progress", "--db", str(db), "--ray", "local"]
+        return db_vet.main(parser.parse_args(argv + list(extra)))
+
+    tasks = sorted({t for _, t in single})
+    assert run("--task", tasks[0]) == 0  # only that task's candidates
+    assert _store_verdicts(db) == {
+        f"{i}/{t}": r["verdict"] for (i, t), r in single.items() if t == tasks[0]
+    }
+    assert run() == 0  # the rest, none twice
+    assert _store_verdicts(db) == {f"{i}/{t}": r["verdict"] for (i, t), r in single.items()}
+
+
+def _store_verdicts(db: Path) -> dict[str, str]:
+    with sqlite3.connect(db) as con:
+        rows = con.execute(
+            "SELECT c.key || '/' || t.name, tr.verdict FROM trajectory tr "
+            "JOIN candidate c ON c.id = tr.candidate_id JOIN task t ON t.id = c.task_id"
+        ).fetchall()
+    assert len(rows) == len(dict(rows)), "a candidate recorded twice"
+    return dict(rows)
+
+
+def test_store_sink_resumes_and_records_each_candidate_once(demo, local_cluster, single, tmp_path):
+    from db import vet as db_vet
+
+    db = tmp_path / "loupe.db"
+
+    def run(*extra: str) -> int:
+        argv = ["--catalog", str(demo), "--policy", "rules", "--no-progress", "--db", str(db)]
+        parser = build_parser()
+        parser.add_argument("--db")
+        return db_vet.main(parser.parse_args(argv + ["--ray", "local", *extra]))
+
+    assert run("--limit", "10") == 0  # a run stopped part-way
+    assert run() == 0  # the re-run completes the rest
+    with sqlite3.connect(db) as con:
+        per_candidate = con.execute(
+            "SELECT candidate_id, count(*) FROM trajectory GROUP BY candidate_id"
+        ).fetchall()
+        verdicts = dict(
+            con.execute(
+                "SELECT c.key || '/' || t.name, tr.verdict FROM trajectory tr "
+                "JOIN candidate c ON c.id = tr.candidate_id JOIN task t ON t.id = c.task_id"
+            ).fetchall()
+        )
+    assert len(per_candidate) == len(single) and {n for _, n in per_candidate} == {1}
+    assert verdicts == {f"{i}/{t}": r["verdict"] for (i, t), r in single.items()}
+
+
+def test_openai_policy_drives_endpoints_from_actors(demo, local_cluster, tmp_path):
+    from tests.test_policy_openai import ANSWER, ZOOM, Server, ok
+
+    def reply(body: dict):  # zoom once, then answer
+        return ok(ZOOM) if len(body["messages"]) <= 2 else ok(ANSWER)
+
+    servers = [Server(), Server()]
+    try:
+        for s in servers:
+            s.default = reply
+        out = tmp_path / "openai.jsonl"
+        argv = ["--catalog", str(demo), "--policy", "openai", "--model", "spec-o3-7b"]
+        argv += ["--base-url", ",".join(s.url for s in servers), "--renderer", "fast"]
+        argv += ["--samples", "1", "--concurrency", "4", "--timeout", "10", "--limit", "12"]
+        argv += ["--ray", "local", "--ray-actors", "2", "--no-progress", "--out", str(out)]
+        assert main(build_parser().parse_args(argv)) == 0
+        got = _records(out)
+        assert len(got) == 12
+        assert {r["state"] for r in got.values()} == {"done"}
+        assert {r["verdict"] for r in got.values()} == {"YES"}
+        assert all(len(r["steps"]) == 2 for r in got.values())
+        assert all(s.requests for s in servers), "an endpoint got no episode"
+        assert sum(len(s.requests) for s in servers) == 24  # two turns per episode
+    finally:
+        for s in servers:
+            s.httpd.shutdown()
+            s.httpd.server_close()
+
+
+def test_pool_plan_follows_policy_and_cluster():
+    args = build_parser().parse_args(["--input", "x", "--ray"])
+    plan = cluster.pool_plan(args, 1000, {"CPU": 8.0})
+    assert plan["actors"] == 8 and plan["num_gpus"] == 0 and plan["batch_size"] == 16
+    assert cluster.pool_plan(args, 3, {"CPU": 8.0})["actors"] == 3  # no idle actors
+    args = build_parser().parse_args(["--input", "x", "--policy", "vllm", "--model", "m", "--ray"])
+    plan = cluster.pool_plan(args, 1000, {"CPU": 64.0, "GPU": 4.0})
+    assert plan["actors"] == 4 and plan["num_gpus"] == 1
+    with pytest.raises(cluster.ClusterError, match="needs GPUs"):
+        cluster.pool_plan(args, 1000, {"CPU": 64.0})
+    args = build_parser().parse_args(
+        ["--input", "x", "--policy", "openai", "--base-url", "http://a/v1, http://b/v1", "--ray"]
+    )
+    assert cluster.pool_plan(args, 1000, {"CPU": 8.0})["actors"] == 2
+
+
+def test_vet_without_ray_never_imports_it(demo, tmp_path):
+    code = (
+        "import sys; from db import vet; from agent.runner import build_parser; "
+        "p = build_parser(); p.add_argument('--db'); "
+        f"rc = vet.main(p.parse_args(['--catalog', {str(demo)!r}, '--limit', '3', "
+        f"'--workers', '1', '--no-progress', '--db', {str(tmp_path / 'x.db')!r}])); "
+        "print('ray' in sys.modules); sys.exit(rc or 'ray' in sys.modules)"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr[-1500:]

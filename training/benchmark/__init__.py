@@ -1,0 +1,51 @@
+"""The survey-like benchmark built from real library spectra, and the accuracy report.
+
+    python -m training.benchmark --out data/bench --report docs/accuracy.md
+
+reads ../shared/spectra/manifest.csv, picks for each task its positives and the hard
+negatives the paper names (K giants, M dwarfs and S stars for M giants; OB stars, hot
+subdwarfs, A/B stars and QSOs for white dwarfs; M giants for S and carbon stars;
+Be/emission-line stars, M dwarfs and QSOs for CVs; redshifted QSOs and galaxies for CVs,
+white dwarfs and carbon stars), and observes every source object as each survey would
+(`training.sim.surveys`): in the LAMOST, SDSS/BOSS and DESI layouts (their grids,
+resolutions, arm joins, masks and flux units, written as real files the readers in
+`agent.formats` read), at SNR 5, 8, 12, 20 and 35, with a random RV within +-300 km/s
+(stars) or a random redshift (the SDSS QSO and galaxy templates), a 10% flux-calibration
+error, sky residuals and flagged bad columns. Each split gets a labelled catalogue
+(`tune/catalog.csv`, `test/catalog.csv`). Splits are by source OBJECT: one star observed
+by two libraries (MILES and STELIB, CALSPEC and STELIB) or several times (U Gem) lands in
+one split only, and objects whose labels disagree between libraries are left out.
+
+`--report` scores the policies on both splits and writes the report: per layout and per
+SNR, with object-level bootstrap confidence intervals, the demo's numbers beside it, and
+how many distinct objects stand behind each positive class. `--fit-calibration` refits
+the inspector's per-task logistic calibration on the tune split and prints the constants.
+
+Sources whose positives are templates rather than single observed stars are flagged
+`template=1` in the catalogue and counted in the report.
+
+The package: `sources` (sources, splits, plan, build), `report` (scoring and the accuracy
+document), `calibration` (refitting the inspector's calibration) and `__main__` (the CLI).
+"""
+
+from training.benchmark.sources import (
+    DEFAULT_SPECTRA,
+    LAYOUTS,
+    SNRS,
+    Source,
+    assign_splits,
+    build,
+    load_sources,
+    plan,
+)
+
+__all__ = [
+    "DEFAULT_SPECTRA",
+    "LAYOUTS",
+    "SNRS",
+    "Source",
+    "assign_splits",
+    "build",
+    "load_sources",
+    "plan",
+]

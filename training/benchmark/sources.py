@@ -1,0 +1,316 @@
+"""The benchmark's sources and splits, and the survey files built from them.
+
+`load_sources` reads the library manifest, `assign_splits` puts each source OBJECT in one
+split, `plan` picks each task's positives and hard negatives, and `build` observes every
+source in every layout and SNR (`training.sim.surveys`) and writes each split's catalogue.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import re
+import shutil
+import sys
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_SPECTRA = REPO.parent / "shared" / "spectra"
+SNRS = (5.0, 8.0, 12.0, 20.0, 35.0)
+LAYOUTS = ("lamost", "sdss", "desi")
+
+# Manifest label -> tasks it is a positive for / a hard negative for.
+POSITIVE: dict[str, tuple[str, ...]] = {
+    "wd": ("wd",),
+    "cv": ("cv",),
+    "cv_pca_component": ("cv",),
+    "carbon": ("carbon",),
+    "s_type": ("s_type",),
+    "m_giant": ("m_giant",),
+}
+NEGATIVE: dict[str, tuple[str, ...]] = {
+    "a_star": ("wd",),
+    "ob_star": ("wd",),
+    "hot_subdwarf": ("wd",),
+    "emission_star": ("cv",),
+    "qso": ("cv", "wd", "carbon"),
+    "galaxy": ("cv", "wd", "carbon"),
+    "m_dwarf": ("cv", "m_giant"),
+    "m_star": ("cv", "m_giant"),
+    "fgk_giant": ("carbon", "m_giant"),
+    "m_giant": ("carbon", "s_type"),
+    "s_type": ("carbon", "m_giant"),
+    "carbon": ("s_type", "m_giant"),
+    "wd": ("carbon",),  # DQ white dwarfs show C2 too
+}
+# Rest-frame templates observed at a random redshift: (manifest label, row) -> (class, z range).
+EXTRAGALACTIC = {
+    ("qso_pca_component", "0"): ("qso", (0.3, 2.6)),
+    ("galaxy_pca_component", "0"): ("galaxy", (0.02, 0.4)),
+}
+# At most this many source objects per (negative label, task), so one plentiful class
+# does not swamp a task.
+MAX_NEG_SOURCES = 16
+# Approximate resolving power of each library (None: much higher than the surveys').
+SOURCE_R = {
+    "miles": 2000.0,
+    "stelib": 1700.0,
+    "pickles": 1000.0,
+    "calspec": 800.0,
+    "sdss": 2000.0,
+    "sdss-templates": 2000.0,
+    "lamost": 1800.0,
+    "ugem": None,
+}
+
+
+@dataclass
+class Source:
+    file: str
+    hdu: int | None
+    row: int | None
+    label: str
+    spectral_type: str
+    library: str
+    obj: str  # object identity used for the split
+    template: bool  # a template / PCA mean rather than one observed star
+    z_range: tuple[float, float] | None = None  # rest-frame template: draw a redshift
+
+    @property
+    def key(self) -> str:
+        stem = re.sub(r"\.(fits|fit|txt)(\.gz)?$", "", Path(self.file).name).replace(".", "_")
+        return f"{self.library}-{stem}" + (f"-r{self.row}" if self.row is not None else "")
+
+
+def _object_id(r: dict[str, str]) -> str:
+    """One name per physical object, so cross-library duplicates share it."""
+    lib = r["file"].split("/")[0]
+    text = f"{Path(r['file']).name} {r['spectral_type']}".upper()
+    m = re.search(r"HD[ _]?0*(\d+)", text)
+    if m:
+        return f"HD{int(m.group(1))}"
+    m = re.search(r"(FEIGE|GD|BD|LDS|LTT|HZ|G)[ _]?(\d+)", text)
+    if m and lib in ("calspec", "stelib"):
+        return f"{m.group(1)}{m.group(2)}"
+    if lib == "ugem":
+        return "UGEM"
+    if lib == "sdss" and r["label"] == "qso":
+        return "QSO"  # two of the three are one quasar re-observed; keep them together
+    return f"{lib}:{Path(r['file']).name}:{r['row']}"
+
+
+def _k_giant(s: Source) -> bool:
+    return s.label != "fgk_giant" or bool(re.search(r"(^|\s)K\d", s.spectral_type.upper()))
+
+
+def load_sources(spectra: Path) -> list[Source]:
+    with open(spectra / "manifest.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    out = []
+    labels_of: dict[str, set[str]] = defaultdict(set)
+    for r in rows:
+        lbl = r["label"]
+        z_range = None
+        if (lbl, r["row"]) in EXTRAGALACTIC:
+            lbl, z_range = EXTRAGALACTIC[(lbl, r["row"])]
+        elif lbl not in POSITIVE and lbl not in NEGATIVE:
+            continue
+        if lbl == "cv_pca_component" and r["row"] not in ("0",):
+            continue  # eigenvectors (negative flux) are not spectra; row 0 is the mean CV
+        lib = r["file"].split("/")[0]
+        obj = _object_id(r)
+        labels_of[obj].add(lbl)
+        out.append(
+            Source(
+                file=r["file"],
+                hdu=int(r["hdu"]) if r["hdu"] not in ("", None) else None,
+                row=int(r["row"]) if r["row"] not in ("", None) else None,
+                label=lbl,
+                spectral_type=r["spectral_type"],
+                library=lib,
+                obj=obj,
+                template=lib == "sdss-templates",
+                z_range=z_range,
+            )
+        )
+    conflicted = {o for o, ls in labels_of.items() if len(ls) > 1}
+    return [s for s in out if s.obj not in conflicted]
+
+
+def _h(text: str) -> int:
+    return int(hashlib.sha1(text.encode()).hexdigest()[:8], 16)
+
+
+def assign_splits(sources: list[Source]) -> dict[str, str]:
+    """object -> 'tune' | 'test'. Rare classes alternate so both splits get some."""
+    split: dict[str, str] = {}
+    # Positives are grouped by task (U Gem and the CV template are both "cv"), real
+    # stars before templates, and alternate test/tune so each split gets some; so do the
+    # extragalactic contaminants (real SDSS quasars, the QSO and galaxy templates).
+    groups: dict[str, list[Source]] = defaultdict(list)
+    for s in sources:
+        if s.label in POSITIVE:
+            groups[POSITIVE[s.label][0]].append(s)
+        elif s.label in ("qso", "galaxy"):
+            groups["extragalactic"].append(s)
+    for g in sorted(groups):
+        objs: list[str] = []
+        for s in sorted(groups[g], key=lambda s: (s.template, _h(s.obj))):
+            if s.obj not in objs:
+                objs.append(s.obj)
+        for i, o in enumerate(objs):
+            split.setdefault(o, "test" if i % 2 == 0 else "tune")
+    for s in sources:
+        split.setdefault(s.obj, "test" if _h("split:" + s.obj) % 2 == 0 else "tune")
+    return split
+
+
+def plan(sources: list[Source]) -> dict[str, list[tuple[str, str]]]:
+    """source key -> [(task, YES|NO)]."""
+    tasks: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    neg_count: Counter = Counter()
+    for s in sorted(sources, key=lambda s: _h(s.key)):
+        for t in POSITIVE.get(s.label, ()):
+            tasks[s.key].append((t, "YES"))
+        for t in NEGATIVE.get(s.label, ()):
+            if t == "m_giant" and not _k_giant(s):
+                continue  # the M-giant contaminant among giants is the K giant
+            if neg_count[(s.label, t)] < MAX_NEG_SOURCES:
+                neg_count[(s.label, t)] += 1
+                tasks[s.key].append((t, "NO"))
+    return tasks
+
+
+def _file_name(layout: str, name: str) -> str:
+    """Neutral file names in each survey's style: neither the name nor the id gives the class."""
+    from training.sim.surveys import _ids
+
+    plate, mjd, fiber = _ids(name)
+    if layout == "sdss":
+        return f"spec-{plate:04d}-{mjd:05d}-{fiber:04d}.fits"
+    if layout == "desi":
+        return f"coadd-{plate}-{mjd}-{fiber:04d}.fits"
+    return f"spec-{mjd}-B{plate}_sp{fiber % 16 + 1:02d}-{fiber:03d}.fits"
+
+
+def _observe_source(job: tuple) -> tuple[list[dict], list[str]]:
+    """Every (layout, SNR) observation of one source, written; catalogue rows and problems."""
+    from agent.formats import load_one
+    from training.sim.surveys import observe_survey, write_survey
+
+    s, spectra, out, split, tasks, layouts, snrs, realisations, seed = job
+    rows: list[dict] = []
+    try:
+        spec = load_one(spectra / s.file, hdu=s.hdu, row=s.row)
+    except Exception as exc:
+        return rows, [f"{s.file}[{s.row}]: {exc}"]
+    for layout in layouts:
+        for snr in snrs:
+            for k in range(realisations):
+                tag = f"{seed}:{s.key}:{layout}:{snr}:{k}"
+                rng = np.random.default_rng(_h(tag))
+                z, rv = 0.0, 0.0
+                if s.z_range:
+                    z = float(rng.uniform(*s.z_range))
+                else:
+                    rv = float(rng.uniform(-300.0, 300.0))
+                try:
+                    obs = observe_survey(
+                        spec,
+                        layout,
+                        snr=snr,
+                        rng=rng,
+                        rv_kms=rv,
+                        redshift=z,
+                        source_resolution=SOURCE_R.get(s.library),
+                    )
+                except ValueError as exc:
+                    return rows, [f"{s.file}[{s.row}] {layout}: {exc}"]
+                name = f"b{_h(tag):08x}"
+                rel = Path(layout) / f"snr{int(snr)}" / _file_name(layout, name)
+                write_survey(obs, out / split / rel, name)
+                for task, label in tasks:
+                    rows.append(
+                        {
+                            "path": str(rel),
+                            "task": task,
+                            "id": f"{name}:{task}",
+                            "label": label,
+                            "layout": layout,
+                            "snr": int(snr),
+                            "source": s.file,
+                            # Not "row": a catalogue's row column picks a spectrum in the file.
+                            "source_row": "" if s.row is None else s.row,
+                            "class": s.label,
+                            "object": s.obj,
+                            "template": int(s.template),
+                            "rv_kms": round(rv, 1),
+                            "z": round(z, 4),
+                        }
+                    )
+    return rows, []
+
+
+def build(
+    out: Path,
+    spectra: Path = DEFAULT_SPECTRA,
+    snrs: tuple[float, ...] = SNRS,
+    realisations: int = 1,
+    seed: int = 0,
+    layouts: tuple[str, ...] = LAYOUTS,
+    max_objects: int | None = None,
+    workers: int = 1,
+) -> dict[str, Path]:
+    """Observe every chosen source; write `out/{tune,test}/catalog.csv` plus survey files.
+
+    `max_objects` keeps at most that many source objects per (task, label) (a small,
+    fast subset for tests).
+    """
+    sources = load_sources(spectra)
+    split = assign_splits(sources)
+    tasks = plan(sources)
+    if max_objects is not None:
+        kept: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+        for s in sorted(sources, key=lambda s: (s.template, _h(s.key))):
+            want = []
+            for t, lbl in tasks.get(s.key, []):
+                k = kept[(split[s.obj], t, lbl)]
+                if s.obj in k or len(k) < max_objects:
+                    k.add(s.obj)
+                    want.append((t, lbl))
+            tasks[s.key] = want
+    for sp in ("tune", "test"):
+        shutil.rmtree(out / sp, ignore_errors=True)
+    jobs = [
+        (s, spectra, out, split[s.obj], tasks[s.key], layouts, snrs, realisations, seed)
+        for s in sources
+        if tasks.get(s.key)
+    ]
+    rows: dict[str, list[dict]] = {"tune": [], "test": []}
+    skipped: list[str] = []
+    if workers > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(_observe_source, jobs, chunksize=4))
+    else:
+        results = [_observe_source(j) for j in jobs]
+    for job, (rs, problems) in zip(jobs, results):
+        rows[job[3]] += rs
+        skipped += problems
+    paths = {}
+    for sp, rs in rows.items():
+        (out / sp).mkdir(parents=True, exist_ok=True)
+        p = out / sp / "catalog.csv"
+        with open(p, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rs[0].keys()))
+            w.writeheader()
+            w.writerows(rs)
+        paths[sp] = p
+    for msg in skipped:
+        print(f"benchmark: skipped {msg}", file=sys.stderr)
+    return paths

@@ -1,0 +1,144 @@
+"""accelerate launch --config_file training/configs/zero3_8gpu.yaml training/dpo.py \\
+        --config training/configs/dpo_qwen2_5_vl_7b.yaml
+
+DPO of a Qwen2.5-VL (or any local VLM folder) on Loupe's preference pairs.
+
+One GPU: `python training/dpo.py --config training/configs/dpo_qwen2_5_vl_7b.yaml`.
+CPU smoke run on the tiny model (`python -m training.tiny_model /tmp/tiny`):
+
+    python training/dpo.py --model /tmp/tiny --dataset PAIRS_EXPORT --output_dir /tmp/dpo --max_steps 2
+
+Reads the folder `launch.py export pairs --out PAIRS_EXPORT` writes, as it is (its `hf/`
+train split): each row is the conversation up to the turn where an expert's trajectory
+and the agent's part (`prompt`, with every image before it), the expert's turn there
+(`chosen`) and the agent's (`rejected`). TRL's `DPOTrainer` processes the images on the fly
+(`DataCollatorForVisionPreference`) and takes the loss on the completions only; the
+reference model is the starting checkpoint. Start from the SFT (or GRPO) checkpoint that
+produced the rejected runs; the pairs' images must have been drawn with the renderer it
+was trained with (checked, unless --force_renderer). The vision tower stays frozen.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.errors import LoupeError
+from training.common import (
+    TrainingScriptConfig,
+    checkpoint_renderer,
+    load_model_and_processor,
+    parse_config,
+    resolve_renderer,
+    train_and_save,
+    trainer_args,
+    use_cuda,
+)
+
+
+@dataclass
+class DPOScriptConfig(TrainingScriptConfig):
+    """`TrainingScriptConfig` with DPO defaults and the DPO-only fields."""
+
+    model: str = field(
+        default="checkpoints/sft",
+        metadata={"help": "The checkpoint to improve (and the reference model): usually SFT's."},
+    )
+    dataset: str = field(
+        default="",
+        metadata={"help": "Pairs export folder (`launch.py export pairs`), or its hf/ folder."},
+    )
+    output_dir: str = field(
+        default="checkpoints/dpo", metadata={"help": "Where checkpoints and the final model go."}
+    )
+    learning_rate: float = field(default=1e-6, metadata={"help": "Peak learning rate."})
+    num_train_epochs: float = field(default=2.0, metadata={"help": "Passes over the pairs."})
+    per_device_train_batch_size: int = field(
+        default=1, metadata={"help": "Pairs per device per micro-batch (each holds 1-8 images)."}
+    )
+    gradient_accumulation_steps: int = field(
+        default=4,
+        metadata={"help": "Micro-batches per optimiser step (8 GPUs x 1 x 4 = 32 pairs)."},
+    )
+    warmup_ratio: float = field(default=0.05, metadata={"help": "Fraction of steps for warm-up."})
+    beta: float = field(
+        default=0.1, metadata={"help": "DPO temperature: how far from the reference to move."}
+    )
+    loss_type: str = field(
+        default="sigmoid", metadata={"help": "TRL DPO loss ('sigmoid' is the DPO paper's)."}
+    )
+    max_length: int | None = field(
+        default=16384,
+        metadata={
+            "help": "Tokens per prompt + completion (images included), cut at the end; a "
+            "prompt with 8 zooms is about 8-10k tokens."
+        },
+    )
+
+
+def training_renderer(cfg: DPOScriptConfig) -> str:
+    """The renderer of the pairs' images, checked against the starting checkpoint's."""
+    from training.data import export_renderer
+
+    drawn = export_renderer(cfg.dataset)
+    return resolve_renderer(
+        drawn,
+        {"the pairs export": drawn, cfg.model: checkpoint_renderer(cfg.model)},
+        force=cfg.force_renderer,
+    )
+
+
+def build_trainer(cfg: DPOScriptConfig) -> Any:
+    from trl import DPOConfig, DPOTrainer
+
+    from training.data import load_pairs_dataset
+
+    cuda = use_cuda()
+    bf16 = cuda if cfg.bf16 is None else cfg.bf16
+    model, processor = load_model_and_processor(
+        cfg.model,
+        bf16=bf16,
+        chat_template=cfg.chat_template,
+        attn=cfg.attn_implementation,
+        freeze=cfg.freeze_vision,
+    )
+    dataset = load_pairs_dataset(cfg.dataset, min_grade=cfg.min_grade)
+    args = DPOConfig(
+        **trainer_args(cfg, cuda=cuda, bf16=bf16),
+        warmup_steps=cfg.warmup_ratio,  # a float in [0, 1) is a ratio of the total steps
+        beta=cfg.beta,
+        loss_type=[cfg.loss_type],
+        max_length=cfg.max_length,
+        **cfg.trainer_kwargs,
+    )
+    return DPOTrainer(model=model, args=args, train_dataset=dataset, processing_class=processor)
+
+
+def main(argv: list[str] | None = None) -> int:
+    cfg = parse_config(
+        DPOScriptConfig,
+        argv,
+        description="DPO of a Qwen2.5-VL (or any local VLM folder) on Loupe's preference pairs.",
+    )
+    if not cfg.dataset:
+        print("dpo.py: --dataset is required (a pairs export folder)", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    try:
+        renderer = training_renderer(cfg)
+    except LoupeError as exc:
+        print(f"dpo.py: {exc}", file=sys.stderr)
+        return 2
+    trainer = build_trainer(cfg)
+    result = train_and_save(trainer, cfg, stage="dpo", renderer=renderer)
+    print(
+        f"dpo: {trainer.state.global_step} steps in {time.perf_counter() - t0:.1f} s, "
+        f"final loss {result.training_loss:.4f}; model saved to {cfg.output_dir}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
