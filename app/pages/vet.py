@@ -14,6 +14,7 @@ import time
 from collections import OrderedDict
 from dataclasses import astuple, dataclass
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from agent.spectrum import Spectrum, SpectrumError
 from agent.trajectory import Step, Trajectory
@@ -146,28 +147,25 @@ class _Panels:
 # the spectrum, the trajectory and the display only, so decisions leave them valid; the
 # header (reviews, grade) is built fresh every time.
 PANEL_CACHE = 48
-_panel_cache: OrderedDict[tuple, _Panels] = OrderedDict()
+_panel_caches: WeakKeyDictionary[Any, OrderedDict[tuple, _Panels]] = WeakKeyDictionary()
 _panel_lock = threading.Lock()
-
-
-def _panel_key(ctx: Context, info: dict[str, Any], display: Display) -> tuple:
-    return (id(ctx.store), info["cid"], info.get("tid"), astuple(display))
 
 
 def _panels(
     ctx: Context, info: dict[str, Any], traj: Trajectory | None, display: Display
 ) -> _Panels:
-    key = _panel_key(ctx, info, display)
+    key = (info["cid"], info.get("tid"), astuple(display))
     with _panel_lock:
-        hit = _panel_cache.get(key)
+        cache = _panel_caches.setdefault(ctx.store, OrderedDict())
+        hit = cache.get(key)
         if hit is not None:
-            _panel_cache.move_to_end(key)
+            cache.move_to_end(key)
             return hit
     panels = _build_panels(ctx, info, traj, display)
     with _panel_lock:
-        _panel_cache[key] = panels
-        while len(_panel_cache) > PANEL_CACHE:
-            _panel_cache.popitem(last=False)
+        cache[key] = panels
+        while len(cache) > PANEL_CACHE:
+            cache.popitem(last=False)
     return panels
 
 
