@@ -51,7 +51,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Score one or more policies on a labelled set, side by side.",
     ),
     "calibrate": (
-        "annotate.calibrate",
+        "annotate.calibrate_cli",
         "Refit the rule-based inspector's calibration from expert labels in the store.",
     ),
     "degrade": (

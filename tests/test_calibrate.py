@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from agent.policies.rules.learned import InspectorModel, ModelError, TaskModel, load
-from annotate import calibrate
+from annotate import calibrate, calibrate_cli
 from annotate.calibrate import Example, fit, fit_task
 
 
@@ -89,7 +89,7 @@ def test_calibrate_end_to_end(tmp_path):
     ns = argparse.Namespace(
         db=str(db), out=str(tmp_path / "models"), min_labels=10, folds=3, seed=0
     )
-    assert calibrate.main(ns) == 0
+    assert calibrate_cli.main(ns) == 0
     store = Store(str(db))
     saved = store.setting(calibrate.SETTING)
     assert saved["version"] == 1 and set(saved["tasks"]) >= {"cv", "m_giant", "wd"}
@@ -129,7 +129,7 @@ def test_calibrate_end_to_end(tmp_path):
     store.close()
 
     # A second fit is a new version; the first stays on disk for the runs that used it.
-    assert calibrate.main(ns) == 0
+    assert calibrate_cli.main(ns) == 0
     store = Store(str(db))
     assert store.setting(calibrate.SETTING)["version"] == 2
     store.close()

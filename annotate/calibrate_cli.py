@@ -1,0 +1,48 @@
+"""`launch.py calibrate`: refit the inspector on the store's labels, or, with `--run`, the
+confidence of one model run (hf/vllm/openai) against the experts' decisions."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from annotate.calibrate import NoLabels, calibrate_store, cv_table
+from annotate.model_calibration import add_arguments as add_run_arguments
+from annotate.model_calibration import main as calibrate_run
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", default=None, help="Store (file or SQLAlchemy URL).")
+    parser.add_argument("--out", default="data/inspector", help="Folder for the model JSON.")
+    parser.add_argument(
+        "--min-labels", type=int, default=50, help="Labels per task before a combiner is tried."
+    )
+    parser.add_argument("--folds", type=int, default=5, help="Cross-validation folds.")
+    parser.add_argument("--seed", type=int, default=0)
+    add_run_arguments(parser)
+
+
+def main(args: argparse.Namespace) -> int:
+    from db.store import Store
+
+    if getattr(args, "run", None) is not None:  # a model run's P(YES), not the inspector
+        return calibrate_run(args)
+
+    store = Store(args.db)
+    try:
+        done = calibrate_store(
+            store, args.out, min_labels=args.min_labels, folds=args.folds, seed=args.seed
+        )
+    except NoLabels as exc:
+        print(f"calibrate: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+    for p in done.problems:
+        print(f"calibrate: skipped {p}", file=sys.stderr)
+    tag, path = done.model.tag, done.path
+    print(f"calibrate: {done.n_examples} labelled decisions; cross-validated, before -> after:")
+    print(cv_table(done.model))
+    print(f"calibrate: saved {tag} to the store and {path}")
+    print(f"calibrate: vet --db uses the store's {tag} by default (--model none: the plain rules)")
+    return 0
