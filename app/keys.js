@@ -158,7 +158,81 @@
       const meta = gd && gd.layout && gd.layout.meta && gd.layout.meta.candidate;
       el.classList.toggle("loupe-stale", !!id && !!gd && meta !== id);
     });
+    // -- vet speed: the thoughts and the answer belong to the step panels beside them
+    const zooms = document.getElementById("vet-zooms");
+    const stale = !!zooms && zooms.classList.contains("loupe-stale");
+    ["vet-thoughts", "vet-answer"].forEach((box) => {
+      const el = document.getElementById(box);
+      if (el) el.classList.toggle("loupe-stale", stale);
+    });
   };
+
+  // -- vet speed: j and k draw the candidate they bring at once. After each move the server
+  // hands over what j and k would show (app/pages/vet.py `prefetch`): its header and its
+  // whole-spectrum figure, drawn here with Plotly.react before the server's answer, which
+  // then replaces them (the same candidate, or another if the queue changed meanwhile).
+  // A key that moves or decides is answered in two steps (the move, then what comes after
+  // it); keys pressed meanwhile wait for both, in order, so that a decision always applies
+  // to the candidate on the screen, and none is dropped.
+  let ahead = null;
+  let busyUntil = 0;
+  const waiting = [];
+  const busy = () => performance.now() < busyUntil;
+  window.loupeAhead = (v) => {
+    try {
+      ahead = v ? JSON.parse(v) : null;
+    } catch (e) {
+      ahead = null;
+    }
+    busyUntil = 0;
+    while (waiting.length && !busy()) waiting.shift()();
+  };
+  // The token of what was drawn goes with the key's request (ui.py reads it through
+  // loupeDrawn): the server's answer then leaves the drawn header and figure as they are.
+  let drawnToken = "";
+  window.loupeDrawn = () => {
+    const t = drawnToken;
+    drawnToken = "";
+    return t;
+  };
+  const drawAhead = (which) => {
+    const item = ahead && ahead.for === headId() ? ahead[which] : null;
+    ahead = null; // once: the next comes with the server's answer
+    drawnToken = "";
+    const head = document.querySelector("#vet-header .loupe-head");
+    const gd = document.querySelector("#vet-global .js-plotly-plot");
+    if (!item || !head || !gd || !window.Plotly) return;
+    const fig = JSON.parse(item.global);
+    const box = document.createElement("div");
+    box.innerHTML = item.header; // our own server's HTML, as Gradio would set it
+    const src = box.querySelector(".loupe-head");
+    if (!src) return;
+    // as Gradio's plot does: the figure fills its box
+    fig.layout.autosize = true;
+    fig.layout.margin = { ...(fig.layout.margin || {}), autoexpand: true };
+    head.innerHTML = src.innerHTML;
+    window.Plotly.react(gd, fig.data, fig.layout, { responsive: true });
+    drawnToken = item.token;
+  };
+  // What was handed over is drawn with the display it was built for: a change of the
+  // display, the filters or the desk (redshift, template) drops it until the next answer.
+  ["input", "change", "click"].forEach((t) =>
+    document.addEventListener(
+      t,
+      (ev) => {
+        const el = ev.target && ev.target.closest ? ev.target : null;
+        if (!el || el.closest("#vet-actions")) return;
+        const desk = '#vet-options, #vet-filters, #desk, [id^="btn-z-"], #btn-template-next';
+        if (el.closest(desk)) ahead = null;
+      },
+      true
+    )
+  );
+  // Gradio imports Plotly once the first plot has a value; start it now, while the page
+  // waits for the server (ui.py links the bundle for preloading).
+  const bundle = document.querySelector('link[rel="modulepreload"][href*="PlotlyPlot-"]');
+  if (bundle) import(bundle.href).catch(() => {});
+  // -- end vet speed
 
   document.addEventListener(
     "keydown",
@@ -211,13 +285,26 @@
         return;
       }
       if (onVetPage() && ["1", "2", "3", "4"].includes(key)) {
-        if (grade(key)) ev.preventDefault();
+        ev.preventDefault();
+        if (busy()) waiting.push(() => grade(key));
+        else grade(key);
         return;
       }
       const id = KEYS[key];
       if (!id) return;
       // Only on the vet page: hidden buttons (another tab is open) are not pressed.
-      if (press(id)) ev.preventDefault();
+      const go = () => {
+        const btn = document.getElementById(id);
+        if (!visible(btn) || btn.disabled) return;
+        // drawn before the click, whose request carries what was drawn
+        if (key === "j" || key === "k") drawAhead(key === "j" ? "next" : "prev");
+        busyUntil = performance.now() + 5000; // until the answer and what follows arrive
+        btn.click();
+      };
+      if (!onVetPage()) return;
+      ev.preventDefault();
+      if (busy()) waiting.push(go);
+      else go();
     },
     true
   );

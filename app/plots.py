@@ -32,7 +32,10 @@ from agent.trajectory import Step, Trajectory
 
 Frame = Literal["rest", "observed"]
 
-GLOBAL_POINTS = 4000  # points drawn in the global panel at most (min/max pairs)
+# Points drawn in the global panel at most (min/max pairs): two per pixel column of its plot
+# area at a 1400 px window, so thinning is invisible; more points only cost drawing time on
+# every switch (a LAMOST spectrum has ~3900 pixels).
+GLOBAL_POINTS = 2400
 # Points in a zoom panel at most: two per pixel column of the widest panel, so min/max
 # decimation is invisible (every pixel column keeps its extremes) and only wide windows on
 # finely sampled spectra are thinned at all.

@@ -9,6 +9,7 @@ overlays and send only what changed.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,17 @@ SPLITS = ["all", "train", "test", "holdout"]
 FAST: dict[str, Any] = {"show_progress": "hidden"}
 
 
+def plotly_preload() -> str:
+    """-- vet speed: a link that fetches Gradio's Plotly bundle (1.3 MB) while the page is
+    still being built; Gradio imports it only once the first plot has a value, which put
+    its download after the vet page's first answer."""
+    assets = Path(gr.__file__).parent / "templates" / "frontend" / "assets"
+    return "".join(
+        f'<link rel="modulepreload" href="assets/{p.name}">'
+        for p in sorted(assets.glob("PlotlyPlot-*.js"))
+    )
+
+
 def plot(fig: dict[str, Any] | None) -> PlotData | None:
     # Our figures are plain dicts: hand Gradio the JSON directly, skipping graph objects.
     return None if fig is None else plotly(to_json(fig))
@@ -110,13 +122,13 @@ def plotly(fig_json: str) -> PlotData:
 def build(ctx: context.Context) -> gr.Blocks:
     tasks = ["all", *TASKS]
     with gr.Blocks(title="Loupe") as demo:
-        gr.HTML(CHEATSHEET)
+        gr.HTML(CHEATSHEET + plotly_preload())
         state = gr.State(views.new_state())
         who = gr.Markdown(elem_id="whoami")
         with gr.Tabs():
             # ---------------------------------------------------------------- vet
             with gr.Tab("Vet", id="vet"):
-                with gr.Row(equal_height=True):
+                with gr.Row(equal_height=True, elem_id="vet-filters"):
                     f_task = gr.Dropdown(tasks, value="all", label="task", scale=1)
                     f_band = gr.Dropdown(
                         CONF_BANDS, value="all", label="confidence P(YES)", scale=1
@@ -132,7 +144,7 @@ def build(ctx: context.Context) -> gr.Blocks:
                 jump_task = gr.Radio([], label="this id is a candidate of several tasks: open",
                                      visible=False, elem_id="jump-task")  # fmt: skip
                 header = gr.HTML(elem_id="vet-header")
-                with gr.Row():
+                with gr.Row(elem_id="vet-options"):
                     o_markers = gr.Checkbox(value=True, label="line & band markers")
                     o_error = gr.Checkbox(value=True, label="ivar error band")
                     o_smooth = gr.Slider(0, 25, value=0, step=1, label="smoothing (px)")
@@ -220,6 +232,9 @@ def build(ctx: context.Context) -> gr.Blocks:
                     comment = gr.Textbox(label="comment", lines=1, scale=4, elem_id="vet-comment")
                     comment_btn = gr.Button("Add comment", scale=1, elem_id="btn-comment")
                 message = gr.Markdown(elem_id="vet-message")
+                # -- vet speed: what j/k would show, handed to keys.js (vet_page.prefetch)
+                ahead_box = gr.Textbox(visible="hidden", elem_id="vet-ahead")
+                drawn_box = gr.Textbox(visible="hidden", elem_id="vet-drawn")
 
             # ---------------------------------------------------------------- author
             with gr.Tab("Author", id="author") as author_tab:
@@ -380,11 +395,25 @@ def build(ctx: context.Context) -> gr.Blocks:
                      c_note, reason, v_grade, jump_task, message, f_survey]  # fmt: skip
         view_outs += [z_slider, z_info]  # the desk's redshift control follows the candidate
 
-        def show(st: dict, view: views.VetView) -> list[Any]:
+        def show(st: dict, view: views.VetView, drawn: str | None = None) -> list[Any]:
             # Outputs the expert cannot edit are sent only when they differ from what this
             # session was last sent: an unchanged plot is neither re-sent nor redrawn.
+            # -- vet speed: at j/k, keys.js may already have drawn the header and whole
+            # spectrum it was handed (`vet_page.prefetch`); `drawn` names them. If they are
+            # this answer's, they are not sent again; if not, they are sent whatever was sent
+            # before, stamped with a counter so that the page redraws them (Gradio does not
+            # redraw a value equal to its last one).
             st = dict(st)
             sent = dict(st.get("_sent") or {})
+            n = int(st.get("_n") or 0) + 1
+            st["_n"] = n
+            gjson = None if view.global_fig is None else to_json(view.global_fig)
+            if drawn:
+                if drawn == vet_page.drawn_token(view):
+                    sent["header"], sent["global"] = view.header_html, gjson
+                else:
+                    sent.pop("header", None)
+                    sent.pop("global", None)
 
             def once(name: str, key: Any, value: Any) -> Any:
                 if sent.get(name) == key:
@@ -392,13 +421,18 @@ def build(ctx: context.Context) -> gr.Blocks:
                 sent[name] = key
                 return value
 
-            gjson = None if view.global_fig is None else to_json(view.global_fig)
+            head = view.header_html.replace(
+                'class="loupe-head"', f'class="loupe-head" data-n="{n}"', 1
+            )
+            if gjson is not None:
+                gplot = plotly(to_json(vet_page.stamped(view.global_fig, n=n)))
+            # -- end vet speed
             zjson = None if view.zoom_fig is None else to_json(view.zoom_fig)
             surveys = ["all", *view.surveys]
             out: list[Any] = [
                 None,  # the state, filled in last
-                once("header", view.header_html, view.header_html),
-                once("global", gjson, None if gjson is None else plotly(gjson)),
+                once("header", view.header_html, head),
+                once("global", gjson, None if gjson is None else gplot),
                 once(
                     "zooms",
                     zjson,
@@ -439,10 +473,11 @@ def build(ctx: context.Context) -> gr.Blocks:
             st, view = vet_page.vet_next(ctx, ex, st, f, d)
             return [context.whoami(ctx, ex), *show(st, view)]
 
-        demo.load(on_load, [state, *filters, *display], [who, *view_outs], api_name="open")
+        opened = demo.load(on_load, [state, *filters, *display], [who, *view_outs], api_name="open")
 
         def nav(kind: str):
-            def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im, request: gr.Request):
+            def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im,
+                   request: gr.Request, drawn: str | None = None):  # fmt: skip
                 ex = context.expert_for(ctx, request)
                 f, d = (
                     views.QueueFilters(tk, band, status, survey, split),
@@ -454,20 +489,55 @@ def build(ctx: context.Context) -> gr.Blocks:
                     st, view = vet_page.vet_prev(ctx, ex, st, f, d)
                 else:
                     st, view = vet_page.vet_refresh(ctx, ex, st, d)
-                return show(st, view)
+                return show(st, view, drawn)
 
             return fn
 
-        b_next.click(nav("next"), [state, *filters, *display], view_outs, api_name="next", **FAST)
-        b_prev.click(nav("prev"), [state, *filters, *display], view_outs, api_name="prev", **FAST)
+        def moving(kind: str):
+            # -- vet speed: j/k carry the token of what keys.js drew ahead (vet-drawn)
+            def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im, drawn: str | None = None,
+                   request: gr.Request = None):  # fmt: skip
+                return nav(kind)(st, tk, band, status, survey, split, mk, err, sm, fr, im,
+                                 request, drawn)  # fmt: skip
+
+            return fn
+
+        # -- vet speed: after each move, build what j and k would show next (leasing the
+        # next item) and hand it to keys.js, which draws it at the key press
+        def on_ahead(st, tk, band, status, survey, split, mk, err, sm, fr, im,
+                     request: gr.Request):  # fmt: skip
+            ex = context.expert_for(ctx, request)
+            f, d = (
+                views.QueueFilters(tk, band, status, survey, split),
+                desk.display_with(st, views.Display(mk, err, sm, fr, im)),
+            )
+            ahead = vet_page.prefetch(ctx, ex, st, f, d)
+            return "" if ahead is None else json.dumps(ahead, separators=(",", ":"))
+
+        def then_ahead(dep: Any) -> None:
+            dep.then(on_ahead, [state, *filters, *display], ahead_box, api_name=False,
+                     **FAST).then(None, ahead_box, None, api_name=False,
+                                  js="(v) => { window.loupeAhead && window.loupeAhead(v); }")  # fmt: skip
+
+        move_ins = [state, *filters, *display, drawn_box]
+        n_move = len(move_ins)
+        took = (f"(...a) => {{ a = a.slice(0, {n_move}); a[{n_move - 1}] = window.loupeDrawn ? "
+                "window.loupeDrawn() : ''; return a; }")  # fmt: skip
+        for dep in (
+            b_next.click(moving("next"), move_ins, view_outs, api_name="next", js=took, **FAST),
+            b_prev.click(moving("prev"), move_ins, view_outs, api_name="prev", js=took, **FAST),
+            opened,
+        ):  # fmt: skip
+            then_ahead(dep)
+        # -- end vet speed
         for comp in display:
-            comp.change(nav("refresh"), [state, *filters, *display], view_outs, api_name=False,
-                        trigger_mode="always_last", **FAST)  # fmt: skip
+            then_ahead(comp.change(nav("refresh"), [state, *filters, *display], view_outs,
+                                   api_name=False, trigger_mode="always_last", **FAST))  # fmt: skip
         for comp in filters[:3] + filters[4:]:
-            comp.input(nav("next"), [state, *filters, *display], view_outs, api_name=False,
-                       **FAST)  # fmt: skip
-        f_survey.input(nav("next"), [state, *filters, *display], view_outs, api_name=False,
-                       **FAST)  # fmt: skip
+            then_ahead(comp.input(nav("next"), [state, *filters, *display], view_outs,
+                                  api_name=False, **FAST))  # fmt: skip
+        then_ahead(f_survey.input(nav("next"), [state, *filters, *display], view_outs,
+                                  api_name=False, **FAST))  # fmt: skip
 
         def on_jump(st, cid, tk, band, status, survey, split, mk, err, sm, fr, im,
                     request: gr.Request, task=None):  # fmt: skip
@@ -482,13 +552,11 @@ def build(ctx: context.Context) -> gr.Blocks:
             return on_jump(st, cid, tk, band, status, survey, split, mk, err, sm, fr, im,
                            request, task=pick)  # fmt: skip
 
-        jump_task.input(on_jump_task, [state, jump_id, jump_task, *filters, *display], view_outs,
-                        api_name="jump_task", **FAST)  # fmt: skip
-
-        jump_btn.click(on_jump, [state, jump_id, *filters, *display], view_outs, api_name="jump",
-                       **FAST)  # fmt: skip
-        jump_id.submit(on_jump, [state, jump_id, *filters, *display], view_outs, api_name=False,
-                      **FAST)  # fmt: skip
+        jump_ins = [state, jump_id, *filters, *display]
+        then_ahead(jump_task.input(on_jump_task, [state, jump_id, jump_task, *filters, *display],
+                                   view_outs, api_name="jump_task", **FAST))  # fmt: skip
+        then_ahead(jump_btn.click(on_jump, jump_ins, view_outs, api_name="jump", **FAST))
+        then_ahead(jump_id.submit(on_jump, jump_ins, view_outs, api_name=False, **FAST))
 
         # -- vet desk: decisions carry the page's active seconds on the item (keys.js counts
         # them; `with_active` puts the count in the first input just before the call)
@@ -514,8 +582,8 @@ def build(ctx: context.Context) -> gr.Blocks:
 
         for btn, name in [(b_accept, "accept"), (b_reject, "reject"), (b_skip, "skip"),
                           (b_flag, "flag")]:  # fmt: skip
-            btn.click(act(name), act_ins, view_outs, api_name=name, js=with_active(len(act_ins)),
-                      **FAST)  # fmt: skip
+            then_ahead(btn.click(act(name), act_ins, view_outs, api_name=name,
+                                 js=with_active(len(act_ins)), **FAST))  # fmt: skip
 
         def on_reason(text, st, tk, band, status, survey, split, mk, err, sm, fr, im, secs,
                       request: gr.Request):  # fmt: skip
@@ -523,8 +591,8 @@ def build(ctx: context.Context) -> gr.Blocks:
                                  request, reason_text=text)  # fmt: skip
 
         reason_ins = [reason, state, *filters, *display, active]
-        reason.submit(on_reason, reason_ins, view_outs, api_name="reject_reason",
-                      js=with_active(len(reason_ins)), **FAST)  # fmt: skip
+        then_ahead(reason.submit(on_reason, reason_ins, view_outs, api_name="reject_reason",
+                                 js=with_active(len(reason_ins)), **FAST))  # fmt: skip
 
         b_correct.click(None, None, None, js="() => window.loupeOpenCorrect && "
                         "window.loupeOpenCorrect()", api_name=False)  # fmt: skip
@@ -543,8 +611,8 @@ def build(ctx: context.Context) -> gr.Blocks:
             return show(st, view)
 
         correct_ins = [state, c_label, c_step, c_expl, c_note, *filters, *display, active]
-        c_save.click(on_correct, correct_ins, view_outs, api_name="correct",
-                     js=with_active(len(correct_ins)), **FAST)  # fmt: skip
+        then_ahead(c_save.click(on_correct, correct_ins, view_outs, api_name="correct",
+                                js=with_active(len(correct_ins)), **FAST))  # fmt: skip
 
         def on_grade(st, g, request: gr.Request):
             ex = context.expert_for(ctx, request)
@@ -559,7 +627,7 @@ def build(ctx: context.Context) -> gr.Blocks:
             )
             return show(st, view)
 
-        b_undo.click(on_undo, [state, *display], view_outs, api_name="undo", **FAST)
+        then_ahead(b_undo.click(on_undo, [state, *display], view_outs, api_name="undo", **FAST))
         # -- end vet desk
 
         def on_comment(st, text, request: gr.Request):

@@ -6,9 +6,13 @@ A fresh demo database (generated, ingested and vetted by `rules`), then:
 - server: "decide and see the next candidate" (a skip, which records a review and serves the
   next item from the hand-off queue), the handler alone (store write + queue + loading the
   spectrum + all figures);
+- ahead: the same when the next candidate was built while the expert read, as the page
+  has it built (`app.pages.vet.prefetch`);
 - http: the same through the running app with `gradio_client` (adds Gradio and transport);
-- browser: key press (j) to the next candidate's whole-spectrum panel drawn, and opening
-  the page to the first panel drawn, in Chromium (skipped if absent).
+- browser: key press (j) to the next candidate's whole-spectrum panel drawn (drawn at the
+  key press from what the page was handed ahead), and opening the page (a new browser
+  context: nothing cached) to the first panel drawn, in Chromium (skipped if absent).
+Timings on a loaded machine are noise: the load average is printed first.
 Prints p50/p95 of each; the last line is the server p95.
 """
 
@@ -50,16 +54,21 @@ def fresh(root: Path, n: int):
     return ctx
 
 
-def bench_server(ctx, n: int) -> list[float]:
+def bench_server(ctx, n: int, ahead: bool = False) -> list[float]:
+    """`ahead`: as the page does, the next candidate is built while the expert reads
+    (`vet.prefetch`, not timed), so the switch itself finds its panels built."""
     from app import context, views
     from app.pages import vet as vet_page
 
     ex = context.expert_for(ctx, None)
-    st, _ = vet_page.vet_next(ctx, ex, views.new_state(), views.QueueFilters(), views.Display())
+    f, d = views.QueueFilters(), views.Display()
+    st, _ = vet_page.vet_next(ctx, ex, views.new_state(), f, d)
     out = []
     for _ in range(n):
+        if ahead:
+            vet_page.prefetch(ctx, ex, st, f, d)
         t0 = time.perf_counter()
-        st, view = vet_page.vet_act(ctx, ex, st, "skip", views.QueueFilters(), views.Display())
+        st, view = vet_page.vet_act(ctx, ex, st, "skip", f, d)
         out.append((time.perf_counter() - t0) * 1000)
         if st["current"] is None:
             break
@@ -134,12 +143,18 @@ def main() -> int:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         results = {}
-        for name in ("server", "http", "browser"):
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        fns = {
+            "server": bench_server,
+            "ahead": lambda ctx, n: bench_server(ctx, n, ahead=True),
+            "http": bench_http,
+            "browser": bench_browser,
+        }
+        for name, fn in fns.items():
             if name == "browser" and args.no_browser:
                 continue
             root = Path(tmp) / name
             ctx = fresh(root, args.n)
-            fn = {"server": bench_server, "http": bench_http, "browser": bench_browser}[name]
             ms = fn(ctx, args.n)
             ctx.store.close()
             if ms:

@@ -432,3 +432,57 @@ def test_jump_and_next_lease_for_the_teams_lease(ctx):
     for lease in leases:
         held = (lease.expires - lease.created).total_seconds()
         assert 25 <= held <= 35, held  # the team's 30 s, not the store's 600 s default
+
+
+def test_the_experts_redshift_is_stored_with_the_decision(ctx):
+    """z = 1.27 typed on the shown candidate is saved as the expert's; an adopted estimate
+    as the agent's; a candidate without a chosen z stores none."""
+    from app.pages import desk
+
+    ex = app_context.expert_for(ctx, None)
+    st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
+    a = st["current"]
+    st = desk.set_z(st, 1.27)
+    st, _ = vet_page.vet_act(ctx, ex, st, "accept", F, D)
+    (r,) = ctx.store.reviews(candidate_id=a)
+    assert (r.redshift, r.redshift_source) == (1.27, "expert")
+    b = st["current"]
+    assert b != a
+    st = desk.set_z(st, 0.5, source="agent")
+    st, _ = vet_page.vet_act(ctx, ex, st, "skip", F, D)
+    (r2,) = ctx.store.reviews(candidate_id=b)
+    assert (r2.redshift, r2.redshift_source) == (0.5, "agent")
+    # the z chosen on b does not follow the expert to the next candidate
+    c = st["current"]
+    st, _ = vet_page.vet_act(ctx, ex, st, "flag", F, D)
+    (r3,) = ctx.store.reviews(candidate_id=c)
+    assert (r3.redshift, r3.redshift_source) == (None, None)
+
+
+def test_prefetch_is_what_j_and_k_bring(ctx):
+    """What the page draws ahead at j/k is the candidate the server then shows: the next
+    item is leased ahead, and its panels are built once."""
+    import json
+
+    ex = app_context.expert_for(ctx, None)
+    st, first = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
+    ahead = vet_page.prefetch(ctx, ex, st, F, D)
+    assert ahead["for"] == first.candidate_id and "prev" not in ahead
+    nxt = ahead["next"]
+    assert nxt["key"] != first.candidate_id and nxt["key"] in nxt["header"]
+    fig = json.loads(nxt["global"])
+    assert fig["layout"]["meta"]["candidate"] == nxt["key"]
+    st, second = vet_page.vet_next(ctx, ex, st, F, D)
+    assert second.candidate_id == nxt["key"] and second.header_html == nxt["header"]
+    assert vet_page.plots.to_json(vet_page.stamped(second.global_fig)) == nxt["global"]
+    # k: the previous candidate, whose panels come from the cache
+    back = vet_page.prefetch(ctx, ex, st, F, D)["prev"]
+    assert back["key"] == first.candidate_id
+    st, again = vet_page.vet_prev(ctx, ex, st, F, D)
+    assert again.global_fig is first.global_fig and again.header_html == back["header"]
+    # a decision brings the item leased ahead too
+    ahead = vet_page.prefetch(ctx, ex, st, F, D)
+    st, _ = vet_page.vet_next(ctx, ex, st, F, D)
+    ahead = vet_page.prefetch(ctx, ex, st, F, D)
+    st, view = vet_page.vet_act(ctx, ex, st, "skip", F, D)
+    assert view.candidate_id == ahead["next"]["key"]

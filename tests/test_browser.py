@@ -370,3 +370,83 @@ def test_log_out_from_the_page(browser, tmp_path_factory, tmp_path):
     finally:
         srv.close()
         ctx.store.close()
+
+
+def test_j_draws_the_next_candidate_before_the_server_answers(browser, tmp_path_factory, tmp_path):
+    """While the expert reads, the page is handed what j and k bring: a key press draws it
+    at once (here the server's answers are held back 2 s), the answer then confirms it
+    without drawing the whole spectrum again, and the store holds no review."""
+    ctx = context(tmp_path_factory, tmp_path)
+    srv = serve(ctx)
+    try:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        _open(page, srv.url)
+        page.wait_for_function(DRAWN, arg="", timeout=30_000)
+        # what j and k bring, handed over for the candidate shown
+        ready = ("k => ((document.querySelector('#vet-ahead textarea, #vet-ahead input') || {})"
+                 ".value || '').includes('\"for\":\"' + k + '\"')")  # fmt: skip
+        first = _current_key(page)
+        page.wait_for_function(ready, arg=first, timeout=20_000)
+        page.wait_for_timeout(200)
+        # count the whole-spectrum draws that reach Plotly, and hold requests back
+        page.evaluate("""() => {
+          window.__draws = 0;
+          const P = window.Plotly, react = P.react;
+          P.react = function (gd, ...a) {
+            if (gd.closest && gd.closest('#vet-global')) window.__draws += 1;
+            return react.call(this, gd, ...a);
+          };
+          const f = window.fetch;
+          window.fetch = (u, o) => String(u).includes('queue/join')
+            ? new Promise((r) => setTimeout(r, 2000)).then(() => f(u, o)) : f(u, o);
+        }""")
+        t0 = time.perf_counter()
+        page.keyboard.press("j")
+        page.wait_for_function(DRAWN, arg=first, timeout=1_500, polling="raf")
+        assert time.perf_counter() - t0 < 1.5  # drawn before any answer could come
+        second = _current_key(page)
+        meta = "() => document.querySelector('#vet-global .js-plotly-plot').layout.meta"
+        drawn_ahead = page.evaluate(meta)
+        assert drawn_ahead["candidate"] == second and "n" not in drawn_ahead
+        # the server's answer (the step panels): the same candidate, not drawn a second time
+        zooms = "k => ((document.querySelector('#vet-zooms .js-plotly-plot') || {}).layout" \
+                " || {meta: {}}).meta.candidate === k"  # fmt: skip
+        page.wait_for_function(zooms, arg=second, timeout=20_000)
+        page.wait_for_timeout(300)
+        assert _current_key(page) == second and page.evaluate("() => window.__draws") == 1
+        assert page.evaluate(meta) == drawn_ahead
+        assert ctx.store.candidate(ctx.store.find_candidate(second).id) is not None
+        # k: back to the first, drawn ahead too
+        page.wait_for_function(ready, arg=second, timeout=20_000)
+        page.wait_for_timeout(200)
+        page.keyboard.press("k")
+        page.wait_for_function(DRAWN, arg=second, timeout=1_500, polling="raf")
+        assert _current_key(page) == first
+        page.wait_for_function(zooms, arg=first, timeout=20_000)
+        page.wait_for_timeout(300)
+        assert _current_key(page) == first and page.evaluate("() => window.__draws") == 2
+        assert ctx.store.reviews() == []
+    finally:
+        srv.close()
+        ctx.store.close()
+
+
+def test_a_typed_redshift_is_stored_with_the_decision(browser, tmp_path_factory, tmp_path):
+    """z, 1.27, Enter, then a: the review holds redshift 1.27 typed by the expert."""
+    ctx = context(tmp_path_factory, tmp_path)
+    srv = serve(ctx)
+    try:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        _open(page, srv.url)
+        page.wait_for_function(DRAWN, arg="", timeout=30_000)
+        key = _current_key(page)
+        page.keyboard.press("z")
+        page.keyboard.type("1.27")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#desk-z-info:has-text('yours: 1.2700')", timeout=20_000)
+        _drawn_after(page, "a")
+        (r,) = _reviews_of(ctx, key)
+        assert (r.action, r.redshift, r.redshift_source) == ("accept", 1.27, "expert")
+    finally:
+        srv.close()
+        ctx.store.close()

@@ -7,9 +7,14 @@ move (next item, jump, lease) through `annotate.queue`.
 
 from __future__ import annotations
 
+import hashlib
 import re
+import threading
 import time
+from collections import OrderedDict
+from dataclasses import astuple, dataclass
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from agent.spectrum import Spectrum, SpectrumError
 from agent.trajectory import Step, Trajectory
@@ -17,6 +22,7 @@ from annotate import review
 from annotate.queue import Filters as StoreFilters
 from app import plots
 from app.context import USER_ERRORS, Context, Viewer, refusal
+from app.pages import desk
 from app.render_md import escape, render_md
 from app.views import Display, QueueFilters, StepView, VetView, new_state
 
@@ -120,28 +126,57 @@ def _model_image(spec: Spectrum, step: Step, renderer: str) -> Any:
     return render_step(spec, step, renderer)
 
 
-def build_view(
-    ctx: Context,
-    info: dict[str, Any],
-    traj: Trajectory | None,
-    display: Display,
-    message: str = "",
-) -> VetView:
-    """The whole vet page for one candidate, from its record and its trajectory."""
-    t0 = time.perf_counter()
-    try:
-        spec = ctx.store.load_spectrum(info["cid"])
-    except (SpectrumError, OSError) as e:
-        return VetView(
-            info["id"], header_html(info, traj), plots.empty_figure(f"cannot read spectrum: {e}"),
-            [], "", message=f"**{escape(info['id'])}**: cannot read its spectrum: {escape(e)}",
-        )  # fmt: skip
-    for k in ("ra", "dec", "snr"):
-        if info.get(k) is None:
-            info[k] = getattr(spec.meta, k, None)
-    info["simulated"] = info.get("simulated") or spec.meta.simulated
-    if not info.get("survey"):
-        info["survey"] = spec.meta.survey
+@dataclass
+class _Panels:
+    """What a candidate's page draws from its spectrum and trajectory (not its reviews)."""
+
+    meta: dict[str, Any]  # ra, dec, snr, simulated, survey from the file
+    gfig: dict[str, Any]
+    steps: list[StepView]
+    choices: list[str]
+    answer: str
+    suggested: str | None
+    zoom_fig: dict[str, Any] | None
+    thoughts_html: str
+    redshift: dict[str, Any] | None
+    notes: str = ""  # a render failure, said in the page's message
+
+
+# Panels are built ahead while the expert reads (`prefetch`) and again when they come back
+# with k: built once per (store, candidate, trajectory, display), newest kept. They depend on
+# the spectrum, the trajectory and the display only, so decisions leave them valid; the
+# header (reviews, grade) is built fresh every time.
+PANEL_CACHE = 48
+_panel_caches: WeakKeyDictionary[Any, OrderedDict[tuple, _Panels]] = WeakKeyDictionary()
+_panel_lock = threading.Lock()
+
+
+def _panels(
+    ctx: Context, info: dict[str, Any], traj: Trajectory | None, display: Display
+) -> _Panels:
+    key = (info["cid"], info.get("tid"), astuple(display))
+    with _panel_lock:
+        cache = _panel_caches.setdefault(ctx.store, OrderedDict())
+        hit = cache.get(key)
+        if hit is not None:
+            cache.move_to_end(key)
+            return hit
+    panels = _build_panels(ctx, info, traj, display)
+    with _panel_lock:
+        cache[key] = panels
+        while len(cache) > PANEL_CACHE:
+            cache.popitem(last=False)
+    return panels
+
+
+def _build_panels(
+    ctx: Context, info: dict[str, Any], traj: Trajectory | None, display: Display
+) -> _Panels:
+    spec = ctx.store.load_spectrum(info["cid"])
+    meta = {
+        "ra": spec.meta.ra, "dec": spec.meta.dec, "snr": spec.meta.snr,
+        "simulated": spec.meta.simulated, "survey": spec.meta.survey,
+    }  # fmt: skip
     markers = (
         plots.markers_for(info["task"], all_markers=display.all_markers)
         if display.markers
@@ -149,8 +184,6 @@ def build_view(
     )
     frame = "observed" if display.frame == "observed" else "rest"
     smooth = int(display.smooth or 0)
-    from app.pages import desk
-
     template, tz = desk.overlay(ctx, display, info["id"], spec, traj)
     gfig = plots.global_figure(
         spec, traj, markers=markers, frame=frame, smooth_width=smooth, show_error=display.error,
@@ -159,6 +192,7 @@ def build_view(
     steps: list[StepView] = []
     choices = ["none"]
     answer = ""
+    notes = ""
     if traj is not None:
         for i, (step, fig) in enumerate(
             plots.step_figures(
@@ -181,7 +215,7 @@ def build_view(
                 try:
                     img = _model_image(spec, step, traj.renderer)
                 except Exception as e:  # a render failure must not hide the candidate
-                    message += "\n\n" + refusal(f"step {i + 1}: image not rendered", e)
+                    notes += "\n\n" + refusal(f"step {i + 1}: image not rendered", e)
             reading = traj.steps[i + 1] if i + 1 < len(traj.steps) else None
             steps.append(StepView(fig, thought_html(i, step, reading), img))
         final = next((s for s in reversed(traj.steps) if s.answer is not None), None)
@@ -205,20 +239,48 @@ def build_view(
     for fig in (gfig, zoom_fig):
         if fig is not None:
             fig.setdefault("layout", {})["meta"] = {"candidate": str(info["id"])}
+    return _Panels(
+        meta, gfig, steps, choices, answer, suggested, zoom_fig, _steps_html(steps, height),
+        desk.redshift_info(display, info["id"], spec, traj), notes,
+    )  # fmt: skip
+
+
+def build_view(
+    ctx: Context,
+    info: dict[str, Any],
+    traj: Trajectory | None,
+    display: Display,
+    message: str = "",
+) -> VetView:
+    """The whole vet page for one candidate, from its record and its trajectory."""
+    t0 = time.perf_counter()
+    try:
+        p = _panels(ctx, info, traj, display)
+    except (SpectrumError, OSError) as e:
+        return VetView(
+            info["id"], header_html(info, traj), plots.empty_figure(f"cannot read spectrum: {e}"),
+            [], "", message=f"**{escape(info['id'])}**: cannot read its spectrum: {escape(e)}",
+        )  # fmt: skip
+    for k in ("ra", "dec", "snr"):
+        if info.get(k) is None:
+            info[k] = p.meta[k]
+    info["simulated"] = info.get("simulated") or p.meta["simulated"]
+    if not info.get("survey"):
+        info["survey"] = p.meta["survey"]
     view = VetView(
         info["id"],
         header_html(info, traj),
-        gfig,
-        steps,
-        answer,
-        correct_label=suggested,
+        p.gfig,
+        p.steps,
+        p.answer,
+        correct_label=p.suggested,
         explanation="",  # the expert's own reasoning; the agent's is contradicted
-        step_choices=choices,
-        message=message,
-        zoom_fig=zoom_fig,
-        thoughts_html=_steps_html(steps, height),
+        step_choices=list(p.choices),
+        message=message + p.notes,
+        zoom_fig=p.zoom_fig,
+        thoughts_html=p.thoughts_html,
     )
-    view.redshift = desk.redshift_info(display, info["id"], spec, traj)
+    view.redshift = p.redshift
     view.server_ms = (time.perf_counter() - t0) * 1000
     return view
 
@@ -236,7 +298,7 @@ def _info(ctx: Context, cid: int, ex: Viewer) -> tuple[dict[str, Any], Trajector
     if mine is not None and mine.action == "undo":
         mine = None  # taken back: the item is undecided for this expert
     info = {
-        "cid": c.id, "id": c.key, "task": c.task, "survey": c.survey, "split": c.split,
+        "cid": c.id, "tid": c.trajectory_id, "id": c.key, "task": c.task, "survey": c.survey, "split": c.split,
         "spectrum_ref": c.spectrum_ref, "reviews": reviews, "gold": c.is_gold,
         "my_review": None if mine is None else f"{mine.action} → {mine.label or '–'}",
         "my_review_row": mine, "status": c.status,
@@ -432,9 +494,12 @@ def vet_act(
     note = (comment or state.get("comment") or None) or None
     mine = _my_review(ctx, ex, cid)
     grade = state.get("grade") or (mine.grade if mine is not None else None)
+    # the redshift the expert typed (or adopted) on this candidate is stored with the decision
+    z, z_source = desk.chosen_z(state)
     try:
         review.decide(ctx.store, ex.name, cid, action, label=label, explanation=explanation,
-                      wrong_step=step, comment=note, seconds=seconds, grade=grade)  # fmt: skip
+                      wrong_step=step, comment=note, seconds=seconds, grade=grade,
+                      redshift=z, redshift_source=z_source)  # fmt: skip
     except Exception as e:  # refused (another's review, bad value): say so, keep the item
         return _show(ctx, ex, state, cid, display, refusal("Not saved", e))
     key = state.get("key") or cid
@@ -555,3 +620,60 @@ def vet_undo(
     st, view = _show(ctx, ex, state, last.candidate_id, display)
     view.message = f"Took back your **{escape(last.action)}**; decide again."
     return st, view
+
+
+def prefetch(
+    ctx: Context, ex: Viewer | None, state: dict, filters: QueueFilters, display: Display
+) -> dict[str, Any] | None:
+    """The candidates j and k would show from here, built while the expert reads, so the
+    page can draw them at the key press: {"for": shown id, "next"/"prev": {"key", "header",
+    "global" (the figure's JSON)}}.
+
+    The next item of the hand-off queue is leased now (the queue serves an expert the item
+    they hold first, so j, a decision or a skip brings exactly this one); its panels are
+    kept in the panel cache, so the server's answer to the key is cheap too."""
+    state = state or {}
+    cid, key = state.get("current"), state.get("key")
+    if ex is None or cid is None:
+        return None
+    hist = list(state.get("history") or [])
+    pos = int(state.get("pos", -1))
+    out: dict[str, Any] = {"for": key}
+    try:
+        if 0 <= pos < len(hist) - 1:
+            nxt = hist[pos + 1]
+        else:
+            nxt = ctx.queue().next_id(ex.name, store_filters(filters), exclude=hist)
+        prev = hist[pos - 1] if 0 < pos < len(hist) else None
+        for name, other in (("next", nxt), ("prev", prev)):
+            if other is None or other == cid:
+                continue
+            info, traj = _info(ctx, other, ex)
+            view = build_view(ctx, info, traj, display)
+            if view.global_fig is None or view.message:
+                continue  # an unreadable spectrum: the server's answer says so
+            out[name] = {"key": info["id"], "header": view.header_html,
+                         "global": plots.to_json(stamped(view.global_fig)),
+                         "token": drawn_token(view)}  # fmt: skip
+    except (*USER_ERRORS, ValueError):
+        return None  # the key press asks again and says what is wrong
+    return out
+
+
+def _hash(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+def stamped(fig: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    """`fig` (not changed: it may be cached) with its content's hash in `layout.meta.h`, and
+    `meta`."""
+    layout = fig.get("layout") or {}
+    h = _hash(plots.to_json(fig))
+    return {**fig, "layout": {**layout, "meta": {**(layout.get("meta") or {}), "h": h, **meta}}}
+
+
+def drawn_token(view: VetView) -> str:
+    """Names a view's header and whole-spectrum figure: the page sends back the token of
+    what it drew ahead at a key press, and the server's answer then leaves both as drawn."""
+    fig = "" if view.global_fig is None else plots.to_json(view.global_fig)
+    return _hash(view.header_html + "\0" + fig)
