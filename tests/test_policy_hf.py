@@ -153,8 +153,24 @@ def test_vllm_missing_is_a_clear_error(tiny_model_dir):
 
     if importlib.util.find_spec("vllm") is not None:
         pytest.skip("vllm is installed here")
-    with pytest.raises(RuntimeError, match="needs vLLM"):
+    from agent.errors import LoupeError
+
+    with pytest.raises(LoupeError, match="needs vLLM"):
         get_policy("vllm", model=str(tiny_model_dir))
+
+
+def test_a_checkpoint_that_is_not_there_is_one_line(tmp_path, capsys, monkeypatch):
+    import launch
+    from training.sim.demo import generate_demo
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    generate_demo(tmp_path / "demo", n_per_class=1, labels=tmp_path / "labels.csv")
+    argv = ["vet", "--catalog", str(tmp_path / "labels.csv"), "--policy", "hf", "--model",
+            str(tmp_path / "no-such-checkpoint"), "--out", str(tmp_path / "o.jsonl"),
+            "--limit", "1", "--no-progress"]  # fmt: skip
+    assert launch.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "no-such-checkpoint: cannot load this checkpoint" in err, err
 
 
 def test_vllm_batches_prompts_with_images_and_reads_p_yes(tiny_model_dir):

@@ -9,6 +9,12 @@ import functools
 from pathlib import Path
 from typing import Any
 
+from agent.errors import LoupeError
+
+
+class CheckpointError(LoupeError):
+    """A checkpoint that cannot be loaded: not a local folder and not reachable on the hub."""
+
 
 @functools.cache
 def processor_class() -> type:
@@ -44,8 +50,15 @@ def load_processor(path: str | Path) -> Any:
             return proc
     except (ImportError, ValueError, OSError, TypeError, AttributeError):
         pass  # no torchvision (video processor) or a processor class we must build ourselves
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    image_processor = AutoImageProcessor.from_pretrained(path)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        image_processor = AutoImageProcessor.from_pretrained(path)
+    except OSError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CheckpointError(
+            f"--model {path}: cannot load this checkpoint ({first}); give the folder of a "
+            "local Hugging Face checkpoint (config.json, tokenizer and weights)"
+        ) from None
     template = getattr(tokenizer, "chat_template", None)
     return processor_class()(
         image_processor=image_processor, tokenizer=tokenizer, chat_template=template
