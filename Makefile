@@ -33,4 +33,4 @@ lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
 bench: $(STAMP)
-	for f in bench/render.py bench/vet.py bench/store.py bench/app_latency.py; do $(BIN)/python $$f || exit 1; done
+	for f in bench/render.py bench/vet.py bench/export.py bench/store.py bench/app_latency.py; do $(BIN)/python $$f || exit 1; done
