@@ -12,4 +12,4 @@ collect_ignore = ["db/migrations"]
 # The web app's UI module imports Gradio at the top (it builds the Blocks); with only the
 # core dependencies installed (no `app` extra) it cannot be imported, so it is not collected.
 if importlib.util.find_spec("gradio") is None:
-    collect_ignore += ["app/ui.py"]
+    collect_ignore += ["app/ui"]

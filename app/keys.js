@@ -187,7 +187,7 @@
     busyUntil = 0;
     while (waiting.length && !busy()) waiting.shift()();
   };
-  // The token of what was drawn goes with the key's request (ui.py reads it through
+  // The token of what was drawn goes with the key's request (app/ui/vet.py reads it through
   // loupeDrawn): the server's answer then leaves the drawn header and figure as they are.
   let drawnToken = "";
   window.loupeDrawn = () => {
@@ -229,7 +229,7 @@
     )
   );
   // Gradio imports Plotly once the first plot has a value; start it now, while the page
-  // waits for the server (ui.py links the bundle for preloading).
+  // waits for the server (app/ui/assets.py links the bundle for preloading).
   const bundle = document.querySelector('link[rel="modulepreload"][href*="PlotlyPlot-"]');
   if (bundle) import(bundle.href).catch(() => {});
   // -- end vet speed
@@ -410,7 +410,7 @@
   // every keystroke ("1", "1.2", ...) and a release on blur, and those calls raced the typed
   // value. So the box's input/change/blur never reach the slider; Enter (or a change: the
   // spinner, leaving the box) puts the text in window.loupeTypedZ and presses the hidden
-  // button, whose call carries it (app/ui.py, `z_typed_go`).
+  // button, whose call carries it (app/ui/vet.py, `z_typed_go`).
   const zBox = (t) =>
     !!t && !!t.closest && !!t.closest("#desk-z") &&
     (t.getAttribute("type") || "").toLowerCase() === "number";

@@ -8,7 +8,7 @@ import pytest
 
 from agent.spectrum import Spectrum, SpectrumMeta
 from agent.trajectory import Step, Trajectory
-from app import plots
+from app import markers, plots, traces
 from app.render_md import render_md
 
 
@@ -45,7 +45,7 @@ def test_minmax_decimation_keeps_extremes_and_bounds_size():
     y = np.zeros_like(x)
     y[54_321] = 50.0  # a one-pixel spike must survive
     y[77_777] = -30.0
-    dx, dy = plots.minmax_decimate(x, y, 4000)
+    dx, dy = traces.minmax_decimate(x, y, 4000)
     assert dx.size <= 4000 + 10
     assert dy.max() == 50.0 and dy.min() == -30.0
     assert 54_321.0 in dx
@@ -56,20 +56,20 @@ def test_decimation_keeps_gaps():
     x = np.arange(10_000, dtype=float)
     y = np.ones_like(x)
     y[5000:5100] = np.nan
-    _, dy = plots.minmax_decimate(x, y, 1000)
+    _, dy = traces.minmax_decimate(x, y, 1000)
     assert np.isnan(dy).any()
 
 
 def test_global_figure_is_valid_plotly_with_numbered_windows():
     spec, traj = _spec(20_000), _traj()
-    fig = plots.global_figure(spec, traj, markers=plots.markers_for("wd"), smooth_width=5)
+    fig = plots.global_figure(spec, traj, markers=markers.markers_for("wd"), smooth_width=5)
     go.Figure(fig)  # raises on anything outside Plotly's schema
     flux = next(t for t in fig["data"] if t["name"] == "flux")
     assert flux["type"] == "scatter"  # decimated: one SVG path, no WebGL context to create
-    assert len(plots.decode(flux["x"])) <= plots.GLOBAL_POINTS + 10
+    assert len(traces.decode(flux["x"])) <= traces.GLOBAL_POINTS + 10
     full = plots.global_figure(spec, traj, max_points=20_000)
     assert next(t for t in full["data"] if t["name"] == "flux")["type"] == "scattergl"
-    assert np.isnan(plots.decode(flux["y"])).any()  # masked pixels are gaps, not data
+    assert np.isnan(traces.decode(flux["y"])).any()  # masked pixels are gaps, not data
     rects = [
         s for s in fig["layout"]["shapes"] if s["type"] == "rect" and s.get("opacity", 0) > 0.1
     ]
@@ -90,7 +90,7 @@ def test_step_panels_are_full_resolution_and_follow_the_frame():
     go.Figure(f1)
     flux = next(t for t in f1["data"] if t["name"] == "flux")
     rest = spec.rest_wavelength()
-    assert len(plots.decode(flux["x"])) == int(((rest >= 4800) & (rest <= 4950)).sum())
+    assert len(traces.decode(flux["x"])) == int(((rest >= 4800) & (rest <= 4950)).sum())
     assert f1["layout"]["xaxis"]["range"] == [4800.0, 4950.0]
     obs = plots.step_figures(spec, traj, frame="observed")[0][1]
     lo, hi = obs["layout"]["xaxis"]["range"]
@@ -99,7 +99,7 @@ def test_step_panels_are_full_resolution_and_follow_the_frame():
 
 def test_stacked_panels_keep_each_panel_in_its_row():
     spec, traj = _spec(20_000, z=0.01), _traj()
-    panels = plots.step_figures(spec, traj, markers=plots.markers_for("wd"), smooth_width=3)
+    panels = plots.step_figures(spec, traj, markers=markers.markers_for("wd"), smooth_width=3)
     figs = [f for _, f in panels if f is not None] + [plots.empty_figure("step 3: no zoom")]
     fig = plots.stack_panels(figs, panel_height=200, revision="obj-1")
     go.Figure(fig)  # raises on anything outside Plotly's schema
@@ -137,15 +137,15 @@ def test_wide_zoom_is_thinned_but_keeps_its_lines():
     spec = spec.replace(flux=flux)
     fig = plots.window_figure(spec, (5000, 7000), title="wide")
     f = next(t for t in fig["data"] if t["name"] == "flux")
-    y = plots.decode(f["y"])
-    assert ((rest >= 5000) & (rest <= 7000)).sum() > plots.ZOOM_POINTS
-    assert len(y) <= plots.ZOOM_POINTS + 10 and np.nanmax(y) == pytest.approx(9.0)
+    y = traces.decode(f["y"])
+    assert ((rest >= 5000) & (rest <= 7000)).sum() > traces.ZOOM_POINTS
+    assert len(y) <= traces.ZOOM_POINTS + 10 and np.nanmax(y) == pytest.approx(9.0)
     assert f["type"] == "scatter"
 
 
 def test_markers_only_inside_window_and_air_frame_shift():
     spec = _spec(frame="air")
-    m = [plots.Marker("Hβ", 4862.7), plots.Marker("TiO", 7054.0, 7144.0, "band")]
+    m = [markers.Marker("Hβ", 4862.7), markers.Marker("TiO", 7054.0, 7144.0, "band")]
     fig = plots.window_figure(spec, (4800, 4950), title="t", markers=m, frame="observed")
     names = [a["text"] for a in fig["layout"]["annotations"]]
     assert names == ["Hβ"]
@@ -156,7 +156,7 @@ def test_markers_only_inside_window_and_air_frame_shift():
 
 def test_crowded_marker_labels_are_merged_not_overprinted():
     spec = _spec()
-    m = [plots.Marker("Ca H", 3969.6), plots.Marker("Hε", 3971.2), plots.Marker("Hδ", 4102.9)]
+    m = [markers.Marker("Ca H", 3969.6), markers.Marker("Hε", 3971.2), markers.Marker("Hδ", 4102.9)]
     fig = plots.global_figure(spec, None, markers=m)
     texts = [a["text"] for a in fig["layout"]["annotations"]]
     assert texts == ["Ca H/Hε", "Hδ"]  # 1.6 Å apart on a 5400 Å panel: one label
@@ -169,7 +169,7 @@ def test_error_band_has_holes_at_masked_pixels():
     spec = _spec(3000)
     fig = plots.window_figure(spec, (3700, 4200), title="t")
     band = next(t for t in fig["data"] if t.get("fill") == "toself")
-    x, y = plots.decode(band["x"]), plots.decode(band["y"])
+    x, y = traces.decode(band["x"]), traces.decode(band["y"])
     assert np.isnan(y).sum() == 2
     assert np.isnan(x).sum() == 2  # two polygons: before and after the masked stretch
     masked = spec.rest_wavelength()[200:210]
@@ -181,14 +181,14 @@ def test_flux_survives_physical_units():
     spec = _spec()
     spec = spec.replace(flux=spec.flux * 1e-17, ivar=spec.ivar * 1e34)
     fig = plots.window_figure(spec, (5000, 5100), title="t")
-    y = plots.decode(next(t for t in fig["data"] if t["name"] == "flux")["y"])
+    y = traces.decode(next(t for t in fig["data"] if t["name"] == "flux")["y"])
     assert np.nanmedian(y) == pytest.approx(1e-17, rel=0.05)
 
 
 def test_smooth_ignores_bad_pixels():
     f = np.array([1.0, 1.0, 100.0, 1.0, 1.0])
     bad = np.array([False, False, True, False, False])
-    out = plots.smooth(f, bad, 3)
+    out = traces.smooth(f, bad, 3)
     assert np.isnan(out[2]) and out[1] == pytest.approx(1.0) and out[3] == pytest.approx(1.0)
 
 
@@ -238,25 +238,25 @@ def _label_xs(fig) -> list[float]:
 
 
 def test_only_the_tasks_key_markers_unless_all_are_asked():
-    names = {m.name for m in plots.markers_for("wd")}
+    names = {m.name for m in markers.markers_for("wd")}
     assert "C2" not in names and {"Hα", "Hβ", "He I"} <= names
-    assert "C2" in {m.name for m in plots.markers_for("wd", all_markers=True)}
-    mg = plots.markers_for("m_giant")
+    assert "C2" in {m.name for m in markers.markers_for("wd", all_markers=True)}
+    mg = markers.markers_for("m_giant")
     assert not any(m.kind == "telluric" for m in mg) and any(m.name == "TiO" for m in mg)
-    assert len(plots.markers_for("m_giant", all_markers=True)) > len(mg)
+    assert len(markers.markers_for("m_giant", all_markers=True)) > len(mg)
 
 
 @pytest.mark.parametrize("all_markers", [False, True])
 def test_marker_labels_never_collide_on_a_crowded_whole_spectrum(all_markers):
     spec = _spec()
-    fig = plots.global_figure(spec, markers=plots.markers_for("m_giant", all_markers=all_markers))
+    fig = plots.global_figure(spec, markers=markers.markers_for("m_giant", all_markers=all_markers))
     xs = _label_xs(fig)
     lo, hi = fig["layout"]["xaxis"]["range"]
-    px = np.diff(xs) / (hi - lo) * plots.PLOT_WIDTH_PX
-    assert len(xs) >= 5 and px.min() >= plots.LABEL_PX
+    px = np.diff(xs) / (hi - lo) * markers.PLOT_WIDTH_PX
+    assert len(xs) >= 5 and px.min() >= markers.LABEL_PX
     # every marker's name is still reachable: on its label or its label's hover text
     hover = " ".join(a.get("hovertext", "") for a in fig["layout"]["annotations"])
-    for m in plots.markers_for("m_giant", all_markers=all_markers):
+    for m in markers.markers_for("m_giant", all_markers=all_markers):
         assert m.name in hover
 
 
@@ -276,13 +276,13 @@ def test_continuum_normalised_view_flattens_the_shape():
     w = np.linspace(3700.0, 9100.0, 4000)
     f = 5.0 * (w / 6000.0) ** -2 * (1 - 0.6 * np.exp(-0.5 * ((w - 6564.6) / 8) ** 2))
     spec = Spectrum(w, f, np.full(w.size, 100.0), meta=SpectrumMeta(id="slope"))
-    n = plots.normalise(spec)
+    n = traces.normalise(spec)
     good = np.abs(w - 6564.6) > 60
     assert np.allclose(np.median(n.flux[good]), 1.0, atol=0.02)
     assert np.percentile(np.abs(n.flux[good] - 1), 95) < 0.05  # the slope is gone
     assert n.flux[np.argmin(np.abs(w - 6564.6))] < 0.55  # the line keeps its depth
     fig = plots.global_figure(spec, normalised=True)
-    assert plots.decode(fig["data"][-1]["y"]).max() < 1.3
+    assert traces.decode(fig["data"][-1]["y"]).max() < 1.3
 
 
 def test_template_overlay_lands_the_quasar_lines_at_the_chosen_redshift():
@@ -294,7 +294,7 @@ def test_template_overlay_lands_the_quasar_lines_at_the_chosen_redshift():
         fig = plots.global_figure(spec, template=qso, template_z=z, frame="observed")
         tr = fig["data"][-1]
         assert tr["name"] == f"template: QSO at z = {z:.4f}"
-        x, y = plots.decode(tr["x"]), plots.decode(tr["y"])
+        x, y = traces.decode(tr["x"]), traces.decode(tr["y"])
         line = 6564.6 if z == 0.3 else 2798.75  # H-alpha, or Mg II at z 1.27
         at = np.abs(x - line * (1 + z)) < 30
         off = np.abs(x - line * (1 + z)) > 300

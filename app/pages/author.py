@@ -20,6 +20,7 @@ from annotate import authoring as au
 from annotate.export.conversation import Images, conversation
 from app import plots
 from app.context import USER_ERRORS, Context, Viewer, refusal
+from app.markers import markers_for
 from app.pages.vet import tasks_of, thought_html
 from app.render_md import escape, render_md
 from app.views import DraftView
@@ -36,7 +37,7 @@ def _draft_view(ctx: Context, d: Any, message: str = "") -> DraftView:
     try:
         spec = ctx.store.load_spectrum(d.candidate_id)
         fig = plots.global_figure(spec, None, windows=[s.window for s in d.steps],
-                                  markers=plots.markers_for(d.task), select=True)  # fmt: skip
+                                  markers=markers_for(d.task), select=True)  # fmt: skip
     except (SpectrumError, OSError) as e:
         fig = plots.empty_figure(f"cannot read spectrum: {e}")
         message = f"**{escape(d.key)}**: cannot read its spectrum: {escape(e)}"
@@ -104,7 +105,7 @@ def author_zoom(ctx: Context, d: Any, lo: Any, hi: Any, label: str | None):
         return None, None, escape(e)
     fig = plots.window_figure(
         spec, res.window, title=f"{res.window[0]:.0f}–{res.window[1]:.0f} Å",
-        markers=plots.markers_for(d.task),
+        markers=markers_for(d.task),
     )  # fmt: skip
     return res.image, fig, escape(res.text)
 

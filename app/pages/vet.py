@@ -22,6 +22,7 @@ from annotate import review
 from annotate.queue import Filters as StoreFilters
 from app import plots
 from app.context import USER_ERRORS, Context, Viewer, refusal
+from app.markers import markers_for
 from app.pages import desk
 from app.render_md import escape, render_md
 from app.views import Display, QueueFilters, StepView, VetView, new_state
@@ -178,9 +179,7 @@ def _build_panels(
         "simulated": spec.meta.simulated, "survey": spec.meta.survey,
     }  # fmt: skip
     markers = (
-        plots.markers_for(info["task"], all_markers=display.all_markers)
-        if display.markers
-        else None
+        markers_for(info["task"], all_markers=display.all_markers) if display.markers else None
     )
     frame = "observed" if display.frame == "observed" else "rest"
     smooth = int(display.smooth or 0)

@@ -1,0 +1,83 @@
+"""What the page carries besides its components: the stylesheet, the keyboard script
+(keys.js) and its cheat sheet, and the link that preloads Gradio's Plotly bundle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gradio as gr
+
+KEYS_JS = (Path(__file__).parent.parent / "keys.js").read_text()
+
+CSS = """
+#loupe-cheatsheet {display:none; position:fixed; top:12%; left:50%; transform:translateX(-50%);
+  z-index:1000; background:#fff; border:1px solid #999; border-radius:8px; padding:16px 24px;
+  box-shadow:0 8px 30px rgba(0,0,0,.25); font-size:15px; min-width:320px}
+#loupe-cheatsheet kbd {display:inline-block; min-width:1.6em; text-align:center; padding:1px 5px;
+  border:1px solid #aaa; border-radius:4px; background:#f6f6f6; font-family:monospace}
+.loupe-head {display:flex; flex-wrap:wrap; gap:18px; align-items:center; font-size:14px}
+.loupe-head .id {font-size:18px; font-weight:700}
+.loupe-conf {display:inline-block; width:220px; height:16px; border-radius:8px; position:relative;
+  background:linear-gradient(90deg,#c1121f 0%,#f4a261 50%,#2a9d8f 100%)}
+.loupe-conf .tick {position:absolute; top:-4px; width:4px; height:24px; background:#111;
+  border-radius:2px}
+.loupe-verdict {font-weight:700; padding:2px 8px; border-radius:4px; color:#fff}
+.loupe-verdict.YES {background:#2a9d8f} .loupe-verdict.NO {background:#c1121f}
+.loupe-verdict.none {background:#777}
+.loupe-thought {font-size:14px; line-height:1.45; max-height:260px; overflow:auto}
+.loupe-note {font-size:14px; line-height:1.45; overflow:auto; box-sizing:border-box;
+  padding:4px 10px 0 4px; border-top:1px solid #e4e7ee}
+.loupe-note:first-child {border-top:none}
+.loupe-note p {margin:4px 0}
+.loupe-note details {color:#555; font-size:13px}
+.loupe-note summary {cursor:pointer}
+.loupe-model-image {display:block; max-width:100%; max-height:300px; margin-top:6px;
+  border:1px solid #ddd}
+.loupe-answer {border-left:4px solid #1f3b73; padding:6px 12px; background:#f5f7fb}
+#vet-actions button {min-width:90px}
+/* -- author: the audit view (app.pages.author.audit_view) -- */
+.loupe-audit-step {display:grid; grid-template-columns:minmax(0,2fr) minmax(0,3fr); gap:14px;
+  align-items:start; padding:8px 0; border-top:1px solid #e4e7ee; font-size:14px}
+.loupe-audit-image {display:block; max-width:100%; border:1px solid #ddd}
+/* -- end author: audit view -- */
+/* -- vet page: desk (grade, undo, reason, correct panel, stale panels) -- */
+#correct-panel, #reject-reason-row {display:none}
+#correct-warning {color:#9a3412}
+#correct-warning:empty {display:none}
+.loupe-stale {opacity:.25; transition:opacity 60ms}
+.loupe-grade b {padding:1px 6px; border-radius:4px; background:#1f3b73; color:#fff}
+"""
+
+CHEATSHEET = """
+<div id="loupe-cheatsheet" role="dialog" aria-label="Keyboard shortcuts">
+<h3 style="margin-top:0">Keyboard</h3>
+<table>
+<tr><td><kbd>a</kbd></td><td>accept the agent's verdict</td></tr>
+<tr><td><kbd>r</kbd></td><td>reject it (the label flips): type what the model should have
+concluded, <kbd>Enter</kbd> saves, <kbd>Esc</kbd> saves without a reason</td></tr>
+<tr><td><kbd>c</kbd></td><td>correct: choose the label, write the reasoning, mark the wrong step;
+<kbd>Ctrl</kbd>+<kbd>Enter</kbd> saves, <kbd>Esc</kbd> cancels</td></tr>
+<tr><td><kbd>1</kbd>-<kbd>4</kbd></td><td>grade: 4 certain, 3 probable, 2 possible, 1 a guess</td></tr>
+<tr><td><kbd>u</kbd></td><td>undo your last decision (kept in its history) and show it again</td></tr>
+<tr><td><kbd>s</kbd></td><td>skip (recorded)</td></tr>
+<tr><td><kbd>f</kbd></td><td>flag for discussion</td></tr>
+<tr><td><kbd>j</kbd> / <kbd>k</kbd></td><td>next / previous candidate (records nothing)</td></tr>
+<tr><td><kbd>?</kbd></td><td>show or hide this sheet</td></tr>
+<tr><td><kbd>Esc</kbd></td><td>close it, leave a text box</td></tr>
+</table>
+<p style="color:#555;margin-bottom:0">Every decision is saved at once. Keys are off while you
+type. Seconds on an item count active time only: the clock pauses while the tab is hidden or
+after 60 s without a key, click or mouse move.</p>
+</div>
+"""
+
+
+def plotly_preload() -> str:
+    """-- vet speed: a link that fetches Gradio's Plotly bundle (1.3 MB) while the page is
+    still being built; Gradio imports it only once the first plot has a value, which put
+    its download after the vet page's first answer."""
+    assets = Path(gr.__file__).parent / "templates" / "frontend" / "assets"
+    return "".join(
+        f'<link rel="modulepreload" href="assets/{p.name}">'
+        for p in sorted(assets.glob("PlotlyPlot-*.js"))
+    )

@@ -1,0 +1,98 @@
+"""The dashboard tab: progress, agreement and calibration charts, per-task tables, and
+the inspector's versions with its calibrate button (admins)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import gradio as gr
+
+from agent.tasks import TASKS
+from app import context
+from app.pages import dashboard as dashboard_page
+from app.ui.plotdata import plot
+
+
+def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
+    """The tab's components; returns the function that wires their events, which
+    `app.ui.build` calls once every tab is laid out (so the events keep their order)."""
+    tasks = ["all", *TASKS]
+    with gr.Tab("Dashboard", id="dashboard"):
+        with gr.Row():
+            d_task = gr.Dropdown(tasks, value="all", label="task")
+            d_prec = gr.Slider(0.5, 1.0, value=0.95, step=0.01, label="target precision")
+            d_go = gr.Button("Refresh", variant="primary")
+        d_summary = gr.Markdown(elem_id="dash-summary")
+        with gr.Row():
+            d_progress = gr.Plot(show_label=False, elem_id="dash-progress")
+            d_rates = gr.Plot(show_label=False, elem_id="dash-rates")
+        with gr.Row():
+            d_conf = gr.Plot(show_label=False, elem_id="dash-confusion")
+            d_rel = gr.Plot(show_label=False, elem_id="dash-reliability")
+        with gr.Row():
+            d_speed = gr.Plot(show_label=False, elem_id="dash-speed")
+            d_gold = gr.Plot(show_label=False, elem_id="dash-gold")
+        # Real headers from the first paint; the page load fills the rows.
+        d_table = gr.Dataframe(
+            value={"headers": dashboard_page.HEADERS["per_task"], "data": []},
+            label="per task: agent vs experts", interactive=False, elem_id="dash-table",
+        )  # fmt: skip
+        d_kappa = gr.Dataframe(
+            value={"headers": dashboard_page.HEADERS["kappa"], "data": []},
+            label="agreement between experts", interactive=False, elem_id="dash-kappa",
+        )  # fmt: skip
+        # -- the inspector: agreement on gold by version; calibrate (admins)
+        d_versions = gr.Dataframe(
+            value={"headers": dashboard_page.VERSION_HEADERS, "data": []},
+            label="gold items: agreement by inspector version", interactive=False,
+            elem_id="dash-versions",
+        )  # fmt: skip
+        d_cal_go = gr.Button("Calibrate the inspector from the experts' labels",
+                             visible=False, elem_id="btn-calibrate")  # fmt: skip
+        d_cal_msg = gr.Markdown(elem_id="dash-calibrate-message")
+        d_cal_table = gr.Dataframe(
+            label="cross-validated before/after per task", interactive=False,
+            visible=False, elem_id="dash-calibrate-table",
+        )  # fmt: skip
+        # -- end inspector
+
+    def wire(demo: gr.Blocks) -> None:
+        # -- dashboard
+        def on_dash(task, precision, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            dv = dashboard_page.dashboard(ctx, ex, task, precision)
+            return [dv.summary, plot(dv.progress), plot(dv.rates), plot(dv.confusion),
+                    plot(dv.reliability), plot(dv.speed), plot(dv.gold), dv.per_task,
+                    dv.kappa]  # fmt: skip
+
+        d_outs = [d_summary, d_progress, d_rates, d_conf, d_rel, d_speed, d_gold, d_table, d_kappa]
+        d_go.click(on_dash, [d_task, d_prec], d_outs, api_name="dashboard")
+        # The dashboard opens filled, not as empty frames waiting for Refresh.
+        demo.load(on_dash, [d_task, d_prec], d_outs, api_name=False, show_progress="hidden")
+
+        # -- dashboard: the inspector's versions and calibration
+        def on_versions(task, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            return dashboard_page.inspector_versions(ctx, ex, task)
+
+        d_go.click(on_versions, d_task, d_versions, api_name="dashboard_versions")
+
+        def on_inspector_tab(task, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            return (gr.Button(visible=dashboard_page.can_calibrate(ex)),
+                    dashboard_page.inspector_versions(ctx, ex, task))  # fmt: skip
+
+        demo.load(on_inspector_tab, d_task, [d_cal_go, d_versions], api_name=False,
+                  show_progress="hidden")  # fmt: skip
+
+        def on_calibrate(task, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            msg, table = dashboard_page.calibrate_now(ctx, ex)
+            return (msg, gr.Dataframe(value=table, visible=bool(table["data"])),
+                    dashboard_page.inspector_versions(ctx, ex, task))  # fmt: skip
+
+        d_cal_go.click(on_calibrate, d_task, [d_cal_msg, d_cal_table, d_versions],
+                       api_name="calibrate")  # fmt: skip
+        # -- end dashboard inspector
+
+    return wire

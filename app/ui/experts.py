@@ -1,0 +1,66 @@
+"""The experts tab: the team's accounts, and adding candidates (uploads or a path under
+a data root)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import gradio as gr
+
+from agent.tasks import TASKS
+from app import context
+from app.pages import experts as experts_page
+from app.pages import upload as upload_page
+
+
+def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
+    """The tab's components; returns the function that wires their events, which
+    `app.ui.build` calls once every tab is laid out (so the events keep their order)."""
+    with gr.Tab("Experts", id="experts"):
+        x_note = gr.Markdown(elem_id="experts-note")
+        x_list = gr.Dataframe(
+            value={"headers": experts_page.HEADERS, "data": []},
+            label="experts",
+            interactive=False,
+            elem_id="experts-list",
+        )
+        with gr.Row():
+            x_name = gr.Textbox(label="name")
+            x_role = gr.Radio(["expert", "admin"], value="expert", label="role")
+            x_pw = gr.Textbox(label="password", type="password")
+            x_add = gr.Button("Add or update expert")
+        x_msg = gr.Markdown()
+        gr.Markdown("### Add candidates")
+        with gr.Row():
+            u_files = gr.File(label="spectrum files", file_count="multiple",
+                              file_types=[".fits", ".fit", ".gz", ".csv", ".txt",
+                                          ".ecsv", ".parquet"])  # fmt: skip
+            with gr.Column():
+                u_task = gr.Dropdown(list(TASKS), value=next(iter(TASKS)), label="task")
+                u_path = gr.Textbox(label="or a path under a data root (file, folder, glob)")
+                u_go = gr.Button("Ingest and run the agent", variant="primary")
+        u_msg = gr.Markdown()
+
+    def wire(demo: gr.Blocks) -> None:
+        # -- experts and uploads
+        def on_add_expert(name, role, pw, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            msg = experts_page.add_expert(ctx, ex, name, role, pw)
+            return msg, experts_page.expert_table(ctx, ex), ""
+
+        x_add.click(on_add_expert, [x_name, x_role, x_pw], [x_msg, x_list, x_pw],
+                    api_name="add_expert")  # fmt: skip
+
+        def on_ingest(files, task, path, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            return upload_page.ingest_upload(ctx, ex, files or [], task, path)
+
+        u_go.click(on_ingest, [u_files, u_task, u_path], u_msg, api_name="ingest")
+
+        def on_experts_tab(request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            return experts_page.experts_note(ex), experts_page.expert_table(ctx, ex)
+
+        demo.load(on_experts_tab, None, [x_note, x_list], api_name=False)
+
+    return wire

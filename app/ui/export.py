@@ -1,0 +1,63 @@
+"""The export tab: training-data batches (sft, rl, pairs) and the VI CSV download."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import gradio as gr
+
+from app import context
+from app.pages import export as export_page
+
+
+def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
+    """The tab's components; returns the function that wires their events, which
+    `app.ui.build` calls once every tab is laid out (so the events keep their order)."""
+    with gr.Tab("Export", id="export"):
+        gr.Markdown("Exports include only what is new since the last batch of that kind.")
+        with gr.Row():
+            e_kind = gr.Radio(["sft", "rl", "pairs"], value="sft", label="export")
+            e_go = gr.Button("Run export", variant="primary", elem_id="btn-export")
+        e_counts = gr.Markdown()
+        e_manifest = gr.JSON(label="manifest")
+        e_files = gr.File(label="download", file_count="multiple", interactive=False)
+        # -- VI CSV download (annotate.export.vi)
+        with gr.Row():
+            e_vi_layout = gr.Radio(["loupe", "prospect", "marz"], value="loupe",
+                                   label="VI CSV columns")  # fmt: skip
+            e_vi_go = gr.Button("Download decisions as VI CSV", elem_id="btn-export-vi")
+        e_vi_msg = gr.Markdown(elem_id="export-vi-message")
+        e_vi_files = gr.File(label="VI CSV", file_count="multiple", interactive=False,
+                             elem_id="export-vi-files")  # fmt: skip
+        # -- end VI CSV
+        e_hist = gr.Dataframe(
+            value={"headers": export_page.HISTORY_HEADERS, "data": []},
+            label="earlier batches",
+            interactive=False,
+            elem_id="export-history",
+        )
+
+    def wire(demo: gr.Blocks) -> None:
+        # -- export
+        def on_export(kind, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            r = export_page.run_export(ctx, ex, kind)
+            return r.message, r.manifest, r.files, r.history
+
+        e_go.click(on_export, e_kind, [e_counts, e_manifest, e_files, e_hist], api_name="export")
+
+        def on_vi(layout, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            return export_page.vi_download(ctx, ex, layout)
+
+        e_vi_go.click(on_vi, e_vi_layout, [e_vi_msg, e_vi_files], api_name="export_vi")
+
+        def on_export_tab(request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            if ex is None or not ex.admin:
+                return {"headers": export_page.HISTORY_HEADERS, "data": []}
+            return export_page.export_history(ctx, ex)
+
+        demo.load(on_export_tab, None, e_hist, api_name=False, show_progress="hidden")
+
+    return wire

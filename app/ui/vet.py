@@ -1,0 +1,444 @@
+"""The vet tab: filters, the desk (redshift, templates, normalised view, markers), the
+whole spectrum, the step panels beside their thoughts, and the decision buttons.
+
+Switching candidates is one round trip that redraws two plots: the whole spectrum, and the
+step panels as one figure of stacked subplots, with the thoughts beside it in blocks of the
+panels' height. Vet events run without progress overlays and send only what changed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import gradio as gr
+
+from agent.tasks import TASKS
+from app import context, views
+from app.pages import desk
+from app.pages import vet as vet_page
+from app.plots import to_json
+from app.ui.plotdata import plotly
+
+CONF_BANDS = ["all", "0.0-0.2", "0.2-0.4", "0.4-0.6", "0.6-0.8", "0.8-1.0"]
+STATUSES = ["any", "unreviewed", "reviewed", "conflict", "flagged"]
+SPLITS = ["all", "train", "test", "holdout"]
+# Vet events: no progress overlay on a dozen outputs (it costs the browser a re-layout per
+# switch, and a switch is over before an overlay would help).
+FAST: dict[str, Any] = {"show_progress": "hidden"}
+
+
+def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr.Blocks], None]:
+    """The tab's components; returns the function that wires their events, which
+    `app.ui.build` calls once every tab is laid out (so the events keep their order)."""
+    tasks = ["all", *TASKS]
+    with gr.Tab("Vet", id="vet"):
+        with gr.Row(equal_height=True, elem_id="vet-filters"):
+            f_task = gr.Dropdown(tasks, value="all", label="task", scale=1)
+            f_band = gr.Dropdown(CONF_BANDS, value="all", label="confidence P(YES)", scale=1)
+            f_status = gr.Dropdown(STATUSES, value="any", label="status", scale=1)
+            f_survey = gr.Dropdown(["all"], value="all", label="survey", scale=1,
+                                   allow_custom_value=True)  # fmt: skip
+            f_split = gr.Dropdown(SPLITS, value="all", label="split", scale=1)
+            jump_id = gr.Textbox(label="jump to id", placeholder="candidate id", scale=2,
+                                 elem_id="jump-id")  # fmt: skip
+            jump_btn = gr.Button("Go", scale=0, min_width=60)
+        # -- vet desk: an id that is a candidate of several tasks asks which
+        jump_task = gr.Radio([], label="this id is a candidate of several tasks: open",
+                             visible=False, elem_id="jump-task")  # fmt: skip
+        header = gr.HTML(elem_id="vet-header")
+        with gr.Row(elem_id="vet-options"):
+            o_markers = gr.Checkbox(value=True, label="line & band markers")
+            o_error = gr.Checkbox(value=True, label="ivar error band")
+            o_smooth = gr.Slider(0, 25, value=0, step=1, label="smoothing (px)")
+            o_frame = gr.Radio(["rest", "observed"], value="rest", label="frame")
+            o_images = gr.Checkbox(value=False, label="show the images the model saw")
+        # -- desk: redshift, templates, normalised view, all markers (app.pages.desk)
+        with gr.Row(equal_height=True, elem_id="desk"):
+            o_norm = gr.Checkbox(value=False, label="continuum-normalised (n)",
+                                 elem_id="desk-normalise", scale=1)  # fmt: skip
+            o_allmk = gr.Checkbox(value=False, label="all markers, not only the task's (m)",
+                                  elem_id="desk-all-markers", scale=1)  # fmt: skip
+            o_tmpl = gr.Dropdown(desk.template_names(ctx), value="none", scale=1,
+                                 label="template (t cycles)", elem_id="desk-template")  # fmt: skip
+            z_slider = gr.Slider(desk.Z_MIN, desk.Z_MAX, value=0.0, step=0.0001, scale=3,
+                                 label="redshift z  (z: type · [ ] ±0.001 · { } ±0.05)",
+                                 elem_id="desk-z")  # fmt: skip
+            # A typed z reaches the server by its own event: keys.js hands the box's
+            # value to this button's call (Enter in the box), no slider drag faked.
+            z_typed = gr.Textbox(visible="hidden", elem_id="desk-z-typed")
+            z_typed_go = gr.Button(visible="hidden", elem_id="btn-z-typed")
+        with gr.Row(equal_height=True):
+            z_info = gr.HTML(elem_id="desk-z-info-box")
+            z_adopt = gr.Button("Adopt agent z (=)", size="sm", elem_id="btn-z-adopt")
+            z_steps = [
+                (gr.Button(text, size="sm", elem_id=eid, min_width=60), step)
+                for text, eid, step in (
+                    ("−0.05 {", "btn-z-down-large", -desk.LARGE_STEP),
+                    ("−0.001 [", "btn-z-down", -desk.SMALL_STEP),
+                    ("+0.001 ]", "btn-z-up", desk.SMALL_STEP),
+                    ("+0.05 }", "btn-z-up-large", desk.LARGE_STEP),
+                )
+            ]  # fmt: skip
+            t_next = gr.Button("Next template (t)", size="sm", elem_id="btn-template-next")
+        # -- end desk
+        g_plot = gr.Plot(elem_id="vet-global", show_label=False)
+        with gr.Row(equal_height=False, elem_id="vet-steps"):
+            z_plot = gr.Plot(show_label=False, scale=3, elem_id="vet-zooms",
+                             container=False)  # fmt: skip
+            thoughts = gr.HTML(elem_id="vet-thoughts", padding=False, min_height=0)
+        answer = gr.HTML(elem_id="vet-answer")
+        with gr.Row(elem_id="vet-actions"):
+            b_accept = gr.Button("Accept (a)", variant="primary", elem_id="btn-accept")
+            b_reject = gr.Button("Reject (r)", variant="stop", elem_id="btn-reject")
+            b_correct = gr.Button("Correct (c)", elem_id="btn-correct")
+            b_skip = gr.Button("Skip (s)", elem_id="btn-skip")
+            b_flag = gr.Button("Flag (f)", elem_id="btn-flag")
+            b_prev = gr.Button("◀ Prev (k)", elem_id="btn-prev")
+            b_next = gr.Button("Next (j) ▶", elem_id="btn-next")
+            b_undo = gr.Button("Undo (u)", elem_id="btn-undo")
+        # -- vet desk: grade, a reject's reason, the correct panel, active time
+        with gr.Row(equal_height=True):
+            v_grade = gr.Radio(["1", "2", "3", "4"], label="grade (1-4): 4 certain, "
+                               "3 probable, 2 possible, 1 a guess", elem_id="vet-grade",
+                               scale=2)  # fmt: skip
+            # the page's active seconds on the item; -1 (API calls): the wall clock
+            active = gr.Number(-1, visible="hidden", elem_id="vet-active")
+        with gr.Row(elem_id="reject-reason-row"):
+            reason = gr.Textbox(
+                label="reject: what should the model have concluded? (Enter saves, "
+                "Esc saves without a reason)", lines=1, max_lines=1, max_length=2000,
+                elem_id="reject-reason",
+            )  # fmt: skip
+        # a Column, not a Group: Gradio gives a Group's id to two nested elements
+        with gr.Column(elem_id="correct-panel"):
+            with gr.Row():
+                c_label = gr.Radio(["YES", "NO"], label="correct label", elem_id="correct-label")
+                c_step = gr.Dropdown(["none"], value="none", label="wrong step",
+                                     elem_id="correct-step")  # fmt: skip
+            c_expl = gr.Textbox(
+                label="reasoning the model should learn: about the spectrum, in the first "
+                "person, as the model would write it (trained on)",
+                placeholder="e.g. I see strong C2 Swan bands at 4737 and 5165 Å, so ...",
+                lines=3, max_length=2000, elem_id="correct-explanation",
+            )  # fmt: skip
+            c_note = gr.Textbox("", label="note to other experts (not trained on)", lines=1,
+                                max_length=2000, elem_id="correct-note")  # fmt: skip
+            c_save = gr.Button(
+                "Save correction (Ctrl+Enter)",
+                variant="primary",
+                elem_id="btn-save-correct",
+            )
+        with gr.Row():
+            comment = gr.Textbox(label="comment", lines=1, scale=4, elem_id="vet-comment")
+            comment_btn = gr.Button("Add comment", scale=1, elem_id="btn-comment")
+        message = gr.Markdown(elem_id="vet-message")
+        # -- vet speed: what j/k would show, handed to keys.js (vet_page.prefetch)
+        ahead_box = gr.Textbox(visible="hidden", elem_id="vet-ahead")
+        drawn_box = gr.Textbox(visible="hidden", elem_id="vet-drawn")
+
+    def wire(demo: gr.Blocks) -> None:
+        filters = [f_task, f_band, f_status, f_survey, f_split]
+        display = [o_markers, o_error, o_smooth, o_frame, o_images]
+        view_outs = [state, header, g_plot, z_plot, thoughts, answer, c_label, c_step, c_expl,
+                     c_note, reason, v_grade, jump_task, message, f_survey]  # fmt: skip
+        view_outs += [z_slider, z_info]  # the desk's redshift control follows the candidate
+
+        def show(st: dict, view: views.VetView, drawn: str | None = None) -> list[Any]:
+            # Outputs the expert cannot edit are sent only when they differ from what this
+            # session was last sent: an unchanged plot is neither re-sent nor redrawn.
+            # -- vet speed: at j/k, keys.js may already have drawn the header and whole
+            # spectrum it was handed (`vet_page.prefetch`); `drawn` names them. If they are
+            # this answer's, they are not sent again; if not, they are sent whatever was sent
+            # before, stamped with a counter so that the page redraws them (Gradio does not
+            # redraw a value equal to its last one).
+            st = dict(st)
+            sent = dict(st.get("_sent") or {})
+            n = int(st.get("_n") or 0) + 1
+            st["_n"] = n
+            gjson = None if view.global_fig is None else to_json(view.global_fig)
+            if drawn:
+                if drawn == vet_page.drawn_token(view):
+                    sent["header"], sent["global"] = view.header_html, gjson
+                else:
+                    sent.pop("header", None)
+                    sent.pop("global", None)
+
+            def once(name: str, key: Any, value: Any) -> Any:
+                if sent.get(name) == key:
+                    return gr.skip()
+                sent[name] = key
+                return value
+
+            head = view.header_html.replace(
+                'class="loupe-head"', f'class="loupe-head" data-n="{n}"', 1
+            )
+            if gjson is not None:
+                gplot = plotly(to_json(vet_page.stamped(view.global_fig, n=n)))
+            # -- end vet speed
+            zjson = None if view.zoom_fig is None else to_json(view.zoom_fig)
+            surveys = ["all", *view.surveys]
+            out: list[Any] = [
+                None,  # the state, filled in last
+                once("header", view.header_html, head),
+                once("global", gjson, None if gjson is None else gplot),
+                once(
+                    "zooms",
+                    zjson,
+                    gr.update(
+                        value=None if zjson is None else plotly(zjson), visible=zjson is not None
+                    ),
+                ),  # fmt: skip
+                once("thoughts", view.thoughts_html, view.thoughts_html),
+                once("answer", view.answer_html, view.answer_html),
+                gr.update(value=view.correct_label),
+                gr.update(choices=view.step_choices, value="none"),
+                gr.update(value=view.explanation),
+                gr.update(value=""),  # the correct panel's note
+                gr.update(value=""),  # a reject's reason
+                gr.update(value=None if view.grade is None else str(view.grade)),
+                once(
+                    "jump_tasks",
+                    tuple(view.jump_tasks),
+                    gr.update(choices=view.jump_tasks, value=None, visible=bool(view.jump_tasks)),
+                ),  # fmt: skip
+                once("message", view.message, view.message),
+                once("surveys", tuple(surveys), gr.update(choices=surveys)),
+                # -- desk
+                once("z", (view.redshift or {}).get("z"),
+                     gr.update(value=desk.shown_z((view.redshift or {}).get("z") or 0.0))),
+                once("z_info", view.redshift, desk.info_html(view.redshift)),
+            ]  # fmt: skip
+            st["_sent"] = sent
+            out[0] = st
+            return out
+
+        def on_load(st, tk, band, status, survey, split, mk, err, sm, fr, im, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            f, d = (
+                views.QueueFilters(tk, band, status, survey, split),
+                desk.display_with(st, views.Display(mk, err, sm, fr, im)),
+            )
+            st, view = vet_page.vet_next(ctx, ex, st, f, d)
+            return [context.whoami(ctx, ex), *show(st, view)]
+
+        opened = demo.load(on_load, [state, *filters, *display], [who, *view_outs], api_name="open")
+
+        def nav(kind: str):
+            def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im,
+                   request: gr.Request, drawn: str | None = None):  # fmt: skip
+                ex = context.expert_for(ctx, request)
+                f, d = (
+                    views.QueueFilters(tk, band, status, survey, split),
+                    desk.display_with(st, views.Display(mk, err, sm, fr, im)),
+                )
+                if kind == "next":
+                    st, view = vet_page.vet_next(ctx, ex, st, f, d)
+                elif kind == "prev":
+                    st, view = vet_page.vet_prev(ctx, ex, st, f, d)
+                else:
+                    st, view = vet_page.vet_refresh(ctx, ex, st, d)
+                return show(st, view, drawn)
+
+            return fn
+
+        def moving(kind: str):
+            # -- vet speed: j/k carry the token of what keys.js drew ahead (vet-drawn)
+            def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im, drawn: str | None = None,
+                   request: gr.Request = None):  # fmt: skip
+                return nav(kind)(st, tk, band, status, survey, split, mk, err, sm, fr, im,
+                                 request, drawn)  # fmt: skip
+
+            return fn
+
+        # -- vet speed: after each move, build what j and k would show next (leasing the
+        # next item) and hand it to keys.js, which draws it at the key press
+        def on_ahead(st, tk, band, status, survey, split, mk, err, sm, fr, im,
+                     request: gr.Request):  # fmt: skip
+            ex = context.expert_for(ctx, request)
+            f, d = (
+                views.QueueFilters(tk, band, status, survey, split),
+                desk.display_with(st, views.Display(mk, err, sm, fr, im)),
+            )
+            ahead = vet_page.prefetch(ctx, ex, st, f, d)
+            return "" if ahead is None else json.dumps(ahead, separators=(",", ":"))
+
+        def then_ahead(dep: Any) -> None:
+            dep.then(on_ahead, [state, *filters, *display], ahead_box, api_name=False,
+                     **FAST).then(None, ahead_box, None, api_name=False,
+                                  js="(v) => { window.loupeAhead && window.loupeAhead(v); }")  # fmt: skip
+
+        move_ins = [state, *filters, *display, drawn_box]
+        n_move = len(move_ins)
+        took = (f"(...a) => {{ a = a.slice(0, {n_move}); a[{n_move - 1}] = window.loupeDrawn ? "
+                "window.loupeDrawn() : ''; return a; }")  # fmt: skip
+        for dep in (
+            b_next.click(moving("next"), move_ins, view_outs, api_name="next", js=took, **FAST),
+            b_prev.click(moving("prev"), move_ins, view_outs, api_name="prev", js=took, **FAST),
+            opened,
+        ):  # fmt: skip
+            then_ahead(dep)
+        # -- end vet speed
+        for comp in display:
+            then_ahead(comp.change(nav("refresh"), [state, *filters, *display], view_outs,
+                                   api_name=False, trigger_mode="always_last", **FAST))  # fmt: skip
+        for comp in filters[:3] + filters[4:]:
+            then_ahead(comp.input(nav("next"), [state, *filters, *display], view_outs,
+                                  api_name=False, **FAST))  # fmt: skip
+        then_ahead(f_survey.input(nav("next"), [state, *filters, *display], view_outs,
+                                  api_name=False, **FAST))  # fmt: skip
+
+        def on_jump(st, cid, tk, band, status, survey, split, mk, err, sm, fr, im,
+                    request: gr.Request, task=None):  # fmt: skip
+            ex = context.expert_for(ctx, request)
+            task = task or (tk if tk != "all" else None)
+            d = desk.display_with(st, views.Display(mk, err, sm, fr, im))
+            st, view = vet_page.vet_jump(ctx, ex, st, cid, d, task=task)
+            return show(st, view)
+
+        def on_jump_task(st, cid, pick, tk, band, status, survey, split, mk, err, sm, fr, im,
+                         request: gr.Request):  # fmt: skip
+            return on_jump(st, cid, tk, band, status, survey, split, mk, err, sm, fr, im,
+                           request, task=pick)  # fmt: skip
+
+        jump_ins = [state, jump_id, *filters, *display]
+        then_ahead(jump_task.input(on_jump_task, [state, jump_id, jump_task, *filters, *display],
+                                   view_outs, api_name="jump_task", **FAST))  # fmt: skip
+        then_ahead(jump_btn.click(on_jump, jump_ins, view_outs, api_name="jump", **FAST))
+        then_ahead(jump_id.submit(on_jump, jump_ins, view_outs, api_name=False, **FAST))
+
+        # -- vet desk: decisions carry the page's active seconds on the item (keys.js counts
+        # them; `with_active` puts the count in the first input just before the call)
+        def with_active(n_inputs: int) -> str:
+            return (f"(...a) => {{ a = a.slice(0, {n_inputs}); a[{n_inputs - 1}] = "
+                    "window.loupeActive ? window.loupeActive() : -1; return a; }")  # fmt: skip
+
+        act_ins = [state, *filters, *display, active]
+
+        def act(action: str):
+            def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im, secs,
+                   request: gr.Request, reason_text: str | None = None):  # fmt: skip
+                ex = context.expert_for(ctx, request)
+                f, d = (
+                    views.QueueFilters(tk, band, status, survey, split),
+                    desk.display_with(st, views.Display(mk, err, sm, fr, im)),
+                )
+                st, view = vet_page.vet_act(ctx, ex, st, action, f, d, active_seconds=secs,
+                                            explanation=reason_text)  # fmt: skip
+                return show(st, view)
+
+            return fn
+
+        for btn, name in [(b_accept, "accept"), (b_reject, "reject"), (b_skip, "skip"),
+                          (b_flag, "flag")]:  # fmt: skip
+            then_ahead(btn.click(act(name), act_ins, view_outs, api_name=name,
+                                 js=with_active(len(act_ins)), **FAST))  # fmt: skip
+
+        def on_reason(text, st, tk, band, status, survey, split, mk, err, sm, fr, im, secs,
+                      request: gr.Request):  # fmt: skip
+            return act("reject")(st, tk, band, status, survey, split, mk, err, sm, fr, im, secs,
+                                 request, reason_text=text)  # fmt: skip
+
+        reason_ins = [reason, state, *filters, *display, active]
+        then_ahead(reason.submit(on_reason, reason_ins, view_outs, api_name="reject_reason",
+                                 js=with_active(len(reason_ins)), **FAST))  # fmt: skip
+
+        b_correct.click(None, None, None, js="() => window.loupeOpenCorrect && "
+                        "window.loupeOpenCorrect()", api_name=False)  # fmt: skip
+
+        def on_correct(st, label, step, expl, note, tk, band, status, survey, split, mk, err, sm,
+                       fr, im, secs, request: gr.Request):  # fmt: skip
+            ex = context.expert_for(ctx, request)
+            f, d = (
+                views.QueueFilters(tk, band, status, survey, split),
+                desk.display_with(st, views.Display(mk, err, sm, fr, im)),
+            )
+            st, view = vet_page.vet_act(
+                ctx, ex, st, "correct", f, d, label=label, explanation=expl, wrong_step=step,
+                comment=note, active_seconds=secs,
+            )  # fmt: skip
+            return show(st, view)
+
+        correct_ins = [state, c_label, c_step, c_expl, c_note, *filters, *display, active]
+        then_ahead(c_save.click(on_correct, correct_ins, view_outs, api_name="correct",
+                                js=with_active(len(correct_ins)), **FAST))  # fmt: skip
+
+        def on_grade(st, g, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            return vet_page.vet_grade(ctx, ex, st, g)
+
+        v_grade.input(on_grade, [state, v_grade], [state, message], api_name="grade", **FAST)
+
+        def on_undo(st, mk, err, sm, fr, im, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            st, view = vet_page.vet_undo(
+                ctx, ex, st, desk.display_with(st, views.Display(mk, err, sm, fr, im))
+            )
+            return show(st, view)
+
+        then_ahead(b_undo.click(on_undo, [state, *display], view_outs, api_name="undo", **FAST))
+        # -- end vet desk
+
+        def on_comment(st, text, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            st, msg = vet_page.vet_comment(ctx, ex, st, text)
+            return st, msg, ""
+
+        comment_btn.click(on_comment, [state, comment], [state, message, comment],
+                          api_name="comment")  # fmt: skip
+        comment.submit(on_comment, [state, comment], [state, message, comment], api_name=False)
+
+        # -- desk: each control refreshes the shown candidate with the new choice
+        desk_ins = [state, o_tmpl, z_slider, o_norm, o_allmk, *filters, *display]
+
+        def desk_op(op: str, step: float = 0.0):
+            def fn(st, tmpl, z, norm, allmk, tk, band, status, survey, split, mk, err, sm, fr,
+                   im, request: gr.Request):  # fmt: skip
+                ex = context.expert_for(ctx, request)
+                st = desk.set_option(st, normalised=bool(norm), all_markers=bool(allmk),
+                                     template=tmpl or "none")  # fmt: skip
+                refused = ""
+                if op == "z":
+                    st = desk.set_z(st, z)
+                elif op == "typed":
+                    st, refused = desk.enter_z(st, z)
+                elif op == "nudge":
+                    st = desk.set_z(st, float(z or 0.0) + step)
+                elif op == "adopt":
+                    st = desk.set_z(st, desk.adopt_z(ctx, st), source="agent")
+                elif op == "template":
+                    st = desk.set_option(st, template=desk.next_template(ctx, tmpl))
+                d = desk.display_with(st, views.Display(mk, err, sm, fr, im))
+                st, view = vet_page.vet_refresh(ctx, ex, st, d)
+                if refused:
+                    view = desk.with_message(view, refused)
+                out = show(st, view)
+                if op == "template":
+                    out.append(desk.desk_of(st)["template"])
+                return out
+
+            return fn
+
+        for comp in (o_norm, o_allmk, o_tmpl):
+            comp.input(desk_op("option"), desk_ins, view_outs, api_name=False,
+                       trigger_mode="always_last", **FAST)  # fmt: skip
+        z_slider.input(desk_op("z"), desk_ins, view_outs, api_name="desk_z",
+                       trigger_mode="always_last", **FAST)  # fmt: skip
+        z_slider.release(desk_op("z"), desk_ins, view_outs, api_name=False,
+                         trigger_mode="always_last", **FAST)  # fmt: skip
+        # Enter in the box: keys.js puts the typed text in window.loupeTypedZ and presses the
+        # hidden button, whose call carries it in place of z_typed (API callers pass the text).
+        typed_ins = [state, o_tmpl, z_typed, o_norm, o_allmk, *filters, *display]
+        z_typed_go.click(desk_op("typed"), typed_ins, view_outs, api_name="desk_z_typed",
+                         js=f"(...a) => {{ a = a.slice(0, {len(typed_ins)}); a[2] = "
+                            "String(window.loupeTypedZ ?? a[2] ?? ''); return a; }",
+                         trigger_mode="always_last", **FAST)  # fmt: skip
+        for btn, step in z_steps:
+            btn.click(desk_op("nudge", step), desk_ins, view_outs, api_name=False, **FAST)
+        z_adopt.click(desk_op("adopt"), desk_ins, view_outs, api_name="desk_adopt", **FAST)
+        t_next.click(desk_op("template"), desk_ins, [*view_outs, o_tmpl], api_name=False,
+                     **FAST)  # fmt: skip
+        # -- end desk
+
+    return wire
