@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,42 +23,7 @@ import numpy as np
 
 from agent.spectrum import Spectrum
 from agent.units import C_KMS, LAMOST_NPIX  # noqa: F401
-from training.sim.instrument import GRIDS, LAMOST_COEFF1, lamost_grid  # noqa: F401
-
-
-def _fine_log_grid(wave: np.ndarray, lo: float, hi: float) -> np.ndarray:
-    # Sample at least as finely as the source (and as LAMOST / 4) in ln(lambda).
-    dln = np.diff(np.log(wave))
-    step = min(float(np.median(dln)) if dln.size else 1e-4, LAMOST_COEFF1 * math.log(10) / 4)
-    step = max(step, 1e-6)
-    n = int(math.ceil(math.log(hi / lo) / step)) + 1
-    return np.exp(np.log(lo) + step * np.arange(n))
-
-
-def convolve_to_resolution(
-    wave: np.ndarray, flux: np.ndarray, resolution: float, source_resolution: float | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Flux on a fine log grid convolved to resolving power `resolution` (FWHM = lambda/R).
-
-    If the source already has `source_resolution`, only the missing width is added.
-    """
-    fine = _fine_log_grid(wave, float(wave[0]), float(wave[-1]))
-    f = np.interp(fine, wave, flux)
-    step = math.log(fine[1] / fine[0])
-    fwhm_ln = 1.0 / resolution
-    if source_resolution:
-        src = 1.0 / source_resolution
-        fwhm_ln = math.sqrt(max(fwhm_ln**2 - src**2, 0.0))
-    sigma_px = fwhm_ln / 2.3548 / step
-    if sigma_px > 0.3:
-        half = int(math.ceil(4 * sigma_px))
-        x = np.arange(-half, half + 1)
-        k = np.exp(-0.5 * (x / sigma_px) ** 2)
-        k /= k.sum()
-        num = np.convolve(f, k, mode="same")
-        den = np.convolve(np.ones_like(f), k, mode="same")  # no darkening at the edges
-        f = num / den
-    return fine, f
+from training.sim.instrument import GRIDS, LAMOST_COEFF1, convolve_to_resolution, lamost_grid  # noqa: F401
 
 
 def flux_calibration_error(

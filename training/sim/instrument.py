@@ -6,6 +6,8 @@ throughput, Earth's telluric absorption and the sky-line residuals.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from agent.units import LAMOST_COEFF1, LAMOST_NPIX, lamost_grid
@@ -22,6 +24,8 @@ __all__ = [
     "SIGMA_PIX",
     "GRIDS",
     "lamost_grid",
+    "fine_log_grid",
+    "convolve_to_resolution",
     "telluric",
     "throughput",
     "SKY_LINES",
@@ -57,8 +61,45 @@ SKY_LINES = (5578.9, 5891.6, 6302.0, 6365.5, 7823.0, 8401.0, 8827.0)  # vacuum, 
 
 
 def convolve_lsf(flux: np.ndarray, sigma_pix: float = SIGMA_PIX) -> np.ndarray:
+    """The LSF on the LAMOST grid itself: the Gaussian of `convolve_to_resolution` at
+    R ~ 1850, written in pixels because the simulator's spectra are born on that grid."""
     half = int(4 * sigma_pix) + 1
     k = np.exp(-0.5 * (np.arange(-half, half + 1) / sigma_pix) ** 2)
     k /= k.sum()
     padded = np.pad(flux, half, mode="edge")
     return np.convolve(padded, k, mode="valid")
+
+
+def fine_log_grid(wave: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    # Sample at least as finely as the source (and as LAMOST / 4) in ln(lambda).
+    dln = np.diff(np.log(wave))
+    step = min(float(np.median(dln)) if dln.size else 1e-4, LAMOST_COEFF1 * math.log(10) / 4)
+    step = max(step, 1e-6)
+    n = int(math.ceil(math.log(hi / lo) / step)) + 1
+    return np.exp(np.log(lo) + step * np.arange(n))
+
+
+def convolve_to_resolution(
+    wave: np.ndarray, flux: np.ndarray, resolution: float, source_resolution: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Flux on a fine log grid convolved to resolving power `resolution` (FWHM = lambda/R).
+
+    If the source already has `source_resolution`, only the missing width is added.
+    """
+    fine = fine_log_grid(wave, float(wave[0]), float(wave[-1]))
+    f = np.interp(fine, wave, flux)
+    step = math.log(fine[1] / fine[0])
+    fwhm_ln = 1.0 / resolution
+    if source_resolution:
+        src = 1.0 / source_resolution
+        fwhm_ln = math.sqrt(max(fwhm_ln**2 - src**2, 0.0))
+    sigma_px = fwhm_ln / 2.3548 / step
+    if sigma_px > 0.3:
+        half = int(math.ceil(4 * sigma_px))
+        x = np.arange(-half, half + 1)
+        k = np.exp(-0.5 * (x / sigma_px) ** 2)
+        k /= k.sum()
+        num = np.convolve(f, k, mode="same")
+        den = np.convolve(np.ones_like(f), k, mode="same")  # no darkening at the edges
+        f = num / den
+    return fine, f
