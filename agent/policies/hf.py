@@ -12,8 +12,9 @@ from typing import Any
 from agent.errors import LoupeError
 
 
-class CheckpointError(LoupeError):
-    """A checkpoint that cannot be loaded: not a local folder and not reachable on the hub."""
+class ModelLoadError(LoupeError):
+    """A model the policy cannot load: a checkpoint that is neither a local folder nor
+    reachable on the hub, or a backend (vLLM) that is not installed."""
 
 
 @functools.cache
@@ -55,7 +56,7 @@ def load_processor(path: str | Path) -> Any:
         image_processor = AutoImageProcessor.from_pretrained(path)
     except OSError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CheckpointError(
+        raise ModelLoadError(
             f"--model {path}: cannot load this checkpoint ({first}); give the folder of a "
             "local Hugging Face checkpoint (config.json, tokenizer and weights)"
         ) from None

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent.policies.base import Episode, Reply
-from agent.policies.hf import CheckpointError, _images_of, load_processor
+from agent.policies.hf import ModelLoadError, _images_of, load_processor
 from agent.policies.openai import p_yes_from_logprobs
 
 MISSING = (
@@ -47,14 +47,12 @@ class VLLMPolicy:
         self.temperature = float(temperature)
         self.top_logprobs = int(top_logprobs)
         self.seed = seed
-        vllm = None
+        self.processor = load_processor(model)
         if engine is None or sampling_params_cls is None:
             try:
                 import vllm
             except ImportError:
-                raise CheckpointError(MISSING) from None
-        self.processor = load_processor(model)
-        if engine is None or sampling_params_cls is None:
+                raise ModelLoadError(MISSING) from None
             sampling_params_cls = sampling_params_cls or vllm.SamplingParams
             engine = engine or vllm.LLM(
                 model=self.model_id,
