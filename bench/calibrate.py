@@ -18,11 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from agent.formats import load_one  # noqa: E402
-from annotate.calibrate import Example, cv_table, examples_from_spectra, fit  # noqa: E402
-from training import benchmark  # noqa: E402
+from agent.formats import load_one
+from annotate.calibrate import Example, cv_table, examples_from_spectra, fit
+from training import benchmark
 
 
 def examples(catalog: Path) -> list[Example]:

@@ -25,12 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from agent.refs import CandidateRef  # noqa: E402
-from agent.trajectory import Step, Trajectory  # noqa: E402
+from agent.protocol import TOOL_NAME
+from agent.refs import CandidateRef
+from agent.trajectory import Step, Trajectory
 
 TASKS = ("cv", "cc", "gm", "wd", "ss")
 
@@ -62,7 +59,7 @@ def seed_store(url: str, spec_dir: Path, n: int, seed: int = 0):
             Step(
                 thought="Look closer.",
                 tool_call={
-                    "name": "spectral_visualization_tool",
+                    "name": TOOL_NAME,
                     "arguments": {"wavelength_range": list(window)},
                 },
                 window=window,

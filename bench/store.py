@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from agent.protocol import TOOL_NAME
 from agent.refs import CandidateRef
 from agent.trajectory import Step, Trajectory
 from db import models as m
@@ -199,7 +200,7 @@ def export_figure(n: int, workdir: Path) -> str:
             Step(
                 thought="Look at Halpha.",
                 tool_call={
-                    "name": "spectral_visualization_tool",
+                    "name": TOOL_NAME,
                     "arguments": {"wavelength_range": [6450, 6680]},
                 },
                 window=(6450.0, 6680.0),

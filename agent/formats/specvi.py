@@ -27,6 +27,7 @@ from agent.formats.common import (
     plausible_redshift,
     rows_to_read,
 )
+from agent.protocol import TOOL_NAME
 from agent.spectrum import Spectrum, SpectrumError
 from agent.tasks import task_name
 
@@ -111,7 +112,7 @@ def read_parquet(path: Path, row: int | None = None) -> list[Spectrum]:
     for r, value in zip(wanted, records):
         info = _struct(path, value, "extra_info", r)
         try:
-            kw = info["tools_kwargs"]["spectral_visualization_tool"]["create_kwargs"]
+            kw = info["tools_kwargs"][TOOL_NAME]["create_kwargs"]
         except (KeyError, TypeError):
             raise LayoutError(
                 path,

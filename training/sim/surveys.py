@@ -35,6 +35,7 @@ import numpy as np
 from astropy.io import fits
 
 from agent.spectrum import Spectrum
+from agent.units import C_KMS
 from training.degrade import flux_calibration_error, observe
 from training.sim.instrument import SKY_LINES, lamost_grid, telluric, throughput
 
@@ -184,7 +185,7 @@ def observe_survey(
     if snr <= 0:
         raise ValueError(f"snr must be positive (got {snr})")
     lay = LAYOUTS[layout]
-    z_obs = (1.0 + redshift) * (1.0 + rv_kms / 299792.458) - 1.0
+    z_obs = (1.0 + redshift) * (1.0 + rv_kms / C_KMS) - 1.0
     # One calibration error and one flux level for the whole spectrum, across arms.
     full = np.linspace(3500.0, 10500.0, 1400)
     cal = flux_calibration_error(full, flux_cal_error, rng)
@@ -242,7 +243,7 @@ def observe_survey(
         flux = np.where(~covered, 0.0, flux)
         ivar = np.where(bad, 0.0, ivar)
         out.append(ArmData(arm.name, w, flux, ivar, bad))
-    z_pipe = z_obs + rng.normal(0.0, 30.0 / 299792.458) * (1.0 + z_obs)
+    z_pipe = z_obs + rng.normal(0.0, 30.0 / C_KMS) * (1.0 + z_obs)
     if rng.random() < catastrophic_z:
         z_pipe = float(rng.uniform(0.0, 3.0))
     return Observation(layout, out, float(redshift), float(z_pipe), float(snr), lay.flux_unit)
