@@ -15,7 +15,7 @@ from agent.policies.rules import RulesPolicy, inspect, measure_all
 from agent.spectrum import Spectrum
 from training.sim.demo import CLASS_BY_NAME, plan, simulate
 
-DWARF = ("as in a high-gravity dwarf", "CaH as strong as a dwarf's")
+DWARF = ("as in a high-gravity dwarf", "CaH as strong as a dwarf's", "as only a dwarf shows")
 
 
 def _drawn(traj) -> list[tuple[float, float]]:

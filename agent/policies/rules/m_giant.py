@@ -53,6 +53,20 @@ def evidence(m: dict[str, float]) -> Evidence:
             e.add(0.0, f"{txt}: gravity ambiguous", keys)
     else:
         e.missing.append("CaH/TiO indices")
+    g1 = gravity_cah1(m)
+    if g1 is not None:
+        e.checked += 1
+        kind, txt = g1
+        if kind == "dwarf":
+            e.add(-3.0, f"{txt}: strong, as only a dwarf shows", ("cah1",), decisive=True)
+        elif kind == "disputed":
+            e.add(-2.0, f"{txt}: {DISPUTED}", ("cah1", "cah3"))
+        elif kind == "leans dwarf":
+            e.add(-1.5, f"{txt}: deeper than in most giants, leaning dwarf", ("cah1",))
+        elif kind == "giant":
+            e.add(1.0, f"{txt}: absent, as in a giant", ("cah1",))
+    else:
+        e.missing.append("CaH 6385")
     na = sodium(m)
     if na is not None:
         e.checked += 1
@@ -113,6 +127,51 @@ def gravity_cah(m: dict[str, float]) -> tuple[float, str] | None:
     )
 
 
+# CaH 6385 in M giants sits at 0.00 +- 0.02 at high SNR, in M dwarfs from M0 on at >= 0.08
+# (Reid et al. 1995 use it to separate the two). Its noise grows as 1/SNR: about 0.3/SNR
+# in the band depth measured over 10 A against two 10 A sidebands.
+CAH1_DWARF = 0.10
+CAH1_LEAN = 0.07
+CAH1_GIANT = 0.03
+DISPUTED = "deep, but CaH3 reads giant-like: the two gravity indicators disagree"
+CAH1_MAX_TIO = 0.4  # TiO5 below this: late M, where TiO blends into the CaH 6385 band
+
+
+def cah1_sigma(snr: float) -> float:
+    """Scatter of an M giant's CaH 6385 depth: intrinsic (0.015) plus noise (0.3 / SNR)."""
+    return float((0.015**2 + (0.3 / max(snr, 1.0)) ** 2) ** 0.5)
+
+
+def gravity_cah1(m: dict[str, float]) -> tuple[str, str] | None:
+    """("dwarf" | "disputed" | "leans dwarf" | "giant" | "", sentence) from the CaH 6385 band depth; None
+    if not measured.
+
+    A dwarf needs the band deeper than 0.10 and 2.5 sigma above a giant's zero (0.07-0.10
+    only leans dwarf: early M0 dwarfs sit there, and so do a few giants); a giant needs
+    it shallower than 0.03 with the noise small enough (sigma < 0.035) that a dwarf's 0.08
+    would have shown. In late-M stars (TiO5 < 0.4) TiO bands reach 6385 and deepen it in
+    giants too, so there it gives no verdict.
+    """
+    d = m.get("cah1")
+    if not finite(d):
+        return None
+    sig = cah1_sigma(m["snr"] if finite(m.get("snr")) else 10.0)
+    # A negative depth is noise about an absent band: quoted as 0.00, not as an impossible depth.
+    txt = f"CaH 6385 band depth {max(d, 0.0):.2f} (giants 0.00 +- {sig:.2f} at this SNR)"
+    t5 = m.get("tio5")
+    if finite(t5) and t5 < CAH1_MAX_TIO:
+        return "", f"{txt}, but TiO this strong (TiO5 {t5:.2f}) blends into it"
+    if d > CAH1_DWARF and d > 2.5 * sig:
+        g = gravity_cah(m)
+        # Two gravity indicators that disagree leave the question open for the expert.
+        return ("disputed" if g is not None and g[0] > 0.04 else "dwarf"), txt
+    if d > CAH1_LEAN and d > 2.5 * sig:
+        return "leans dwarf", txt
+    if d < CAH1_GIANT and sig < 0.035:
+        return "giant", txt
+    return "", txt
+
+
 def sodium(m: dict[str, float]) -> str | None:
     """ "dwarf", "giant", "" (intermediate or within the noise) or None (not measured)."""
     na, sig = m.get("na8190_ew"), m.get("na8190_sig")
@@ -141,6 +200,12 @@ ZOOMS = [
         "CaH 6750-6990 (gravity)",
         ["cah2", "cah3"],
         lambda m: say_gravity_cah(m),
+    ),
+    Zoom(
+        (6330.0, 6450.0),
+        "CaH 6385 (gravity)",
+        ["cah1"],
+        lambda m: say_cah1(m),
     ),
     Zoom(
         (8150.0, 8240.0),
@@ -173,6 +238,27 @@ def say_gravity_cah(m: dict[str, float]) -> str:
     if d < 0.015:
         return f"{txt}: CaH as strong as a dwarf's, pointing to an M dwarf."
     return f"{txt}: between giants and dwarfs, gravity ambiguous."
+
+
+def say_cah1(m: dict[str, float]) -> str:
+    g = gravity_cah1(m)
+    if g is None:
+        why = getattr(m, "unreliable", {}).get("cah1")
+        if why:
+            return f"CaH 6385 cannot be trusted here ({why}), so it is not used."
+        return "CaH 6385 falls outside the coverage (or in a gap)."
+    kind, txt = g
+    if kind == "dwarf":
+        return f"{txt}: a deep CaH band, as only a high-gravity M dwarf shows."
+    if kind == "disputed":
+        return f"{txt}: {DISPUTED}."
+    if kind == "leans dwarf":
+        return f"{txt}: deeper than in most giants, leaning to a dwarf."
+    if kind == "giant":
+        return f"{txt}: no CaH band, as in a low-gravity giant."
+    if "blends" in txt:
+        return f"{txt}: no gravity verdict from CaH 6385."
+    return f"{txt}: within the noise of both, no gravity verdict from CaH 6385."
 
 
 def say_na(m: dict[str, float]) -> str:
