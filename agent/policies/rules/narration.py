@@ -87,6 +87,11 @@ def say_balmer_wd(m: dict[str, float], name: str, lbl: str) -> str:
             f"{head}: pressure-broadened, as in a DA white dwarf; an A/B star or hot subdwarf "
             "would show a line under ~25 Å wide."
         )
+    if f < 28 and d >= 0.2 and finite(m.get("snr")) and m["snr"] < 6.5:
+        return (
+            f"{head}: measured narrow, but at SNR ~{m['snr']:.0f} noise pinches a line's "
+            "half-depth width, so the width does not decide."
+        )
     if f < 28 and d >= 0.2:
         return (
             f"{head}: narrow, as in an A/B star or a hot subdwarf, not the pressure-broadened "

@@ -19,6 +19,17 @@ HYPOTHESIS = (
 CALIBRATION = (1.399, 0.0)
 
 
+# Below this SNR per pixel noise pinches a line's half-depth width by more than the gap
+# between an A star's Balmer line (~20 A) and a white dwarf's (>= 35 A), so a narrow
+# reading there is weak evidence, not a verdict.
+NOISY_WIDTH_SNR = 6.5
+NOISY_WIDTH = "measured narrow, but at this SNR noise pinches a line's width, so it is not trusted"
+
+
+def noisy_width(m: dict[str, float]) -> bool:
+    return finite(m.get("snr")) and m["snr"] < NOISY_WIDTH_SNR
+
+
 def evidence(m: dict[str, float]) -> Evidence:
     e = Evidence()
     extragalactic(e, m, "a white dwarf sits at z ~ 0", -4.0)
@@ -41,6 +52,8 @@ def evidence(m: dict[str, float]) -> Evidence:
             strong_balmer = True
             if f >= 28:
                 e.add(0.0, f"{txt}: broad, but short of a typical white dwarf's", keys)
+            elif noisy_width(m):
+                e.add(-1.0, f"{txt}: {NOISY_WIDTH}", keys)
             else:
                 e.add(
                     -3.0,
