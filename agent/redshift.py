@@ -100,7 +100,7 @@ TEMPLATE_FEATURES: dict[str, list[tuple[str, float]]] = {
     ],
 }
 
-_TEMPLATE_LABELS = {
+TEMPLATE_LABELS = {
     "galaxy, passive": "passive galaxy",
     "galaxy, star-forming": "star-forming galaxy",
     "QSO": "quasar",
@@ -150,7 +150,7 @@ class Redshift:
                     f"{self.z:.3f} ({self.quality} quality, r = {self.r:.1f}, {self.template} "
                     "template): no extragalactic redshift, so I read it as a star at z ~ 0."
                 )
-            what = _TEMPLATE_LABELS.get(self.template, self.kind)
+            what = TEMPLATE_LABELS.get(self.template, self.kind)
             return (
                 f"Cross-correlation against the templates puts it at z = {self.z:.3f} "
                 f"({self.quality} quality, r = {self.r:.1f}) as a {what}"

@@ -429,7 +429,7 @@ def extragalactic(e: Evidence, m: dict[str, float], why: str, points: float) -> 
         found = ", ".join(f"{n} at {w:.0f} Å" for n, w in r.lines[:3])
         e.add(
             points,
-            f"the {r.template} template matches at z = {r.z:.3f} (r = {r.r:.1f}"
+            f"the {redshift.TEMPLATE_LABELS.get(r.template, r.template)} template matches at z = {r.z:.3f} (r = {r.r:.1f}"
             + (f"; {found}" if found else "")
             + f"): a {r.kind}, while {why}",
             ("redshift",),

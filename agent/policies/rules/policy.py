@@ -180,7 +180,7 @@ def redshift_zoom(z: Redshift) -> Zoom:
             f"{name} at z = {z.z:.3f} (redshift check)",
             ["redshift"],
             lambda m, z=z, name=name, w=w: (
-                f"{name} of the {z.template} template falls at {w:.0f} Å"
+                f"{name} of the {redshift.TEMPLATE_LABELS.get(z.template, z.template)} template falls at {w:.0f} Å"
                 + "".join(f", {n} at {x:.0f} Å" for n, x in z.lines[1:])
                 + f": the template matches at z = {z.z:.3f} (r = {z.r:.1f}), a {z.kind}, "
                 "not a star in our Galaxy."
