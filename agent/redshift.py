@@ -6,7 +6,10 @@ template, so the pipeline's z ~ 0 says nothing about it. The estimate therefore 
 when the pipeline value is stellar: it looks for emission bumps in the spectrum and
 matches them, as one redshift, to the lines a quasar or an emission-line galaxy shows
 (Ly-a, C IV, C III], Mg II, [O II], the Balmer lines, [O III]). Two or more lines at one
-z > 0.03 mark the spectrum as extragalactic.
+z > 0.03 mark the spectrum as extragalactic. Where no emission lines fit (an absorption-line
+galaxy, a quasar whose lines are weak), the spectrum is cross-correlated against the built-in
+templates (`agent.xcorr`, Tonry & Davis 1979): a galaxy or quasar template that beats every
+match at rest by a clear margin gives the redshift, its quality from the Tonry & Davis r.
 
 `estimate` returns a `Redshift` (value, quality, source, the lines that fixed it);
 `to_measurements` / `from_measurements` carry it through a step's numbers so the
