@@ -425,6 +425,17 @@ def extragalactic(e: Evidence, m: dict[str, float], why: str, points: float) -> 
             decisive=True,
             at=tuple(w for _, w in r.lines[:1]),
         )
+    elif r is not None and r.source == "cross-correlation" and r.extragalactic:
+        found = ", ".join(f"{n} at {w:.0f} Å" for n, w in r.lines[:3])
+        e.add(
+            points,
+            f"the {redshift.TEMPLATE_LABELS.get(r.template, r.template)} template matches at z = {r.z:.3f} (r = {r.r:.1f}"
+            + (f"; {found}" if found else "")
+            + f"): a {r.kind}, while {why}",
+            ("redshift",),
+            decisive=True,
+            at=tuple(w for _, w in r.lines[:1]),
+        )
     elif finite(z) and abs(z) > 0.005:
         e.add(
             points,

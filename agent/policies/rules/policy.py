@@ -151,7 +151,7 @@ def plan_zooms(
     window of its own. Windows the data does not cover are skipped (and said so).
     """
     plan: list[Zoom] = []
-    if z.source == "emission lines" and z.extragalactic and z.lines:
+    if z.source in ("emission lines", "cross-correlation") and z.extragalactic and z.lines:
         plan.append(redshift_zoom(z))
     plan += list(task_zooms)
     for item in ev.items:
@@ -174,6 +174,18 @@ def plan_zooms(
 def redshift_zoom(z: Redshift) -> Zoom:
     name, w = z.lines[0]
     half = max(60.0, 0.03 * w)
+    if z.source == "cross-correlation":
+        return Zoom(
+            (w - half, w + half),
+            f"{name} at z = {z.z:.3f} (redshift check)",
+            ["redshift"],
+            lambda m, z=z, name=name, w=w: (
+                f"{name} of the {redshift.TEMPLATE_LABELS.get(z.template, z.template)} template falls at {w:.0f} Å"
+                + "".join(f", {n} at {x:.0f} Å" for n, x in z.lines[1:])
+                + f": the template matches at z = {z.z:.3f} (r = {z.r:.1f}), a {z.kind}, "
+                "not a star in our Galaxy."
+            ),
+        )
     return Zoom(
         (w - half, w + half),
         f"{name} at z = {z.z:.3f} (redshift check)",
