@@ -122,6 +122,7 @@ class Redshift:
     fwhm_kms: float = float("nan")  # typical width of the matched lines
     template: str = ""  # cross-correlation: the best-matching template
     r: float = float("nan")  # cross-correlation: Tonry & Davis r of its peak
+    set_aside: tuple[float, str] | None = None  # a pipeline z the data refuted, and why
 
     @property
     def extragalactic(self) -> bool:
@@ -129,6 +130,10 @@ class Redshift:
 
     def describe(self) -> str:
         """One sentence for the agent's thought."""
+        if self.set_aside is not None:
+            z, why = self.set_aside
+            head = f"The survey pipeline gives z = {z:.3f}, but {why}, so I set it aside. "
+            return head + replace(self, set_aside=None).describe()
         if self.source == "pipeline":
             if abs(self.z) < STELLAR_Z:
                 return (
@@ -165,12 +170,27 @@ class Redshift:
 NONE = Redshift(0.0, "none", "none")
 
 
+def set_aside(spectrum: Spectrum) -> tuple[float, str] | None:
+    """(pipeline z, reason) where the reader set the pipeline's value aside (`agent.frame`)."""
+    extra = spectrum.meta.extra or {}
+    if "pipeline_z" not in extra:
+        return None
+    return float(extra["pipeline_z"]), str(extra.get("pipeline_z_note", ""))
+
+
 def estimate(spectrum: Spectrum, arr: Arrays | None = None) -> Redshift:
     """The pipeline's redshift, or an emission-line estimate where that one is stellar."""
     z_pipe = float(spectrum.redshift)
     if abs(z_pipe) >= STELLAR_Z:
         return Redshift(z_pipe, "pipeline", "pipeline")
     arr = arr if arr is not None else arrays_of(spectrum)
+    aside = set_aside(spectrum)
+    if aside is not None:
+        # The reader found the pipeline's z refuted (agent.frame): what the data say instead.
+        found = from_emission_lines(arr)
+        if found.quality == "none":
+            found = from_templates(arr)
+        return replace(found, set_aside=aside)
     found = from_emission_lines(arr)
     if found.quality != "none":
         return found

@@ -6,7 +6,8 @@ feature catalogue (`agent.lines`), the same ingredients as the demo simulator's 
 They are shapes for the eye ("is this a quasar at z ~ 1.27?"), not fitted models: relative
 flux, normalised to 1 at their median.
 
-A folder of templates (`read_templates(folder)`) is read with `agent.formats.read_spectra`,
+A folder of templates (`agent.formats.templates.read_templates(folder)`) is read with
+`agent.formats.read_spectra`,
 one template per spectrum in each file (so a multi-row template FITS gives several), each
 taken to be in its rest frame (its file's redshift is removed) and named after its id or file.
 """
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 
@@ -232,45 +232,3 @@ def builtin_templates() -> tuple[Template, ...]:
         flux = make(GRID)  # type: ignore[operator]
         out.append(Template(name, kind, GRID, _normalised(np.asarray(flux, dtype=float))))
     return tuple(out)
-
-
-def read_templates(folder: str | Path) -> list[Template]:
-    """Every spectrum in the files of `folder` as a rest-frame template, by file name.
-
-    A folder that does not exist, or holds no readable spectrum, is a TemplateError; an
-    unreadable file names itself in the error."""
-    from agent.formats import read_spectra
-    from agent.spectrum import SpectrumError
-
-    root = Path(folder)
-    if not root.is_dir():
-        raise TemplateError(f"{root}: not a folder of templates")
-    out: list[Template] = []
-    for path in sorted(p for p in root.iterdir() if p.is_file() and not p.name.startswith(".")):
-        try:
-            specs = read_spectra(path)
-        except (SpectrumError, OSError) as e:
-            raise TemplateError(f"{path}: not a template spectrum ({e})") from e
-        for i, s in enumerate(specs):
-            flux = np.where(s.mask, np.nan, s.flux).astype(float)
-            name = s.id or path.stem
-            if len(specs) > 1 and not s.id:
-                name = f"{path.stem} [{i}]"
-            out.append(Template(name, "file", s.rest_wavelength(), _normalised(flux)))
-    if not out:
-        raise TemplateError(f"{root}: no template spectra in it")
-    return out
-
-
-def write_templates(folder: str | Path) -> list[Path]:
-    """The built-in templates as two-column text files (wavelength, flux) in `folder`, for
-    editing or as a starting point for a team's own set."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for t in builtin_templates():
-        p = folder / ("".join(ch if ch.isalnum() else "_" for ch in t.name).strip("_") + ".csv")
-        rows = np.column_stack([t.wavelength, t.flux])
-        np.savetxt(p, rows, delimiter=",", header="wavelength,flux", comments="", fmt="%.6g")
-        paths.append(p)
-    return paths

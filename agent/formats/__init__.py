@@ -64,8 +64,14 @@ def sniff(path: Path) -> str:
 
 
 def read_file(path: Path, hdu: int | str | None = None, row: int | None = None) -> list[Spectrum]:
-    """Every spectrum in `path`, or the one at `hdu`/`row`."""
-    path = Path(path)
+    """Every spectrum in `path`, or the one at `hdu`/`row`, each in the frame its data
+    support (a pipeline redshift the spectrum refutes is set aside: `agent.frame`)."""
+    from agent.frame import checked
+
+    return [checked(s) for s in _read_file(Path(path), hdu, row)]
+
+
+def _read_file(path: Path, hdu: int | str | None, row: int | None) -> list[Spectrum]:
     try:
         kind = sniff(path)
         if kind == "fits":
