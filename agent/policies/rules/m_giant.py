@@ -50,6 +50,8 @@ def evidence(m: dict[str, float]) -> Evidence:
         keys = ("cah3", "tio5")
         if d > 0.04:
             e.add(2.0 + min(1.0, (d - 0.04) * 20), f"{txt}: weak CaH, low gravity", keys)
+        elif d < 0.015 and (others := giant_elsewhere(m, "cah3")):
+            e.add(-1.5, f"{txt}: dwarf-like, {disagree(others)}", keys)
         elif d < 0.015:
             e.add(-2.5, f"{txt}: CaH as strong as a dwarf's", keys, decisive=True)
         else:
@@ -73,7 +75,13 @@ def evidence(m: dict[str, float]) -> Evidence:
     na = sodium(m)
     if na is not None:
         e.checked += 1
-        if na == "dwarf":
+        if na == "dwarf" and (others := giant_elsewhere(m, "na")):
+            e.add(
+                -1.5,
+                f"Na I 8183/8195 EW {m['na8190_ew']:.1f} Å: dwarf-like, {disagree(others)}",
+                ("na8190_ew",),
+            )
+        elif na == "dwarf":
             e.add(
                 -2.5,
                 f"Na I 8183/8195 EW {m['na8190_ew']:.1f} Å: strong, as in a dwarf",
@@ -118,6 +126,30 @@ def evidence(m: dict[str, float]) -> Evidence:
                 TIO,
             )
     return e
+
+
+def gravity_readings(m: dict[str, float]) -> dict[str, str]:
+    """What each gravity indicator reads: "giant", "dwarf" or "" (ambiguous, not measured)."""
+    g, g1, na = gravity_cah(m), gravity_cah1(m), sodium(m)
+    return {
+        "cah3": "" if g is None else "giant" if g[0] > 0.04 else "dwarf" if g[0] < 0.015 else "",
+        "cah1": "" if g1 is None else g1[0] if g1[0] in ("giant", "dwarf") else "",
+        "na": na if na in ("giant", "dwarf") else "",
+    }
+
+
+_INDICATOR = {"cah3": "CaH3", "cah1": "CaH 6385", "na": "Na I 8183/8195"}
+
+
+def giant_elsewhere(m: dict[str, float], key: str) -> list[str]:
+    """The other gravity indicators that read giant-like: with them a dwarf-like reading of
+    `key` is a disagreement for the expert, not a verdict."""
+    r = gravity_readings(m)
+    return [_INDICATOR[k] for k, v in r.items() if k != key and v == "giant"]
+
+
+def disagree(others: list[str]) -> str:
+    return f"while {' and '.join(others)} read{'s' if len(others) == 1 else ''} giant-like: the gravity indicators disagree"
 
 
 def gravity_cah(m: dict[str, float]) -> tuple[float, str] | None:
@@ -238,6 +270,8 @@ def say_gravity_cah(m: dict[str, float]) -> str:
     d, txt = g
     if d > 0.04:
         return f"{txt}: CaH weak for the TiO strength, giant-like low gravity."
+    if d < 0.015 and (others := giant_elsewhere(m, "cah3")):
+        return f"{txt}: dwarf-like, {disagree(others)}."
     if d < 0.015:
         return f"{txt}: CaH as strong as a dwarf's, pointing to an M dwarf."
     return f"{txt}: between giants and dwarfs, gravity ambiguous."
@@ -272,6 +306,8 @@ def say_na(m: dict[str, float]) -> str:
             return f"Na I 8183/8195 cannot be trusted here ({why}), so it is not used."
         return "Na I 8183/8195 falls outside the coverage (or in a gap)."
     ew = m["na8190_ew"]
+    if na == "dwarf" and (others := giant_elsewhere(m, "na")):
+        return f"Na I 8183/8195 EW {ew:.1f} Å: dwarf-like, {disagree(others)}."
     if na == "dwarf":
         return f"Na I 8183/8195 EW {ew:.1f} Å: strong, as in a high-gravity dwarf."
     if na == "giant":
