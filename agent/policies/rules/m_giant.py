@@ -62,10 +62,10 @@ def evidence(m: dict[str, float]) -> Evidence:
     if g1 is not None:
         e.checked += 1
         kind, txt = g1
-        if kind == "dwarf":
+        if kind == "dwarf" and (others := giant_elsewhere(m, "cah1")):
+            e.add(-1.5, f"{txt}: dwarf-like, {disagree(others)}", ("cah1",))
+        elif kind == "dwarf":
             e.add(-3.0, f"{txt}: strong, as only a dwarf shows", ("cah1",), decisive=True)
-        elif kind == "disputed":
-            e.add(-2.0, f"{txt}: {DISPUTED}", ("cah1", "cah3"))
         elif kind == "leans dwarf":
             e.add(-1.5, f"{txt}: deeper than in most giants, leaning dwarf", ("cah1",))
         elif kind == "giant":
@@ -142,10 +142,13 @@ _INDICATOR = {"cah3": "CaH3", "cah1": "CaH 6385", "na": "Na I 8183/8195"}
 
 
 def giant_elsewhere(m: dict[str, float], key: str) -> list[str]:
-    """The other gravity indicators that read giant-like: with them a dwarf-like reading of
-    `key` is a disagreement for the expert, not a verdict."""
+    """The gravity indicators that read giant-like where at least as many read so as read
+    dwarf-like: then the dwarf-like reading of `key` is a disagreement for the expert, not a
+    verdict. Outvoted giant-like readings leave it decisive."""
     r = gravity_readings(m)
-    return [_INDICATOR[k] for k, v in r.items() if k != key and v == "giant"]
+    giants = [_INDICATOR[k] for k, v in r.items() if k != key and v == "giant"]
+    dwarfs = sum(v == "dwarf" for v in r.values())
+    return giants if len(giants) >= dwarfs else []
 
 
 def disagree(others: list[str]) -> str:
@@ -168,7 +171,6 @@ def gravity_cah(m: dict[str, float]) -> tuple[float, str] | None:
 CAH1_DWARF = 0.10
 CAH1_LEAN = 0.07
 CAH1_GIANT = 0.03
-DISPUTED = "deep, but CaH3 reads giant-like: the two gravity indicators disagree"
 CAH1_MAX_TIO = 0.4  # TiO5 below this: late M, where TiO blends into the CaH 6385 band
 
 
@@ -178,7 +180,7 @@ def cah1_sigma(snr: float) -> float:
 
 
 def gravity_cah1(m: dict[str, float]) -> tuple[str, str] | None:
-    """("dwarf" | "disputed" | "leans dwarf" | "giant" | "", sentence) from the CaH 6385 band depth; None
+    """("dwarf" | "leans dwarf" | "giant" | "", sentence) from the CaH 6385 band depth; None
     if not measured.
 
     A dwarf needs the band deeper than 0.10 and 2.5 sigma above a giant's zero (0.07-0.10
@@ -197,9 +199,7 @@ def gravity_cah1(m: dict[str, float]) -> tuple[str, str] | None:
     if finite(t5) and t5 < CAH1_MAX_TIO:
         return "", f"{txt}, but TiO this strong (TiO5 {t5:.2f}) blends into it"
     if d > CAH1_DWARF and d > 2.5 * sig:
-        g = gravity_cah(m)
-        # Two gravity indicators that disagree leave the question open for the expert.
-        return ("disputed" if g is not None and g[0] > 0.04 else "dwarf"), txt
+        return "dwarf", txt
     if d > CAH1_LEAN and d > 2.5 * sig:
         return "leans dwarf", txt
     if d < CAH1_GIANT and sig < 0.035:
@@ -287,8 +287,8 @@ def say_cah1(m: dict[str, float]) -> str:
     kind, txt = g
     if kind == "dwarf":
         return f"{txt}: a deep CaH band, as only a high-gravity M dwarf shows."
-    if kind == "disputed":
-        return f"{txt}: {DISPUTED}."
+    if kind == "dwarf" and (others := giant_elsewhere(m, "cah1")):
+        return f"{txt}: dwarf-like, {disagree(others)}."
     if kind == "leans dwarf":
         return f"{txt}: deeper than in most giants, leaning to a dwarf."
     if kind == "giant":
