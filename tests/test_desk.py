@@ -165,7 +165,14 @@ def test_desk_redshift_is_per_candidate_and_adoptable(ctx, tmp_path):
 
     ex = app_context.expert_for(ctx, None)
     st, view = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
-    assert view.redshift["source"] == "pipeline" and not view.redshift["set_by_expert"]
+    # The rules agent's redshift step is read back from the store with its source.
+    assert view.redshift["source"] == "agent" and not view.redshift["set_by_expert"]
+    assert view.redshift["note"].split(",")[0] in (
+        "pipeline",
+        "emission lines",
+        "cross-correlation",
+    )
+    assert "agent z = " in desk.info_html(view.redshift)
     st = desk.set_option(st, template="QSO")
     st = desk.set_z(st, 1.27)
     st, view = vet_page.vet_refresh(ctx, ex, st, desk.display_with(st, D))

@@ -75,3 +75,8 @@ def test_the_reader_sets_it_aside_and_the_inspector_finds_the_white_dwarf(tmp_pa
     assert traj.state == "done" and traj.verdict == "YES", traj.explanation
     assert "set it aside" in traj.steps[0].thought
     assert traj.redshift["value"] == pytest.approx(0.0, abs=0.005)
+    # The expert's desk names the source of the agent's z and the value it set aside.
+    from app.pages import desk
+
+    note = desk.agent_z_note(spec, traj)
+    assert "file's Z 2.3800 set aside" in note and "star at rest" in note

@@ -12,6 +12,7 @@ import dataclasses
 from typing import Any
 
 from agent.errors import LoupeError
+from agent.redshift import set_aside
 from agent.spectrum import Spectrum
 from agent.templates import Template, builtin_templates
 from agent.trajectory import Trajectory
@@ -45,11 +46,24 @@ def template_named(ctx: Context, name: str | None) -> Template | None:
 def estimate(spec: Spectrum, traj: Trajectory | None) -> tuple[float, str]:
     """The agent's redshift for this candidate and where it came from."""
     z = getattr(traj, "redshift", None) if traj is not None else None
-    if z is None and traj is not None:
-        z = (getattr(traj, "meta", None) or {}).get("redshift")
+    if isinstance(z, dict):  # Trajectory.redshift: {"value", "quality", "source"}
+        z = z.get("value")
     if z is not None:
         return float(z), "agent"
     return float(spec.redshift), "pipeline"
+
+
+def agent_z_note(spec: Spectrum, traj: Trajectory | None) -> str:
+    """How the agent got its redshift, and a pipeline value the reader set aside."""
+    z = getattr(traj, "redshift", None) if traj is not None else None
+    parts = []
+    if isinstance(z, dict) and z.get("source") not in (None, "none"):
+        q = z.get("quality")
+        parts.append(f"{z['source']}" + (f", {q}" if q and q != z["source"] else ""))
+    aside = set_aside(spec)
+    if aside is not None:
+        parts.append(f"file's Z {aside[0]:.4f} set aside: {aside[1]}")
+    return "; ".join(parts)
 
 
 def desk_of(state: dict | None) -> dict[str, Any]:
@@ -90,7 +104,7 @@ def redshift_info(
     est, source = estimate(spec, traj)
     z = _mine(display, key)
     return {"estimate": est, "source": source, "z": est if z is None else z,
-            "set_by_expert": z is not None}  # fmt: skip
+            "set_by_expert": z is not None, "note": agent_z_note(spec, traj)}  # fmt: skip
 
 
 def shown_z(z: float) -> float:
@@ -105,8 +119,9 @@ def info_html(info: dict[str, Any] | None) -> str:
     who = "agent" if info["source"] == "agent" else "pipeline (file's Z)"
     mine = (f" · yours: <b>{shown_z(info['z']):.4f}</b> (recorded with your decision)"
             if info["set_by_expert"] else "")  # fmt: skip
+    note = f' <span class="z-note">({escape(info["note"])})</span>' if info.get("note") else ""
     return (f'<div id="desk-z-info">{escape(who)} z = <b>{shown_z(info["estimate"]):.4f}</b>'
-            f"{mine}</div>")  # fmt: skip
+            f"{note}{mine}</div>")  # fmt: skip
 
 
 def typed_z(text: Any) -> float:

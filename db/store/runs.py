@@ -34,6 +34,11 @@ def trajectory_record(
     label: str | None,
 ) -> TrajectoryRecord:
     """The one `Trajectory` record for a stored trajectory row and its run."""
+    from agent.redshift import from_measurements
+
+    steps = [Step.from_dict(d) for d in row.steps or []]
+    # The redshift step's numbers ride in the last step's measurements (agent.redshift).
+    z = from_measurements(steps[-1].measurements) if steps and steps[-1].measurements else None
     return TrajectoryRecord(
         id=key,
         task=task,
@@ -41,7 +46,7 @@ def trajectory_record(
         policy=run.policy,
         model=run.model,
         renderer=run.renderer,
-        steps=[Step.from_dict(d) for d in row.steps or []],
+        steps=steps,
         verdict=row.verdict,
         explanation=row.explanation,
         confidence=row.confidence,
@@ -52,6 +57,7 @@ def trajectory_record(
         started_at=row.started_at,
         seconds=row.seconds,
         params=dict(run.params or {}),
+        redshift=z,
     )
 
 

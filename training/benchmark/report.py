@@ -423,6 +423,13 @@ CAVEATS = [
     "- S-type: an earlier version of this benchmark had the S-type rule revised once after "
     "a test score had been seen (ZrO 6474 excess over the M giants' ZrO-TiO line); the "
     "S-type test F1 is not a clean held-out number for that rule.",
+    "- This test split has been scored three times: macro-F1 0.884 and 0.882 under two "
+    "earlier rule sets, then the table above after the latest rework. Each rework was set on "
+    "the tune split and the physics, and no rule was revised after a test score. The latest "
+    "added CaH 6385 and a vote among the gravity indicators "
+    "(M giants), the pipeline-redshift check (`agent/frame.py`), template cross-correlation "
+    "and a noise-aware Balmer width. Its authors knew which classes the earlier test scores "
+    "found weak, since the report lists them, so the test split is no longer a blind sample.",
     "- The QSO and galaxy templates are single objects each (one split each); the real SDSS "
     "quasars are two objects. Redshifted contaminants are therefore few objects seen at many "
     "redshifts.",
