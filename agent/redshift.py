@@ -188,13 +188,14 @@ def estimate(spectrum: Spectrum, arr: Arrays | None = None) -> Redshift:
     if aside is not None:
         # The reader found the pipeline's z refuted (agent.frame): what the data say instead.
         found = from_emission_lines(arr)
-        if found.quality == "none":
+        if found.quality not in ("medium", "high"):
             found = from_templates(arr)
         return replace(found, set_aside=aside)
     found = from_emission_lines(arr)
-    if found.quality != "none":
+    if found.quality in ("medium", "high"):
         return found
-    # No emission bumps: an absorption-line galaxy or a quasar with weak lines still shows
+    # A low-quality match (two bumps that pair up by chance) is no redshift to report or
+    # adopt. No emission bumps: an absorption-line galaxy or a quasar with weak lines still shows
     # its shape at its redshift. Only an extragalactic answer is taken from it.
     found = from_templates(arr)
     if found.extragalactic:
