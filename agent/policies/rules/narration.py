@@ -154,7 +154,7 @@ def say_head(m: dict[str, float], key: str, lbl: str, meaning: str) -> str:
 def say_tio(m: dict[str, float], purpose: str) -> str:
     t5, j = m.get("tio5"), m.get("tio_7054")
     if not (finite(t5) or finite(j)):
-        return "TiO 7054 falls outside the coverage, so the M-star check cannot be made."
+        return "TiO 7054 falls outside the coverage or in a masked gap, so the M-star check cannot be made."
     parts = []
     if finite(j):
         parts.append(f"TiO 7054 band-head depth {depth_points(j):.2f}")
