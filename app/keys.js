@@ -63,6 +63,16 @@
     }
   };
   const closeReason = () => show("reject-reason-row", false);
+  // Empties the reason box as Gradio sees it (an input event, not only the DOM value).
+  const clearReason = () => {
+    const box = document.querySelector("#reject-reason input, #reject-reason textarea");
+    if (!box) return;
+    const proto = Object.getPrototypeOf(box);
+    Object.getOwnPropertyDescriptor(proto, "value").set.call(box, "");
+    box.dispatchEvent(new Event("input", { bubbles: true }));
+  };
+  // Called by the reason's submit (app/ui/vet.py) once its text is in the request.
+  window.loupeReasonSent = () => setTimeout(clearReason, 0);
 
   // c: the correct panel, in view with the cursor in the reasoning box.
   window.loupeOpenCorrect = () => {
@@ -98,9 +108,10 @@
     if (inside(ev, "correct-explanation")) warnReasoning();
   });
 
+  // True when the click sends the grade to the server (a grade already chosen sends nothing).
   const grade = (n) => {
     const input = document.querySelector(`#vet-grade input[value="${n}"]`);
-    if (!input) return false;
+    if (!input || input.checked) return false;
     input.click();
     return true;
   };
@@ -178,6 +189,12 @@
   let busyUntil = 0;
   const waiting = [];
   const busy = () => performance.now() < busyUntil;
+  // A request that answers with the session's state (a grade) ends here: keys pressed
+  // meanwhile waited, so its answer cannot overwrite a later decision's state.
+  window.loupeDone = () => {
+    busyUntil = 0;
+    while (waiting.length && !busy()) waiting.shift()();
+  };
   window.loupeAhead = (v) => {
     try {
       ahead = v ? JSON.parse(v) : null;
@@ -245,15 +262,33 @@
       if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
       if (ev.key === "Escape" && inside(ev, "reject-reason")) {
         ev.preventDefault();
-        const box = ev.target;
-        box.blur();
+        ev.target.blur();
         closeReason();
-        press("btn-reject"); // the reject, without a reason
-        box.value = "";
+        clearReason();
+        const reject = () => {
+          busyUntil = performance.now() + 5000;
+          press("btn-reject"); // the reject, without a reason
+        };
+        if (busy()) waiting.push(reject);
+        else reject();
         return;
       }
       if (ev.key === "Enter" && inside(ev, "reject-reason")) {
-        setTimeout(closeReason, 0); // the box's submit saves the reject with the reason
+        // The box's submit saves the reject with the reason. It is a decision like a/s/f:
+        // while an earlier key's answer is on its way it waits its turn (Gradio submits on
+        // keypress, which a prevented keydown never sends), so it applies to the candidate
+        // on the screen, not the one the server last answered for.
+        const box = ev.target;
+        setTimeout(closeReason, 0);
+        if (busy()) {
+          ev.preventDefault();
+          waiting.push(() => {
+            busyUntil = performance.now() + 5000;
+            box.dispatchEvent(new KeyboardEvent("keypress", { key: "Enter", bubbles: true }));
+          });
+        } else {
+          busyUntil = performance.now() + 5000;
+        }
         return;
       }
       if (ev.key === "Escape" && inside(ev, "correct-panel")) {
@@ -286,8 +321,11 @@
       }
       if (onVetPage() && ["1", "2", "3", "4"].includes(key)) {
         ev.preventDefault();
-        if (busy()) waiting.push(() => grade(key));
-        else grade(key);
+        const send = () => {
+          if (grade(key)) busyUntil = performance.now() + 5000;
+        };
+        if (busy()) waiting.push(send);
+        else send();
         return;
       }
       const id = KEYS[key];

@@ -450,3 +450,35 @@ def test_a_typed_redshift_is_stored_with_the_decision(browser, tmp_path_factory,
     finally:
         srv.close()
         ctx.store.close()
+
+
+def test_fast_keys_decide_the_candidate_on_the_screen(browser, tmp_path_factory, tmp_path):
+    """3 a, then 3 r and a typed reason, each pressed before the last answer arrived: every
+    decision lands on the candidate shown, with its grade and the whole reason."""
+    ctx = context(tmp_path_factory, tmp_path)
+    srv = serve(ctx)
+    try:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        _open(page, srv.url)
+        page.wait_for_function(DRAWN, arg="", timeout=30_000)
+        first = _current_key(page)
+        page.keyboard.press("3")
+        page.keyboard.press("a")  # while the grade's answer is on its way
+        second = _wait_key_change(page, first)
+        page.keyboard.press("3")
+        page.keyboard.press("r")
+        page.keyboard.type("checked the gravity indicators")  # letters that are also keys
+        page.keyboard.press("Enter")
+        third = _wait_key_change(page, second)
+        assert len({first, second, third}) == 3
+        deadline = time.time() + 15
+        while time.time() < deadline and len(ctx.store.reviews()) < 2:
+            time.sleep(0.1)
+        (a,) = _reviews_of(ctx, first)
+        (r,) = _reviews_of(ctx, second)
+        assert (a.action, a.grade, a.revision) == ("accept", 3, 1)
+        assert (r.action, r.grade, r.explanation) == ("reject", 3, "checked the gravity indicators")
+        assert r.revision == 1 and len(ctx.store.reviews()) == 2
+    finally:
+        srv.close()
+        ctx.store.close()

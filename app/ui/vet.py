@@ -196,7 +196,7 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                 gr.update(choices=view.step_choices, value="none"),
                 gr.update(value=view.explanation),
                 gr.update(value=""),  # the correct panel's note
-                gr.update(value=""),  # a reject's reason
+                gr.update(),  # a reject's reason: keys.js empties it once sent (never mid-typing)
                 gr.update(value=None if view.grade is None else str(view.grade)),
                 once(
                     "jump_tasks",
@@ -341,8 +341,11 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                                  request, reason_text=text)  # fmt: skip
 
         reason_ins = [reason, state, *filters, *display, active]
+        sent = with_active(len(reason_ins)).replace(
+            "return a; }", "window.loupeReasonSent && window.loupeReasonSent(); return a; }"
+        )
         then_ahead(reason.submit(on_reason, reason_ins, view_outs, api_name="reject_reason",
-                                 js=with_active(len(reason_ins)), **FAST))  # fmt: skip
+                                 js=sent, **FAST))  # fmt: skip
 
         b_correct.click(None, None, None, js="() => window.loupeOpenCorrect && "
                         "window.loupeOpenCorrect()", api_name=False)  # fmt: skip
@@ -368,7 +371,9 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
             ex = context.expert_for(ctx, request)
             return vet_page.vet_grade(ctx, ex, st, g)
 
-        v_grade.input(on_grade, [state, v_grade], [state, message], api_name="grade", **FAST)
+        v_grade.input(on_grade, [state, v_grade], [state, message], api_name="grade",
+                      **FAST).then(None, None, None, js="() => window.loupeDone && "
+                                   "window.loupeDone()", api_name=False)  # fmt: skip
 
         def on_undo(st, mk, err, sm, fr, im, request: gr.Request):
             ex = context.expert_for(ctx, request)
