@@ -316,7 +316,9 @@
       }
       if (onVetPage() && key === "c") {
         ev.preventDefault();
-        window.loupeOpenCorrect();
+        // The panel is filled by the answer for the candidate on the screen: wait for it.
+        if (busy()) waiting.push(() => window.loupeOpenCorrect());
+        else window.loupeOpenCorrect();
         return;
       }
       if (onVetPage() && ["1", "2", "3", "4"].includes(key)) {
