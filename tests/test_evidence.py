@@ -15,7 +15,12 @@ from agent.policies.rules import RulesPolicy, inspect, measure_all
 from agent.spectrum import Spectrum
 from training.sim.demo import CLASS_BY_NAME, plan, simulate
 
-DWARF = ("as in a high-gravity dwarf", "CaH as strong as a dwarf's", "as only a dwarf shows")
+DWARF = (
+    "as in a high-gravity dwarf",
+    "CaH as strong as a dwarf's",
+    "as only a dwarf shows",
+    "as only a high-gravity M dwarf shows",
+)
 
 
 def _drawn(traj) -> list[tuple[float, float]]:

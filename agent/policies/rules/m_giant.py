@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent.policies.rules.features import Evidence, depth_points, finite, has
-from agent.policies.rules.narration import Zoom, say_cat, say_head, say_tio
+from agent.policies.rules.narration import Zoom, say_cat, say_head, say_tio, unmeasured
 
 TARGET = "an M giant"
 HYPOTHESIS = (
@@ -280,15 +280,12 @@ def say_gravity_cah(m: dict[str, float]) -> str:
 def say_cah1(m: dict[str, float]) -> str:
     g = gravity_cah1(m)
     if g is None:
-        why = getattr(m, "unreliable", {}).get("cah1")
-        if why:
-            return f"CaH 6385 cannot be trusted here ({why}), so it is not used."
-        return "CaH 6385 falls outside the coverage (or in a gap)."
+        return unmeasured(m, "cah1", "CaH 6385")
     kind, txt = g
-    if kind == "dwarf":
-        return f"{txt}: a deep CaH band, as only a high-gravity M dwarf shows."
     if kind == "dwarf" and (others := giant_elsewhere(m, "cah1")):
         return f"{txt}: dwarf-like, {disagree(others)}."
+    if kind == "dwarf":
+        return f"{txt}: a deep CaH band, as only a high-gravity M dwarf shows."
     if kind == "leans dwarf":
         return f"{txt}: deeper than in most giants, leaning to a dwarf."
     if kind == "giant":
@@ -301,10 +298,7 @@ def say_cah1(m: dict[str, float]) -> str:
 def say_na(m: dict[str, float]) -> str:
     na = sodium(m)
     if na is None:
-        why = getattr(m, "unreliable", {}).get("na8190")
-        if why:
-            return f"Na I 8183/8195 cannot be trusted here ({why}), so it is not used."
-        return "Na I 8183/8195 falls outside the coverage (or in a gap)."
+        return unmeasured(m, "na8190", "Na I 8183/8195")
     ew = m["na8190_ew"]
     if na == "dwarf" and (others := giant_elsewhere(m, "na")):
         return f"Na I 8183/8195 EW {ew:.1f} Å: dwarf-like, {disagree(others)}."
