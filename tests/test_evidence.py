@@ -77,6 +77,11 @@ def contradiction(task: str, v, thoughts: str) -> None:
     if task == "wd":
         assert "narrow, as in an A/B star" not in thoughts
         assert "too narrow for a white dwarf" not in thoughts
+        # a DB has no hydrogen: "no Balmer lines" cannot stand beside measured ones
+        assert not (
+            "with no Balmer lines" in thoughts
+            and "weak, narrow Balmer lines (hot subdwarf or B star)" in thoughts
+        )
         assert not v.redshift.extragalactic
     if task == "carbon":
         assert any(i.points > 0 and any(k.startswith("c2_") for k in i.keys) for i in items)

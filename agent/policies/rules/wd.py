@@ -114,6 +114,15 @@ def evidence(m: dict[str, float]) -> Evidence:
                     f"(EW {he2:.1f} Å): an O star or He-rich hot subdwarf; a DB white dwarf is too cool for He II",
                     he_used + ("heii4687_ew",),
                 )
+            elif bw is not None and bw[0] >= 0.1:
+                # A DB's atmosphere has no hydrogen; He I beside Balmer lines is a B star's.
+                e.add(
+                    -0.5,
+                    f"He I absorption ({', '.join(f'EW {x:.1f} Å' for x in he)}) beside weak, "
+                    "narrow Balmer lines: a hot B star or subdwarf, not a DB white dwarf, "
+                    "which has no hydrogen",
+                    he_used + (f"{bw[3]}_depth",),
+                )
             else:
                 e.add(
                     3.0,
