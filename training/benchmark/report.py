@@ -9,6 +9,7 @@ confusers, the demo's numbers and what stands behind each number.
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 from collections import defaultdict
 from dataclasses import dataclass
@@ -266,6 +267,28 @@ def _goal_rows(test: dict, by_layout: dict, by_snr: dict) -> list[str]:
     return out
 
 
+def contradiction_line(bench: Path) -> str:
+    """How many trajectories of each split say what their verdict's task forbids."""
+    from agent.policies.rules.contradiction import found
+
+    parts = []
+    for sp in ("test", "tune"):
+        n = bad = 0
+        for path in sorted((bench / f"eval-{sp}").glob("*.jsonl")):
+            with open(path) as fh:
+                for line in fh:
+                    t = json.loads(line)
+                    text = " ".join(s.get("thought") or "" for s in t.get("steps") or [])
+                    text += " " + (t.get("explanation") or "")
+                    n += 1
+                    bad += bool(found(t.get("task", ""), t.get("confidence"), text))
+        parts.append(f"{sp} {bad} of {n}")
+    return (
+        "Trajectories whose thoughts contradict their verdict "
+        "(`agent/policies/rules/contradiction.py`): " + ", ".join(parts) + "."
+    )
+
+
 def write_report(
     bench: Path,
     report: Path,
@@ -322,6 +345,8 @@ def write_report(
         "## Against the goals (test split)",
         "",
         *_goal_rows(test, test_stats["layout"], test_stats["snr"]),
+        "",
+        contradiction_line(bench),
         "",
         "## Test split: macro-F1 [95% CI] per layout and SNR",
         "",

@@ -1,0 +1,41 @@
+"""What a confident YES of each task may never say: the sentences the inspector writes for
+evidence AGAINST the target, and pairs of sentences that cannot both be true.
+
+One table for the test that checks every trajectory (tests/test_evidence.py) and for the
+accuracy report, which counts the trajectories of each split that break it.
+
+>>> found("m_giant", 0.9, "Na I 8183/8195 EW 3.3 Å: strong, as in a high-gravity dwarf.")
+['as in a high-gravity dwarf']
+>>> found("m_giant", 0.2, "Na I 8183/8195 EW 3.3 Å: strong, as in a high-gravity dwarf.")
+[]
+"""
+
+from __future__ import annotations
+
+# task -> sentences that say the candidate is NOT the target
+AGAINST: dict[str, tuple[str, ...]] = {
+    "m_giant": (
+        "as in a high-gravity dwarf",
+        "CaH as strong as a dwarf's",
+        "as only a dwarf shows",
+        "as only a high-gravity M dwarf shows",
+    ),
+    "wd": ("narrow, as in an A/B star", "too narrow for a white dwarf"),
+    "s_type": ("ZrO no stronger",),
+    "carbon": ("TiO bands present",),
+}
+# task -> (sentence, sentence) that contradict each other in one trajectory
+EXCLUSIVE: dict[str, tuple[tuple[str, str], ...]] = {
+    # a DB has no hydrogen: "no Balmer lines" cannot stand beside measured ones
+    "wd": (("with no Balmer lines", "weak, narrow Balmer lines (hot subdwarf or B star)"),),
+}
+
+
+def found(task: str, p_yes: float | None, text: str) -> list[str]:
+    """The contradictions in `text` (a trajectory's thoughts and explanation) of a verdict
+    with this P(YES): empty unless the verdict leans YES (P > 0.5)."""
+    if p_yes is None or p_yes <= 0.5:
+        return []
+    out = [s for s in AGAINST.get(task, ()) if s in text]
+    out += [f"{a} / {b}" for a, b in EXCLUSIVE.get(task, ()) if a in text and b in text]
+    return out
