@@ -50,6 +50,17 @@ def test_quasars_and_galaxies_keep_the_pipeline_redshift(name, z):
         assert checked(s) is s
 
 
+def test_a_check_that_cannot_run_keeps_the_pipeline_value(monkeypatch):
+    import agent.xcorr
+
+    def broken(arr):
+        raise FloatingPointError("boom")
+
+    monkeypatch.setattr(agent.xcorr, "correlate", broken)
+    s = _observed("DA white dwarf", 0.0, 2.38)
+    assert checked(s) is s
+
+
 def test_a_stellar_pipeline_redshift_is_not_checked():
     s = _observed("DA white dwarf", 0.0, 0.0003)
     assert checked(s) is s
