@@ -18,7 +18,6 @@ the one frame.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 
 from agent.spectrum import Spectrum
@@ -78,9 +77,6 @@ def checked(spectrum: Spectrum) -> Spectrum:
         return spectrum
     if why is None:
         return spectrum
-    extra = {
-        **spectrum.meta.extra,
-        "pipeline_z": float(spectrum.redshift),
-        "pipeline_z_note": why,
-    }
-    return spectrum.replace(redshift=0.0, meta=dataclasses.replace(spectrum.meta, extra=extra))
+    from agent.redshift import at_rest
+
+    return at_rest(spectrum, why)

@@ -18,6 +18,7 @@ trajectory record holds it (`Trajectory.redshift`).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -176,6 +177,12 @@ def set_aside(spectrum: Spectrum) -> tuple[float, str] | None:
     if "pipeline_z" not in extra:
         return None
     return float(extra["pipeline_z"]), str(extra.get("pipeline_z_note", ""))
+
+
+def at_rest(spectrum: Spectrum, why: str) -> Spectrum:
+    """`spectrum` read at rest, its pipeline z and `why` it was set aside kept for `set_aside`."""
+    extra = {**spectrum.meta.extra, "pipeline_z": float(spectrum.redshift), "pipeline_z_note": why}
+    return spectrum.replace(redshift=0.0, meta=dataclasses.replace(spectrum.meta, extra=extra))
 
 
 def estimate(spectrum: Spectrum, arr: Arrays | None = None) -> Redshift:

@@ -383,14 +383,9 @@
     childList: true,
     subtree: true,
   });
-})();
 
-// -- desk: redshift, templates, normalised view, all markers (app/pages/desk.py). Keys press
-// the desk's own controls, so a key does what a click does; off while typing, as above.
-(() => {
-  if (window.__loupeDeskKeys) return;
-  window.__loupeDeskKeys = true;
-
+  // -- desk: redshift, templates, normalised view, all markers (app/pages/desk.py). Keys
+  // press the desk's own controls, so a key does what a click does; off while typing.
   const DESK = {
     "[": "btn-z-down",
     "]": "btn-z-up",
@@ -401,28 +396,15 @@
   };
   const TOGGLES = { n: "desk-normalise", m: "desk-all-markers" };
 
-  const typingIn = (t) => {
-    if (!t) return false;
-    if (t.isContentEditable) return true;
-    const tag = (t.tagName || "").toLowerCase();
-    if (tag === "textarea" || tag === "select") return true;
-    if (tag === "input") {
-      const type = (t.getAttribute("type") || "text").toLowerCase();
-      return !["checkbox", "radio", "button", "range", "submit"].includes(type);
-    }
-    return false;
-  };
-  const shown = (el) => !!el && el.offsetParent !== null;
-
   document.addEventListener(
     "keydown",
     (ev) => {
-      if (ev.ctrlKey || ev.metaKey || ev.altKey || typingIn(ev.target)) return;
+      if (ev.ctrlKey || ev.metaKey || ev.altKey || typing(ev)) return;
       const key = ev.key;
       if (key === "z") {
         // Focus the redshift box and select its value: type "1.27", Enter, and it is drawn.
         const box = document.querySelector("#desk-z input[type=number]");
-        if (!shown(box)) return;
+        if (!visible(box)) return;
         ev.preventDefault();
         box.focus();
         box.select();
@@ -431,7 +413,7 @@
       const toggle = TOGGLES[key];
       if (toggle) {
         const box = document.querySelector(`#${toggle} input[type=checkbox]`);
-        if (!shown(box)) return;
+        if (!visible(box)) return;
         ev.preventDefault();
         box.click();
         return;
@@ -439,7 +421,7 @@
       const id = DESK[key];
       if (!id) return;
       const btn = document.getElementById(id);
-      if (!shown(btn) || btn.disabled) return;
+      if (!visible(btn) || btn.disabled) return;
       ev.preventDefault();
       btn.click();
     },

@@ -180,7 +180,7 @@ def cah1_sigma(snr: float) -> float:
 
 
 def gravity_cah1(m: dict[str, float]) -> tuple[str, str] | None:
-    """("dwarf" | "leans dwarf" | "giant" | "", sentence) from the CaH 6385 band depth; None
+    """("dwarf" | "leans dwarf" | "giant" | "blended" | "", sentence) from the CaH 6385 band depth; None
     if not measured.
 
     A dwarf needs the band deeper than 0.10 and 2.5 sigma above a giant's zero (0.07-0.10
@@ -197,7 +197,7 @@ def gravity_cah1(m: dict[str, float]) -> tuple[str, str] | None:
     txt = f"CaH 6385 band depth {max(d, 0.0):.2f} (giants 0.00 +- {sig:.2f} at this SNR)"
     t5 = m.get("tio5")
     if finite(t5) and t5 < CAH1_MAX_TIO:
-        return "", f"{txt}, but TiO this strong (TiO5 {t5:.2f}) blends into it"
+        return "blended", f"{txt}, but TiO this strong (TiO5 {t5:.2f}) blends into it"
     if d > CAH1_DWARF and d > 2.5 * sig:
         return "dwarf", txt
     if d > CAH1_LEAN and d > 2.5 * sig:
@@ -290,7 +290,7 @@ def say_cah1(m: dict[str, float]) -> str:
         return f"{txt}: deeper than in most giants, leaning to a dwarf."
     if kind == "giant":
         return f"{txt}: no CaH band, as in a low-gravity giant."
-    if "blends" in txt:
+    if kind == "blended":
         return f"{txt}: no gravity verdict from CaH 6385."
     return f"{txt}: within the noise of both, no gravity verdict from CaH 6385."
 

@@ -175,27 +175,23 @@ def redshift_zoom(z: Redshift) -> Zoom:
     name, w = z.lines[0]
     half = max(60.0, 0.03 * w)
     if z.source == "cross-correlation":
-        return Zoom(
-            (w - half, w + half),
-            f"{name} at z = {z.z:.3f} (redshift check)",
-            ["redshift"],
-            lambda m, z=z, name=name, w=w: (
-                f"{name} of the {redshift.TEMPLATE_LABELS.get(z.template, z.template)} template falls at {w:.0f} Å"
-                + "".join(f", {n} at {x:.0f} Å" for n, x in z.lines[1:])
-                + f": the template matches at z = {z.z:.3f} (r = {z.r:.1f}), a {z.kind}, "
-                "not a star in our Galaxy."
-            ),
+        what = redshift.TEMPLATE_LABELS.get(z.template, z.template)
+        said = (
+            f"{name} of the {what} template falls at {w:.0f} Å"
+            + "".join(f", {n} at {x:.0f} Å" for n, x in z.lines[1:])
+            + f": the template matches at z = {z.z:.3f} (r = {z.r:.1f}), a {z.kind}, "
+            "not a star in our Galaxy."
         )
-    return Zoom(
-        (w - half, w + half),
-        f"{name} at z = {z.z:.3f} (redshift check)",
-        ["redshift"],
-        lambda m, z=z, name=name, w=w: (
+    else:
+        said = (
             f"The bump at {w:.0f} Å is emission {z.fwhm_kms:-.0f} km/s wide; with "
             + ", ".join(f"{n} at {x:.0f} Å" for n, x in z.lines[1:])
             + f" it fits {name} at z = {z.z:.3f}: a {z.kind}, not a star in our Galaxy."
-        ),
-    )
+        )
+    return Zoom(
+        (w - half, w + half), f"{name} at z = {z.z:.3f} (redshift check)", ["redshift"],
+        lambda m: said,
+    )  # fmt: skip
 
 
 def item_zoom(item: Item) -> Zoom:
