@@ -12,27 +12,23 @@ before/after on `test`. The last line is `macro_f1_test_after_calibrate: VALUE`.
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from agent.formats import load_one
 from annotate.calibrate import Example, cv_table, examples_from_spectra, fit
 from training import benchmark
+from training.benchmark.calibration import catalog_spectra
 
 
 def examples(catalog: Path) -> list[Example]:
-    with open(catalog, newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    spectra: dict[str, object] = {}
-    items = []
-    for r in rows:
-        if r["path"] not in spectra:
-            spectra[r["path"]] = load_one(catalog.parent / r["path"])
-        items.append((spectra[r["path"]], r["task"], r["label"] == "YES", r["object"]))
-    return examples_from_spectra(items)
+    return examples_from_spectra(
+        [
+            (spec, r["task"], r["label"] == "YES", r["object"])
+            for r, spec in catalog_spectra(catalog)
+        ]
+    )
 
 
 def macro_f1(ex: list[Example], probs: list[float]) -> tuple[float, dict[str, float]]:

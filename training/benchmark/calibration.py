@@ -9,23 +9,33 @@ from pathlib import Path
 
 import numpy as np
 
+from agent.spectrum import Spectrum
 
-def score_catalog(catalog: Path) -> list[dict]:
-    """The inspector's raw evidence for every row of a catalogue (no conversation)."""
+
+def catalog_spectra(catalog: Path) -> list[tuple[dict[str, str], Spectrum]]:
+    """Each row of a benchmark catalogue with its spectrum, every file read once (a file
+    stands behind one row per task)."""
     from agent.formats import load_one
-    from agent.policies.rules import inspect, measure_all
 
     with open(catalog, newline="") as fh:
         rows = list(csv.DictReader(fh))
-    cache: dict[str, dict] = {}
-    out = []
+    spectra: dict[str, Spectrum] = {}
     for r in rows:
-        p = catalog.parent / r["path"]
-        if r["path"] not in cache:
-            spec = load_one(p)
-            cache[r["path"]] = (spec, measure_all(spec))
-        spec, m = cache[r["path"]]
-        v = inspect(spec, r["task"], m)
+        if r["path"] not in spectra:
+            spectra[r["path"]] = load_one(catalog.parent / r["path"])
+    return [(r, spectra[r["path"]]) for r in rows]
+
+
+def score_catalog(catalog: Path) -> list[dict]:
+    """The inspector's raw evidence for every row of a catalogue (no conversation)."""
+    from agent.policies.rules import inspect, measure_all
+
+    measured: dict[str, dict] = {}
+    out = []
+    for r, spec in catalog_spectra(catalog):
+        if r["path"] not in measured:
+            measured[r["path"]] = measure_all(spec)
+        v = inspect(spec, r["task"], measured[r["path"]])
         out.append(
             {**r, "score": v.evidence.score, "coverage": v.evidence.coverage, "p_yes": v.p_yes}
         )
