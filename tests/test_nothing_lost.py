@@ -9,6 +9,7 @@ import multiprocessing as mp
 import random
 import shutil
 import textwrap
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -78,15 +79,22 @@ def test_eight_threads_record_reviews_exactly_once(tmp_path):
     seeded(store, [random.Random(1).random() for _ in range(120)], prefix="q")
     direct = seeded(store, [0.5] * 12, prefix="d")
     served: dict[str, list[int]] = {e: [] for e in experts}
+    # Every expert claims a first item before anyone goes on: those eight claims race each
+    # other and must all succeed, with distinct items. Without this gate, "everyone got
+    # work" would depend on the thread scheduler (a slow thread can find the queue drained).
+    first_claims = threading.Barrier(len(experts))
 
     def work(e: str) -> None:
         for cid in direct:  # everyone reviews these (retrying one identical request)
             store.record_review(e, cid, "accept", seconds=1.0)
             if cid == direct[0]:
                 store.record_review(e, cid, "accept", seconds=1.0)
-        while (cid := store.next_item(e, QueueConfig(overlap=1))) is not None:
+        cid = store.next_item(e, QueueConfig(overlap=1))
+        first_claims.wait(60)
+        while cid is not None:
             served[e].append(cid)
             store.record_review(e, cid, "reject" if cid % 2 else "accept")
+            cid = store.next_item(e, QueueConfig(overlap=1))
 
     run_threads(work, [(e,) for e in experts], barrier=True)
     all_served = [c for v in served.values() for c in v]
