@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from agent.errors import LoupeError
-from agent.policies.rules.learned import InspectorModel, TaskModel, rules_input
+from agent.policies.rules.learned import InspectorModel, TaskModel
 from db.vet import INSPECTOR_SETTING as SETTING
 
 
@@ -61,11 +61,7 @@ def examples_from_spectra(items: Sequence[tuple[Any, str, bool, str]]) -> list[E
         if m is None:
             m = cache[id(spec)] = measure_all(spec)
         v = inspect(spec, task, m)
-        out.append(
-            Example(
-                v.task, label, group, rules_input(v.evidence.score, v.evidence.coverage), v.p_yes, m
-            )
-        )
+        out.append(Example(v.task, label, group, v.x, v.p_yes, m))
     return out
 
 

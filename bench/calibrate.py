@@ -17,18 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from annotate.calibrate import Example, cv_table, examples_from_spectra, fit
+from annotate.calibrate import Example, cv_table, fit
 from training import benchmark
-from training.benchmark.calibration import catalog_spectra
-
-
-def examples(catalog: Path) -> list[Example]:
-    return examples_from_spectra(
-        [
-            (spec, r["task"], r["label"] == "YES", r["object"])
-            for r, spec in catalog_spectra(catalog)
-        ]
-    )
+from training.benchmark.calibration import labelled_examples as examples
 
 
 def macro_f1(ex: list[Example], probs: list[float]) -> tuple[float, dict[str, float]]:

@@ -70,6 +70,27 @@ def test_platt_model_changes_p_yes_but_not_the_quoted_evidence():
     assert out.p_yes < 0.5 and out.evidence.notes[0].startswith("TiO bands")
 
 
+def test_a_fitted_model_cannot_undo_the_veto_or_the_noise():
+    from agent.policies.rules import Evidence, Verdict, inspect
+    from agent.policies.rules.calibration import VETO_CAP
+    from agent.spectrum import Spectrum
+
+    steep = InspectorModel(4, {"m_giant": TaskModel("platt", a=5.0, b=0.0)})
+    ev = Evidence()
+    ev.add(3.0, "TiO bands (TiO5 index 0.50): an M-type star")
+    ev.checked = 1
+    capped = Verdict("m_giant", VETO_CAP, ev, {}, capped="a decisive reading speaks against it")
+    capped.x = 3.0
+    assert steep.apply(capped).p_yes <= VETO_CAP
+    # Pure noise (SNR 2): the rules shrink the evidence to nothing, and the model reads that.
+    rng = np.random.default_rng(0)
+    w = np.linspace(3800, 9000, 4000)
+    noise = Spectrum(w, 1 + rng.normal(0, 0.5, w.size), ivar=np.full(w.size, 4.0))
+    v = inspect(noise, "m_giant")
+    assert v.x == 0.0
+    assert steep.apply(v).p_yes == pytest.approx(0.5)
+
+
 @pytest.mark.slow
 def test_calibrate_end_to_end(tmp_path):
     """Store with labels -> calibrate -> vet with the fitted version -> version recorded."""

@@ -269,7 +269,8 @@ def score_results(
 def run_policy(
     spec: str, sources: Sequence[str], out: Path, args: argparse.Namespace | None = None
 ) -> Path:
-    """Run `spec` ("rules", "hf:DIR", "vllm:DIR", "openai:MODEL@URL") through the batch runner."""
+    """Run `spec` ("rules", "rules:MODEL.json", "hf:DIR", "vllm:DIR", "openai:MODEL@URL")
+    through the batch runner."""
     from agent import runner
 
     name, _, arg = spec.partition(":")
@@ -278,7 +279,7 @@ def run_policy(
     argv = ["--policy", name, "--no-progress"]
     for s in sources:
         argv += ["--catalog", s] if s.lower().endswith(".csv") else ["--input", s]
-    if name in ("hf", "vllm") and arg:
+    if name in ("hf", "vllm", "rules") and arg:  # rules:PATH = a fitted inspector model
         argv += ["--model", arg]
     if name == "openai" and arg:
         model, _, url = arg.partition("@")

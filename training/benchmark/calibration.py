@@ -1,6 +1,7 @@
-"""Refitting the inspector's per-task logistic calibration on the benchmark's tune split
-(`python -m training.benchmark --fit-calibration` prints the constants for
-`agent.policies.rules.calibration`)."""
+"""Learning from the benchmark's tune split: refitting the inspector's per-task logistic
+calibration (`python -m training.benchmark --fit-calibration` prints the constants for
+`agent.policies.rules.calibration`) and fitting the inspector model that `launch.py
+calibrate` fits from experts' decisions (`labelled_examples`, `fit_inspector_model`)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,31 @@ def catalog_spectra(catalog: Path) -> list[tuple[dict[str, str], Spectrum]]:
         if r["path"] not in spectra:
             spectra[r["path"]] = load_one(catalog.parent / r["path"])
     return [(r, spectra[r["path"]]) for r in rows]
+
+
+def labelled_examples(catalog: Path) -> list:
+    """The catalogue's labelled rows as `annotate.calibrate` examples (grouped by object)."""
+    from annotate.calibrate import examples_from_spectra
+
+    return examples_from_spectra(
+        [
+            (spec, r["task"], r["label"] == "YES", r["object"])
+            for r, spec in catalog_spectra(catalog)
+        ]
+    )
+
+
+def fit_inspector_model(catalog: Path, out: Path, min_labels: int = 50):
+    """Fit the inspector model on a catalogue's labels as `calibrate` fits it on experts'
+    decisions, and write it where `vet --policy rules --model` reads it."""
+    import json
+
+    from annotate.calibrate import fit
+
+    model = fit(labelled_examples(catalog), version=1, min_labels=min_labels)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(model.to_json(), indent=1))
+    return model
 
 
 def score_catalog(catalog: Path) -> list[dict]:

@@ -54,12 +54,15 @@ class Row:
     cls: str
 
 
-def score_split(bench: Path, split: str, policy: str = "rules", fresh: bool = True) -> list[Row]:
-    """Run `policy` over a split's catalogue (resumable runner) and join the catalogue columns."""
+def score_split(
+    bench: Path, split: str, policy: str = "rules", fresh: bool = True, out: Path | None = None
+) -> list[Row]:
+    """Run `policy` over a split's catalogue (resumable runner, results in `out`, by default
+    BENCH/eval-SPLIT) and join the catalogue columns."""
     from training.evaluate import run_policy
 
     cat = bench / split / "catalog.csv"
-    out = bench / f"eval-{split}"
+    out = out or bench / f"eval-{split}"
     if fresh:
         # Results of an earlier policy version or benchmark build would be scored as current.
         shutil.rmtree(out, ignore_errors=True)
@@ -267,14 +270,14 @@ def _goal_rows(test: dict, by_layout: dict, by_snr: dict) -> list[str]:
     return out
 
 
-def contradiction_line(bench: Path) -> str:
-    """How many trajectories of each split say what their verdict's task forbids."""
+def contradiction_line(results: dict[str, Path]) -> str:
+    """How many trajectories in each results folder say what their verdict's task forbids."""
     from agent.policies.rules.contradiction import found
 
     parts = []
-    for sp in ("test", "tune"):
+    for sp, folder in results.items():
         n = bad = 0
-        for path in sorted((bench / f"eval-{sp}").glob("*.jsonl")):
+        for path in sorted(folder.glob("*.jsonl")):
             with open(path) as fh:
                 for line in fh:
                     t = json.loads(line)
@@ -346,7 +349,7 @@ def write_report(
         "",
         *_goal_rows(test, test_stats["layout"], test_stats["snr"]),
         "",
-        contradiction_line(bench),
+        contradiction_line({sp: bench / f"eval-{sp}" for sp in ("test", "tune")}),
         "",
         "## Test split: macro-F1 [95% CI] per layout and SNR",
         "",
@@ -429,10 +432,57 @@ def write_report(
                 f"{c['pos_spectra']} | {c['neg_spectra']} | {c['neg_classes']} |"
             )
         md.append("")
+    calibrated = None
+    if policy == "rules":
+        cal_md, calibrated = calibrated_section(bench, n_boot, fresh)
+        md += cal_md
     md += CAVEATS
     report.write_text("\n".join(md))
     print(f"benchmark: wrote {report}")
-    return {"test": test_stats, "demo": demo_m}
+    return {"test": test_stats, "demo": demo_m, "calibrated": calibrated}
+
+
+def calibrated_section(
+    bench: Path, n_boot: int = 1000, fresh: bool = True
+) -> tuple[list[str], dict]:
+    """The goals again for the inspector after `calibrate` has learned from the tune split's
+    labels (as it learns from experts' decisions), scored on the test split it never saw."""
+    from annotate.calibrate import cv_table
+    from training.benchmark.calibration import fit_inspector_model
+    from training.evaluate import task_table
+
+    path = bench / "inspector-model.json"
+    model = fit_inspector_model(bench / "tune" / "catalog.csv", path)
+    out = bench / "eval-test-calibrated"
+    rows = score_split(bench, "test", f"rules:{path}", fresh=fresh, out=out)
+    grid, stats = grid_table(rows, n_boot)
+    test = stats["layout"]["all"]
+    md = [
+        "## After `calibrate` learns from the tune split's labels (test split)",
+        "",
+        "`launch.py calibrate` learns from the experts' decisions in the store. Here it "
+        "learns from the tune split's labels as if experts had given them "
+        "(`training.benchmark.calibration.fit_inspector_model`, the same `annotate.calibrate."
+        "fit`, at least 50 labels per task): a calibration or a learned combiner is switched "
+        "on for a task only where cross-validation on tune, holding out whole objects, shows "
+        "it beats the rules. The fitted model (`inspector-model.json` in the benchmark "
+        "folder) then vets the test split through the runner (`vet --policy rules --model`), "
+        "which it never saw. Cross-validation on tune:",
+        "",
+        "```",
+        cv_table(model),
+        "```",
+        "",
+        *_goal_rows(test, stats["layout"], stats["snr"]),
+        "",
+        contradiction_line({"test": out}),
+        "",
+        grid,
+        "",
+        task_table(test),
+        "",
+    ]
+    return md, stats
 
 
 CAVEATS = [

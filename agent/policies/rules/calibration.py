@@ -12,6 +12,20 @@ from __future__ import annotations
 
 import math
 
+# A decisive reading against the target holds P(YES) at most here, whatever else speaks for
+# it, and so does a fitted model's correction of the verdict.
+VETO_CAP = 0.3
+
+
+def calibration_input(score: float, coverage_frac: float) -> float:
+    """What the calibration reads: the score shrunk by the diagnostics that could not be
+    checked (missing ones move the evidence towards the prior rather than inventing any).
+
+    >>> calibration_input(2.0, 0.5)
+    1.4
+    """
+    return float(score) * (0.4 + 0.6 * float(coverage_frac))
+
 
 def calibrated(constants: tuple[float, float], score: float, coverage_frac: float) -> float:
     """P(YES) for an evidence `score` of which `coverage_frac` could be checked.
@@ -20,6 +34,5 @@ def calibrated(constants: tuple[float, float], score: float, coverage_frac: floa
     (0.953, 0.5)
     """
     a, b = constants
-    # Missing diagnostics shrink the evidence towards the prior rather than inventing any.
-    x = a * score * (0.4 + 0.6 * coverage_frac) + b
+    x = a * calibration_input(score, coverage_frac) + b
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, x))))

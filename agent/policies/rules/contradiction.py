@@ -8,6 +8,8 @@ accuracy report, which counts the trajectories of each split that break it.
 ['as in a high-gravity dwarf']
 >>> found("m_giant", 0.2, "Na I 8183/8195 EW 3.3 Å: strong, as in a high-gravity dwarf.")
 []
+>>> found("wd", 0.03, "The data cannot tell, so my answer stays near even odds.")
+['near even odds']
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ AGAINST: dict[str, tuple[str, ...]] = {
     "s_type": ("ZrO no stronger",),
     "carbon": ("TiO bands present",),
 }
+# P(YES) strictly between these is "near even odds": the only answers that may hedge
+HEDGE_LOW, HEDGE_HIGH = 0.2, 0.8
+HEDGES = ("near even odds", "Cannot tell whether")
+
 # task -> (sentence, sentence) that contradict each other in one trajectory
 EXCLUSIVE: dict[str, tuple[tuple[str, str], ...]] = {
     # a DB has no hydrogen: "no Balmer lines" cannot stand beside measured ones
@@ -33,9 +39,13 @@ EXCLUSIVE: dict[str, tuple[tuple[str, str], ...]] = {
 
 def found(task: str, p_yes: float | None, text: str) -> list[str]:
     """The contradictions in `text` (a trajectory's thoughts and explanation) of a verdict
-    with this P(YES): empty unless the verdict leans YES (P > 0.5)."""
-    if p_yes is None or p_yes <= 0.5:
+    with this P(YES): a hedge beside a clear answer, and for a verdict leaning YES (P > 0.5)
+    what its task forbids."""
+    if p_yes is None:
         return []
-    out = [s for s in AGAINST.get(task, ()) if s in text]
+    out = [s for s in HEDGES if s in text and not HEDGE_LOW < p_yes < HEDGE_HIGH]
+    if p_yes <= 0.5:
+        return out
+    out += [s for s in AGAINST.get(task, ()) if s in text]
     out += [f"{a} / {b}" for a, b in EXCLUSIVE.get(task, ()) if a in text and b in text]
     return out

@@ -3,7 +3,8 @@
 Per task, one of:
 
 - `rules`: the inspector's own calibration (nothing learned beat it under cross-validation);
-- `platt`: p = sigmoid(a x + b) on the inspector's input x = score * (0.4 + 0.6 coverage);
+- `platt`: p = sigmoid(a x + b) on the input of the inspector's own calibration, x =
+  score * (0.4 + 0.6 coverage) after its caps and its noise shrinkage (`Verdict.x`);
 - `isotonic`: p = a monotone step function of x (interpolated between fitted knots);
 - `combiner`: the rules prior plus a learned correction over the inspector's own
   measurements, logit = a x + b + sum_j w_j (m_j - mean_j) / scale_j, missing
@@ -23,17 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from agent.errors import LoupeError
+from agent.policies.rules.calibration import VETO_CAP
 
 KINDS = ("rules", "platt", "isotonic", "combiner")
 
 
 class ModelError(LoupeError):
     """An inspector model file that cannot be used."""
-
-
-def rules_input(score: float, coverage: float) -> float:
-    """What the inspector's calibration reads: the score shrunk by missing coverage."""
-    return float(score) * (0.4 + 0.6 * float(coverage))
 
 
 def _sigmoid(x: float) -> float:
@@ -94,10 +91,11 @@ class InspectorModel:
         tm = self.tasks.get(verdict.task)
         if tm is None or tm.kind == "rules":
             return verdict
-        ev, m = verdict.evidence, verdict.measurements
-        x = rules_input(ev.score, ev.coverage)
+        m = verdict.measurements
         before = verdict.p_yes
-        verdict.p_yes = tm.p_yes(x, m, verdict.p_yes)
+        verdict.p_yes = tm.p_yes(verdict.x, m, verdict.p_yes)
+        if verdict.capped:  # a decisive reading against still holds, whatever was learned
+            verdict.p_yes = min(verdict.p_yes, VETO_CAP)
         said = ""
         if tm.kind == "combiner":
             top = sorted(tm.contributions(m), key=lambda kc: -abs(kc[1]))[:2]

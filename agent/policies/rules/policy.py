@@ -11,7 +11,8 @@ from types import ModuleType
 from agent import redshift
 from agent.measure import arrays_of, coverage
 from agent.policies.base import Episode, Reply
-from agent.policies.rules.calibration import calibrated
+from agent.policies.rules.calibration import VETO_CAP, calibrated, calibration_input
+from agent.policies.rules.contradiction import HEDGE_HIGH, HEDGE_LOW
 from agent.policies.rules.features import (
     ANCHORS,
     Evidence,
@@ -56,7 +57,6 @@ def describe(label: str, m: dict[str, float]) -> str:
 
 # P(YES) never above this while a decisive discriminant speaks against the target, or while
 # no measurement the task's YES must rest on speaks for it.
-VETO_CAP = 0.3
 
 
 @dataclass
@@ -71,6 +71,9 @@ class Verdict:
     doubt: str = ""  # why the spectrum cannot tell, when it cannot
     capped: str = ""  # why P(YES) was held at VETO_CAP, when it was
     correction: str = ""  # what a fitted inspector model (`launch.py calibrate`) changed
+    # What the calibration read: the score after any cap, shrunk by noise and by missing
+    # coverage. A fitted model reads the same, so it cannot undo either.
+    x: float = 0.0
 
     @property
     def answer(self) -> str:
@@ -100,15 +103,15 @@ def inspect(
             any(lo <= a <= hi for lo, hi in (zz.window for zz in zooms)) for a in item.anchors()
         ):
             ev.drop(item)
-    p, doubt, capped = verdict_probability(mod.CALIBRATION, ev, m)
-    return Verdict(t, p, ev, m, zooms, skipped, z, doubt, capped)
+    p, doubt, capped, x = verdict_probability(mod.CALIBRATION, ev, m)
+    return Verdict(t, p, ev, m, zooms, skipped, z, doubt, capped, x=x)
 
 
 def verdict_probability(
     constants: tuple[float, float], ev: Evidence, m: dict[str, float]
-) -> tuple[float, str, str]:
-    """P(YES) from the evidence items, why the spectrum cannot tell (if so), and why P(YES)
-    was capped (if it was)."""
+) -> tuple[float, str, str, float]:
+    """P(YES) from the evidence items, why the spectrum cannot tell (if so), why P(YES)
+    was capped (if it was), and the calibration's input."""
     snr = m.get("snr")
     score, capped = ev.score, ""
     against = [i for i in ev.items if i.decisive and i.points < 0]
@@ -124,14 +127,15 @@ def verdict_probability(
     # towards nothing, so P(YES) moves to 0.5 and the hand-off queue catches the candidate.
     trust = 1.0 if not finite(snr) else min(1.0, max(0.0, (snr - 3.0) / 4.0))
     p = calibrated(constants, score * trust, ev.coverage)
+    x = calibration_input(score * trust, ev.coverage)
     doubt = ""
     if trust < 1.0:
-        doubt = f"the spectrum is too noisy to tell (SNR ~{snr:.0f} per pixel)"
+        doubt = f"the spectrum is noisy (SNR ~{snr:.0f} per pixel)"
     elif ev.coverage < 0.5:
         doubt = "most of the diagnostic windows are missing or unreliable"
     if capped:
         p = min(p, VETO_CAP)
-    return p, doubt, capped
+    return p, doubt, capped, x
 
 
 def _shows(window: tuple[float, float], item: Item) -> bool:
@@ -345,7 +349,18 @@ def final_thought(v: Verdict, prev: Zoom | None) -> str:
     if ev.missing:
         parts.append("Outside the coverage: " + ", ".join(ev.missing) + ", so I am less certain.")
     if v.doubt:
-        parts.append(_sentence(v.doubt) + " My answer stays near even odds for an expert to check.")
+        # A noisy spectrum shrinks the evidence; only where that leaves P(YES) near the
+        # prior may the thought say so, or it would contradict a clear answer.
+        if HEDGE_LOW < v.p_yes < HEDGE_HIGH:
+            parts.append(
+                _sentence(v.doubt) + " The data cannot tell, so my answer stays near even odds "
+                "for an expert to check."
+            )
+        else:
+            parts.append(
+                _sentence(v.doubt) + " Each reading counts for less, yet together they still "
+                "point one way."
+            )
     if v.capped:
         parts.append(f"{_sentence(v.capped)}, so it outweighs what speaks for.")
     if v.correction:
@@ -358,7 +373,7 @@ def explanation(v: Verdict) -> str:
     """The verdict in one line, its confidence worded as P(YES), and the evidence it rests on."""
     target = task_module(v.task).TARGET
     p = v.p_yes
-    if v.doubt and 0.2 < p < 0.8:
+    if v.doubt and HEDGE_LOW < p < HEDGE_HIGH:
         key = v.evidence.strongest("for" if p > 0.5 else "against")
         why = f"; the strongest reading: {key.note}" if key else ""
         return f"Cannot tell whether this is {target} (P(YES) = {p:.2f}): {v.doubt}{why}."
