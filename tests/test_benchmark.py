@@ -68,3 +68,23 @@ def test_extragalactic_templates_are_observed_redshifted(tmp_path):
         z = float(r["z"])
         assert 0.3 <= z <= 2.6
         assert load_one(tmp_path / "test" / r["path"]).redshift == pytest.approx(z, abs=0.01)
+
+
+def test_calibrated_section_fits_on_tune_and_vets_test_with_the_model(small):
+    """tune labels -> fitted inspector model file -> the runner vets test with it -> goals."""
+    import json
+
+    from agent.policies.rules.learned import load
+    from training.benchmark.report import calibrated_section
+
+    out, rows = small
+    md, stats = calibrated_section(out, n_boot=20)
+    model = load(out / "inspector-model.json")
+    assert set(model.tasks) == {r["task"] for r in rows["tune"]}
+    text = "\n".join(md)
+    assert "| macro-F1, five tasks | >= 0.90 |" in text and "contradict their verdict" in text
+    results = list((out / "eval-test-calibrated").glob("*.jsonl"))
+    trajs = [json.loads(line) for p in results for line in p.open()]
+    assert len(trajs) == len(rows["test"])
+    assert {t["model"] for t in trajs} == {str(out / "inspector-model.json")}
+    assert 0.0 <= stats["layout"]["all"]["macro_f1"] <= 1.0
