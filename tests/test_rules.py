@@ -219,6 +219,18 @@ def test_featureless_blue_continuum_is_a_dc_white_dwarf_but_he_ii_star_is_not():
     assert v.answer == "NO", v.evidence.notes
 
 
+def test_weak_he_ii_beside_a_dbs_strong_he_i_is_not_an_sdo():
+    # The app's demo (seed 0) DB white dwarf sim-0-0043: He I EW 4-5 Å and a 0.4 Å dip at
+    # 4686 from the neighbouring lines' wings, once read as He II (an sdO, P(YES) 0.10).
+    from training.sim.demo import plan, simulate
+
+    assert dict(plan(4, 0))["sim-0-0043"] == "wd_db"
+    spec, _ = simulate("wd_db", (0, 43), spec_id="sim-0-0043")
+    v = inspect(spec, "wd")
+    assert v.answer == "YES", v.evidence.notes
+    assert not any("together with He II" in n for n in v.evidence.notes), v.evidence.notes
+
+
 def test_zro_is_judged_against_an_m_giant_of_the_same_tio():
     from agent.policies.rules.s_type import zro_excess
 

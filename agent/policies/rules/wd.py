@@ -104,7 +104,15 @@ def evidence(m: dict[str, float]) -> Evidence:
         ]
         he = [m[f"{k}_ew"] for k in he_keys]
         he2, he2_sig = m.get("heii4687_ew"), m.get("heii4687_sig")
-        he2_abs = finite(he2) and he2 > 0.3 and finite(he2_sig) and he2_sig > 3
+        # He I 4713 sits beside He II 4686, and a DB's pressure-broadened He I wing reaches
+        # into its window: weak "He II" beside strong He I is that wing, not a hotter star
+        # (in O stars and He-rich subdwarfs He II 4686 is comparable to the He I lines).
+        he2_abs = (
+            finite(he2)
+            and he2 > max(0.3, 0.25 * max(he, default=0.0))
+            and finite(he2_sig)
+            and he2_sig > 3
+        )
         he_used = tuple(f"{k}_ew" for k, x in zip(he_keys, he) if x > 1.0)
         if he and sum(1 for x in he if x > 1.0) >= 2 and hot:
             if he2_abs:
