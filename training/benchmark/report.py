@@ -523,7 +523,7 @@ CAVEATS = [
     "because a 0.4 Å dip at 4686 Å beside its 4-5 Å He I lines read as He II, the mark "
     "of an sdO. He II now counts only where it is at least a quarter of the strongest He I "
     "line, as in O stars and He-rich subdwarfs. The tune split's verdicts did not change; "
-    "the test split was scored again after it, and every figure above includes it.",
+    "the test split was scored again after it and none of its verdicts changed either.",
     "- The QSO and galaxy templates are single objects each (one split each); the real SDSS "
     "quasars are two objects. Redshifted contaminants are therefore few objects seen at many "
     "redshifts.",
