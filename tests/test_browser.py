@@ -312,32 +312,30 @@ def test_the_experts_desk_in_the_browser(browser, tmp_path_factory, tmp_path):
 
 
 def test_panels_keep_up_with_the_keyboard(browser, tmp_path_factory, tmp_path):
-    """Key press to the next candidate's whole-spectrum panel drawn, and opening the page
-    to the first panel, in Chromium on the demo."""
-    load = os.getloadavg()[0]
-    if load > (os.cpu_count() or 1):
-        pytest.skip(f"load average {load:.1f} on {os.cpu_count()} cores: timings would be noise")
+    """Twelve quick presses of j, each to the next candidate with its whole-spectrum panel
+    drawn, and a second page opened meanwhile draws its first panel. How fast is for
+    `bench/app_latency.py` (timings in a test on a shared CI machine are noise); here a
+    press that never draws fails at the wait's deadline."""
     ctx = context(tmp_path_factory, tmp_path)
     srv = serve(ctx)
     try:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        _open(page, srv.url)  # warm: the first visit loads Gradio's assets
+        _open(page, srv.url)
         page.wait_for_function(DRAWN, arg="", timeout=30_000)
         page2 = browser.new_page(viewport={"width": 1400, "height": 1000})
-        t0 = time.perf_counter()
         page2.goto(srv.url, wait_until="commit")
         page2.wait_for_function(DRAWN, arg="", timeout=30_000, polling="raf")
-        open_ms = (time.perf_counter() - t0) * 1000
         page2.close()
+        seen = [_current_key(page)]
         ms = []
         for _ in range(12):
             page.wait_for_timeout(300)  # the expert reads
-            ms.append(_drawn_after(page, "j")[1])
+            key, t = _drawn_after(page, "j")
+            seen.append(key)
+            ms.append(t)
+        assert all(a != b for a, b in zip(seen, seen[1:])), seen
         ms.sort()
-        p95 = ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
-        print(f"open {open_ms:.0f} ms; next p50 {ms[len(ms) // 2]:.0f} p95 {p95:.0f} ms")
-        assert p95 <= 300, ms
-        assert open_ms <= 2500, open_ms
+        print(f"next p50 {ms[len(ms) // 2]:.0f} ms (informative; bench/app_latency.py measures)")
     finally:
         srv.close()
         ctx.store.close()

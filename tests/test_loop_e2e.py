@@ -96,8 +96,9 @@ def test_demo_to_checkpoints(tmp_path, tiny_model_dir):
         assert manifest["renderer"] == "fast" and manifest["rows"] > 0
 
     sft_rows = list(datasets.load_from_disk(str(out["sft"] / "hf"))["train"])
-    by_cand = {r["candidate"]: r for r in sft_rows}
-    key = {c.id: c.key for c in cands}
+    # one spectrum can be a candidate of several tasks: a row is named by both
+    by_cand = {(r["candidate"], r["task"]): r for r in sft_rows}
+    key = {c.id: (c.key, c.task) for c in cands}
     sources = {by_cand[key[c.id]]["source"] for c in wrong[:4]}
     assert sources == {"corrected", "rejected", "authored"}
     # every decision with a label and a trajectory is a row: nothing an expert said is lost
@@ -118,9 +119,11 @@ def test_demo_to_checkpoints(tmp_path, tiny_model_dir):
     assert REASON in _assistant_texts(by_cand[key[wrong[0].id]]["messages"])[-1]
     assert CORRECTION in _assistant_texts(by_cand[key[wrong[1].id]]["messages"])[-1]
     pairs = list(datasets.load_from_disk(str(out["pairs"] / "hf"))["train"])
-    assert {key[c.id] for c in wrong[:4]} <= {r["candidate"] for r in pairs}
+    assert {key[c.id] for c in wrong[:4]} <= {(r["candidate"], r["task"]) for r in pairs}
     rl_rows = [json.loads(x) for x in (out["rl"] / "train.jsonl").read_text().splitlines()]
-    assert {key[c.id] for c in (*right[:2], *wrong[:4])} <= {r["candidate"] for r in rl_rows}
+    assert {key[c.id] for c in (*right[:2], *wrong[:4])} <= {
+        (r["candidate"], r["task"]) for r in rl_rows
+    }
 
     # training, each script from the export folder as written, each checkpoint feeding the next
     common = ["--max_steps", "1", "--per_device_train_batch_size", "1",
