@@ -231,6 +231,17 @@ def test_weak_he_ii_beside_a_dbs_strong_he_i_is_not_an_sdo():
     assert not any("together with He II" in n for n in v.evidence.notes), v.evidence.notes
 
 
+def test_weak_cah3_reads_giant_only_clear_of_the_dwarfs_noise():
+    from agent.policies.rules.m_giant import gravity_cah
+
+    # an early-M star 0.05 above the dwarf sequence: within a dwarf's scatter at SNR 8
+    m = {"tio5": 0.80, "cah3": 0.60 + 0.37 * 0.80 + 0.05}
+    assert gravity_cah({**m, "snr": 8.0})[0] == ""
+    assert gravity_cah({**m, "snr": 40.0})[0] == "giant"
+    # a late-M giant 0.15 above it reads giant even at SNR 5
+    assert gravity_cah({"tio5": 0.4, "cah3": 0.60 + 0.37 * 0.4 + 0.15, "snr": 5.0})[0] == "giant"
+
+
 def test_zro_is_judged_against_an_m_giant_of_the_same_tio():
     from agent.policies.rules.s_type import zro_excess
 

@@ -46,13 +46,13 @@ def evidence(m: dict[str, float]) -> Evidence:
     g = gravity_cah(m)
     if g is not None:
         e.checked += 1
-        d, txt = g
+        kind, d, txt = g
         keys = ("cah3", "tio5")
-        if d > 0.04:
+        if kind == "giant":
             e.add(2.0 + min(1.0, (d - 0.04) * 20), f"{txt}: weak CaH, low gravity", keys)
-        elif d < 0.015 and (others := giant_elsewhere(m, "cah3")):
+        elif kind == "dwarf" and (others := giant_elsewhere(m, "cah3")):
             e.add(-1.5, f"{txt}: dwarf-like, {disagree(others)}", keys)
-        elif d < 0.015:
+        elif kind == "dwarf":
             e.add(-2.5, f"{txt}: CaH as strong as a dwarf's", keys, decisive=True)
         else:
             e.add(0.0, f"{txt}: gravity ambiguous", keys)
@@ -132,7 +132,7 @@ def gravity_readings(m: dict[str, float]) -> dict[str, str]:
     """What each gravity indicator reads: "giant", "dwarf" or "" (ambiguous, not measured)."""
     g, g1, na = gravity_cah(m), gravity_cah1(m), sodium(m)
     return {
-        "cah3": "" if g is None else "giant" if g[0] > 0.04 else "dwarf" if g[0] < 0.015 else "",
+        "cah3": "" if g is None else g[0],
         "cah1": "" if g1 is None else g1[0] if g1[0] in ("giant", "dwarf") else "",
         "na": na if na in ("giant", "dwarf") else "",
     }
@@ -155,14 +155,36 @@ def disagree(others: list[str]) -> str:
     return f"while {' and '.join(others)} read{'s' if len(others) == 1 else ''} giant-like: the gravity indicators disagree"
 
 
-def gravity_cah(m: dict[str, float]) -> tuple[float, str] | None:
-    """CaH3 excess over the dwarf sequence at this TiO5, and the sentence that quotes it."""
+# CaH3 about the dwarf sequence: M dwarfs scatter by 0.02 at high SNR, and the noise of an
+# index over a 4 A reference band adds about 0.28/SNR (both measured on the tune split's M
+# dwarfs); M giants sit 0.08-0.15 above it. The giant reading needs the excess 2 sigma
+# clear of both, or a noisy early-M dwarf or K giant reads as an M giant.
+CAH3_GIANT = 0.04
+CAH3_DWARF = 0.015
+CAH3_GIANT_SIGMAS = 2.0
+
+
+def cah3_sigma(snr: float) -> float:
+    """Scatter of an M dwarf's CaH3 about the dwarf sequence: intrinsic plus noise."""
+    return float((0.02**2 + (0.28 / max(snr, 1.0)) ** 2) ** 0.5)
+
+
+def gravity_cah(m: dict[str, float]) -> tuple[str, float, str] | None:
+    """("giant" | "dwarf" | "", CaH3 excess over the dwarf sequence at this TiO5, the
+    sentence that quotes it); None if not measured."""
     if not has(m, "cah3", "tio5"):
         return None
     d = m["cah3"] - (0.60 + 0.37 * m["tio5"])
-    return d, (
-        f"CaH3 index {m['cah3']:.2f} at TiO5 {m['tio5']:.2f} ({d:+.2f} from the dwarf sequence)"
+    sig = cah3_sigma(m["snr"] if finite(m.get("snr")) else 10.0)
+    txt = (
+        f"CaH3 index {m['cah3']:.2f} at TiO5 {m['tio5']:.2f} ({d:+.2f} from the dwarf "
+        f"sequence, dwarfs scatter +- {sig:.2f} at this SNR)"
     )
+    if d > max(CAH3_GIANT, CAH3_GIANT_SIGMAS * sig):
+        return "giant", d, txt
+    if d < CAH3_DWARF:
+        return "dwarf", d, txt
+    return "", d, txt
 
 
 # CaH 6385 in M giants sits at 0.00 +- 0.02 at high SNR, in M dwarfs from M0 on at >= 0.08
@@ -267,12 +289,12 @@ def say_gravity_cah(m: dict[str, float]) -> str:
     g = gravity_cah(m)
     if g is None:
         return "The CaH bands fall outside the coverage, so gravity from CaH cannot be judged."
-    d, txt = g
-    if d > 0.04:
+    kind, d, txt = g
+    if kind == "giant":
         return f"{txt}: CaH weak for the TiO strength, giant-like low gravity."
-    if d < 0.015 and (others := giant_elsewhere(m, "cah3")):
+    if kind == "dwarf" and (others := giant_elsewhere(m, "cah3")):
         return f"{txt}: dwarf-like, {disagree(others)}."
-    if d < 0.015:
+    if kind == "dwarf":
         return f"{txt}: CaH as strong as a dwarf's, pointing to an M dwarf."
     return f"{txt}: between giants and dwarfs, gravity ambiguous."
 
