@@ -166,17 +166,19 @@ def test_display_options_and_model_images(ctx):
     assert "observed" in view.global_fig["layout"]["xaxis"]["title"]["text"]
 
 
-def test_switching_is_fast_server_side(ctx):
+def test_skipping_serves_a_new_candidate_with_its_panels_each_time(ctx):
+    # How fast is for bench/app_latency.py (its "server" figure); a timing bound here
+    # would be noise on a shared CI machine.
     ex = app_context.expert_for(ctx, None)
-    st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)  # warm caches
-    times = []
+    st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
+    seen = [st["current"]]
     for _ in range(8):
-        t0 = time.perf_counter()
         st, view = vet_page.vet_act(ctx, ex, st, "skip", F, D)
-        times.append((time.perf_counter() - t0) * 1000)
         if st["current"] is None:
             break
-    assert sorted(times)[len(times) // 2] < 300, times
+        assert st["current"] not in seen and view.global_fig["data"]
+        seen.append(st["current"])
+    assert len(seen) >= 5
 
 
 def test_login_mode_identity_and_permissions(team):
