@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -39,6 +40,22 @@ def browser():
 def _open(page, url: str) -> None:
     page.goto(url, wait_until="load")
     page.wait_for_selector("#vet-header .loupe-head", timeout=30_000)
+
+
+@contextmanager
+def _desk(browser, tmp_path_factory, tmp_path):
+    """The demo app served on a fresh store, and a page on it with its first candidate's
+    whole-spectrum panel drawn: (context, server, page)."""
+    ctx = context(tmp_path_factory, tmp_path)
+    srv = serve(ctx)
+    try:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        _open(page, srv.url)
+        page.wait_for_function(DRAWN, arg="", timeout=30_000)
+        yield ctx, srv, page
+    finally:
+        srv.close()
+        ctx.store.close()
 
 
 def _current_key(page) -> str:
@@ -197,12 +214,7 @@ def _reviews_of(ctx, key: str) -> list:
 
 def test_the_experts_desk_in_the_browser(browser, tmp_path_factory, tmp_path):
     """Keys j/k, 1-4, u, r, c on the vet page: what the page shows and what the store holds."""
-    ctx = context(tmp_path_factory, tmp_path)
-    srv = serve(ctx)
-    try:
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        _open(page, srv.url)
-        page.wait_for_function(DRAWN, arg="", timeout=30_000)
+    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
         assert page.locator("#correct-panel").count() == 1  # one element per id
         assert not page.is_visible("#correct-panel") and not page.is_visible("#reject-reason")
         # panels that are not the header's candidate are marked stale, frame by frame
@@ -306,9 +318,6 @@ def test_the_experts_desk_in_the_browser(browser, tmp_path_factory, tmp_path):
         assert page.evaluate("() => window.loupeActive()") - t_hidden < 0.2
         assert "active time only" in page.inner_html("#loupe-cheatsheet")
         assert page.evaluate("() => window.__bad") == 0
-    finally:
-        srv.close()
-        ctx.store.close()
 
 
 def test_panels_keep_up_with_the_keyboard(browser, tmp_path_factory, tmp_path):
@@ -316,12 +325,7 @@ def test_panels_keep_up_with_the_keyboard(browser, tmp_path_factory, tmp_path):
     drawn, and a second page opened meanwhile draws its first panel. How fast is for
     `bench/app_latency.py` (timings in a test on a shared CI machine are noise); here a
     press that never draws fails at the wait's deadline."""
-    ctx = context(tmp_path_factory, tmp_path)
-    srv = serve(ctx)
-    try:
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        _open(page, srv.url)
-        page.wait_for_function(DRAWN, arg="", timeout=30_000)
+    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
         page2 = browser.new_page(viewport={"width": 1400, "height": 1000})
         page2.goto(srv.url, wait_until="commit")
         page2.wait_for_function(DRAWN, arg="", timeout=30_000, polling="raf")
@@ -336,9 +340,6 @@ def test_panels_keep_up_with_the_keyboard(browser, tmp_path_factory, tmp_path):
         assert all(a != b for a, b in zip(seen, seen[1:])), seen
         ms.sort()
         print(f"next p50 {ms[len(ms) // 2]:.0f} ms (informative; bench/app_latency.py measures)")
-    finally:
-        srv.close()
-        ctx.store.close()
 
 
 def test_log_out_from_the_page(browser, tmp_path_factory, tmp_path):
@@ -374,12 +375,7 @@ def test_j_draws_the_next_candidate_before_the_server_answers(browser, tmp_path_
     """While the expert reads, the page is handed what j and k bring: a key press draws it
     at once (here the server's answers are held back 5 s), the answer then confirms it
     without drawing the whole spectrum again, and the store holds no review."""
-    ctx = context(tmp_path_factory, tmp_path)
-    srv = serve(ctx)
-    try:
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        _open(page, srv.url)
-        page.wait_for_function(DRAWN, arg="", timeout=30_000)
+    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
         # what j and k bring, handed over for the candidate shown
         ready = ("k => ((document.querySelector('#vet-ahead textarea, #vet-ahead input') || {})"
                  ".value || '').includes('\"for\":\"' + k + '\"')")  # fmt: skip
@@ -424,19 +420,11 @@ def test_j_draws_the_next_candidate_before_the_server_answers(browser, tmp_path_
         page.wait_for_timeout(300)
         assert _current_key(page) == first and page.evaluate("() => window.__draws") == 2
         assert ctx.store.reviews() == []
-    finally:
-        srv.close()
-        ctx.store.close()
 
 
 def test_a_typed_redshift_is_stored_with_the_decision(browser, tmp_path_factory, tmp_path):
     """z, 1.27, Enter, then a: the review holds redshift 1.27 typed by the expert."""
-    ctx = context(tmp_path_factory, tmp_path)
-    srv = serve(ctx)
-    try:
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        _open(page, srv.url)
-        page.wait_for_function(DRAWN, arg="", timeout=30_000)
+    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
         key = _current_key(page)
         page.keyboard.press("z")
         page.keyboard.type("1.27")
@@ -445,20 +433,12 @@ def test_a_typed_redshift_is_stored_with_the_decision(browser, tmp_path_factory,
         _drawn_after(page, "a")
         (r,) = _reviews_of(ctx, key)
         assert (r.action, r.redshift, r.redshift_source) == ("accept", 1.27, "expert")
-    finally:
-        srv.close()
-        ctx.store.close()
 
 
 def test_fast_keys_decide_the_candidate_on_the_screen(browser, tmp_path_factory, tmp_path):
     """3 a, then 3 r and a typed reason, each pressed before the last answer arrived: every
     decision lands on the candidate shown, with its grade and the whole reason."""
-    ctx = context(tmp_path_factory, tmp_path)
-    srv = serve(ctx)
-    try:
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        _open(page, srv.url)
-        page.wait_for_function(DRAWN, arg="", timeout=30_000)
+    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
         first = _current_key(page)
         page.keyboard.press("3")
         page.keyboard.press("a")  # while the grade's answer is on its way
@@ -477,6 +457,3 @@ def test_fast_keys_decide_the_candidate_on_the_screen(browser, tmp_path_factory,
         assert (a.action, a.grade, a.revision) == ("accept", 3, 1)
         assert (r.action, r.grade, r.explanation) == ("reject", 3, "checked the gravity indicators")
         assert r.revision == 1 and len(ctx.store.reviews()) == 2
-    finally:
-        srv.close()
-        ctx.store.close()
