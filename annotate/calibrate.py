@@ -48,6 +48,7 @@ class Example:
     x: float  # the rules' calibration input
     p_rules: float
     m: dict[str, float]
+    capped: bool = False  # the rules held P(YES) at VETO_CAP; a fitted model keeps that
 
 
 def examples_from_spectra(items: Sequence[tuple[Any, str, bool, str]]) -> list[Example]:
@@ -61,7 +62,7 @@ def examples_from_spectra(items: Sequence[tuple[Any, str, bool, str]]) -> list[E
         if m is None:
             m = cache[id(spec)] = measure_all(spec)
         v = inspect(spec, task, m)
-        out.append(Example(v.task, label, group, v.x, v.p_yes, m))
+        out.append(Example(v.task, label, group, v.x, v.p_yes, m, bool(v.capped)))
     return out
 
 
@@ -215,7 +216,7 @@ def fit_task(
                 oof[te] = p_rules[te]
                 continue
             tm = _fit(kind, [ex[i] for i in tr], feats)
-            oof[te] = [tm.p_yes(ex[i].x, ex[i].m, ex[i].p_rules) for i in te]
+            oof[te] = [tm.p_yes(ex[i].x, ex[i].m, ex[i].p_rules, ex[i].capped) for i in te]
         report[kind] = {"log_loss": _log_loss(oof, y), "f1": _f1(oof, y)}
     best = min(kinds, key=lambda k: report[k]["log_loss"])
     r = report["rules"]

@@ -51,7 +51,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def after(ex: list[Example]) -> list[float]:
         return [
-            model.tasks[e.task].p_yes(e.x, e.m, e.p_rules) if e.task in model.tasks else e.p_rules
+            model.tasks[e.task].p_yes(e.x, e.m, e.p_rules, e.capped)
+            if e.task in model.tasks
+            else e.p_rules
             for e in ex
         ]
 

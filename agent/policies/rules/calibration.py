@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 
-# A decisive reading against the target holds P(YES) at most here, whatever else speaks for
-# it, and so does a fitted model's correction of the verdict.
+# P(YES) never above this while a decisive reading speaks against the target, or while no
+# reading the task's YES must rest on speaks for it, whatever else speaks for it; a fitted
+# model's correction of the verdict keeps the cap too.
 VETO_CAP = 0.3
 
 

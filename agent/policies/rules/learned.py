@@ -49,7 +49,13 @@ class TaskModel:
     scale: list[float] = field(default_factory=list)
     weights: list[float] = field(default_factory=list)
 
-    def p_yes(self, x: float, m: dict[str, float], p_rules: float) -> float:
+    def p_yes(self, x: float, m: dict[str, float], p_rules: float, capped: bool = False) -> float:
+        """P(YES) from the rules' calibration input `x`, the measurements and the rules'
+        own P(YES); a verdict the rules capped stays at most VETO_CAP."""
+        p = self._p_yes(x, m, p_rules)
+        return min(p, VETO_CAP) if capped else p
+
+    def _p_yes(self, x: float, m: dict[str, float], p_rules: float) -> float:
         if self.kind == "platt":
             return _sigmoid(self.a * x + self.b)
         if self.kind == "isotonic":
@@ -93,9 +99,7 @@ class InspectorModel:
             return verdict
         m = verdict.measurements
         before = verdict.p_yes
-        verdict.p_yes = tm.p_yes(verdict.x, m, verdict.p_yes)
-        if verdict.capped:  # a decisive reading against still holds, whatever was learned
-            verdict.p_yes = min(verdict.p_yes, VETO_CAP)
+        verdict.p_yes = tm.p_yes(verdict.x, m, verdict.p_yes, bool(verdict.capped))
         said = ""
         if tm.kind == "combiner":
             top = sorted(tm.contributions(m), key=lambda kc: -abs(kc[1]))[:2]

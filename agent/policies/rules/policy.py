@@ -55,10 +55,6 @@ def describe(label: str, m: dict[str, float]) -> str:
     return f"In the {label} window nothing was measured."
 
 
-# P(YES) never above this while a decisive discriminant speaks against the target, or while
-# no measurement the task's YES must rest on speaks for it.
-
-
 @dataclass
 class Verdict:
     task: str
