@@ -274,6 +274,85 @@ def measure_line(
     return Line(name, rest, center, ew, depth, peak, fwhm, limited, emission, cov, noise)
 
 
+@dataclass(frozen=True)
+class Profile:
+    """A symmetric absorption profile fitted to a line: the width and depth noise cannot pinch."""
+
+    depth: float  # of the fitted profile, against the fitted local continuum
+    fwhm: float  # Angstrom
+    center: float  # rest-frame vacuum Angstrom
+    shape: str  # "lorentzian" (pressure-broadened wings) or "gaussian"
+    limited: bool  # the width ran to the widest profile tried (a lower limit)
+    sig: float  # the depth over its standard error from the fit's residuals
+
+
+_FIT_WIDTHS = np.geomspace(3.0, 240.0, 44)
+
+
+def fit_profile(
+    arr: Arrays,
+    rest: float,
+    windows: list[tuple[float, float]],
+    tol_kms: float = DEFAULT_TOL_KMS,
+) -> Profile | None:
+    """Least-squares fit of one absorption line plus a straight continuum, over the span from
+    the bluest to the reddest continuum window.
+
+    The half-depth width read off noisy pixels is pinched by noise: a 60 Angstrom white-dwarf
+    line can read 15 Angstrom at SNR 5. A profile fitted to every pixel of the line is not,
+    and a free continuum offset and slope keep a misplaced continuum level from turning into
+    a broad shallow line. Lorentzian and Gaussian profiles of 3-240 Angstrom FWHM, centred
+    within +-tol_kms, are tried; the depth and the continuum of each are solved linearly.
+    Returns None where fewer than half of the span's pixels are good.
+    """
+    lo, hi = min(a for a, _ in windows), max(b for _, b in windows)
+    if coverage(arr, lo, hi) < 0.5:
+        return None
+    norm = normalise(arr, lo, hi, [w for w in windows if coverage(arr, *w) > 0.3])
+    if norm is None:
+        return None
+    w, y = norm
+    step = 2 if w.size > 400 else 1  # every other pixel loses nothing on a line >= 3 A wide
+    w, x = w[::step], 1.0 - y[::step]
+    shift = tolerance(rest, tol_kms)
+    centers = np.linspace(rest - shift, rest + shift, 9)
+    v = (w - rest) / (hi - lo)
+    u2 = ((w[None, None, :] - centers[None, :, None]) / (0.5 * _FIT_WIDTHS[:, None, None])) ** 2
+    n, sv, svv, sx, svx = w.size, v.sum(), (v * v).sum(), x.sum(), (v * x).sum()
+    best: tuple[float, str, int, int, np.ndarray, np.ndarray] | None = None
+    for shape, t in (("lorentzian", 1.0 / (1.0 + u2)), ("gaussian", np.exp(-math.log(2.0) * u2))):
+        st, svt, stt, stx = t.sum(-1), (t * v).sum(-1), (t * t).sum(-1), (t * x).sum(-1)
+        a = np.empty(st.shape + (3, 3))
+        a[..., 0, 0], a[..., 1, 1], a[..., 2, 2] = n, svv, stt
+        a[..., 0, 1] = a[..., 1, 0] = sv
+        a[..., 0, 2] = a[..., 2, 0] = st
+        a[..., 1, 2] = a[..., 2, 1] = svt
+        b = np.stack([np.full(st.shape, sx), np.full(st.shape, svx), stx], -1)
+        p = np.linalg.solve(a, b[..., None])[..., 0]
+        # Residual sum of squares of a linear fit: sum(x^2) - p . b.
+        rss = np.where(p[..., 2] > 0, (x * x).sum() - (p * b).sum(-1), np.inf)
+        i, j = np.unravel_index(int(np.argmin(rss)), rss.shape)
+        if np.isfinite(rss[i, j]) and (best is None or rss[i, j] < best[0]):
+            best = (float(rss[i, j]), shape, int(i), int(j), p[i, j], a[i, j])
+    if best is None:
+        return Profile(0.0, float("nan"), rest, "none", False, 0.0)
+    rss_min, shape, i, j, (c0, c1, d), a_best = best
+    sigma = math.sqrt(max(rss_min, 0.0) / max(w.size - 3, 1)) * math.sqrt(
+        float(np.linalg.inv(a_best)[2, 2])
+    )
+    # The depth against the fitted continuum, not the first guess at it.
+    level = 1.0 - c0 - c1 * (centers[j] - rest) / (hi - lo)
+    depth = float(d / level) if level > 0 else float("nan")
+    return Profile(
+        depth,
+        float(_FIT_WIDTHS[i]),
+        float(centers[j]),
+        shape,
+        i == len(_FIT_WIDTHS) - 1,
+        float(d / sigma) if sigma > 0 else float("inf"),
+    )
+
+
 def _continuum_noise(arr: Arrays, windows: list[tuple[float, float]]) -> float:
     res = []
     for lo, hi in windows:

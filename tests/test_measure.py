@@ -12,6 +12,7 @@ from agent.measure import (
     band_depth,
     continuum_slope,
     der_snr,
+    fit_profile,
     head_jump,
     measure_line,
     snr_estimate,
@@ -50,6 +51,55 @@ def test_absorption_line_depth_fwhm_ew(fwhm, depth):
     assert line.depth == pytest.approx(depth, abs=0.02)
     assert line.fwhm == pytest.approx(fwhm, rel=0.05)
     assert line.ew == pytest.approx(true_ew, rel=0.05)
+
+
+_HB = 4862.7
+_HB_SIDES = [(_HB - 242, _HB - 202), (_HB + 218, _HB + 258)]
+
+
+def _lorentz_line(w, center, fwhm, depth):
+    return 1.0 - depth / (1.0 + ((w - center) / (0.5 * fwhm)) ** 2)
+
+
+@pytest.mark.parametrize("fwhm", [20.0, 60.0, 100.0])
+def test_fitted_width_is_not_pinched_by_noise(fwhm):
+    # SNR 5 per pixel: a white dwarf's 60 A line must still read wider than an A star's 20 A.
+    rng = np.random.default_rng(3)
+    w = np.arange(4550.0, 5150.0, 1.0)
+    widths = []
+    for _ in range(20):
+        f = _lorentz_line(w, _HB + 3.0, fwhm, 0.5) + rng.normal(0, 0.2, w.size)
+        p = fit_profile(_arrays(w, f), _HB, _HB_SIDES)
+        assert p is not None and p.sig > 3
+        widths.append(p.fwhm)
+    assert np.median(widths) == pytest.approx(fwhm, rel=0.2)
+    assert min(widths) > (0.5 * fwhm if fwhm < 35 else 35.0)
+
+
+def test_fitted_profile_of_noise_is_below_three_sigma():
+    rng = np.random.default_rng(4)
+    w = np.arange(4550.0, 5150.0, 1.0)
+    sigs = [
+        fit_profile(_arrays(w, 1.0 + rng.normal(0, 0.2, w.size)), _HB, _HB_SIDES).sig
+        for _ in range(20)
+    ]
+    assert np.median(sigs) < 3.0
+
+
+def test_fitted_profile_ignores_a_misplaced_continuum():
+    # A continuum 10% below the sidebands' level and tilted is no broad shallow line.
+    w = np.arange(4550.0, 5150.0, 1.0)
+    f = (1.0 - 0.1 + 0.0002 * (w - _HB)) * _gauss_line(w, _HB, 20.0, 0.4)
+    f[(w < _HB - 202) | (w > _HB + 218)] = 1.0
+    p = fit_profile(_arrays(w, f), _HB, _HB_SIDES)
+    assert p.fwhm == pytest.approx(20.0, rel=0.2) and p.depth == pytest.approx(0.4, abs=0.05)
+
+
+def test_fitted_profile_needs_the_span_covered():
+    w = np.arange(4550.0, 5150.0, 1.0)
+    f = _lorentz_line(w, _HB, 60.0, 0.5)
+    f[w < 4900] = np.nan
+    assert fit_profile(_arrays(w, f), _HB, _HB_SIDES) is None
 
 
 def test_emission_line_and_rv_shift_within_tolerance():

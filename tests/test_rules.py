@@ -231,6 +231,32 @@ def test_weak_he_ii_beside_a_dbs_strong_he_i_is_not_an_sdo():
     assert not any("together with He II" in n for n in v.evidence.notes), v.evidence.notes
 
 
+def test_a_dbs_helium_lines_in_the_balmer_windows_are_no_narrow_balmer_lines():
+    # The demo (seed 4) DB sim-4-0018: its He I 4922/5016 lines fill the H-beta window, and
+    # the profile fitted there is 240 Å wide and 0.11 deep, once called "weak, narrow Balmer
+    # lines" beside He I (a B star, P(YES) 0.04).
+    from training.sim.demo import plan, simulate
+
+    assert dict(plan(4, 4))["sim-4-0018"] == "wd_db"
+    spec, _ = simulate("wd_db", (4, 18), spec_id="sim-4-0018")
+    v = inspect(spec, "wd")
+    assert v.answer == "YES", v.evidence.notes
+    assert not any("narrow Balmer lines" in n for n in v.evidence.notes), v.evidence.notes
+
+
+def test_a_da_white_dwarf_at_snr_5_still_reads_broad():
+    # Noise pinches a half-depth width read off pixels: this 50 Å, 0.35-deep H-beta read
+    # 15-44 Å (median 30) at SNR 5, and 4 of 10 such DAs were called A stars. The fitted
+    # profile is not pinched.
+    widths, answers = [], []
+    for seed in range(10):
+        v = inspect(_survey(_hot() * _balmer(50.0, 0.35), snr=5, seed=seed), "wd")
+        widths.append(v.measurements["hb_w_fwhm"])
+        answers.append(v.answer)
+    assert np.median(widths) == pytest.approx(50.0, rel=0.2), widths
+    assert answers.count("YES") >= 8, (answers, widths)
+
+
 def test_weak_cah3_reads_giant_only_clear_of_the_dwarfs_noise():
     from agent.policies.rules.m_giant import gravity_cah
 

@@ -63,7 +63,13 @@ def score_catalog(catalog: Path) -> list[dict]:
             measured[r["path"]] = measure_all(spec)
         v = inspect(spec, r["task"], measured[r["path"]])
         out.append(
-            {**r, "score": v.evidence.score, "coverage": v.evidence.coverage, "p_yes": v.p_yes}
+            {
+                **r,
+                "score": v.evidence.score,
+                "coverage": v.evidence.coverage,
+                "x": v.x,
+                "p_yes": v.p_yes,
+            }
         )
     return out
 
@@ -86,7 +92,8 @@ def fit_slope(x: np.ndarray, y: np.ndarray, iters: int = 100) -> float:
 
 
 def fit_calibration(catalog: Path, min_objects: int = 5) -> dict[str, tuple[float, float]]:
-    """Per-task (a, b) for p = sigmoid(a x + b), x = score x (0.4 + 0.6 coverage).
+    """Per-task (a, b) for p = sigmoid(a x + b), x the calibration's input as the inspector
+    computes it (`Verdict.x`: the score after any cap, shrunk by noise and missing coverage).
 
     The decision threshold stays at the physics (score 0, b = 0): with one to three
     positive objects per task in the tune split an intercept would be fitted to single
@@ -96,9 +103,7 @@ def fit_calibration(catalog: Path, min_objects: int = 5) -> dict[str, tuple[floa
     scored = score_catalog(catalog)
     xs = {t: [] for t in {r["task"] for r in scored}}
     for r in scored:
-        xs[r["task"]].append(
-            (r["score"] * (0.4 + 0.6 * r["coverage"]), r["label"] == "YES", r["object"])
-        )
+        xs[r["task"]].append((r["x"], r["label"] == "YES", r["object"]))
     pooled = fit_slope(
         np.array([x for v in xs.values() for x, _, _ in v]),
         np.array([float(y) for v in xs.values() for _, y, _ in v]),

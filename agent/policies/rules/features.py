@@ -7,7 +7,7 @@ evidence function turns them into an `Evidence` score.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from agent.measure import (
     band_depth,
     continuum_slope,
     coverage,
+    fit_profile,
     flux_ratio,
     head_jump,
     measure_line,
@@ -64,6 +65,7 @@ _BROAD: list[tuple[str, str, float, list[tuple[float, float]]]] = [
     ("hg_w", "H-gamma", 100.0, [(-152, -127), (138, 178)]),
     ("ha_w", "H-alpha", 150.0, [(-215, -165), (185, 235)]),
 ]
+BROAD_NAMES = frozenset(n for n, *_ in _BROAD)
 
 
 # Molecular band heads: (name, catalogue key)
@@ -182,7 +184,18 @@ def measure_all(spectrum: Spectrum) -> Measurements:
     m["z_pipeline"] = float(spectrum.redshift)
     for name, key, hw, side in _NARROW + _BROAD:
         c = wavelength_of(key)
-        ln = measure_line(arr, name, c, hw, [(c + a, c + b) for a, b in side])
+        windows = [(c + a, c + b) for a, b in side]
+        ln = measure_line(arr, name, c, hw, windows)
+        if name in BROAD_NAMES:
+            m[f"{name}_fitsig"] = NAN
+        if ln is not None and name in BROAD_NAMES and not ln.emission:
+            # A white dwarf's width decides its verdict: take it from a fitted profile,
+            # which noise does not pinch as it does a half-depth width read off pixels.
+            prof = fit_profile(arr, c, windows)
+            if prof is not None:
+                m[f"{name}_fitsig"] = prof.sig
+                if prof.depth > 0 and math.isfinite(prof.fwhm):
+                    ln = replace(ln, depth=prof.depth, fwhm=prof.fwhm, fwhm_limited=prof.limited)
         problem = None
         if ln is not None:
             # The continuum's SNR over line and sidebands: a deep line's core is always noisier.
@@ -380,20 +393,36 @@ def c2_strength(m: dict[str, float]) -> float:
     return float(np.mean(vals)) if vals else NAN
 
 
+def below_noise(m: dict[str, float], n: str) -> bool:
+    """The profile fitted to a broad Balmer window is under 3 sigma: no line to measure."""
+    return finite(m.get(f"{n}_fitsig")) and m[f"{n}_fitsig"] < 3.0
+
+
+def no_line_text(m: dict[str, float], n: str, lbl: str) -> str:
+    return (
+        f"{lbl}: no line above the noise (fitted depth {m[f'{n}_depth']:.2f} "
+        f"at {m[f'{n}_fitsig']:.1f} sigma)"
+    )
+
+
 def balmer_wd(m: dict[str, float]) -> tuple[float, float, str, str] | None:
     """The white-dwarf reading of the strongest of H-beta / H-gamma (H-alpha as fallback):
-    (depth, FWHM, sentence, feature name such as "hb_w")."""
-    got = []
+    (depth, FWHM, sentence, feature name such as "hb_w"). Where no line stands above the
+    noise the depth is 0: the data show no hydrogen line, which is a reading too."""
+    got, absent = [], []
     for n, lbl in (("hb_w", "H-beta"), ("hg_w", "H-gamma"), ("ha_w", "H-alpha")):
         f, d, w = m.get(f"{n}_fwhm"), m.get(f"{n}_depth"), m.get(f"{n}_ew")
         # An absorption reading needs a positive EW; depth ~1 means a data hole.
         if finite(f) and finite(d) and finite(w) and d < 0.95 and w > 0:
-            got.append((f, d, w, lbl, n))
+            (absent if below_noise(m, n) else got).append((f, d, w, lbl, n))
     if not got:
-        return None
+        if not absent:
+            return None
+        f, _, _, lbl, n = absent[0]
+        return 0.0, f, no_line_text(m, n, lbl), n
     blue = [g for g in got if g[3] != "H-alpha"] or got
-    # Noise at low SNR pinches a shallow line's half-depth width; of the lines nearly as
-    # deep as the deepest, the widest is the one least hurt.
+    # A shallow line's width is the less certain; of the lines nearly as deep as the
+    # deepest, the widest is the one least hurt by noise.
     dmax = max(t[1] for t in blue)
     f, d, w, lbl, n = max((t for t in blue if t[1] >= 0.75 * dmax), key=lambda t: t[0])
     return d, f, f"{lbl} FWHM {f:.0f} Å, depth {d:.2f}, EW {w:.0f} Å", n

@@ -10,7 +10,7 @@ HYPOTHESIS = (
     "I will confirm TiO and then test gravity with CaH, Na I 8183/8195 and the Ca II triplet."
 )
 # p = sigmoid(a * x + b), x = score * (0.4 + 0.6 * coverage); see agent.policies.rules.calibration.
-CALIBRATION = (1.619, 0.0)
+CALIBRATION = (1.139, 0.0)
 
 
 TIO = ("tio5", "tio_7054")

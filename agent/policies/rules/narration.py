@@ -10,11 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from agent.policies.rules.features import (
+    below_noise,
     c2_strength,
     cool_type,
     depth_points,
     finite,
     in_emission,
+    no_line_text,
 )
 
 
@@ -77,6 +79,11 @@ def say_balmer_wd(m: dict[str, float], name: str, lbl: str) -> str:
             "pressure-broadened hydrogen line here."
         )
     head = f"{lbl} in absorption, FWHM {f:.0f} Å, depth {d:.2f}, EW {w:.0f} Å"
+    if below_noise(m, f"{name}_w"):
+        return (
+            f"{no_line_text(m, f'{name}_w', lbl)}: no hydrogen to speak of, so not a DA; "
+            "a DB, DC, DQ or DZ white dwarf or a hot O/sdO star remain."
+        )
     if d < 0.1:
         return (
             f"{lbl} is barely there (depth {d:.2f}, EW {w:.0f} Å): no hydrogen to speak of, so not a DA; "
@@ -86,11 +93,6 @@ def say_balmer_wd(m: dict[str, float], name: str, lbl: str) -> str:
         return (
             f"{head}: pressure-broadened, as in a DA white dwarf; an A/B star or hot subdwarf "
             "would show a line under ~25 Å wide."
-        )
-    if f < 28 and d >= 0.2 and finite(m.get("snr")) and m["snr"] < 6.5:
-        return (
-            f"{head}: measured narrow, but at SNR ~{m['snr']:.0f} noise pinches a line's "
-            "half-depth width, so the width does not decide."
         )
     if f < 28 and d >= 0.2:
         return (

@@ -16,18 +16,7 @@ HYPOTHESIS = (
     "I will measure the Balmer line widths and check the A/B-star and subdwarf alternatives."
 )
 # p = sigmoid(a * x + b), x = score * (0.4 + 0.6 * coverage); see agent.policies.rules.calibration.
-CALIBRATION = (1.399, 0.0)
-
-
-# Below this SNR per pixel noise pinches a line's half-depth width by more than the gap
-# between an A star's Balmer line (~20 A) and a white dwarf's (>= 35 A), so a narrow
-# reading there is weak evidence, not a verdict.
-NOISY_WIDTH_SNR = 6.5
-NOISY_WIDTH = "measured narrow, but at this SNR noise pinches a line's width, so it is not trusted"
-
-
-def noisy_width(m: dict[str, float]) -> bool:
-    return finite(m.get("snr")) and m["snr"] < NOISY_WIDTH_SNR
+CALIBRATION = (2.072, 0.0)
 
 
 def evidence(m: dict[str, float]) -> Evidence:
@@ -52,8 +41,6 @@ def evidence(m: dict[str, float]) -> Evidence:
             strong_balmer = True
             if f >= 28:
                 e.add(0.0, f"{txt}: broad, but short of a typical white dwarf's", keys)
-            elif noisy_width(m):
-                e.add(-1.0, f"{txt}: {NOISY_WIDTH}", keys)
             else:
                 e.add(
                     -3.0,
@@ -122,7 +109,7 @@ def evidence(m: dict[str, float]) -> Evidence:
                     f"(EW {he2:.1f} Å): an O star or He-rich hot subdwarf; a DB white dwarf is too cool for He II",
                     he_used + ("heii4687_ew",),
                 )
-            elif bw is not None and bw[0] >= 0.1:
+            elif bw is not None and bw[0] >= 0.1 and bw[1] < 28:
                 # A DB's atmosphere has no hydrogen; He I beside Balmer lines is a B star's.
                 e.add(
                     -0.5,
@@ -193,8 +180,8 @@ def say_balmer(m: dict[str, float], name: str, lbl: str) -> str:
     if finite(f) and finite(d) and ((f < 28) != (bw[1] < 28) or (f >= 35) != (bw[1] >= 35)):
         return (
             f"{lbl} in absorption, FWHM {f:.0f} Å, depth {d:.2f}: a different width from {lead} "
-            f"(FWHM {bw[1]:.0f} Å, depth {bw[0]:.2f}); noise pinches a shallow line's width, "
-            f"so I judge by {lead}, the deeper and wider line."
+            f"(FWHM {bw[1]:.0f} Å, depth {bw[0]:.2f}); a shallow line's width is the less "
+            f"certain, so I judge by {lead}, the deeper and wider line."
         )
     return text
 
