@@ -297,3 +297,16 @@ def test_every_task_has_an_inspector_module_with_all_its_parts():
         assert len({z.label for z in mod.ZOOMS}) == len(mod.ZOOMS)
         for z in mod.ZOOMS:  # every zoom can be narrated, even with nothing measured
             assert isinstance(z.describe({}), str)
+
+
+def test_a_capped_verdict_says_so_in_one_clean_sentence():
+    from agent.policies.rules.features import Evidence
+    from agent.policies.rules.policy import Verdict, final_thought
+
+    ev = Evidence()
+    ev.add(3.0, "TiO bands: an M-type star")
+    ev.add(-2.5, "Na I 8183/8195 EW 2.1 Å: strong, as in a dwarf", decisive=True)
+    note = "a decisive reading speaks against it (Na I 8183/8195 EW 2.1 Å: strong, as in a dwarf)"
+    th = final_thought(Verdict("m_giant", 0.3, ev, {"snr": 30.0}, capped=note), None)
+    assert "dwarf), so P(YES) is held at 0.3 or below" in th, th
+    assert ")., so" not in th, th

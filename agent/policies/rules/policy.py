@@ -358,7 +358,11 @@ def final_thought(v: Verdict, prev: Zoom | None) -> str:
                 "point one way."
             )
     if v.capped:
-        parts.append(f"{_sentence(v.capped)}, so it outweighs what speaks for.")
+        # The cap's note may end in a parenthesis quoting a reading: no full stop before ", so".
+        parts.append(
+            f"{_sentence(v.capped)[:-1]}, so P(YES) is held at {VETO_CAP:.1f} or below, "
+            "whatever speaks for it."
+        )
     if v.correction:
         parts.append(_sentence(v.correction))
     parts.append(f"Overall score {ev.score:+.1f}; P(YES) = {v.p_yes:.2f}.")
