@@ -528,8 +528,20 @@ CAVEATS = [
     "needs its excess over the dwarf sequence to be 2 sigma clear of the M dwarfs' scatter "
     "at that SNR (0.02 intrinsic plus 0.28/SNR, measured on tune's M dwarfs), not only "
     "above 0.04 (tune m_giant F1 0.948 -> 0.950: 6 fewer dwarfs and K giants called M "
-    "giants, 4 more giants missed). The tables above are scored after it; this is the "
-    "test split's first score of that rule.",
+    "giants, 4 more giants missed). That rule's first test score: macro-F1 0.896 "
+    "[0.84, 0.94], short of the goal.",
+    "- Then the white dwarfs' Balmer widths changed, on the tune split alone: the width and "
+    "depth of the broad H-beta, H-gamma and H-alpha profiles come from a fitted profile "
+    "(Lorentzian or Gaussian plus a free straight continuum), not a half-depth width read "
+    "off noisy pixels, which noise pinches (a 60 Å line read 15 Å at SNR 5); a fit under "
+    "3 sigma reads as no line, and the SNR < 6.5 exception for narrow widths went with its "
+    "premise. `--fit-calibration` had fitted the slopes on the score before the noise "
+    "shrinkage while the inspector applies them after it; it now fits what the inspector "
+    "reads, and the refitted constants are in (they change P(YES), not verdicts). Tune: wd "
+    "F1 0.955 -> 0.980, log loss 0.124 -> 0.050. The tables above are the test split's "
+    "first score after it (macro-F1 0.896 -> 0.903: white-dwarf recall 81% -> 90%, OB "
+    "stars called white dwarfs 1% -> 4%, one galaxy spectrum of 15). The goal is met "
+    "narrowly and the interval still reaches below it.",
     "- The QSO and galaxy templates are single objects each (one split each); the real SDSS "
     "quasars are two objects. Redshifted contaminants are therefore few objects seen at many "
     "redshifts.",
