@@ -219,29 +219,27 @@ def test_featureless_blue_continuum_is_a_dc_white_dwarf_but_he_ii_star_is_not():
     assert v.answer == "NO", v.evidence.notes
 
 
-def test_weak_he_ii_beside_a_dbs_strong_he_i_is_not_an_sdo():
-    # The app's demo (seed 0) DB white dwarf sim-0-0043: He I EW 4-5 Å and a 0.4 Å dip at
-    # 4686 from the neighbouring lines' wings, once read as He II (an sdO, P(YES) 0.10).
+@pytest.mark.parametrize(
+    "seed,index,misread",
+    [
+        # sim-0-0043: He I EW 4-5 Å and a 0.4 Å dip at 4686 from the neighbouring lines'
+        # wings, once read as He II (an sdO, P(YES) 0.10).
+        (0, 43, "together with He II"),
+        # sim-4-0018: its He I 4922/5016 lines fill the H-beta window, and the profile
+        # fitted there is 240 Å wide and 0.11 deep, once called "weak, narrow Balmer lines"
+        # beside He I (a B star, P(YES) 0.04).
+        (4, 18, "narrow Balmer lines"),
+    ],
+)
+def test_the_demos_db_white_dwarfs_read_as_db(seed, index, misread):
     from training.sim.demo import plan, simulate
 
-    assert dict(plan(4, 0))["sim-0-0043"] == "wd_db"
-    spec, _ = simulate("wd_db", (0, 43), spec_id="sim-0-0043")
+    spec_id = f"sim-{seed}-{index:04d}"
+    assert dict(plan(4, seed))[spec_id] == "wd_db"
+    spec, _ = simulate("wd_db", (seed, index), spec_id=spec_id)
     v = inspect(spec, "wd")
     assert v.answer == "YES", v.evidence.notes
-    assert not any("together with He II" in n for n in v.evidence.notes), v.evidence.notes
-
-
-def test_a_dbs_helium_lines_in_the_balmer_windows_are_no_narrow_balmer_lines():
-    # The demo (seed 4) DB sim-4-0018: its He I 4922/5016 lines fill the H-beta window, and
-    # the profile fitted there is 240 Å wide and 0.11 deep, once called "weak, narrow Balmer
-    # lines" beside He I (a B star, P(YES) 0.04).
-    from training.sim.demo import plan, simulate
-
-    assert dict(plan(4, 4))["sim-4-0018"] == "wd_db"
-    spec, _ = simulate("wd_db", (4, 18), spec_id="sim-4-0018")
-    v = inspect(spec, "wd")
-    assert v.answer == "YES", v.evidence.notes
-    assert not any("narrow Balmer lines" in n for n in v.evidence.notes), v.evidence.notes
+    assert not any(misread in n for n in v.evidence.notes), v.evidence.notes
 
 
 def test_a_da_white_dwarf_at_snr_5_still_reads_broad():
