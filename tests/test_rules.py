@@ -308,3 +308,22 @@ def test_a_capped_verdict_says_so_in_one_clean_sentence():
     th = final_thought(Verdict("m_giant", 0.3, ev, {"snr": 30.0}, capped=note), None)
     assert "dwarf), so P(YES) is held at 0.3 or below" in th, th
     assert ")., so" not in th, th
+
+
+def test_balmer_lines_below_the_noise_are_not_weighed_against_each_other():
+    from agent.policies.rules.wd import say_balmer
+
+    # A DB white dwarf: every broad Balmer fit is under 3 sigma.
+    m = {"snr": 8.0}
+    for n, (f, d, s) in {
+        "hb": (3, 0.12, 1.3),
+        "hg": (3, 0.13, 2.0),
+        "ha": (240, 0.07, 2.2),
+    }.items():
+        m.update({f"{n}_w_fwhm": f, f"{n}_w_depth": d, f"{n}_w_ew": 4.0, f"{n}_w_fitsig": s})
+    for name, lbl in (("hb", "H-beta"), ("hg", "H-gamma"), ("ha", "H-alpha")):
+        text = say_balmer(m, name, lbl)
+        assert text.startswith(f"{lbl}: no line above the noise"), text
+        assert "a different width" not in text, text
+    v = inspect(_survey(_hot(), snr=40), "wd")  # no line at all: the DC reading stands
+    assert v.answer == "YES", v.evidence.notes

@@ -5,6 +5,7 @@ from __future__ import annotations
 from agent.policies.rules.features import (
     Evidence,
     balmer_wd,
+    below_noise,
     depth_points,
     extragalactic,
     finite,
@@ -173,7 +174,8 @@ def say_balmer(m: dict[str, float], name: str, lbl: str) -> str:
     """The line's own reading, qualified where another Balmer line is the one judged by."""
     text = say_balmer_wd(m, name, lbl)
     bw = balmer_wd(m)
-    if bw is None or bw[3] == f"{name}_w":
+    # Nothing to weigh against where this line, or every line, is below the noise.
+    if bw is None or bw[3] == f"{name}_w" or bw[0] == 0.0 or below_noise(m, f"{name}_w"):
         return text
     lead = {"hb_w": "H-beta", "hg_w": "H-gamma", "ha_w": "H-alpha"}[bw[3]]
     f, d = m.get(f"{name}_w_fwhm"), m.get(f"{name}_w_depth")
