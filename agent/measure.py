@@ -303,7 +303,7 @@ def fit_profile(
     and a free continuum offset and slope keep a misplaced continuum level from turning into
     a broad shallow line. Lorentzian and Gaussian profiles of 3-240 Angstrom FWHM, centred
     within +-tol_kms, are tried; the depth and the continuum of each are solved linearly.
-    Returns None where fewer than half of the span's pixels are good.
+    Returns None where fewer than half of the span's pixels (or under 12) are good.
     """
     lo, hi = min(a for a, _ in windows), max(b for _, b in windows)
     if coverage(arr, lo, hi) < 0.5:
@@ -312,6 +312,8 @@ def fit_profile(
     if norm is None:
         return None
     w, y = norm
+    if w.size < 12:  # too few pixels to tell a line's width from its continuum
+        return None
     step = 2 if w.size > 400 else 1  # every other pixel loses nothing on a line >= 3 A wide
     w, x = w[::step], 1.0 - y[::step]
     shift = tolerance(rest, tol_kms)
@@ -328,7 +330,13 @@ def fit_profile(
         a[..., 0, 2] = a[..., 2, 0] = st
         a[..., 1, 2] = a[..., 2, 1] = svt
         b = np.stack([np.full(st.shape, sx), np.full(st.shape, svx), stx], -1)
-        p = np.linalg.solve(a, b[..., None])[..., 0]
+        try:
+            p = np.linalg.solve(a, b[..., None])[..., 0]
+        except np.linalg.LinAlgError:
+            # A singular system (a profile flat over the span) is passed over, not raised.
+            ok = np.abs(np.linalg.det(a)) > 1e-12
+            p = np.linalg.solve(np.where(ok[..., None, None], a, np.eye(3)), b[..., None])[..., 0]
+            p[~ok] = np.nan
         # Residual sum of squares of a linear fit: sum(x^2) - p . b.
         rss = np.where(p[..., 2] > 0, (x * x).sum() - (p * b).sum(-1), np.inf)
         i, j = np.unravel_index(int(np.argmin(rss)), rss.shape)

@@ -95,11 +95,15 @@ def test_fitted_profile_ignores_a_misplaced_continuum():
     assert p.fwhm == pytest.approx(20.0, rel=0.2) and p.depth == pytest.approx(0.4, abs=0.05)
 
 
-def test_fitted_profile_needs_the_span_covered():
+def test_fitted_profile_needs_the_span_covered_by_enough_pixels():
     w = np.arange(4550.0, 5150.0, 1.0)
     f = _lorentz_line(w, _HB, 60.0, 0.5)
     f[w < 4900] = np.nan
     assert fit_profile(_arrays(w, f), _HB, _HB_SIDES) is None
+    coarse = np.arange(4550.0, 5150.0, 60.0)  # a 60 A grid: ten pixels over the span
+    assert (
+        fit_profile(_arrays(coarse, _lorentz_line(coarse, _HB, 60.0, 0.5)), _HB, _HB_SIDES) is None
+    )
 
 
 def test_emission_line_and_rv_shift_within_tolerance():
