@@ -17,7 +17,7 @@ HYPOTHESIS = (
     "I will measure the Balmer line widths and check the A/B-star and subdwarf alternatives."
 )
 # p = sigmoid(a * x + b), x = score * (0.4 + 0.6 * coverage); see agent.policies.rules.calibration.
-CALIBRATION = (2.072, 0.0)
+CALIBRATION = (2.432, 0.0)
 
 
 def evidence(m: dict[str, float]) -> Evidence:
