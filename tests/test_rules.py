@@ -320,10 +320,14 @@ def test_balmer_lines_below_the_noise_are_not_weighed_against_each_other():
         "hg": (3, 0.13, 2.0),
         "ha": (240, 0.07, 2.2),
     }.items():
-        m.update({f"{n}_w_fwhm": f, f"{n}_w_depth": d, f"{n}_w_ew": 4.0, f"{n}_w_fitsig": s})
+        m.update({f"{n}_w_fwhm": f, f"{n}_w_depth": d, f"{n}_w_ew": 4.0})
+        m.update({f"{n}_w_fitsig": s, f"{n}_w_fitdepth": d})
     for name, lbl in (("hb", "H-beta"), ("hg", "H-gamma"), ("ha", "H-alpha")):
         text = say_balmer(m, name, lbl)
         assert text.startswith(f"{lbl}: no line above the noise"), text
         assert "a different width" not in text, text
+    # No absorbing profile fits at all: no fitted depth is quoted.
+    m.update({"hb_w_fitsig": 0.0, "hb_w_fitdepth": 0.0, "hb_w_depth": 0.35})
+    assert say_balmer(m, "hb", "H-beta").startswith("H-beta: no absorption line fits the data")
     v = inspect(_survey(_hot(), snr=40), "wd")  # no line at all: the DC reading stands
     assert v.answer == "YES", v.evidence.notes

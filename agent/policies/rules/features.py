@@ -187,13 +187,13 @@ def measure_all(spectrum: Spectrum) -> Measurements:
         windows = [(c + a, c + b) for a, b in side]
         ln = measure_line(arr, name, c, hw, windows)
         if name in BROAD_NAMES:
-            m[f"{name}_fitsig"] = NAN
+            m[f"{name}_fitsig"] = m[f"{name}_fitdepth"] = NAN
         if ln is not None and name in BROAD_NAMES and not ln.emission:
             # A white dwarf's width decides its verdict: take it from a fitted profile,
             # which noise does not pinch as it does a half-depth width read off pixels.
             prof = fit_profile(arr, c, windows)
             if prof is not None:
-                m[f"{name}_fitsig"] = prof.sig
+                m[f"{name}_fitsig"], m[f"{name}_fitdepth"] = prof.sig, prof.depth
                 if prof.depth > 0 and math.isfinite(prof.fwhm):
                     ln = replace(ln, depth=prof.depth, fwhm=prof.fwhm, fwhm_limited=prof.limited)
         problem = None
@@ -399,8 +399,10 @@ def below_noise(m: dict[str, float], n: str) -> bool:
 
 
 def no_line_text(m: dict[str, float], n: str, lbl: str) -> str:
+    if not m.get(f"{n}_fitdepth", 0.0) > 0:
+        return f"{lbl}: no absorption line fits the data"
     return (
-        f"{lbl}: no line above the noise (fitted depth {m[f'{n}_depth']:.2f} "
+        f"{lbl}: no line above the noise (fitted depth {m[f'{n}_fitdepth']:.2f} "
         f"at {m[f'{n}_fitsig']:.1f} sigma)"
     )
 

@@ -9,7 +9,8 @@ TARGET = "an M giant"
 HYPOTHESIS = (
     "I will confirm TiO and then test gravity with CaH, Na I 8183/8195 and the Ca II triplet."
 )
-# p = sigmoid(a * x + b), x = score * (0.4 + 0.6 * coverage); see agent.policies.rules.calibration.
+# p = sigmoid(a * x + b), x = Verdict.x (the score after caps, shrunk by noise and coverage);
+# see agent.policies.rules.calibration.
 CALIBRATION = (1.139, 0.0)
 
 

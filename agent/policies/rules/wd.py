@@ -16,7 +16,8 @@ TARGET = "a white dwarf"
 HYPOTHESIS = (
     "I will measure the Balmer line widths and check the A/B-star and subdwarf alternatives."
 )
-# p = sigmoid(a * x + b), x = score * (0.4 + 0.6 * coverage); see agent.policies.rules.calibration.
+# p = sigmoid(a * x + b), x = Verdict.x (the score after caps, shrunk by noise and coverage);
+# see agent.policies.rules.calibration.
 CALIBRATION = (2.432, 0.0)
 
 
