@@ -88,3 +88,18 @@ def test_calibrated_section_fits_on_tune_and_vets_test_with_the_model(small):
     assert len(trajs) == len(rows["test"])
     assert {t["model"] for t in trajs} == {str(out / "inspector-model.json")}
     assert 0.0 <= stats["layout"]["all"]["macro_f1"] <= 1.0
+
+
+def test_tune_examples_and_scores_are_the_same_over_two_processes(small):
+    from training.benchmark.calibration import labelled_examples, score_catalog
+
+    out, rows = small
+    cat = out / "tune" / "catalog.csv"
+    one, two = labelled_examples(cat, workers=1), labelled_examples(cat, workers=2)
+    assert [(e.task, e.group, e.label, e.x, e.p_rules) for e in one] == [
+        (e.task, e.group, e.label, e.x, e.p_rules) for e in two
+    ]
+    assert [(e.task, e.group) for e in one] == [
+        (r["task"], r["object"]) for r in rows["tune"]
+    ]  # the catalogue's row order
+    assert score_catalog(cat, workers=2) == score_catalog(cat, workers=1)

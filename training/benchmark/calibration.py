@@ -6,37 +6,64 @@ calibrate` fits from experts' decisions (`labelled_examples`, `fit_inspector_mod
 from __future__ import annotations
 
 import csv
+import os
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-from agent.spectrum import Spectrum
+DEFAULT_WORKERS = min(2, os.cpu_count() or 1)
 
 
-def catalog_spectra(catalog: Path) -> list[tuple[dict[str, str], Spectrum]]:
-    """Each row of a benchmark catalogue with its spectrum, every file read once (a file
-    stands behind one row per task)."""
-    from agent.formats import load_one
-
+def _per_file(catalog: Path, fn, workers: int) -> list:
+    """fn(path, rows) for each spectrum file of a catalogue (a file stands behind one row
+    per task, so it is read and measured once), over `workers` processes; the results come
+    back in the catalogue's row order."""
     with open(catalog, newline="") as fh:
         rows = list(csv.DictReader(fh))
-    spectra: dict[str, Spectrum] = {}
-    for r in rows:
-        if r["path"] not in spectra:
-            spectra[r["path"]] = load_one(catalog.parent / r["path"])
-    return [(r, spectra[r["path"]]) for r in rows]
+    groups: dict[str, list[tuple[int, dict[str, str]]]] = {}
+    for i, r in enumerate(rows):
+        groups.setdefault(r["path"], []).append((i, r))
+    jobs = [(str(catalog.parent / p), g) for p, g in groups.items()]
+    if workers > 1 and len(jobs) > 1:
+        with ProcessPoolExecutor(workers) as ex:
+            done = list(ex.map(fn, *zip(*jobs), chunksize=16))
+    else:
+        done = [fn(*j) for j in jobs]
+    out: list = [None] * len(rows)
+    for (_, g), results in zip(jobs, done):
+        for (i, _), res in zip(g, results):
+            out[i] = res
+    return out
 
 
-def labelled_examples(catalog: Path) -> list:
-    """The catalogue's labelled rows as `annotate.calibrate` examples (grouped by object)."""
+def _examples_of(path: str, rows: list[tuple[int, dict[str, str]]]) -> list:
+    from agent.formats import load_one
     from annotate.calibrate import examples_from_spectra
 
+    spec = load_one(path)
     return examples_from_spectra(
-        [
-            (spec, r["task"], r["label"] == "YES", r["object"])
-            for r, spec in catalog_spectra(catalog)
-        ]
+        [(spec, r["task"], r["label"] == "YES", r["object"]) for _, r in rows]
     )
+
+
+def _scores_of(path: str, rows: list[tuple[int, dict[str, str]]]) -> list[dict]:
+    from agent.formats import load_one
+    from agent.policies.rules import inspect, measure_all
+
+    spec = load_one(path)
+    m = measure_all(spec)
+    out = []
+    for _, r in rows:
+        v = inspect(spec, r["task"], m)
+        ev = v.evidence
+        out.append({**r, "score": ev.score, "coverage": ev.coverage, "x": v.x, "p_yes": v.p_yes})
+    return out
+
+
+def labelled_examples(catalog: Path, workers: int = DEFAULT_WORKERS) -> list:
+    """The catalogue's labelled rows as `annotate.calibrate` examples (grouped by object)."""
+    return _per_file(catalog, _examples_of, workers)
 
 
 def fit_inspector_model(catalog: Path, out: Path, min_labels: int = 50):
@@ -52,26 +79,9 @@ def fit_inspector_model(catalog: Path, out: Path, min_labels: int = 50):
     return model
 
 
-def score_catalog(catalog: Path) -> list[dict]:
+def score_catalog(catalog: Path, workers: int = DEFAULT_WORKERS) -> list[dict]:
     """The inspector's raw evidence for every row of a catalogue (no conversation)."""
-    from agent.policies.rules import inspect, measure_all
-
-    measured: dict[str, dict] = {}
-    out = []
-    for r, spec in catalog_spectra(catalog):
-        if r["path"] not in measured:
-            measured[r["path"]] = measure_all(spec)
-        v = inspect(spec, r["task"], measured[r["path"]])
-        out.append(
-            {
-                **r,
-                "score": v.evidence.score,
-                "coverage": v.evidence.coverage,
-                "x": v.x,
-                "p_yes": v.p_yes,
-            }
-        )
-    return out
+    return _per_file(catalog, _scores_of, workers)
 
 
 def fit_slope(x: np.ndarray, y: np.ndarray, iters: int = 100) -> float:
