@@ -28,12 +28,22 @@ def calibration_input(score: float, coverage_frac: float) -> float:
     return float(score) * (0.4 + 0.6 * float(coverage_frac))
 
 
-def calibrated(constants: tuple[float, float], score: float, coverage_frac: float) -> float:
-    """P(YES) for an evidence `score` of which `coverage_frac` could be checked.
+def sigmoid(x: float) -> float:
+    """The logistic function, clamped so no input overflows.
 
-    >>> round(calibrated((1.5, 0.0), 2.0, 1.0), 3), calibrated((1.5, 0.0), 0.0, 0.3)
-    (0.953, 0.5)
+    >>> sigmoid(0.0), sigmoid(1e9) == sigmoid(30.0) < 1.0
+    (0.5, True)
+    """
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, x))))
+
+
+def calibrated(constants: tuple[float, float], x: float) -> float:
+    """P(YES) from the calibration's input `x` (`calibration_input`).
+
+    >>> round(calibrated((1.5, 0.0), calibration_input(2.0, 1.0)), 3)
+    0.953
+    >>> calibrated((1.5, 0.0), calibration_input(0.0, 0.3))
+    0.5
     """
     a, b = constants
-    x = a * calibration_input(score, coverage_frac) + b
-    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, x))))
+    return sigmoid(a * x + b)

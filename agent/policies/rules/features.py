@@ -187,15 +187,13 @@ def measure_all(spectrum: Spectrum) -> Measurements:
         windows = [(c + a, c + b) for a, b in side]
         ln = measure_line(arr, name, c, hw, windows)
         if name in BROAD_NAMES:
-            m[f"{name}_fitsig"] = m[f"{name}_fitdepth"] = NAN
-        if ln is not None and name in BROAD_NAMES and not ln.emission:
             # A white dwarf's width decides its verdict: take it from a fitted profile,
             # which noise does not pinch as it does a half-depth width read off pixels.
-            prof = fit_profile(arr, c, windows)
-            if prof is not None:
-                m[f"{name}_fitsig"], m[f"{name}_fitdepth"] = prof.sig, prof.depth
-                if prof.depth > 0 and math.isfinite(prof.fwhm):
-                    ln = replace(ln, depth=prof.depth, fwhm=prof.fwhm, fwhm_limited=prof.limited)
+            prof = fit_profile(arr, c, windows) if ln is not None and not ln.emission else None
+            m[f"{name}_fitsig"] = prof.sig if prof else NAN
+            m[f"{name}_fitdepth"] = prof.depth if prof else NAN
+            if prof and prof.depth > 0 and math.isfinite(prof.fwhm):
+                ln = replace(ln, depth=prof.depth, fwhm=prof.fwhm, fwhm_limited=prof.limited)
         problem = None
         if ln is not None:
             # The continuum's SNR over line and sidebands: a deep line's core is always noisier.

@@ -24,17 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from agent.errors import LoupeError
-from agent.policies.rules.calibration import VETO_CAP
+from agent.policies.rules.calibration import VETO_CAP, sigmoid
 
 KINDS = ("rules", "platt", "isotonic", "combiner")
 
 
 class ModelError(LoupeError):
     """An inspector model file that cannot be used."""
-
-
-def _sigmoid(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, x))))
 
 
 @dataclass
@@ -57,14 +53,14 @@ class TaskModel:
 
     def _p_yes(self, x: float, m: dict[str, float], p_rules: float) -> float:
         if self.kind == "platt":
-            return _sigmoid(self.a * x + self.b)
+            return sigmoid(self.a * x + self.b)
         if self.kind == "isotonic":
             import numpy as np
 
             p = float(np.interp(x, self.knots_x, self.knots_y))
             return min(max(p, 1e-4), 1 - 1e-4)
         if self.kind == "combiner":
-            return _sigmoid(self.a * x + self.b + sum(c for _, c in self.contributions(m)))
+            return sigmoid(self.a * x + self.b + sum(c for _, c in self.contributions(m)))
         return p_rules
 
     def contributions(self, m: dict[str, float]) -> list[tuple[str, float]]:

@@ -122,8 +122,8 @@ def verdict_probability(
     # Below SNR ~7 per pixel every measured line is partly noise: the evidence shrinks
     # towards nothing, so P(YES) moves to 0.5 and the hand-off queue catches the candidate.
     trust = 1.0 if not finite(snr) else min(1.0, max(0.0, (snr - 3.0) / 4.0))
-    p = calibrated(constants, score * trust, ev.coverage)
     x = calibration_input(score * trust, ev.coverage)
+    p = calibrated(constants, x)
     doubt = ""
     if trust < 1.0:
         doubt = f"the spectrum is noisy (SNR ~{snr:.0f} per pixel)"
