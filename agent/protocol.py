@@ -617,13 +617,20 @@ def from_messages(messages: Sequence[Any]) -> Conversation:
 
 
 def _observation(message: dict[str, Any]) -> Observation:
-    text = "".join(message_texts(message))
-    text = text.replace("<tool_response>", "", 1).rsplit("</tool_response>", 1)[0]
     imgs = message_images(message)
     image = imgs[0] if imgs else None
-    text = text[1:] if text.startswith("\n") else text
-    if image is not None and text.startswith("\n"):
-        text = text[1:]
+    content = message.get("content")
+    items = content if isinstance(content, list) else []
+    at = next((i for i, item in enumerate(items) if _is_image(item)), None)
+    if at is not None:
+        # The reply is the text after the image (`tool_response_turn` puts nothing between
+        # them), so a reply that itself begins with a newline keeps it.
+        text = "".join(message_texts({"content": items[at + 1 :]}))
+        text = text.rsplit("</tool_response>", 1)[0]
+    else:
+        text = "".join(message_texts(message))
+        text = text.replace("<tool_response>", "", 1).rsplit("</tool_response>", 1)[0]
+        text = text[1:] if text.startswith("\n") else text
     text = text[:-1] if text.endswith("\n") else text
     window = None
     if image is not None:
@@ -653,8 +660,8 @@ def message_images(message: dict[str, Any]) -> list[Any]:
     content = message.get("content")
     if not isinstance(content, list):
         return []
-    return [
-        item.get("image")
-        for item in content
-        if isinstance(item, dict) and (item.get("type") == "image" or "image" in item)
-    ]
+    return [item.get("image") for item in content if _is_image(item)]
+
+
+def _is_image(item: Any) -> bool:
+    return isinstance(item, dict) and (item.get("type") == "image" or "image" in item)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -178,3 +179,19 @@ def test_states_after_finish():
     t.steps.append(step_from_parsed(parse_turn("I don't know")))
     finish(t)
     assert t.state == "done" and not t.format_ok and t.verdict is None
+
+
+@pytest.mark.parametrize("reply", ["\n", "\nGenerated plot.", "Generated plot.\n", ""])
+@pytest.mark.parametrize("failed", [False, True])
+def test_a_tool_reply_keeps_its_own_newlines_through_messages(reply, failed):
+    # Found by the property test above: a reply beginning with a newline lost it after an image.
+    traj = Trajectory(id="x", task="wd", params={"global_image": "G"})
+    step = step_from_parsed(parse_turn(_call(4800, 4900)))
+    window = None if failed else (4800.0, 4900.0)
+    ref = None if failed else image_reference(traj.renderer, window)
+    record_observation(step, reply, ref, window, tool_error=failed)
+    traj.steps.append(step)
+    finish(traj)
+    again = Trajectory.from_messages(traj.to_messages(), id="x", renderer=traj.renderer)
+    assert again.steps[0].observation_text == traj.steps[0].observation_text
+    assert again.to_dict() == traj.to_dict()
