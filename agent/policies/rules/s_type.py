@@ -9,7 +9,7 @@ from agent.policies.rules.narration import Zoom, say_lao, say_tio
 
 TARGET = "an S-type star"
 HYPOTHESIS = "I will look for ZrO and LaO band heads beside the TiO of an ordinary M giant."
-# p = sigmoid(a * x + b), x = Verdict.x (the score after caps, shrunk by noise and coverage);
+# p = sigmoid(a * x + b), x = Reading.x (the score after caps, shrunk by noise and coverage);
 # see agent.policies.rules.calibration.
 CALIBRATION = (1.575, 0.0)
 
