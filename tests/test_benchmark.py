@@ -81,7 +81,7 @@ def test_small_build_has_every_layout_and_splits_by_object(small):
 def test_extragalactic_templates_are_observed_redshifted(tmp_path):
     sources = benchmark.load_sources(SPECTRA)
     qso = next(s for s in sources if s.label == "qso" and s.template)
-    job = (qso, SPECTRA, tmp_path, "test", [("wd", "NO")], ("sdss",), (20.0,), 2, 0)
+    job = (qso, SPECTRA, tmp_path, "test", [("wd", "NO")], [("sdss", 20.0)], 2, 0)
     rows, problems = _observe_source(job)
     assert not problems and len(rows) == 2
     for r in rows:

@@ -82,13 +82,17 @@ def test_a_fitted_model_cannot_undo_the_veto_or_the_noise():
     capped = Reading("m_giant", VETO_CAP, ev, {}, capped="a decisive reading speaks against it")
     capped.x = 3.0
     assert steep.apply(capped).p_yes <= VETO_CAP
-    # Pure noise (SNR 2): the rules shrink the evidence to nothing, and the model reads that.
+    # Pure noise (SNR 2): the rules shrink the evidence to the task's prior (not to even
+    # odds), and the model reads that.
+    from agent.policies.rules.calibration import calibration_input, sigmoid
+
     rng = np.random.default_rng(0)
     w = np.linspace(3800, 9000, 4000)
     noise = Spectrum(w, 1 + rng.normal(0, 0.5, w.size), ivar=np.full(w.size, 4.0))
     v = inspect(noise, "m_giant")
-    assert v.x == 0.0
-    assert steep.apply(v).p_yes == pytest.approx(0.5)
+    assert v.x == pytest.approx(calibration_input(v.evidence.prior, v.evidence.coverage))
+    assert v.x < 0
+    assert steep.apply(v).p_yes == pytest.approx(sigmoid(5.0 * v.x))
 
 
 @pytest.mark.slow

@@ -12,16 +12,18 @@ HYPOTHESIS = (
 )
 # p = sigmoid(a * x + b), x = Reading.x (the score after caps, shrunk by noise and coverage);
 # see agent.policies.rules.calibration.
-CALIBRATION = (1.139, 0.0)
+CALIBRATION = (1.446, 0.0)
 
 
 TIO = ("tio5", "tio_7054")
 
 
 def evidence(m: dict[str, float]) -> Evidence:
-    # No `required` reading: where gravity cannot be judged (a library spectrum ending at
-    # 7400 A, ambiguous CaH) TiO alone leaves the prior for M giant candidates.
-    e = Evidence()
+    # An M giant is an M star: a YES must rest on TiO, however giant-like the gravity of an
+    # F/G/K star reads. Where gravity cannot be judged (a library spectrum ending at 7400 A,
+    # ambiguous CaH) TiO alone leaves the prior, and most M stars in a survey are dwarfs.
+    e = Evidence(required=TIO)
+    e.prior = -0.5
     t5, j = m.get("tio5"), m.get("tio_7054")
     m_type = no_tio = False
     if not (finite(t5) or finite(j)):

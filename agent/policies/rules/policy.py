@@ -428,6 +428,15 @@ def explanation(v: Reading) -> str:
         return (
             f"Consistent with {target} (P(YES) = {p:.2f}): {key.note if key else 'the evidence'}."
         )
+    if v.doubt and p < 0.5:
+        prior_p = calibrated(
+            task_module(v.task).CALIBRATION, calibration_input(v.evidence.prior, 1.0)
+        )
+        if abs(p - prior_p) < 0.1:
+            return (
+                f"Not {target} as far as this spectrum can tell (P(YES) = {p:.2f}, about how "
+                f"seldom it turns up among candidates): {v.doubt}."
+            )
     key = v.evidence.strongest("against")
     reason = key.note if key else "no diagnostic feature of it was seen"
     if p < 0.01:

@@ -19,7 +19,7 @@ HYPOTHESIS = (
 )
 # p = sigmoid(a * x + b), x = Reading.x (the score after caps, shrunk by noise and coverage);
 # see agent.policies.rules.calibration.
-CALIBRATION = (2.432, 0.0)
+CALIBRATION = (2.342, 0.0)
 
 
 def evidence(m: dict[str, float]) -> Evidence:
@@ -56,7 +56,7 @@ def evidence(m: dict[str, float]) -> Evidence:
                     keys + (f"{others[0][1]}_fwhm",),
                 )
             else:
-                balmer = 1.0
+                balmer = 2.0
                 e.add(
                     balmer,
                     f"{txt}: broad, as in a DA white dwarf, though no other Balmer line "
@@ -233,15 +233,19 @@ DB_HE_EW, DB_HE_DEPTH = 2.5, 0.1
 def series_partner(
     m: dict[str, float], lead: str, fwhm: float
 ) -> tuple[tuple[str, str] | None, list[tuple[str, str]]]:
-    """Another of H-beta / H-gamma / H-delta broad as a DA's lines are beside the lead's
-    width: (the first such partner as (sentence, feature), the measured ones that are not)."""
+    """Another of H-beta / H-gamma / H-delta as broad as a DA's lines are: (the first such
+    partner as (sentence, feature), the clearly measured ones that are narrow). A partner's
+    fitted depth is not compared: H-delta's short span lets the continuum take part of it."""
     good, bad = [], []
     for n, lbl in (("hb_w", "H-beta"), ("hg_w", "H-gamma"), ("hd_w", "H-delta")):
         f, d = m.get(f"{n}_fwhm"), m.get(f"{n}_depth")
         if n == lead or not (finite(f) and finite(d)) or below_noise(m, n):
             continue
         said = f"{lbl} FWHM {f:.0f} Å, depth {d:.2f}"
-        (good if f >= max(28.0, 0.4 * fwhm) and d >= 0.08 else bad).append((said, n))
+        if f >= 28.0:
+            good.append((said, n))
+        elif m.get(f"{n}_fitsig", 0.0) >= 5.0:
+            bad.append((said, n))  # a narrow line measured clearly, not noise pinching it
     return (good[0] if good else None), bad
 
 
