@@ -175,7 +175,7 @@ def test_noise_only_spectrum_says_it_cannot_tell():
     for task in ("wd", "cv", "carbon", "s_type", "m_giant"):
         t = run_batch([(spec, task)], RulesPolicy())[0]
         assert 0.05 < t.confidence < 0.5, (task, t.confidence)
-        assert "an tell" in t.explanation and "noisy" in t.explanation, t.explanation
+        assert "tell" in t.explanation and "noisy" in t.explanation, t.explanation
         assert "P(YES)" in t.explanation
 
 
