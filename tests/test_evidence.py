@@ -123,6 +123,8 @@ def test_tune_split_trajectories(shared_spectra):
     for s in sources:
         if split[s.obj] != "tune" or not tasks.get(s.key):
             continue
+        if s.label in bench.ORDINARY and bench._h(s.key) % 8:
+            continue  # one ordinary star in eight keeps the test quick; each is five tasks
         spec = load_one(shared_spectra / s.file, hdu=s.hdu, row=s.row)
         rng = np.random.default_rng(bench._h(f"evidence:{s.key}"))
         d = degrade(

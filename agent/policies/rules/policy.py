@@ -387,13 +387,12 @@ def final_thought(v: Reading, prev: Zoom | None) -> str:
         # A noisy spectrum shrinks the evidence towards the prior; only where that leaves
         # P(YES) near even odds or near the prior may the thought say so, or it would
         # contradict a clear answer.
-        prior_p = calibrated(task_module(v.task).CALIBRATION, calibration_input(ev.prior, 1.0))
         if HEDGE_LOW < v.p_yes < HEDGE_HIGH:
             parts.append(
                 _sentence(v.doubt) + " The data cannot tell, so my answer stays near even odds "
                 "for an expert to check."
             )
-        elif abs(v.p_yes - prior_p) < 0.1 and v.p_yes < 0.5:
+        elif v.p_yes < 0.5 and at_prior(v):
             parts.append(
                 _sentence(v.doubt) + f" The data cannot tell, so my answer falls back to how "
                 f"seldom {target} turns up among candidates, for an expert to check."
@@ -415,6 +414,13 @@ def final_thought(v: Reading, prev: Zoom | None) -> str:
     return " ".join(parts)
 
 
+def at_prior(v: Reading) -> bool:
+    """Noise has left P(YES) about where the task's prior puts it (within 0.5 in log-odds)."""
+    x_prior = calibration_input(v.evidence.prior, v.evidence.coverage)
+    a, _ = task_module(v.task).CALIBRATION
+    return abs(a * (v.x - x_prior)) < 0.5
+
+
 def explanation(v: Reading) -> str:
     """The verdict in one line, its confidence worded as P(YES), and the evidence it rests on."""
     target = task_module(v.task).TARGET
@@ -428,15 +434,13 @@ def explanation(v: Reading) -> str:
         return (
             f"Consistent with {target} (P(YES) = {p:.2f}): {key.note if key else 'the evidence'}."
         )
-    if v.doubt and p < 0.5:
-        prior_p = calibrated(
-            task_module(v.task).CALIBRATION, calibration_input(v.evidence.prior, 1.0)
+    if v.doubt and p < 0.5 and at_prior(v):
+        key = v.evidence.strongest("against")
+        why = f"; the strongest reading: {key.note}" if key else ""
+        return (
+            f"Not {target} as far as this spectrum can tell (P(YES) = {p:.2f}, about how "
+            f"seldom it turns up among candidates): {v.doubt}{why}."
         )
-        if abs(p - prior_p) < 0.1:
-            return (
-                f"Not {target} as far as this spectrum can tell (P(YES) = {p:.2f}, about how "
-                f"seldom it turns up among candidates): {v.doubt}."
-            )
     key = v.evidence.strongest("against")
     reason = key.note if key else "no diagnostic feature of it was seen"
     if p < 0.01:
