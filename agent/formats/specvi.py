@@ -15,12 +15,15 @@ a row is its `extra_info.name` (`agent.tool.spectrum_title`).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agent.formats.common import (
+    LIMITS,
     LayoutError,
+    LimitError,
     check_file,
     file_stem,
     make_spectrum,
@@ -38,19 +41,50 @@ def _table(path: Path, columns: list[str] | None = None):
     import pyarrow.parquet as pq
 
     check_file(path)
+    columns = columns or ["extra_info"]
     try:
         pf = pq.ParquetFile(path)
         names = pf.schema_arrow.names
-        missing = [c for c in (columns or ["extra_info"]) if c not in names]
+        missing = [c for c in columns if c not in names]
         if missing:
             raise LayoutError(
                 path, f"parquet lacks the SpecVI-Bench column(s) {', '.join(missing)} (has {names})"
             )
-        return pf.read(columns=columns or ["extra_info"])
+        _check_size(path, pf, columns)
+        return pf.read(columns=columns)
     except SpectrumError:
         raise
     except Exception as exc:
         raise SpectrumError(path, f"unreadable parquet file ({str(exc)[:160]})") from None
+
+
+def _check_size(path: Path, pf: Any, columns: list[str]) -> None:
+    """Refuse before reading: more columns than `LIMITS.max_columns`, or `columns` that
+    inflate past `LIMITS.max_file_bytes` (parquet compresses; the footer says how much)."""
+    meta = pf.metadata
+    if meta.num_columns > LIMITS.max_columns:
+        raise LimitError(
+            path,
+            f"parquet has {meta.num_columns} columns, over the {LIMITS.max_columns}-column limit",
+        )
+    size = sum(
+        rg.column(j).total_uncompressed_size
+        for rg in (meta.row_group(i) for i in range(meta.num_row_groups))
+        for j in range(rg.num_columns)
+        if rg.column(j).path_in_schema.split(".")[0] in columns
+    )
+    if size > LIMITS.max_file_bytes:
+        raise LimitError(
+            path,
+            f"parquet columns {', '.join(columns)} inflate to {size} bytes, over the "
+            f"{LIMITS.max_file_bytes}-byte limit",
+        )
+
+
+def _records(table: Any, column: str) -> Iterator[Any]:
+    """One row's value at a time: a whole column as Python objects takes ~30 bytes a float."""
+    col = table.column(column)
+    return (col[i].as_py() for i in range(len(col)))
 
 
 def _struct(path: Path, value: Any, what: str, r: int) -> dict:
@@ -78,9 +112,10 @@ def rows(path: Path) -> list[dict[str, Any]]:
     cols = [c for c in NEEDED if c in names]
     if "extra_info" not in cols:
         raise LayoutError(path, f"parquet lacks the SpecVI-Bench column extra_info (has {names})")
-    table = _table(path, cols).to_pylist()
+    table = _table(path, cols)
     out = []
-    for r, rec in enumerate(table):
+    for r, values in enumerate(zip(*(_records(table, c) for c in cols))):
+        rec = dict(zip(cols, values))
         info = _struct(path, rec.get("extra_info"), "extra_info", r)
         reward = _struct(path, rec.get("reward_model"), "reward_model", r)
         source = str(rec.get("data_source") or "").strip().lower()
@@ -107,7 +142,7 @@ def read_parquet(path: Path, row: int | None = None) -> list[Spectrum]:
     table = _table(path)
     if len(wanted) == 1:
         table = table.slice(wanted[0], 1)
-    records = table.column("extra_info").to_pylist()
+    records = _records(table, "extra_info")
     out = []
     for r, value in zip(wanted, records):
         info = _struct(path, value, "extra_info", r)
