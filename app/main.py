@@ -174,12 +174,6 @@ class Server:
         self.thread.join(timeout=10)
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
 def listen_socket(host: str, port: int) -> socket.socket:
     """A socket bound to host:port (0: any free port), for the server to listen on; a port
     out of range, a port in use or an address not on this machine is a `LoupeError` naming
