@@ -9,9 +9,9 @@ anything else is refused (401); Gradio also asks `user_for_request` to name the 
 each API call. A state-changing request whose Origin (or Referer) names another site is
 refused (403), login and logout included, so another site cannot post into a session, log
 a browser into one of its choosing, or end one. Logging out is a POST: `GET /logout` only
-shows the button that sends it. With or without login, a request whose Host is not one the
-app is served as is refused (`install_host_check`: DNS rebinding), and the export folder's
-files go to admins only, however their path is spelled (`install_admin_folder`).
+shows the button that sends it. The export folder's files go to admins only, however
+their path is spelled (`install_admin_folder`). With or without login, a request whose
+Host is not one the app is served as is refused (`install_host_check`: DNS rebinding).
 """
 
 from __future__ import annotations
