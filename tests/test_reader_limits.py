@@ -3,14 +3,13 @@ count, a decompressed size or a pixel count past `agent.formats.LIMITS`, each re
 the file and the limit, quickly and without the memory a parser would have taken.
 
 The memory checks run the read in a child process and compare its peak resident size with
-the one it had just before reading (the imports done), so nothing else in the test run
-counts.
+the one it had just before reading (the imports done; `bench.reader_memory.measure`), so
+nothing else in the test run counts.
 """
 
 from __future__ import annotations
 
 import gzip
-import json
 import subprocess
 import sys
 import time
@@ -25,33 +24,12 @@ from tests import fits_factory
 
 ROOT = Path(__file__).resolve().parents[1]
 
-CHILD = """
-import json, resource, sys, time
-from agent.formats import read_spectra
-import astropy.table, numpy  # what a read may import, loaded before the baseline
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-t0 = time.time()
-try:
-    read_spectra(sys.argv[1])
-    outcome = "read"
-except Exception as exc:
-    outcome = f"{type(exc).__name__}: {exc}"
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"mib": (peak - before) / 1024, "s": time.time() - t0, "outcome": outcome}))
-"""
-
 
 def read_in_child(path: Path, **env: str) -> dict:
     """Read `path` in a fresh process: the memory the read added (MiB), its time, its outcome."""
-    import os
+    from bench.reader_memory import measure
 
-    out = subprocess.run(
-        [sys.executable, "-c", CHILD, str(path)],
-        capture_output=True, text=True, timeout=300, cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr[-2000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return measure(path, env)
 
 
 def huge_field_csv_gz(tmp_path: Path, field_bytes: int = 4 * 2**20, rows: int = 100) -> Path:
@@ -153,7 +131,7 @@ def test_limits_are_read_from_the_environment(tmp_path):
     wide.write_text("wavelength,flux,a,b,c,d\n4000,1,0,0,0,0\n4001,2,0,0,0,0\n")
     got = read_in_child(wide, LOUPE_MAX_COLUMNS="3", LOUPE_MAX_FIELD_CHARS="10")
     assert "over the 3-column limit" in got["outcome"], got
-    assert read_in_child(wide)["outcome"] == "read"
+    assert read_in_child(wide)["outcome"] == "read 1 spectra"
     code = "from agent.formats import LIMITS as L; print(L.max_text_bytes, L.max_field_chars)"
     env = {"LOUPE_MAX_TEXT_BYTES": "123", "LOUPE_MAX_FIELD_CHARS": "45"}
     import os
