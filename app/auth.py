@@ -305,7 +305,9 @@ def _inside(path: str, root: Path) -> bool:
     disagree, and a non-admin must be refused by both readings."""
     roots = {Path(os.path.abspath(root)), Path(os.path.realpath(root))}
     try:
-        seen = (Path(os.path.abspath(path)), Path(os.path.realpath(path)))
+        # abspath keeps a leading "//" (POSIX leaves its meaning open; Linux reads it as "/")
+        lexical = Path("/" + os.path.abspath(path).lstrip("/"))
+        seen = (lexical, Path(os.path.realpath(path)))
         return any(p.is_relative_to(r) for p in seen for r in roots)
     except (OSError, ValueError):
         return True  # what cannot be resolved is not served to a non-admin either
