@@ -76,7 +76,7 @@ def test_a_text_value_in_a_spectrum_column_is_refused_not_kept_as_strings(tmp_pa
     rows = "".join(f"{4000 + i * 0.01:.2f},1.0\n" for i in range(200_000))
     path.write_text("wavelength,flux\n" + rows + "x" * 1000 + ",1.0\n")
     got = read_in_child(path)
-    assert "column 'wavelength' is not numeric" in got["outcome"], got
+    assert "column 'wavelength' is not numeric: 'xxxx" in got["outcome"], got
     assert got["mib"] < 200, got
 
 
@@ -165,3 +165,13 @@ def test_a_refusal_is_a_spectrum_error_naming_the_limit(tmp_path):
     path.write_text("4000 1\n4001 " + "1" * 5000 + "\n")
     with pytest.raises(SpectrumError, match=r"long.txt: line 2 has a field of 5000 characters"):
         read_spectra(path)
+
+
+def test_a_missing_value_is_named_with_its_column_and_row(tmp_path):
+    path = tmp_path / "gap.csv"
+    path.write_text("wavelength,flux\n4000,1\n4001,\n4002,3\n")
+    with pytest.raises(SpectrumError, match=r"column 'flux' has an empty value in data row 2"):
+        read_spectra(path)
+    path.write_text("wavelength,flux\n4000,1\n4001,nan\n4002,3\n")  # what the message asks for
+    (spec,) = read_spectra(path)
+    assert spec.mask.tolist() == [False, True, False]

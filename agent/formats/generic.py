@@ -418,13 +418,20 @@ def _numbers(
                 usecols=list(index.values()), ndmin=2, quotechar='"',
             )  # fmt: skip
     except ValueError as exc:
-        detail = str(exc).strip().splitlines()[0][:160]
-        m = re.search(r"at row (\d+), column (\d+)", detail)
-        if m and "convert" in detail:
-            col = int(m[2]) - 1
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        m = re.search(r"string '(.*?)'? to float64 at row (\d+), column (\d+)", detail)
+        if m:
+            col, row = int(m[3]) - 1, int(m[2]) + 1
             name = next((names[k] for k, i in index.items() if i == col), f"column {col + 1}")
-            raise SpectrumError(path, f"column {name!r} is not numeric ({detail})") from None
-        raise LayoutError(path, f"unreadable as text columns ({detail})") from None
+            if not m[1].strip():
+                raise SpectrumError(
+                    path, f"column {name!r} has an empty value in data row {row} (write nan "
+                    "for a missing one)",
+                ) from None  # fmt: skip
+            raise SpectrumError(
+                path, f"column {name!r} is not numeric: {m[1][:40]!r} in data row {row}"
+            ) from None
+        raise LayoutError(path, f"unreadable as text columns ({detail[:160]})") from None
 
 
 def _read_ecsv(path: Path, text: str, row: int | None) -> list[Spectrum]:
