@@ -129,7 +129,8 @@ def parquet_inputs(folder: Path, limits) -> dict[str, tuple[Path, int]]:
     limit, and rows of a survey spectrum's 3,900 pixels."""
     out = {}
     for name, npix in (("pixel-limit rows", limits.max_pixels), ("survey-sized rows", 3900)):
-        nrows = max(1, limits.max_file_bytes // (16 * npix + 64))
+        # 16 bytes a pixel (wavelength and flux) and ~2 of list levels, as the footer counts
+        nrows = max(1, limits.max_file_bytes // (18 * npix + 64))
         path = folder / f"{npix}.parquet"
         _write_specvi(path, npix, nrows)
         out[f"parquet, {name}"] = (path, nrows * npix * 16)
@@ -165,6 +166,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="Multiply every limit.")
     parser.add_argument("--keep", type=Path, help="Write the inputs here and keep them.")
+    parser.add_argument(
+        "--only", choices=["text", "fits", "parquet"], help="Only the inputs of one kind."
+    )
     args = parser.parse_args()
     from agent.formats import LIMITS, Limits
 
@@ -196,7 +200,10 @@ def main() -> int:
         base = measure(ordinary, env)
         print(f"baseline (a 3,900-pixel CSV): {base['mib']:.1f} MiB ({base['outcome']})")
         cases = {}
-        for build in (text_inputs, fits_inputs, parquet_inputs):
+        builds = {"text": text_inputs, "fits": fits_inputs, "parquet": parquet_inputs}
+        for kind, build in builds.items():
+            if args.only not in (None, kind):
+                continue
             for name, (path, size) in build(folder, limits).items():
                 got = measure(path, env)
                 if not got["outcome"].startswith("read"):
