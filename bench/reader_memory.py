@@ -4,8 +4,8 @@
 
 For each layout, the worst input `agent.formats.LIMITS` still accepts is written (text at
 the text-size limit: the most rows, the most columns, the widest fields; the same gzipped;
-a FITS file at the file-size limit with an image at the pixel limit, plain and gzipped; a
-parquet file whose spectra inflate to the file-size limit), then read by `read_spectra` in
+a FITS file with an image at the pixel limit, at the file-size limit, and gzipped at the
+inflate limit; SpecVI parquet files whose spectra decode to the inflate limit), then read by `read_spectra` in
 a fresh process that reports how far its peak resident memory rose during the read. The
 baseline is the same measurement on an ordinary survey spectrum (3,900 pixels), in the
 same run. `--scale` multiplies every byte and pixel limit (passed to the readers through
@@ -107,30 +107,38 @@ def text_inputs(folder: Path, limits) -> dict[str, tuple[Path, int]]:
 
 
 def fits_inputs(folder: Path, limits) -> dict[str, tuple[Path, int]]:
+    """An image at the pixel limit, and more HDUs up to the file-size limit (plain) or to
+    what a gzip stream may inflate to (gzipped)."""
+    path, gz = folder / "big.fits", folder / "big.fits.gz"
+    size = _write_fits(path, limits.max_pixels, limits.max_file_bytes)
+    inflated = _write_fits(folder / "gz.fits", limits.max_pixels, limits.inflate_cap)
+    gz.write_bytes(gzip.compress((folder / "gz.fits").read_bytes(), 1))
+    (folder / "gz.fits").unlink()
+    return {"FITS at the file limit": (path, size), "FITS, gzipped": (gz, inflated)}
+
+
+def _write_fits(path: Path, npix: int, budget: int) -> int:
     from astropy.io import fits
 
-    npix = limits.max_pixels
+    npix = min(npix, (budget - 2880 * 2) // 8)
     first = fits.PrimaryHDU(np.linspace(1.0, 2.0, npix).astype(np.float64))
     first.header.update({"CRVAL1": 3000.0, "CDELT1": 0.001, "CRPIX1": 1.0})
     hdus = [first]
     per = npix * 8 + 2880 * 2
-    while (len(hdus) + 1) * per <= limits.max_file_bytes:  # more HDUs up to the size limit
+    while (len(hdus) + 1) * per <= budget:
         hdus.append(fits.ImageHDU(np.zeros(npix, np.float64)))
-    path = folder / "big.fits"
     fits.HDUList(hdus).writeto(path, overwrite=True)
-    size = path.stat().st_size
-    gz = folder / "big.fits.gz"
-    gz.write_bytes(gzip.compress(path.read_bytes(), 1))
-    return {"FITS at the file limit": (path, size), "FITS, gzipped": (gz, size)}
+    return path.stat().st_size
 
 
 def parquet_inputs(folder: Path, limits) -> dict[str, tuple[Path, int]]:
-    """SpecVI-Bench files whose spectra inflate to the file-size limit: rows at the pixel
-    limit, and rows of a survey spectrum's 3,900 pixels."""
+    """SpecVI-Bench files whose spectra decode to the inflate limit: rows as wide as the
+    pixel and inflate limits allow, and rows of a survey spectrum's 3,900 pixels."""
     out = {}
-    for name, npix in (("pixel-limit rows", limits.max_pixels), ("survey-sized rows", 3900)):
-        # 16 bytes a pixel (wavelength and flux) and ~2 of list levels, as the footer counts
-        nrows = max(1, limits.max_file_bytes // (18 * npix + 64))
+    # 16 bytes a pixel (wavelength and flux) and up to ~6 of list levels, as the footer counts
+    widest = min(limits.max_pixels, (limits.inflate_cap - 2**16) // 22)
+    for name, npix in (("widest rows", widest), ("survey-sized rows", 3900)):
+        nrows = max(1, limits.inflate_cap // (22 * npix + 64))
         path = folder / f"{npix}.parquet"
         _write_specvi(path, npix, nrows)
         out[f"parquet, {name}"] = (path, nrows * npix * 16)
@@ -175,6 +183,7 @@ def main() -> int:
     limits = Limits(
         max_pixels=int(LIMITS.max_pixels * args.scale),
         max_file_bytes=int(LIMITS.max_file_bytes * args.scale),
+        max_inflated_bytes=int(LIMITS.max_inflated_bytes * args.scale),
         max_text_bytes=int(LIMITS.max_text_bytes * args.scale),
         max_field_chars=LIMITS.max_field_chars,
         max_columns=LIMITS.max_columns,
@@ -182,12 +191,14 @@ def main() -> int:
     env = {
         "LOUPE_MAX_PIXELS": str(limits.max_pixels),
         "LOUPE_MAX_FILE_BYTES": str(limits.max_file_bytes),
+        "LOUPE_MAX_INFLATED_BYTES": str(limits.max_inflated_bytes),
         "LOUPE_MAX_TEXT_BYTES": str(limits.max_text_bytes),
         "LOUPE_MAX_FIELD_CHARS": str(limits.max_field_chars),
         "LOUPE_MAX_COLUMNS": str(limits.max_columns),
     }
     print(
-        f"limits: {limits.max_pixels} pixels, file {limits.max_file_bytes} B, text "
+        f"limits: {limits.max_pixels} pixels, file {limits.max_file_bytes} B, inflated "
+        f"{limits.inflate_cap} B, text "
         f"{limits.max_text_bytes} B, field {limits.max_field_chars} chars, "
         f"{limits.max_columns} columns"
     )

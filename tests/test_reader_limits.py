@@ -118,12 +118,22 @@ def test_fits_and_parquet_columns_are_bounded(tmp_path, monkeypatch):
 
 
 def test_parquet_decompressed_size_is_bounded(tmp_path, monkeypatch):
+    """A parquet file of one repeated value is a few kB however many pixels it holds."""
     records = [fits_factory.specvi_record(i, n=4000) for i in range(20)]
+    for rec in records:
+        create = rec["extra_info"]["tools_kwargs"]["spectral_visualization_tool"]
+        create["create_kwargs"]["flux"] = [1.0] * 4000
     path = fits_factory.write_specvi_parquet(tmp_path, records=records)
     assert len(read_spectra(path)) == 20
-    monkeypatch.setattr(LIMITS, "max_file_bytes", path.stat().st_size + 1000)
-    with pytest.raises(LimitError, match=r"parquet columns extra_info inflate to \d+ bytes"):
+    monkeypatch.setattr(LIMITS, "max_inflated_bytes", 2**20)
+    assert path.stat().st_size < 2**20
+    with pytest.raises(LimitError, match=r"parquet columns extra_info inflate to \d+ bytes, "
+                       r"over the 1048576-byte limit"):  # fmt: skip
         read_spectra(path)
+    from agent.formats.specvi import rows  # what ingest reads of it
+
+    with pytest.raises(LimitError, match=r"over the 1048576-byte limit"):
+        rows(path)
 
 
 def test_limits_are_read_from_the_environment(tmp_path):

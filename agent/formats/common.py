@@ -7,9 +7,9 @@ truncated files become `SpectrumError`s instead of silently short arrays.
 
 The limits are read from the environment when Loupe starts, for data beyond them:
 `LOUPE_MAX_PIXELS` (pixels of one spectrum, elements one FITS HDU claims, lines of a
-text spectrum), `LOUPE_MAX_FILE_BYTES` (a file on disk, and what a gzipped FITS or a
-parquet column inflates to), `LOUPE_MAX_TEXT_BYTES` (a text spectrum or catalogue after
-inflating), `LOUPE_MAX_FIELD_CHARS` (one field of a text line), `LOUPE_MAX_COLUMNS`
+text spectrum), `LOUPE_MAX_FILE_BYTES` (a file on disk), `LOUPE_MAX_INFLATED_BYTES` (what
+a gzip stream or a parquet file's columns inflate to), `LOUPE_MAX_TEXT_BYTES` (a text
+spectrum or catalogue after inflating), `LOUPE_MAX_FIELD_CHARS` (one field of a text line), `LOUPE_MAX_COLUMNS`
 (columns of a text line, a FITS table or a parquet file).
 """
 
@@ -39,12 +39,20 @@ class Limits:
 
     max_pixels: int = int(os.environ.get("LOUPE_MAX_PIXELS", 10_000_000))
     max_file_bytes: int = int(os.environ.get("LOUPE_MAX_FILE_BYTES", 512 * 2**20))
+    # What a gzip stream or a parquet file's columns inflate to: a few kB can claim
+    # gigabytes, and the readers take a few times this on top.
+    max_inflated_bytes: int = int(os.environ.get("LOUPE_MAX_INFLATED_BYTES", 128 * 2**20))
     # Text costs its parser several times its size; survey spectra as text are well under
     # a megabyte, an echelle one some tens.
     max_text_bytes: int = int(os.environ.get("LOUPE_MAX_TEXT_BYTES", 64 * 2**20))
     # Numbers need under 30 characters; a catalogue's paths and names stay under this.
     max_field_chars: int = int(os.environ.get("LOUPE_MAX_FIELD_CHARS", 1024))
     max_columns: int = int(os.environ.get("LOUPE_MAX_COLUMNS", 1000))  # FITS allows 999
+
+    @property
+    def inflate_cap(self) -> int:
+        """The most a compressed stream may inflate to: under both size limits."""
+        return min(self.max_file_bytes, self.max_inflated_bytes)
 
 
 LIMITS = Limits()
@@ -125,7 +133,9 @@ def gzip_contents(data: bytes) -> str:
 
 def read_capped(path: Path, cap: int | None = None, what: str = "file") -> bytes:
     """The file's bytes, inflated if gzipped; neither the file nor what a gzip stream
-    inflates to may pass `cap` bytes (default `LIMITS.max_file_bytes`)."""
+    inflates to may pass `cap` bytes (default `LIMITS.max_file_bytes`, and for what a gzip
+    stream inflates to `LIMITS.inflate_cap`)."""
+    gz_cap = LIMITS.inflate_cap if cap is None else min(cap, LIMITS.inflate_cap)
     cap = LIMITS.max_file_bytes if cap is None else cap
     size = check_file(path)
     with open(path, "rb") as fh:
@@ -135,13 +145,13 @@ def read_capped(path: Path, cap: int | None = None, what: str = "file") -> bytes
     raw = path.read_bytes()
     if not gzipped:
         return raw
-    return _inflate(path, raw, cap, what)
+    return _inflate(path, raw, gz_cap, what)
 
 
 def gzip_head(path: Path, n: int = 4096) -> bytes:
     """The first `n` inflated bytes of a gzipped file, to tell what it holds; the rest is
-    inflated and dropped, so a bomb past `LIMITS.max_file_bytes` is refused at any size."""
-    cap = LIMITS.max_file_bytes
+    inflated and dropped, so a bomb past `LIMITS.inflate_cap` is refused at any size."""
+    cap = LIMITS.inflate_cap
     head, total = b"", 0
     try:
         with gzip.open(path, "rb") as gz:

@@ -42,6 +42,17 @@ NEEDED = ("data_source", "reward_model", "extra_info")
 BATCH_ROWS = 64  # rows decoded at a time: the whole column at once costs several times its size
 
 
+WIDTH = {"BOOLEAN": 1, "INT32": 4, "FLOAT": 4, "INT64": 8, "DOUBLE": 8, "INT96": 12}
+
+
+def _decoded_bytes(chunk: Any) -> int:
+    """What a column chunk takes decoded: its values times their width. The footer's
+    "uncompressed" size is after dictionary and run-length encoding, which store a column
+    of one repeated value in a few bytes whatever its length."""
+    width = WIDTH.get(chunk.physical_type, 0)
+    return max(chunk.num_values * width, chunk.total_uncompressed_size)
+
+
 def _records(path: Path, columns: list[str], wanted: set[int] | None = None) -> Iterator[dict]:
     """Row by row (only `wanted` ones, if given), `columns` as Python values, except lists
     of numbers, which stay numpy arrays: as Python objects a float takes ~30 bytes."""
@@ -72,7 +83,7 @@ def _records(path: Path, columns: list[str], wanted: set[int] | None = None) -> 
 
 def _check_size(path: Path, pf: Any, columns: list[str]) -> None:
     """Refuse before reading: more columns than `LIMITS.max_columns`, or `columns` that
-    inflate past `LIMITS.max_file_bytes` (parquet compresses; the footer says how much)."""
+    decode to more than `LIMITS.inflate_cap` bytes (the footer says how many values)."""
     meta = pf.metadata
     if meta.num_columns > LIMITS.max_columns:
         raise LimitError(
@@ -80,16 +91,16 @@ def _check_size(path: Path, pf: Any, columns: list[str]) -> None:
             f"parquet has {meta.num_columns} columns, over the {LIMITS.max_columns}-column limit",
         )
     size = sum(
-        rg.column(j).total_uncompressed_size
+        _decoded_bytes(rg.column(j))
         for rg in (meta.row_group(i) for i in range(meta.num_row_groups))
         for j in range(rg.num_columns)
         if rg.column(j).path_in_schema.split(".")[0] in columns
     )
-    if size > LIMITS.max_file_bytes:
+    if size > LIMITS.inflate_cap:
         raise LimitError(
             path,
             f"parquet columns {', '.join(columns)} inflate to {size} bytes, over the "
-            f"{LIMITS.max_file_bytes}-byte limit",
+            f"{LIMITS.inflate_cap}-byte limit",
         )
 
 
