@@ -24,6 +24,8 @@ class Task:
     inspector: str = ""
 
 
+# The one list of tasks. Its order (cv, carbon, s_type, m_giant, wd) is the order reports,
+# tables and menus show them in.
 TASKS: dict[str, Task] = {
     t.name: t
     for t in [

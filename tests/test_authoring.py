@@ -7,7 +7,7 @@ import pytest
 
 from agent import protocol
 from agent.formats import write_lamost_fits
-from agent.parse import parse_turn
+from agent.protocol import parse_turn
 from agent.refs import CandidateRef
 from agent.render import to_png
 from agent.spectrum import Spectrum, SpectrumMeta

@@ -12,7 +12,7 @@ import pytest
 
 from agent.formats import write_lamost_fits
 from agent.loop import run_batch
-from agent.parse import parse_turn
+from agent.protocol import parse_turn
 from agent.policies.scripted import ScriptedPolicy
 from agent.refs import CandidateRef
 from agent.spectrum import Spectrum, SpectrumMeta

@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("trl")
 
-from agent.prompts import assistant_turn, system_message, tool_response_turn, user_turn  # noqa: E402
+from agent.protocol import assistant_turn, system_message, tool_response_turn, user_turn  # noqa: E402
 from agent.tool import call_tool, global_view  # noqa: E402
 from training.chat_template import apply_speco3_template  # noqa: E402
 from training.data import load_rl_dataset, simulated_spectrum, spectrum_from_ref  # noqa: E402
@@ -79,7 +79,7 @@ def test_template_writes_the_tool_block_once(tiny_model_dir):
     text = processor.apply_chat_template(
         msgs, tools=[env.spectral_visualization_tool], tokenize=False
     )
-    assert text.count("# Tools") == 1  # agent.prompts already wrote it; not again
+    assert text.count("# Tools") == 1  # agent.protocol already wrote it; not again
     bare = [{"role": "user", "content": [{"type": "text", "text": "q"}]}]
     text = processor.apply_chat_template(
         bare, tools=[env.spectral_visualization_tool], tokenize=False

@@ -36,7 +36,7 @@ def test_demo_to_checkpoints(tmp_path, tiny_model_dir):
 
     import launch
     from agent.loop import run_episode
-    from agent.parse import parse_turn
+    from agent.protocol import parse_turn
     from agent.policies import get_policy
     from annotate import authoring, review
     from db.store import Store

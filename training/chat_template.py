@@ -11,7 +11,7 @@ trained on:
     ...
 
 Two routes lead to the same text: a system message that already holds the `# Tools` block
-(what `agent.prompts` writes, so inference and training see identical prompts) is rendered
+(what `agent.protocol` writes, so inference and training see identical prompts) is rendered
 as is; otherwise, when `tools` are passed, the block is generated from their JSON schemas.
 Assistant turns may carry their tool call inside the raw text (SFT exports, model output)
 or as structured `tool_calls` (TRL's rollouts); both render the same.

@@ -28,10 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.tasks import TASKS
 from annotate import agreement
-
-TASK_ORDER = ("cv", "carbon", "s_type", "m_giant", "wd")
-
 
 # -- metric functions (plain, reusable) ---------------------------------------------------
 
@@ -179,7 +177,8 @@ def hitl_curve(
 
 
 def _ordered(tasks) -> list[str]:
-    return sorted(tasks, key=lambda t: (TASK_ORDER.index(t) if t in TASK_ORDER else 99, t))
+    order = list(TASKS)  # the reports' order: cv, carbon, s_type, m_giant, wd
+    return sorted(tasks, key=lambda t: (order.index(t) if t in order else len(order), t))
 
 
 def metrics(items: Sequence[Scored]) -> dict[str, Any]:

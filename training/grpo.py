@@ -152,11 +152,11 @@ class GRPOScriptConfig(TrainingScriptConfig):
 def tool_reply(result: Any) -> list[dict[str, Any]]:
     """A `ToolResult` as the tool message content TRL renders inside `<tool_response>`.
 
-    Built from `agent.prompts.tool_response_turn` (what the agent loop sends) minus the
+    Built from `agent.protocol.tool_response_turn` (what the agent loop sends) minus the
     wrapper tags the chat template adds, so a rollout's tool turn tokenises exactly like the
     loop's.
     """
-    from agent.prompts import tool_response_turn
+    from agent.protocol import tool_response_turn
 
     placeholder = "image" if result.image is not None else None
     items = [dict(item) for item in tool_response_turn(result.text, placeholder)["content"]]

@@ -90,7 +90,7 @@ def assistant_turns(completion: Any) -> list[str]:
 def format_error(completion: Any) -> str | None:
     """Why a completion breaks the answer format, or None when it is well formed.
 
-    Every assistant turn must pass `agent.parse.parse_turn` (balanced, non-empty `<think>`;
+    Every assistant turn must pass `agent.protocol.parse_turn` (balanced, non-empty `<think>`;
     one tool call, or exactly one `<answer>` holding `\\boxed{YES|NO}`), and the last turn,
     only the last, must be the answer.
 

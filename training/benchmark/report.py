@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from agent.tasks import TASKS
 from training.benchmark.sources import LAYOUTS
 
 
@@ -173,18 +174,18 @@ def grid_table(rows: list[Row], n_boot: int = 1000) -> tuple[str, dict]:
 
 def task_by(rows: list[Row], attr: str) -> str:
     """F1 per task for each value of `attr` (layout or snr)."""
-    from training.evaluate import TASK_ORDER, per_task_f1
+    from training.evaluate import per_task_f1
 
     vals = sorted(
         {getattr(r, attr) for r in rows},
         key=lambda v: _snr_key(v) if attr == "snr" else LAYOUTS.index(v),
     )
-    head = [attr, *TASK_ORDER]
+    head = [attr, *TASKS]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for v in vals:
         f1 = per_task_f1([r.scored for r in rows if getattr(r, attr) == v])
         lines.append(
-            f"| {v} | " + " | ".join(f"{f1.get(t, float('nan')):.2f}" for t in TASK_ORDER) + " |"
+            f"| {v} | " + " | ".join(f"{f1.get(t, float('nan')):.2f}" for t in TASKS) + " |"
         )
     return "\n".join(lines)
 
@@ -209,9 +210,8 @@ def confusers(rows: list[Row]) -> str:
             k = (r.scored.task, r.cls, r.scored.label)
             low[k][0] += int(r.scored.pred)
             low[k][1] += 1
-    from training.evaluate import TASK_ORDER
-
-    for k in sorted(acc, key=lambda k: (TASK_ORDER.index(k[0]), not k[2], k[1])):
+    order = list(TASKS)
+    for k in sorted(acc, key=lambda k: (order.index(k[0]), not k[2], k[1])):
         yes, n, _ = acc[k]
         ly, ln = low.get(k, [0, 0])
         lines.append(
