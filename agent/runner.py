@@ -38,7 +38,7 @@ from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExe
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from agent.catalog import collect_candidates
+from agent.candidates import collect_candidates
 from agent.errors import LoupeError
 from agent.failure import failed as _crashed
 from agent.failure import task_key

@@ -78,7 +78,7 @@ def run(spectra: list[Spectrum], renderer: str) -> tuple[float, float]:
 
 def candidate_refs(n: int, tmp: Path) -> tuple[list, str]:
     """n files x 5 tasks as CandidateRefs: real LAMOST files, else simulated ones."""
-    from agent.catalog import read_candidates
+    from agent.candidates import read_candidates
 
     files = sorted((REPO.parent / "shared" / "spectra" / "lamost").glob("*.fits"))[:n]
     source = "real LAMOST files"

@@ -2,7 +2,7 @@
 
 SOURCES are spectrum files, folders, globs, catalogue CSVs (`path,task[,id,hdu,row,label,...]`,
 paths relative to the CSV) and SpecVI-Bench parquet files, expanded by
-`agent.catalog.collect_candidates`. A bad file, or a bad catalogue line (a missing file, an
+`agent.candidates.collect_candidates`. A bad file, or a bad catalogue line (a missing file, an
 unknown task, an id already given to another spectrum, in this run or in the store), is
 reported with the problem and skipped; everything else is ingested, and the exit status is 1
 (`--keep-first` lets an id given twice keep its first spectrum, the stored one if any,
@@ -91,7 +91,7 @@ def collect(
 ) -> tuple[list[CandidateRef], list[tuple[str, str]]]:
     """Candidates from every source, and (source or catalogue line, problem) for each one
     that failed; ids given to two spectra come back as `Conflict`s, the first one kept."""
-    from agent.catalog import collect_candidates
+    from agent.candidates import collect_candidates
     from agent.refs import ConflictError
 
     refs, bad = collect_candidates(sources, task=task, roots=roots)

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from agent.loop import DEFAULT_MAX_TURNS
-from annotate.calibrate import CV_HEADERS, SETTING
+from annotate.inspector_fit import CV_HEADERS, SETTING
 from app import context as app_context
 from app.pages import dashboard as dashboard_page
 from app.pages import upload as upload_page
@@ -199,7 +199,7 @@ def test_a_corrupt_stored_model_is_refused_by_name(team, tmp_path):
     ctx = team
     ctx.store.set_setting(SETTING, {"version": 3, "tasks": {"cv": {"kind": "magic"}}})
     c = ctx.store.list_candidates(limit=1)[0]
-    from agent.catalog import CandidateRef
+    from agent.refs import CandidateRef
 
     ref = CandidateRef(id=c.key, task=c.task, path=c.spectrum_ref["path"])
     with pytest.raises(ModelError, match="inspector_model.*unknown kind"):

@@ -12,8 +12,8 @@ import pytest
 
 from agent.formats import write_lamost_fits
 from agent.loop import run_batch
-from agent.protocol import parse_turn
 from agent.policies.scripted import ScriptedPolicy
+from agent.protocol import parse_turn
 from agent.refs import CandidateRef
 from agent.spectrum import Spectrum, SpectrumMeta
 from agent.trajectory import Step, Trajectory

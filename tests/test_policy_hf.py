@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agent.loop import run_batch
 from agent.confidence import verdict_char_index
+from agent.loop import run_batch
 from agent.spectrum import Spectrum, SpectrumMeta
 
 torch = pytest.importorskip("torch")

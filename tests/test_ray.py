@@ -112,7 +112,7 @@ def test_store_pending_candidates_on_ray(demo, local_cluster, single, tmp_path):
 
     db = tmp_path / "loupe.db"
     store = Store(str(db))
-    from agent.catalog import read_candidates
+    from agent.candidates import read_candidates
 
     store.add_candidates(read_candidates([str(demo)]))
     store.close()

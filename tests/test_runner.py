@@ -294,7 +294,7 @@ def _store_rows(db: Path) -> list[tuple[str, str, int]]:
 def test_vet_db_alone_vets_the_stores_pending_candidates(catalogue, tmp_path, capsys):
     from dataclasses import replace
 
-    from agent.catalog import read_candidates
+    from agent.candidates import read_candidates
     from db.store import Store
 
     cat, ids = catalogue

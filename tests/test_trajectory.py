@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.protocol import parse_turn
-from agent.protocol import TOOL_NAME, system_prompt, task_prompt
+from agent.protocol import TOOL_NAME, parse_turn, system_prompt, task_prompt
 from agent.tasks import TASKS
 from agent.tool import image_reference
 from agent.trajectory import Step, Trajectory, finish, record_observation, step_from_parsed

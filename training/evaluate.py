@@ -5,7 +5,7 @@
     python launch.py evaluate --catalog labelled.csv --results vet=results.jsonl --out eval/
 
 Labelled sets: catalogue CSVs with a `label` column, RL exports and SpecVI-Bench parquet
-(anything `agent.catalog.read_candidates` reads), or results JSONL from `launch.py vet`
+(anything `agent.candidates.read_candidates` reads), or results JSONL from `launch.py vet`
 joined to the catalogue by (id, task). Each policy runs through the batch runner
 (`agent.runner`, resumable: `OUT/<name>.jsonl`), so what is scored is exactly what
 `vet` would record. Reported per task: precision, recall, F1, accuracy, confusion; over
@@ -212,7 +212,7 @@ def metrics(items: Sequence[Scored]) -> dict[str, Any]:
 
 def load_labels(sources: Sequence[str], task: str | None = None, group_by: str | None = None):
     """Candidates with labels, and {(id, task): group value} from a catalogue column."""
-    from agent.catalog import read_candidates
+    from agent.candidates import read_candidates
     from agent.runner import task_key
 
     cands = [c for c in read_candidates(list(sources), task=task) if c.label in ("YES", "NO")]

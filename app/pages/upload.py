@@ -66,7 +66,7 @@ def ingest_upload(
     import hashlib
     import shutil
 
-    from agent.catalog import expand_candidates
+    from agent.candidates import expand_candidates
 
     # Every path a file names (a catalogue's lines) must stay inside the data roots too.
     def read_candidates(path: Path, task: str):

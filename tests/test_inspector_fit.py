@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from agent.policies.rules.learned import InspectorModel, ModelError, TaskModel, load
-from annotate import calibrate, calibrate_cli
-from annotate.calibrate import Example, fit, fit_task
+from annotate import calibrate_cli, inspector_fit
+from annotate.inspector_fit import Example, fit, fit_task
 
 
 def _examples(n: int, informative_rules: bool, seed: int = 0) -> list[Example]:
@@ -112,7 +112,7 @@ def test_calibrate_end_to_end(tmp_path):
     )
     assert calibrate_cli.main(ns) == 0
     store = Store(str(db))
-    saved = store.setting(calibrate.SETTING)
+    saved = store.setting(inspector_fit.SETTING)
     assert saved["version"] == 1 and set(saved["tasks"]) >= {"cv", "m_giant", "wd"}
     for t, r in saved["info"]["cv"].items():
         assert r["chosen"] in ("rules", "platt", "isotonic", "combiner"), t
@@ -152,5 +152,5 @@ def test_calibrate_end_to_end(tmp_path):
     # A second fit is a new version; the first stays on disk for the runs that used it.
     assert calibrate_cli.main(ns) == 0
     store = Store(str(db))
-    assert store.setting(calibrate.SETTING)["version"] == 2
+    assert store.setting(inspector_fit.SETTING)["version"] == 2
     store.close()
