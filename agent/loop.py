@@ -91,7 +91,8 @@ class _Run:
 
 
 def _start(item: Item, policy: Policy, renderer: str, max_turns: int, params: dict) -> _Run:
-    from agent.tool import global_view, image_reference
+    from agent.protocol import image_reference
+    from agent.tool import global_view
 
     t0 = time.perf_counter()
     traj = Trajectory(
@@ -177,7 +178,8 @@ def _act(policy: Policy, episodes: Sequence[Episode]) -> list[Reply]:
 
 
 def _advance(run: _Run, reply: Reply, share: float, renderer: str, last_turn: bool) -> None:
-    from agent.tool import call_tool, image_reference
+    from agent.protocol import image_reference
+    from agent.tool import call_tool
 
     traj, ep = run.traj, run.episode
     if reply.error:

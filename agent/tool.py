@@ -35,8 +35,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-# The tool's name, schema and image references belong to the protocol; named here too.
-from agent.protocol import TOOL_NAME, TOOL_SCHEMA, image_reference, parse_reference  # noqa: F401
+from agent.protocol import TOOL_NAME, parse_reference
 from agent.render import RENDERERS, Markers, render
 from agent.spectrum import Spectrum, SpectrumError
 from agent.trajectory import Step
@@ -57,10 +56,6 @@ class ToolResult:
     @property
     def ok(self) -> bool:
         return self.error is None
-
-
-# The reference format is part of the protocol (agent.protocol); the tool renders from it.
-parse_image_reference = parse_reference
 
 
 # -- spectrum helpers ------------------------------------------------------------------

@@ -473,7 +473,8 @@ def test_rl_rows_carry_masked_pixels_so_grpo_draws_what_vet_draws(tmp_path):
     import pyarrow.parquet as pq
 
     from agent.formats import load_one
-    from agent.tool import TOOL_NAME, call_tool, global_view
+    from agent.protocol import TOOL_NAME
+    from agent.tool import call_tool, global_view
     from annotate.export import rl
     from annotate.export.conversation import Images
     from annotate.export.record import ExportRecord

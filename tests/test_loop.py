@@ -13,9 +13,9 @@ from agent.loop import run_batch, run_episode
 from agent.policies import get_policy
 from agent.policies.base import Reply
 from agent.policies.scripted import ScriptedPolicy
+from agent.protocol import image_reference
 from agent.refs import CandidateRef
 from agent.spectrum import Spectrum, SpectrumMeta
-from agent.tool import image_reference
 from agent.trajectory import Trajectory
 
 ANSWER_YES = "<think>Broad Balmer emission.</think><answer>\\boxed{YES} H-alpha emission.</answer>"

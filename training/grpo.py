@@ -234,7 +234,8 @@ class SpectrumEnvironment:
         Returns:
             The plot of the window and a short description.
         """
-        from agent.tool import TOOL_NAME, call_tool
+        from agent.protocol import TOOL_NAME
+        from agent.tool import call_tool
 
         arguments: dict[str, Any] = {"wavelength_range": wavelength_range}
         if label is not None:
