@@ -342,10 +342,14 @@ def format_turn(
 
 
 # -- reading an assistant turn ----------------------------------------------------------
+# The answer block and the boxed verdict, read as the published reward reads them (a box
+# holds everything up to its first `}`). `training.rewards` scores with these patterns and
+# `agent.confidence` finds the verdict's position with `BOXED_OPEN`.
+ANSWER_BLOCK = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+BOXED_OPEN = re.compile(r"\\boxed\{\s*")
+BOXED = re.compile(r"\\boxed\{([^}]*)\}")
 _THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
 _TOOL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
-_BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 _FIRST_TAG = re.compile(r"<(?:think|/think|tool_call|/tool_call|answer|/answer)>")
 
 
@@ -431,7 +435,7 @@ def _parse_into(turn: ParsedTurn, text: str) -> None:
     call = next((c for c, _ in decoded if c is not None), None)  # verl skips undecodable ones
     problem = next((p for _, p in decoded if p), None)
     a_open, a_close = text.count("<answer>"), text.count("</answer>")
-    boxed_anywhere = _BOXED.findall(text)
+    boxed_anywhere = BOXED.findall(text)
     if call is not None:
         if len(calls) > 1:
             turn.errors.append(
@@ -449,7 +453,7 @@ def _parse_into(turn: ParsedTurn, text: str) -> None:
         return
 
     # <answer>: a turn that opens or closes one, or boxes a verdict, is a final turn.
-    answers = _ANSWER.findall(text)
+    answers = ANSWER_BLOCK.findall(text)
     if a_open or a_close or boxed_anywhere:
         turn.is_answer = True
         if a_open != 1 or a_close != 1 or len(answers) != 1:
@@ -457,11 +461,11 @@ def _parse_into(turn: ParsedTurn, text: str) -> None:
                 f"need exactly one <answer>...</answer> ({a_open} open, {a_close} closed)"
             )
         body = answers[-1] if answers else ""
-        boxed = _BOXED.search(body)
+        boxed = BOXED.search(body)
         if boxed is None:
             if answers:
                 turn.errors.append("no \\boxed{} inside <answer>")
-            boxed = _BOXED.search(text)  # Spec-o3's fallback: a verdict boxed elsewhere
+            boxed = BOXED.search(text)  # Spec-o3's fallback: a verdict boxed elsewhere
             explanation_src = body.strip() if answers else None
         else:
             explanation_src = body[boxed.end() :].strip()
