@@ -100,11 +100,11 @@ SYSTEM_TEXT = (
 # Qwen2.5's hermes tool block, word for word: the models were trained on this wording.
 # It sits in the system text, as Qwen's own template writes it, so the conversation
 # renders the same with or without a template's `tools=` support.
-_TOOLS_HEADER = (
+TOOLS_HEADER = (
     "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
     "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
 )
-_TOOLS_FOOTER = (
+TOOLS_FOOTER = (
     "\n</tools>\n\nFor each function call, return a json object with function name and "
     "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
     '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
@@ -120,7 +120,7 @@ ANSWER_FORMAT = (
 def tools_block(tools: list[dict[str, Any]] | None = None) -> str:
     tools = [TOOL_SCHEMA] if tools is None else tools
     body = "".join("\n" + json.dumps(t, ensure_ascii=False) for t in tools)
-    return _TOOLS_HEADER + body + _TOOLS_FOOTER
+    return TOOLS_HEADER + body + TOOLS_FOOTER
 
 
 def system_prompt() -> str:

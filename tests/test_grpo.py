@@ -87,6 +87,23 @@ def test_template_writes_the_tool_block_once(tiny_model_dir):
     assert text.count("# Tools") == 1 and "spectral_visualization_tool" in text
 
 
+def test_the_environment_tool_is_described_by_the_protocol_alone():
+    """TRL builds the tool's schema from the method; its name, description and argument
+    texts are the protocol's, not a second wording."""
+    from transformers.utils import get_json_schema
+
+    from agent.protocol import TOOL_NAME, TOOL_SCHEMA
+
+    fn = get_json_schema(SpectrumEnvironment().spectral_visualization_tool)["function"]
+    published = TOOL_SCHEMA["function"]
+    assert fn["name"] == TOOL_NAME and fn["description"] == published["description"]
+    assert fn["parameters"]["required"] == published["parameters"]["required"]
+    described = {k: p["description"] for k, p in fn["parameters"]["properties"].items()}
+    assert described == {
+        k: p["description"] for k, p in published["parameters"]["properties"].items()
+    }
+
+
 def test_environment_resets_from_specvi_rows_and_zooms(training_sample):
     _, rl_path = training_sample
     rows = load_rl_dataset(rl_path)

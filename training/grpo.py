@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.errors import LoupeError
+from agent.protocol import TOOL_NAME, TOOL_SCHEMA
 from training.common import (
     TrainingScriptConfig,
     checkpoint_renderer,
@@ -176,6 +177,21 @@ def tool_reply(result: Any) -> list[dict[str, Any]]:
     return out
 
 
+def tool_docstring() -> str:
+    """The zoom tool's description and arguments from `agent.protocol.TOOL_SCHEMA`, in the
+    Google style TRL reads a tool's schema from, so the tool is described in one place.
+
+    >>> print(tool_docstring().splitlines()[0])
+    A tool for visualizing spectral data with wavelength range zooming capabilities.
+    """
+    fn = TOOL_SCHEMA["function"]
+    args = "".join(
+        f"\n    {name}: {prop['description']}"
+        for name, prop in fn["parameters"]["properties"].items()
+    )
+    return f"{fn['description']}\n\nArgs:{args}\n"
+
+
 class SpectrumEnvironment:
     """One rollout's world: the candidate's spectrum and the zoom tool over it."""
 
@@ -225,16 +241,6 @@ class SpectrumEnvironment:
     def spectral_visualization_tool(
         self, wavelength_range: list[float], label: str | None = None
     ) -> list[dict[str, Any]]:
-        """Plot the spectrum over a rest-frame wavelength window to inspect lines and bands.
-
-        Args:
-            wavelength_range: [min, max] of the window in rest-frame Angstrom.
-            label: What the window is meant to show, e.g. 'H-alpha region'.
-
-        Returns:
-            The plot of the window and a short description.
-        """
-        from agent.protocol import TOOL_NAME
         from agent.tool import call_tool
 
         arguments: dict[str, Any] = {"wavelength_range": wavelength_range}
@@ -244,6 +250,9 @@ class SpectrumEnvironment:
         self.calls.append({"arguments": arguments, "error": result.error})
         self.images += result.image is not None
         return tool_reply(result)
+
+    # TRL reads a tool's description and arguments from its docstring: the protocol's.
+    spectral_visualization_tool.__doc__ = tool_docstring()
 
 
 def environment_factory(renderer: str):
