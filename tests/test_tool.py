@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -251,3 +252,26 @@ def test_image_references_round_trip_and_steps_rerender():
     assert T.render_step(s, Step()) is None
     glob = T.render_reference(s, image_reference("fast", None))
     assert np.array_equal(np.asarray(glob), np.asarray(T.global_view(s).image))
+
+
+def test_a_plotting_bug_is_an_observation_and_a_logged_traceback(caplog, monkeypatch):
+    s = make_spectrum()
+
+    def broken(*args, **kwargs):
+        raise MemoryError("figure buffer")
+
+    monkeypatch.setattr(T, "render_window", broken)
+    caplog.set_level(logging.ERROR, logger="agent.tool")
+    r = T.call_tool(s, TOOL_NAME, {"wavelength_range": [6500, 6620]})
+    assert r.image is None and r.error.startswith("Error processing spectral visualization")
+    assert T.global_view(s).error is not None
+    logged = [rec for rec in caplog.records if rec.name == "agent.tool"]
+    assert [rec.exc_info[0] for rec in logged] == [MemoryError, MemoryError]
+    assert "t1" in logged[0].getMessage()
+
+    # whatever escapes zoom itself is caught by call_tool, recorded and logged too
+    caplog.clear()
+    monkeypatch.setattr(T, "zoom", lambda *a, **k: 1 / 0)
+    r = T.call_tool(s, TOOL_NAME, {"wavelength_range": [6500, 6620]})
+    assert "ZeroDivisionError" in r.error
+    assert [rec.exc_info[0] for rec in caplog.records] == [ZeroDivisionError]
