@@ -322,8 +322,8 @@ def test_vet_db_alone_vets_the_stores_pending_candidates(catalogue, tmp_path, ca
 
 
 def test_store_sink_commits_in_batches(tmp_path):
-    from db.store import Store, StoreError
     from annotate.vetting.sinks import StoreSink
+    from db.store import Store, StoreError
     from tests.store_factory import traj
 
     db = tmp_path / "s.db"

@@ -41,7 +41,9 @@ import hashlib
 import logging
 import os
 import pickle
+import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from agent.errors import LoupeError
@@ -236,6 +238,10 @@ def connect(address: str) -> bool:
             ray.init(address=address)
     except ConnectionError as exc:
         raise ClusterError(f"--ray {address}: cannot reach the cluster ({exc})") from None
+    except Exception as exc:  # Ray raises a bare Exception when its node does not start
+        log.exception("ray.init failed")
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ClusterError(f"--ray {address}: Ray did not start ({first})") from None
     return True
 
 
@@ -306,6 +312,7 @@ def _stream(todo, opts, kwargs, renderer, plan, started: bool) -> Iterator[Traje
     attempts = (
         ray.remote(Attempts).options(num_cpus=0, scheduling_strategy=here, max_restarts=0).remote()
     )
+    stop_watching = _watch_local_node()
     try:
         ds = ray.data.from_items([{"ref": pickle.dumps(c)} for c in todo])
         out = ds.map_batches(
@@ -341,6 +348,7 @@ def _stream(todo, opts, kwargs, renderer, plan, started: bool) -> Iterator[Traje
             log.exception("the Ray run stopped")
             raise RunStopped(exc) from None
     finally:
+        stop_watching.set()  # before a shutdown stops the node on purpose
         _quietly(ray.kill, attempts)
         if started:
             _quietly(ray.shutdown)
@@ -356,6 +364,71 @@ class RunStopped(ClusterError):
             f"the Ray run stopped ({what}); what finished is recorded, "
             "run the same command again to vet the rest"
         )
+
+
+def _watch_local_node() -> threading.Event:
+    """Watch this machine's raylet and Ray's agents beside it, when this process started
+    them (`--ray local`), and log one line if one goes during the run; returns the event
+    that ends the watch.
+
+    The raylet shares its fate with Ray's agents (killing the dashboard agent stops it),
+    and once it is gone Ray's core ends this process from C++ (status 1) with no Python
+    exception to catch. The agent goes a fraction of a second before the raylet; this
+    line, logged as soon as either is seen gone, is the only chance to say what happened.
+    """
+    import ray._private.worker as ray_worker
+
+    stop = threading.Event()
+    node = getattr(ray_worker, "_global_node", None)
+    raylets = (getattr(node, "all_processes", None) or {}).get("raylet") or []
+    proc = getattr(raylets[0], "process", None) if raylets else None
+    if proc is None:  # joined a cluster: its raylet is not this process's to watch
+        return stop
+    agents = _agents_of(proc.pid)
+
+    def gone() -> str | None:
+        if proc.poll() is not None:
+            return f"its raylet exited with status {proc.returncode}"
+        for pid, name in agents.items():
+            if not _alive(pid):
+                return f"{name} died, and the raylet stops with it"
+        return None
+
+    def watch() -> None:
+        while not stop.wait(0.02):
+            what = gone()
+            if what and not stop.is_set():
+                log.error(
+                    "Ray's node on this machine stopped during the run (%s); what finished "
+                    "is recorded, run the same command again to vet the rest",
+                    what,
+                )
+                return
+
+    threading.Thread(target=watch, name="loupe-ray-node-watch", daemon=True).start()
+    return stop
+
+
+def _agents_of(raylet: int) -> dict[int, str]:
+    """pid -> name of Ray's agent processes the raylet started (Linux /proc; none elsewhere)."""
+    out = {}
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            name = (d / "cmdline").read_bytes().split(b"\0")[0].decode().strip()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == raylet and name.startswith("ray::") and name.endswith("Agent"):
+            out[int(d.name)] = name.removeprefix("ray::")
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")  # a zombie has died; only its parent has not reaped it
 
 
 def _quietly(fn: Any, *args: Any) -> None:
