@@ -376,9 +376,11 @@ def _watch_local_node() -> threading.Event:
     exception to catch. The agent goes a fraction of a second before the raylet; this
     line, logged as soon as either is seen gone, is the only chance to say what happened.
     """
-    import ray._private.worker as ray_worker
-
     stop = threading.Event()
+    try:  # Ray's own record of the processes it started here (not a public API)
+        import ray._private.worker as ray_worker
+    except ImportError:
+        return stop
     node = getattr(ray_worker, "_global_node", None)
     raylets = (getattr(node, "all_processes", None) or {}).get("raylet") or []
     proc = getattr(raylets[0], "process", None) if raylets else None
