@@ -11,7 +11,8 @@ already recorded is skipped, so a run killed at any moment (even kill -9) contin
 stopped, with no duplicates and no gaps (`annotate.vetting`).
 
 With --db the candidates of --catalog/--input are ingested first, by `ingest`'s rules: an id
-the store already gives to another spectrum is refused as `ingest` refuses it. Without
+the store already gives to another spectrum is refused as `ingest` refuses it (exit status
+1; `--keep-first` lets the stored one stand without failing). Without
 --catalog/--input the candidates are the store's own (optionally only those of --task) that
 this run has not recorded yet. With the rules policy the store's current inspector model
 (`launch.py calibrate`) is used unless `--model FILE` names another or `--model none` asks
@@ -138,6 +139,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="Record trajectories into this database (file or SQLAlchemy URL) "
         "instead of only writing JSONL.",
+    )
+    out.add_argument(
+        "--keep-first",
+        action="store_true",
+        help="with --db: a line giving an id the store holds for another spectrum is "
+        "skipped (the stored one stands) without failing the run (as `ingest --keep-first`)",
     )
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -278,7 +285,7 @@ def _into_store(args, opts: VetOptions, candidates: list | None, bar: Bar):
         if candidates is not None:
             # Spectra are read when vetted; here they are only checked and added.
             _, problems, candidates = ingest_refs(store, candidates, read=False, actor="vet")
-            refused = report_refused("vet", problems)
+            refused = report_refused("vet", problems, keep_first=args.keep_first)
         stats = vet_into_store(
             store, candidates, policy=opts.policy, renderer=opts.renderer, options=opts,
             progress=bar,

@@ -437,3 +437,6 @@ def test_vet_db_refuses_an_id_the_store_gives_another_file_as_ingest_does(
     refused = [x for x in vet_err.splitlines() if "cand000" in x]
     assert refused == [conflict[0].replace("ingest: ", "vet: ", 1)]
     assert _store_rows(fresh) == [("cand002", "wd", 1)]  # nothing under the stored cand000
+    assert launch.main([*argv, "--keep-first", "--no-progress"]) == 0
+    assert "vet: kept the first: " in capsys.readouterr().err  # as `ingest --keep-first`
+    assert _store_rows(fresh) == [("cand002", "wd", 1)]
