@@ -188,7 +188,7 @@ def test_killing_rays_dashboard_agent_is_said_in_one_line(demo, tmp_path):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    assert killed, "the dashboard agent was not found before the run ended"
+    assert killed, "the dashboard agent was not found before the run ended: " + err[-2000:]
     said = [x for x in err.splitlines() if "annotate.vetting" in x and "ERROR" in x]
     assert proc.returncode == 1 and len(said) == 1, err[-3000:]
     assert "DashboardAgent died" in said[0] and "run the same command again" in said[0]
