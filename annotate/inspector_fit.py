@@ -38,7 +38,7 @@ import numpy as np
 
 from agent.errors import LoupeError
 from agent.policies.rules.learned import InspectorModel, TaskModel
-from db.vet import INSPECTOR_SETTING as SETTING
+from annotate.vetting.into_store import INSPECTOR_SETTING as SETTING
 
 
 @dataclass

@@ -94,8 +94,8 @@ def test_a_fitted_model_cannot_undo_the_veto_or_the_noise():
 @pytest.mark.slow
 def test_calibrate_end_to_end(tmp_path):
     """Store with labels -> calibrate -> vet with the fitted version -> version recorded."""
-    from db import vet
-    from db.ingest import ingest
+    from annotate.ingest import ingest
+    from commands import vet
     from db.store import Store
     from training.sim.demo import generate_demo
 
@@ -120,7 +120,7 @@ def test_calibrate_end_to_end(tmp_path):
     store.close()
     assert load(path).version == 1
 
-    from agent import runner
+    from annotate.vetting import runner
 
     p = argparse.ArgumentParser()
     vet.add_arguments(p)

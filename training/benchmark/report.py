@@ -73,7 +73,7 @@ def score_split(
 
 
 def join_catalog(cat: Path, results: Path) -> list[Row]:
-    from agent.runner import task_key
+    from agent.failure import task_key
     from training.evaluate import load_labels, score_results
 
     cands, _ = load_labels([str(cat)])
