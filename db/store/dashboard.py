@@ -51,6 +51,7 @@ class DashboardMixin:
             q = (
                 select(C.task_id, R.action, R.expert_id, func.count())
                 .join(C, C.id == R.candidate_id)
+                .where(R.action.in_(m.DECISIONS))  # a taken-back review holds no decision
                 .group_by(C.task_id, R.action, R.expert_id)
             )
             for t, action, eid, n in s.execute(only(q)):

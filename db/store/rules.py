@@ -1,12 +1,10 @@
-"""Pure rules the store applies inside its transactions (annotate re-exports them): the
-queue's sort key and how reviews become labels."""
+"""The sort key and label columns the store keeps current inside its transactions: the
+queue's priority and the majority of the experts' labels. What a review's action means for
+its label is `annotate.review.derive_label`."""
 
 from __future__ import annotations
 
 import math
-
-from db import models as m
-from db.store.errors import StoreError
 
 UNVETTED_PRIORITY = 1e6  # candidates with no agent trajectory come after every vetted one
 VETTED = ("done", "max_turns")  # trajectory states a human can judge
@@ -67,37 +65,6 @@ def queue_priority(
     b = math.floor(d / bucket + 1e-9)
     frac = min(max(d / bucket - b, 0.0), 0.999)
     return 2.0 * b + (0.0 if disagreement else 1.0) + frac
-
-
-def derive_label(action: str, verdict: str | None, label: str | None) -> str | None:
-    """The label a review sets: accept keeps the agent's verdict, reject flips it, correct
-    takes the expert's; skip, flag and undo set none.
-
-    >>> derive_label("accept", "YES", None), derive_label("reject", "YES", None)
-    ('YES', 'NO')
-    >>> derive_label("correct", "YES", "YES"), derive_label("skip", "NO", None)
-    ('YES', None)
-    """
-    if action not in m.ACTIONS:
-        raise StoreError(f"unknown review action {action!r} (expected one of {m.ACTIONS})")
-    if action in ("skip", "flag", "undo"):
-        return None
-    if action == "correct":
-        if label not in m.LABELS:
-            raise StoreError(f"'correct' needs a label YES or NO (got {label!r})")
-        return label
-    if verdict not in m.LABELS:
-        raise StoreError(
-            f"{action!r} judges the agent's verdict, but this item has none; use 'correct'"
-        )
-    if action == "accept":
-        if label is not None and label != verdict:
-            raise StoreError(f"accept keeps the agent's verdict {verdict}, not {label}")
-        return verdict
-    flipped = "NO" if verdict == "YES" else "YES"
-    if label is not None and label != flipped:
-        raise StoreError(f"reject flips the agent's verdict {verdict} to {flipped}, not {label}")
-    return flipped
 
 
 def resolve_label(n_yes: int, n_no: int, override: str | None = None) -> str | None:
