@@ -63,7 +63,7 @@ def dashboard(ctx: Context, ex: Viewer | None, task: str = "all", precision: flo
                              {"headers": HEADERS["kappa"], "data": []})  # fmt: skip
     only = None if task in (None, "", "all") else task
     # Aggregated in the database: nothing here grows with the number of candidates.
-    st = ctx.store.dashboard_stats(only)
+    st = ctx.read.dashboard_stats(only)
     tasks = st.tasks
     # progress per task
     done, auto, total = st.reviewed, st.auto, st.total
@@ -160,7 +160,7 @@ def dashboard(ctx: Context, ex: Viewer | None, task: str = "all", precision: flo
     } if gs else plots.empty_figure("No gold-standard items reviewed yet.")  # fmt: skip
     n_rev = sum(done.values())
     med = st.seconds_median
-    unexplained = ctx.store.rejects_without_reason(only)
+    unexplained = ctx.read.rejects_without_reason(only)
     n_unexplained = sum(unexplained.values())
     summary = (
         f"**{sum(total.values())}** candidates · **{n_rev}** reviewed · **{st.n_reviews}** "
@@ -195,7 +195,7 @@ def inspector_versions(ctx: Context, ex: Viewer | None, task: str = "all") -> di
     if ex is None:
         return {"headers": VERSION_HEADERS, "data": []}
     only = None if task in (None, "", "all") else task
-    rows = ctx.store.gold_agreement_by_inspector(only)
+    rows = ctx.read.gold_agreement_by_inspector(only)
     return {"headers": VERSION_HEADERS,
             "data": [[v, n, _r(agree / n) if n else None] for v, n, agree in rows]}  # fmt: skip
 

@@ -172,8 +172,8 @@ class QueueMixin:
         """Whether `expert` may decide this item now, leasing it to them if so: they have
         reviewed it already, or hold a live lease on it, or its reviews plus other experts'
         live leases are under `config.overlap` (what the queue would serve). Taken in the
-        queue's lock, so two experts never both get the last slot; the expert's other
-        leases end when a new one is taken."""
+        queue's lock, so two experts never both get the last slot. Renewing a live lease
+        leaves the expert's others alone; taking a new one ends them."""
         config = config or QueueConfig()
         with self._tx(ephemeral=True) as s:
             e = self._expert(s, expert)
@@ -194,19 +194,22 @@ class QueueMixin:
             mine = exists().where(
                 m.Lease.candidate_id == c.id, m.Lease.expert_id == e.id, m.Lease.expires > now
             )
-            if not s.scalar(select(mine)):
-                others = s.scalar(
-                    select(func.count())
-                    .select_from(m.Lease)
-                    .where(
-                        m.Lease.candidate_id == c.id,
-                        m.Lease.expires > now,
-                        m.Lease.expert_id != e.id,
-                    )
+            if s.scalar(select(mine)):
+                # renewed; the item drawn ahead for them keeps its lease too
+                self._lease(s, c.id, e.id, now, config.lease_seconds, keep=None)
+                return True
+            others = s.scalar(
+                select(func.count())
+                .select_from(m.Lease)
+                .where(
+                    m.Lease.candidate_id == c.id,
+                    m.Lease.expires > now,
+                    m.Lease.expert_id != e.id,
                 )
-                # gold items are served to every expert, as the queue does
-                if not c.is_gold and c.review_count + others >= config.overlap:
-                    return False
+            )
+            # gold items are served to every expert, as the queue does
+            if not c.is_gold and c.review_count + others >= config.overlap:
+                return False
             self._lease(s, c.id, e.id, now, config.lease_seconds)
             return True
 
