@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from annotate import agreement as ag
+from annotate import review
 from app import plots
 from app.context import AccessError, Context, Viewer, refusal, require
 from app.render_md import escape
@@ -79,7 +80,7 @@ def dashboard(ctx: Context, ex: Viewer | None, task: str = "all", precision: flo
         "layout": _bar_layout("Progress per task"),
     }  # fmt: skip
     # action rates per task
-    acts = ["accept", "reject", "correct", "skip", "flag"]
+    acts = list(review.DECISIONS)
     colours = ["#2a9d8f", "#c1121f", "#f4a261", "#999", "#6d597a"]
     counts = {t: {a: st.actions.get(t, {}).get(a, 0) for a in acts} for t in tasks}
     rates = {
