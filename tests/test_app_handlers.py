@@ -573,3 +573,39 @@ def test_undo_brings_back_the_earlier_decision_and_is_never_a_decision(ctx):
     assert stats.n_reviews == 0 and not any("undo" in a for a in stats.actions.values())
     dash = dashboard_page.dashboard(ctx, ex, "all")
     assert "**0** decisions" in dash.summary
+
+
+def test_experts_at_once_never_review_an_item_twice_under_overlap_1(team):
+    """Three experts press keys at once (j, k, decisions, undo) through the page's
+    handlers: under overlap 1 no item that is not gold ends with two labelled reviews."""
+    import random
+
+    from tests.concurrency import run_threads
+
+    ctx = team
+    ctx.store.create_expert("dan")
+
+    def desk(name: str, seed: int) -> None:
+        rng = random.Random(seed)
+        ex = who(ctx, name)
+        st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
+        for _ in range(14):
+            key = rng.choice("aaarjkuu")
+            if key == "j":
+                st, _ = vet_page.vet_next(ctx, ex, st, F, D)
+            elif key == "k":
+                st, _ = vet_page.vet_prev(ctx, ex, st, F, D)
+            elif key == "u":
+                st, _ = vet_page.vet_undo(ctx, ex, st, D)
+            else:
+                action = "accept" if key == "a" else "reject"
+                st, _ = vet_page.vet_act(ctx, ex, st, action, F, D, explanation="x")
+            vet_page.prefetch(ctx, ex, st, F, D)
+
+    run_threads(desk, [("bob", 1), ("cyd", 2), ("dan", 3)], barrier=True, timeout=600)
+    labelled: dict[int, int] = {}
+    for r in ctx.store.reviews(actions=("accept", "reject", "correct")):
+        labelled[r.candidate_id] = labelled.get(r.candidate_id, 0) + 1
+    assert labelled, "the experts decided nothing"
+    twice = [c for c, n in labelled.items() if n > 1 and not ctx.store.candidate(c).is_gold]
+    assert twice == []
