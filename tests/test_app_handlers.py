@@ -537,9 +537,7 @@ def test_history_does_not_send_an_expert_to_an_item_another_has_taken(team):
     _, view = vet_page.vet_act(ctx, ada, stale, "accept", F, D)
     assert "Not saved" in view.message and "taken by another expert" in view.message
     vet_page.vet_act(ctx, bob, bst, "reject", F, D, explanation="a sky line")
-    assert [r.expert_id for r in ctx.store.reviews(candidate_id=x)] == [
-        ctx.store.expert("bob").id
-    ]
+    assert [r.expert_id for r in ctx.store.reviews(candidate_id=x)] == [ctx.store.expert("bob").id]
 
 
 def test_undo_brings_back_the_earlier_decision_and_is_never_a_decision(ctx):
