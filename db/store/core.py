@@ -28,7 +28,7 @@ from sqlalchemy.pool import StaticPool
 from db import models as m
 from db.models import utcnow
 from db.store.errors import StoreError
-from db.store.rules import MODEL_CALIBRATION, VETTED, calibrated_confidence, queue_priority
+from db.store.rules import MODEL_CALIBRATION, VETTED, queue_confidence, queue_priority
 
 log = logging.getLogger(__name__)
 
@@ -294,7 +294,7 @@ class CoreMixin:
                 {
                     "id": r.id,
                     "priority": queue_priority(
-                        calibrated_confidence(r.confidence, r.name, cals.get(r.fingerprint)),
+                        queue_confidence(r.confidence, r.name, cals.get(r.fingerprint)),
                         vetted=r.state in VETTED,
                         disagreement=r.disagreement,
                         threshold=threshold,
@@ -321,7 +321,7 @@ class CoreMixin:
             .join(m.Task, m.Task.id == c.task_id)
             .where(m.Trajectory.id == c.trajectory_id)
         ).one()
-        return calibrated_confidence(c.confidence, task, cals.get(fp))
+        return queue_confidence(c.confidence, task, cals.get(fp))
 
     # -- audit --------------------------------------------------------------------------
     def audit_events(

@@ -6,36 +6,37 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 UNVETTED_PRIORITY = 1e6  # candidates with no agent trajectory come after every vetted one
 VETTED = ("done", "max_turns")  # trajectory states a human can judge
-# Setting holding the model calibrations: run fingerprint -> {"tasks": {task: TaskModel}}
-# (`launch.py calibrate --run ID` writes it, the queue reads it).
+# Setting holding the model calibrations: run fingerprint -> {"tasks": {task: fitted model},
+# "queue_maps": {task: curve}} (`annotate.model_calibration` writes it, the queue reads the
+# curves).
 MODEL_CALIBRATION = "model_calibration"
 
 
-def calibrated_confidence(
-    confidence: float | None, task: str | None, calibration: dict | None
+def queue_confidence(
+    confidence: float | None, task: str | None, entry: dict | None
 ) -> float | None:
-    """P(YES) as a run's fitted calibration maps it for this task (unchanged without one).
+    """P(YES) as the queue ranks it: mapped through the curve a run's calibration entry
+    keeps for this task (`queue_maps`: {task: {"x": logits, "p": P(YES)}}, written by
+    `annotate.model_calibration`), linear between its points in logit P(YES); unchanged
+    without one.
 
-    A calibration entry is `{"tasks": {task: {...TaskModel fields}}}`, fitted on the logit of
-    the model's P(YES): `platt` is temperature scaling with a bias, `isotonic` a monotone map.
-
-    >>> cal = {"tasks": {"cv": {"kind": "platt", "a": 0.5, "b": 0.0}}}
-    >>> round(calibrated_confidence(0.99, "cv", cal), 3), calibrated_confidence(0.99, "x", cal)
-    (0.909, 0.99)
-    >>> calibrated_confidence(None, "cv", cal) is None
-    True
+    >>> entry = {"queue_maps": {"cv": {"x": [-2.0, 0.0, 2.0], "p": [0.3, 0.5, 0.7]}}}
+    >>> round(queue_confidence(0.5, "cv", entry), 3), queue_confidence(0.99, "x", entry)
+    (0.5, 0.99)
+    >>> queue_confidence(0.999, "cv", entry), queue_confidence(None, "cv", entry) is None
+    (0.7, True)
     """
-    if confidence is None or not calibration or not math.isfinite(confidence):
+    if confidence is None or not entry or not math.isfinite(confidence):
         return confidence
-    spec = (calibration.get("tasks") or {}).get(task)
-    if not spec or spec.get("kind", "rules") == "rules":
+    curve = (entry.get("queue_maps") or {}).get(task)
+    if not curve:
         return confidence
-    from agent.policies.rules.learned import TaskModel
-
     p = min(max(float(confidence), 1e-6), 1 - 1e-6)
-    return TaskModel(**spec).p_yes(math.log(p / (1 - p)), {}, float(confidence))
+    return float(np.interp(math.log(p / (1 - p)), curve["x"], curve["p"]))
 
 
 def queue_priority(
