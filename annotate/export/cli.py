@@ -18,7 +18,7 @@ from annotate.export.manifest import folder_state, record_batch
 from annotate.export.pipeline import export_records
 from annotate.export.record import DEFAULT_RENDERER, KINDS, ExportResult
 from annotate.export.selection import collect
-from db.store import DEFAULT_DB, Store
+from db.store import DEFAULT_DB, DatabaseError, Store
 
 
 class ExportError(LoupeError, ValueError):
@@ -155,6 +155,8 @@ def main(args: argparse.Namespace) -> int:
             workers=args.workers,
             actor=args.actor,
         )
+    except DatabaseError:
+        raise  # the command line names the flag that chose the database
     except (FileExistsError, ValueError) as exc:
         print(f"export: {exc}", file=sys.stderr)
         return 2

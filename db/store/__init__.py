@@ -37,7 +37,8 @@ resource (`candidates`, `runs`, `accounts` with the hashing in `auth`, `queue`, 
 `authored`, `dashboard`, `exports`), the plain `records` handed out, the pure `rules`
 (queue priority, majority label) and the `errors`. `Store` mixes the resources into one object.
 
-Errors: `StoreError` (bad input, names the item), `NotFound`, `StorePermissionError`
+Errors: `StoreError` (bad input, names the item), `DatabaseError` (the database cannot be
+opened or used; names it, not the flag that chose it), `NotFound`, `StorePermissionError`
 (also a PermissionError: e.g. revising another expert's review).
 """
 
@@ -49,7 +50,7 @@ from db.store.authored import AuthoredMixin
 from db.store.candidates import SURVEY_META, CandidatesMixin
 from db.store.core import DEFAULT_DB, MIGRATIONS, REPO, CoreMixin, code_version, file_hash
 from db.store.dashboard import DashboardMixin
-from db.store.errors import NotFound, StoreError, StorePermissionError
+from db.store.errors import DatabaseError, NotFound, StoreError, StorePermissionError
 from db.store.exports import ExportsMixin
 from db.store.queue import QueueMixin
 from db.store.records import AddReport, CandidateInfo, DashboardStats, Filters, QueueConfig
@@ -67,6 +68,7 @@ __all__ = [
     "AddReport",
     "CandidateInfo",
     "DashboardStats",
+    "DatabaseError",
     "Filters",
     "NotFound",
     "QueueConfig",
