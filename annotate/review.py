@@ -19,7 +19,9 @@ the agent's estimate, "expert" when typed).
 
 One review per expert and candidate. An expert may revise their own review (the earlier
 version is kept in its history) but never another's. Several experts' labels resolve by
-majority; an admin's adjudication overrides it; disagreements are listed as conflicts.
+majority; an admin's adjudication (`Store.adjudicate`) overrides it; disagreements are
+listed as conflicts.
+
 This module holds the rules (`derive_label`: what an action means for the label; which
 fields a decision carries; what undo restores) and is what the app and the importer call to
 record a decision; the store keeps what it is given.
@@ -33,7 +35,7 @@ from typing import Any
 
 from db.models import ACTIONS, DECISIONS, GRADES, LABEL_ACTIONS, LABELS, MAX_TEXT
 from db.settings import DEFAULTS
-from db.store import CandidateInfo, Store, StoreError
+from db.store import Store, StoreError
 
 __all__ = [
     "ACTIONS",
@@ -42,7 +44,6 @@ __all__ = [
     "MAX_TEXT",
     "ReviewError",
     "Undone",
-    "adjudicate",
     "comment",
     "decide",
     "decisions",
@@ -277,10 +278,3 @@ def my_decision(store: Store, expert: str, candidate_id: int) -> Any:
 def decisions(store: Store, candidate_id: int) -> list:
     """The candidate's reviews that hold a decision (a taken-back one does not)."""
     return store.reviews(candidate_id=candidate_id, actions=DECISIONS)
-
-
-def adjudicate(
-    store: Store, admin: str, candidate_id: int, label: str | None, comment: str | None = None
-) -> CandidateInfo:
-    """An admin's label for a candidate, overriding the majority (None withdraws it)."""
-    return store.adjudicate(admin, candidate_id, label, comment)

@@ -109,11 +109,11 @@ def test_majority_tie_conflict_and_adjudication(store):
     c = store.candidate(a)
     assert (c.label, c.label_source, c.status) == ("YES", "review", "conflict")
     with pytest.raises(PermissionError, match="not an admin"):
-        rv.adjudicate(store, "ada", a, "NO")
-    c = rv.adjudicate(store, "boss", a, "NO", comment="sky line")
+        store.adjudicate("ada", a, "NO")
+    c = store.adjudicate("boss", a, "NO", comment="sky line")
     assert (c.label, c.label_source, c.status) == ("NO", "adjudication", "reviewed")
     assert store.conflicts() == []
-    rv.adjudicate(store, "boss", a, None)  # withdrawn: back to the majority
+    store.adjudicate("boss", a, None)  # withdrawn: back to the majority
     assert store.candidate(a).label == "YES"
 
 
