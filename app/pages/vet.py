@@ -537,7 +537,7 @@ def vet_comment(ctx: Context, ex: Viewer | None, state: dict, text: str) -> tupl
     if ex is None:
         return state, "Log in first."
     cid = state.get("current")
-    text = (text or "").strip()[:2000]
+    text = (text or "").strip()[: review.MAX_TEXT]
     if not cid:
         return state, "Nothing to comment on."
     if not text:
