@@ -298,6 +298,7 @@ def test_sigkill_during_vet_cli_then_resume(tmp_path, forks):
 
 REVIEW_SCRIPT = textwrap.dedent("""
     import sys
+    from annotate.review import decide
     from db.store import QueueConfig, Store
     url, expert = sys.argv[1], sys.argv[2]
     store = Store(url)
