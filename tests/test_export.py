@@ -25,7 +25,7 @@ from annotate.export import (
     export_records,
     hash_split,
     object_split,
-    sft_correction,
+    rejected_side,
 )
 from annotate.export import run_export as _run_export
 from db.store import Store
@@ -406,22 +406,87 @@ def _agent() -> Trajectory:
 def test_correction_rule():
     t = _agent()
     c = corrected_trajectory(t, "NO", "Narrow lines.", wrong_step=2)
-    assert [s.raw for s in c.steps[:-1]] == ["A", "B"]
     assert c.steps[-1].answer == "NO" and c.verdict == "NO" and c.format_ok
     turn = parse_turn(c.steps[-1].raw)
     assert turn.format_ok and turn.answer == "NO" and turn.explanation == "Narrow lines."
+    # NO overrules the agent's YES: the kept zooms' thoughts are neutral, index or not
+    assert [s.thought for s in c.steps[:-1]] == ["I zoom into 4800-4920 Å."] * 2
+    assert [s.thought for s in corrected_trajectory(t, "NO", "x").steps[:-1]] == [
+        "I zoom into 4800-4920 Å."
+    ] * 2
     # without an index: every tool-call step kept, the malformed one and the answer dropped
-    assert [s.raw for s in corrected_trajectory(t, "NO", "x").steps[:-1]] == ["A", "B"]
+    assert len(corrected_trajectory(t, "NO", "x").steps) == 3
     assert len(corrected_trajectory(t, "NO", "x", wrong_step=0).steps) == 1
     assert t.steps[-1].answer == "YES"  # the agent's record is untouched
     # no reason: a neutral explanation from the task alone
     assert corrected_trajectory(t, "NO", "   ").explanation.startswith("On inspection")
-    # SFT: no index, so the kept zooms' thoughts are neutral; with an index, kept verbatim
-    sft = sft_correction(t, "NO", "Narrow lines.")
-    assert [s.thought for s in sft.steps[:-1]] == ["I zoom into 4800-4920 Å."] * 2
-    assert [s.raw for s in sft_correction(t, "NO", "x", wrong_step=2).steps[:-1]] == ["A", "B"]
+    # the verdict kept, the reasoning corrected: the steps before the index stand verbatim
+    assert [s.raw for s in corrected_trajectory(t, "YES", "x", wrong_step=2).steps[:-1]] == [
+        "A",
+        "B",
+    ]
+    # the pair's agent side reads the same rewritten steps, then its own turns
+    rej = rejected_side(t, "NO", wrong_step=1)
+    assert rej.steps[0].raw == c.steps[0].raw and [s.raw for s in rej.steps[1:]] == [
+        "B",
+        "garbage",
+        "C",
+    ]
     with pytest.raises(ValueError):
         corrected_trajectory(t, "NO", "x", wrong_step=9)
+
+
+def _s_type_run() -> Trajectory:
+    """An s_type run the inspector would write: evidence for an S star, then YES."""
+
+    def zoom(thought, lo, hi, label):
+        call = {
+            "name": "spectral_visualization_tool",
+            "arguments": {"wavelength_range": [lo, hi], "label": label},
+        }
+        return Step(thought=thought, tool_call=call, window=(float(lo), float(hi)))
+
+    steps = [
+        zoom("TiO strong: an M-type star. Next I zoom into the ZrO 6474 head.", 6400, 6550,
+             "ZrO 6474 head"),
+        zoom("ZrO 6474 band-head depth 0.21: ZrO stands +8.1 sigma above an M giant of the "
+             "same TiO strength, as in an S star. Next I zoom into LaO 7403.", 7350, 7450,
+             "LaO 7403 head"),
+        zoom("LaO 7403 band-head depth 0.18: LaO, seen only in S stars.", 7000, 7200,
+             "TiO 7054 head"),
+        Step(thought="For an S-type star: ZrO, LaO.", answer="YES",
+             explanation="Consistent with an S-type star (P(YES) = 0.93): ZrO above TiO."),
+    ]  # fmt: skip
+    return Trajectory(id="s1", task="s_type", steps=steps, verdict="YES", confidence=0.93)
+
+
+def test_named_wrong_step_leaves_no_thought_for_the_overruled_verdict():
+    """Corrected to NO at step 2: step 1 ('... as in an S star') is not kept word for word,
+    in the SFT row nor in the pair's shared prompt."""
+    t = _s_type_run()
+    row = corrected_trajectory(t, "NO", "No ZrO band head at 6474.", wrong_step=2)
+    text = " ".join(s.thought + " " + s.raw for s in row.steps)
+    assert "S star" not in text and "sigma" not in text
+    assert [s.window for s in row.steps[:-1]] == [t.steps[0].window, t.steps[1].window]
+    rej = rejected_side(t, "NO", wrong_step=2)
+    assert [s.raw for s in rej.steps[:2]] == [s.raw for s in row.steps[:2]]
+    assert rej.steps[2].thought == t.steps[2].thought  # where they part: the agent's own turn
+
+
+def test_contradiction_table_refuses_a_row():
+    """A row whose text the contradiction table flags for its verdict is refused."""
+    from annotate.export import contradictions
+
+    t = _s_type_run()
+    # an expert reason that hedges while the verdict is certain
+    row = corrected_trajectory(t, "NO", "Cannot tell whether this is S; near even odds.")
+    assert contradictions(row) == ["near even odds", "Cannot tell whether"]
+    assert contradictions(corrected_trajectory(t, "NO", "No ZrO head at 6474.")) == []
+    # a verbatim step the table flags for the kept verdict is rewritten, not kept
+    t.steps[0].thought = "ZrO no stronger than TiO predicts."
+    row = corrected_trajectory(t, "YES", "LaO and ZrO: an S star.", wrong_step=2)
+    assert row.steps[0].thought.startswith("I zoom into") and contradictions(row) == []
+    assert row.steps[1].thought == t.steps[1].thought
 
 
 def test_split_and_dedup_rules():
@@ -565,3 +630,76 @@ def test_grade_and_redshift_travel_and_filter(world, capsys):
         launch.main(["export", "rl", "--db", url, "--out", str(tmp / "x"), "--min-grade", "5"]) == 2
     )
     assert "--min-grade must be 1, 2, 3 or 4" in capsys.readouterr().err
+
+
+def test_imported_comment_is_never_trained_on(world):
+    """An imported reject with an empty reason and a comment gives the same neutral row as
+    the app's reject; the comment is in no sft row nor pair."""
+    from annotate.importer import import_labels
+
+    store, cid, tmp = world
+    run_export(store, "sft", tmp / "app", test_fraction=0.0)
+    run_export(store, "pairs", tmp / "app-pairs")
+    note = "ALICE-C1 check with Bob tomorrow"
+    f = tmp / "vi.csv"
+    f.write_text(f"id,label,reason,comment\nc2,NO,,{note}\n")
+    assert import_labels(store, f, "ann").recorded == 1
+    run_export(store, "sft", tmp / "imported", test_fraction=0.0, full=True)
+    run_export(store, "pairs", tmp / "imported-pairs", full=True)
+    for out in ("imported", "imported-pairs"):
+        assert note not in json.dumps(_rows(tmp / out), default=str)
+
+    def c2(out):
+        return next(r for rs in _rows(tmp / out).values() for r in rs if r["candidate"] == "c2")
+
+    for a, b in (("app", "imported"), ("app-pairs", "imported-pairs")):
+        row_app, row_import = c2(a), c2(b)
+        row_app.pop("images"), row_import.pop("images")
+        assert row_app == row_import
+    # a review stored by the earlier importer (its comment copied into the explanation)
+    store.record_review("bob", cid["c2"], "reject", explanation=note, comment=note,
+                        source="import")  # fmt: skip
+    run_export(store, "sft", tmp / "legacy", test_fraction=0.0, full=True)
+    legacy = json.dumps(_rows(tmp / "legacy"), default=str)
+    assert note not in legacy, legacy[legacy.index(note) - 300 : legacy.index(note) + 100]
+
+
+def test_a_row_that_contradicts_its_verdict_is_refused_and_counted(world):
+    store, cid, tmp = world
+    store.record_review("ann", cid["c2"], "reject",
+                        explanation="Cannot tell whether it is one; near even odds.")  # fmt: skip
+    res = run_export(store, "sft", tmp / "sft", test_fraction=0.0)
+    rows = [r for rs in _rows(tmp / "sft").values() for r in rs]
+    assert "c2" not in {r["candidate"] for r in rows}
+    reasons = res.manifest["left_out"]["reasons"]
+    assert reasons["row contradicts its verdict NO: near even odds; Cannot tell whether"] == 1
+
+
+def test_empty_export_says_why_and_training_scripts_stop_with_one_line(world, capsys):
+    """A second export without --full holds nothing new: it says so and names --full; the
+    training scripts given it (or an empty folder) print one line and exit 2."""
+    pytest.importorskip("trl")
+    import launch
+    from training import dpo, grpo, sft
+
+    store, _, tmp = world
+    db = str(store.url)
+    for kind in ("sft", "rl", "pairs"):
+        run_export(store, kind, tmp / kind)
+    capsys.readouterr()
+    out = {}
+    for kind in ("sft", "rl", "pairs"):
+        out[kind] = tmp / f"{kind}-again"
+        argv = ["export", kind, "--db", db, "--out", str(out[kind]), "--renderer", "fast"]
+        assert launch.main(argv) == 0
+        printed = capsys.readouterr().out
+        assert f"{kind}: 0 rows" in printed and "--full" in printed, printed
+    (tmp / "nothing").mkdir()
+    for script, folder in ((sft, out["sft"]), (grpo, out["rl"]), (dpo, out["pairs"]),
+                           (sft, tmp / "nothing")):  # fmt: skip
+        argv = ["--model", str(tmp), "--dataset", str(folder), "--output_dir", str(tmp / "o")]
+        assert script.main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and str(folder) in err, err
+        assert ("--full" in err) == (folder.name != "nothing")
+    assert not (tmp / "o").exists()

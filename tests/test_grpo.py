@@ -295,7 +295,12 @@ def test_example_configs_load():
     assert sft and grpo
     assert all(c.learning_rate == 2e-5 and c.freeze_vision for c in sft)
     for c in grpo:
-        assert (c.num_generations, c.learning_rate, c.beta, c.max_tool_calls) == (8, 1e-6, 0.0, 7)
+        assert (c.num_generations, c.learning_rate, c.beta, c.max_tool_calling_iterations) == (
+            8,
+            1e-6,
+            0.0,
+            7,
+        )
 
 
 def test_folder_trains_on_the_train_split_only(tmp_path, training_sample):

@@ -139,7 +139,7 @@ def test_demo_to_checkpoints(tmp_path, tiny_model_dir):
                       "--output_dir", str(ckpt["grpo"]), "--num_generations", "2",
                       "--per_device_train_batch_size", "2", "--steps_per_generation", "1",
                       "--gradient_accumulation_steps", "1", "--max_completion_length", "16",
-                      "--max_tool_calls", "1", "--use_vllm", "false", "--max_steps", "1",
+                      "--max_tool_calling_iterations", "1", "--use_vllm", "false", "--max_steps", "1",
                       *common[4:]]) == 0  # fmt: skip
     assert dpo.main(["--model", str(ckpt["grpo"]), "--dataset", str(out["pairs"]),
                      "--output_dir", str(ckpt["dpo"]), "--gradient_accumulation_steps", "1",
