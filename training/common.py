@@ -213,12 +213,35 @@ def freeze_vision(model: Any) -> int:
 # -- training and saving -----------------------------------------------------------------
 
 
+def stock_class_name(processor: Any) -> str:
+    """The transformers class a processor is, or extends (Loupe's torchvision-free
+    `QwenVLImageProcessor` is a `Qwen2_5_VLProcessor`)."""
+    import transformers
+
+    for cls in type(processor).__mro__:
+        if getattr(transformers, cls.__name__, None) is cls:
+            return cls.__name__
+    raise ValueError(f"{type(processor).__name__} extends no transformers processor class")
+
+
+def save_processor(processor: Any, output_dir: str | Path) -> None:
+    """Save `processor` (and its tokenizer) as the stock classes a Qwen2.5-VL checkpoint
+    names (`Qwen2_5_VLProcessor`, its stock image processor, a video processor config),
+    whether or not torchvision is installed, so that `AutoProcessor`, LLaMA-Factory and
+    verl open the folder as they open the base checkpoint."""
+    from agent.policies.hf import name_stock_classes
+
+    processor.save_pretrained(output_dir)
+    processor.tokenizer.save_pretrained(output_dir)
+    name_stock_classes(output_dir, stock_class_name(processor))
+
+
 def save_for_policy(trainer: Any, processor: Any, output_dir: str, meta: dict[str, Any]) -> None:
-    """Final model + processor + tokenizer, loadable by the `hf` policy as they are."""
+    """Final model + processor + tokenizer, loadable by the `hf` policy as they are (and by
+    AutoProcessor, LLaMA-Factory and verl: `save_processor`)."""
     trainer.save_model(output_dir)
     if trainer.accelerator.is_main_process:
-        processor.save_pretrained(output_dir)
-        processor.tokenizer.save_pretrained(output_dir)
+        save_processor(processor, output_dir)
         (Path(output_dir) / "loupe_training.json").write_text(
             json.dumps(meta, indent=2, default=str)
         )

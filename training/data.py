@@ -577,6 +577,8 @@ def write_sample(
     """Write `OUT/sft` (datasets folder) and `OUT/rl.jsonl` from scripted runs; return both."""
     from datasets import Dataset
 
+    from annotate.export.rl import SPECVI_SOURCE
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     trajs, spectra = sample_trajectories(n=n, seed=seed, renderer=renderer)
@@ -596,7 +598,7 @@ def write_sample(
                 "task": t.task,
                 "label": t.label,
                 "split": "train",
-                "data_source": t.task,
+                "data_source": SPECVI_SOURCE.get(t.task, t.task),  # the authors' names
                 "reward_model": {"ground_truth": t.label},
                 "extra_info": {
                     "name": spec.meta.extra["name"],
