@@ -12,8 +12,8 @@
 # truth imported as an expert's labels -> `export sft` and `export rl`.
 #
 # The tools live in their own environment, never Loupe's: INTEROP_VENV (default
-# /work/interop/venv; made here when missing) with llamafactory==0.9.5, a current verl and
-# torch 2.13.0. Public torchvision wheels are built against the CUDA torch, and
+# /work/interop/venv; made here when missing) with llamafactory==0.9.5, a current verl,
+# qwen-vl-utils (verl's image reader) and torch 2.13.0. Public torchvision wheels are built against the CUDA torch, and
 # transformers builds no Qwen2.5-VL processor without torchvision, so where the installed
 # torch cannot load torchvision, that torch is replaced by the public index's CUDA build
 # of the same version (several GB; it runs on the CPU all the same).
@@ -31,12 +31,13 @@ WORK=${INTEROP_DIR:-$(mktemp -d /tmp/loupe-interop.XXXXXX)}
 LIMIT=${INTEROP_TIMEOUT:-900}
 TORCH=2.13.0
 mkdir -p "$WORK"
-export PYTHONPATH=$ROOT
+export PYTHONPATH=$ROOT ROOT PYTHON VENV WORK
 
 stage() {  # stage NAME COMMAND...: run with a time limit, log to $WORK/NAME.log
     local name=$1
     shift
-    if timeout "$LIMIT" "$@" >"$WORK/$name.log" 2>&1; then
+    # a fresh bash runs the command, so it may be one of the functions below (exported)
+    if timeout "$LIMIT" bash -c '"$@"' stage "$@" >"$WORK/$name.log" 2>&1; then
         echo "  $name: ok"
         return 0
     fi
@@ -50,7 +51,7 @@ if [ ! -x "$VENV/bin/python" ]; then
     echo "making $VENV (llamafactory 0.9.5, verl, torch $TORCH)"
     python3 -m venv "$VENV" &&
         "$VENV/bin/pip" install -q "torch==$TORCH" &&
-        "$VENV/bin/pip" install -q "llamafactory==0.9.5" verl "torch==$TORCH" ||
+        "$VENV/bin/pip" install -q "llamafactory==0.9.5" verl qwen-vl-utils "torch==$TORCH" ||
         { echo "interop: 0/2"; exit 1; }
 fi
 if ! "$VENV/bin/python" -c "import torchvision" >/dev/null 2>&1; then
@@ -62,9 +63,13 @@ if ! "$VENV/bin/python" -c "import torchvision" >/dev/null 2>&1; then
         { echo "interop: 0/2"; exit 1; }
 fi
 
+# verl reads images with qwen-vl-utils, which it does not install itself
+"$VENV/bin/python" -c "import qwen_vl_utils" >/dev/null 2>&1 ||
+    "$VENV/bin/pip" install -q qwen-vl-utils || { echo "interop: 0/2"; exit 1; }
+
 # -- Loupe's side: a checkpoint and the two exports --------------------------------------
 echo "work folder: $WORK"
-DB="sqlite:///$WORK/loupe.db"
+export DB="sqlite:///$WORK/loupe.db"
 loupe() { "$PYTHON" "$ROOT/launch.py" "$@"; }
 prepare() {
     "$PYTHON" -m training.tiny_model "$WORK/tiny" &&
@@ -75,6 +80,7 @@ prepare() {
         loupe export sft --db "$DB" --out "$WORK/sft" --renderer fast --test-fraction 0 &&
         loupe export rl --db "$DB" --out "$WORK/rl" --renderer fast --test-fraction 0
 }
+export -f loupe prepare
 if ! stage loupe prepare; then
     echo "interop: 0/2"
     exit 1
@@ -109,6 +115,7 @@ llamafactory_step() {
         "$VENV/bin/llamafactory-cli" train "$WORK/llamafactory.yaml" &&
         grep -q "'train_loss'\|train_loss" "$WORK/llamafactory.log"
 }
+export -f llamafactory_step
 stage llamafactory llamafactory_step && passed=$((passed + 1))
 
 # -- 2. verl: RLHFDataset over the RL export ---------------------------------------------
@@ -123,14 +130,17 @@ ckpt, parquet = sys.argv[1], sys.argv[2]
 tokenizer = hf_tokenizer(ckpt)
 processor = hf_processor(ckpt)
 assert processor is not None, "verl found no processor in the checkpoint"
-# filter_overlong_prompts: verl renders and tokenizes every prompt with its image here
 config = OmegaConf.create(
     {"prompt_key": "prompt", "image_key": "images", "max_prompt_length": 8192,
-     "filter_overlong_prompts": True, "filter_overlong_prompts_workers": 1,
-     "return_raw_chat": True, "truncation": "error"}
+     "filter_overlong_prompts": False, "return_raw_chat": True, "truncation": "error"}
 )
 ds = RLHFDataset(data_files=[parquet], tokenizer=tokenizer, config=config, processor=processor)
-assert len(ds) > 0, "every row was filtered out"
+n = len(ds)
+# verl's own length filter renders and tokenizes every prompt with its image; run in this
+# process (with a worker process, num_proc=1, it dropped every row on a CPU-only machine)
+ds.filter_overlong_prompts, ds.num_workers = True, None
+ds.dataframe = ds.maybe_filter_out_long_prompts(ds.dataframe)
+assert len(ds) == n > 0, f"{n - len(ds)} of {n} rows failed verl's prompt processing"
 row = ds[0]
 # what verl's agent loop does with the row's raw_prompt
 images = [c["image"] for m in row["raw_prompt"] if isinstance(m["content"], list)
