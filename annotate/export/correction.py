@@ -187,8 +187,8 @@ def rejected_side(agent: Trajectory, label: str, wrong_step: int | None = None) 
     ...     Step(thought="broad", tool_call=call, raw="A"),
     ...     Step(thought="broader", tool_call=call, raw="B"),
     ...     Step(thought="a WD", answer="YES", raw="C")])
-    >>> [s.raw[:21] for s in rejected_side(t, "NO", 1).steps]
-    ['<think>I zoom into 1-2', 'B', 'C']
+    >>> [(s.thought, s.raw[:7]) for s in rejected_side(t, "NO", 1).steps]
+    [('I zoom into 1-2 Å.', '<think>'), ('broader', 'B'), ('a WD', 'C')]
     """
     _check(label)
     steps, kept = _rewritten(agent, label, wrong_step)
