@@ -26,10 +26,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agent.formats.catalogue import LABEL_ALIASES
+from annotate.review import decide
 from db.store import DEFAULT_DB, Store, StoreError
-
-LABELS = {"yes": "YES", "y": "YES", "1": "YES", "true": "YES",
-          "no": "NO", "n": "NO", "0": "NO", "false": "NO"}  # fmt: skip
 
 
 @dataclass
@@ -91,7 +90,7 @@ def import_labels(
 def _import_row(
     store: Store, rec: dict[str, str], expert: str, base: Path, source: str, create: bool
 ) -> bool:
-    label = LABELS.get(rec.get("label", "").lower())
+    label = LABEL_ALIASES.get(rec.get("label", "").lower())
     if label is None:
         raise StoreError(f"label {rec.get('label', '')!r} is not YES or NO")
     task = rec.get("task") or None
@@ -123,13 +122,13 @@ def _import_row(
     if create and store.expert(expert) is None:
         store.ensure_expert(expert)  # only now: the row is good and about to be recorded
     before = _current(store, info.id, expert)
-    # The store directly, with the fields `annotate.review.decide` would pass for `action`
-    # (only a correct sets the label), and the reason a reject carries as its explanation.
-    review = store.record_review(
+    # the reason a reject or correct carries is its explanation
+    review = decide(
+        store,
         expert,
         info.id,
         action,
-        label=label if action == "correct" else None,
+        label=label,
         explanation=reason or None,
         comment=rec.get("comment") or None,
         source=source,
