@@ -553,8 +553,7 @@ def test_imported_comment_is_never_trained_on(world):
         row_app.pop("images"), row_import.pop("images")
         assert row_app == row_import
     # a review stored by the earlier importer (its comment copied into the explanation)
-    store.record_review("bob", cid["c2"], "reject", explanation=note, comment=note,
-                        source="import")  # fmt: skip
+    decide(store, "bob", cid["c2"], "reject", explanation=note, comment=note, source="import")
     run_export(store, "sft", tmp / "legacy", test_fraction=0.0, full=True)
     legacy = json.dumps(_rows(tmp / "legacy"), default=str)
     assert note not in legacy, legacy[legacy.index(note) - 300 : legacy.index(note) + 100]
@@ -562,8 +561,13 @@ def test_imported_comment_is_never_trained_on(world):
 
 def test_a_row_that_contradicts_its_verdict_is_refused_and_counted(world):
     store, cid, tmp = world
-    store.record_review("ann", cid["c2"], "reject",
-                        explanation="Cannot tell whether it is one; near even odds.")  # fmt: skip
+    decide(
+        store,
+        "ann",
+        cid["c2"],
+        "reject",
+        explanation="Cannot tell whether it is one; near even odds.",
+    )
     res = run_export(store, "sft", tmp / "sft", test_fraction=0.0)
     rows = [r for rs in _rows(tmp / "sft").values() for r in rs]
     assert "c2" not in {r["candidate"] for r in rows}
