@@ -8,7 +8,8 @@
 Installed, the same entry point is the `loupe` command (`loupe vet ...`); messages name
 whichever was run.
 
-Each command lives in the module that owns it; that module defines
+Each command's flags and messages live in one module (`commands.vet`, `commands.ingest`;
+the others still in the module that owns the command); that module defines
 `add_arguments(parser)` and `main(args) -> int`. Modules are imported only when their
 command runs, so `vet --policy rules` never imports torch or gradio.
 """
@@ -29,12 +30,15 @@ log = logging.getLogger("launch")
 COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("app.main", "Serve the vetting web app (the default command)."),
     "demo": (
-        "training.sim.demo",
+        "commands.demo",
         "Generate the simulated demo spectra (and optionally their labels).",
     ),
-    "vet": ("db.vet", "Run an agent policy over candidates; write JSONL or record into --db."),
+    "vet": (
+        "commands.vet",
+        "Run an agent policy over candidates; write JSONL or record into --db.",
+    ),
     "ingest": (
-        "db.ingest",
+        "commands.ingest",
         "Load candidates (files, globs, folders, catalogue CSV, parquet) into the store.",
     ),
     "import-labels": (
@@ -47,7 +51,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Create or update an expert account (name, role, password).",
     ),
     "evaluate": (
-        "training.evaluate",
+        "commands.evaluate",
         "Score one or more policies on a labelled set, side by side.",
     ),
     "calibrate": (
@@ -55,7 +59,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Refit the rule-based inspector's calibration from expert labels in the store.",
     ),
     "degrade": (
-        "training.degrade",
+        "commands.degrade",
         "Turn library spectra into survey-like LAMOST files plus a catalogue.",
     ),
 }
@@ -165,7 +169,12 @@ def main(argv: list[str] | None = None) -> int:
         # A problem the user can fix: one line, no traceback. Anything else is a bug and
         # keeps its traceback.
         log.debug("%s failed", command, exc_info=True)
-        print(f"{program()} {command}: {' '.join(str(err).split())}", file=sys.stderr)
+        from db.store.errors import DatabaseError
+
+        hint = ""
+        if isinstance(err, DatabaseError) and getattr(args, "db", None) is not None:
+            hint = " (the database given with --db)"  # the store names it, not the flag
+        print(f"{program()} {command}: {' '.join(str(err).split())}{hint}", file=sys.stderr)
         return 2
 
 

@@ -5,9 +5,9 @@
     python launch.py evaluate --catalog labelled.csv --results vet=results.jsonl --out eval/
 
 Labelled sets: catalogue CSVs with a `label` column, RL exports and SpecVI-Bench parquet
-(anything `agent.catalog.read_candidates` reads), or results JSONL from `launch.py vet`
+(anything `agent.candidates.read_candidates` reads), or results JSONL from `launch.py vet`
 joined to the catalogue by (id, task). Each policy runs through the batch runner
-(`agent.runner`, resumable: `OUT/<name>.jsonl`), so what is scored is exactly what
+(`annotate.vetting`, resumable: `OUT/<name>.jsonl`), so what is scored is exactly what
 `vet` would record. Reported per task: precision, recall, F1, accuracy, confusion; over
 tasks: macro-F1; calibration (ECE and a reliability plot), format-error rate, zooms per
 candidate, seconds per spectrum; and the human-in-the-loop curve (macro-F1 when the k%
@@ -21,17 +21,14 @@ import argparse
 import csv
 import json
 import math
-import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.tasks import TASKS
 from annotate import agreement
-
-TASK_ORDER = ("cv", "carbon", "s_type", "m_giant", "wd")
-
 
 # -- metric functions (plain, reusable) ---------------------------------------------------
 
@@ -179,7 +176,8 @@ def hitl_curve(
 
 
 def _ordered(tasks) -> list[str]:
-    return sorted(tasks, key=lambda t: (TASK_ORDER.index(t) if t in TASK_ORDER else 99, t))
+    order = list(TASKS)  # the reports' order: cv, carbon, s_type, m_giant, wd
+    return sorted(tasks, key=lambda t: (order.index(t) if t in order else len(order), t))
 
 
 def metrics(items: Sequence[Scored]) -> dict[str, Any]:
@@ -213,8 +211,8 @@ def metrics(items: Sequence[Scored]) -> dict[str, Any]:
 
 def load_labels(sources: Sequence[str], task: str | None = None, group_by: str | None = None):
     """Candidates with labels, and {(id, task): group value} from a catalogue column."""
-    from agent.catalog import read_candidates
-    from agent.runner import task_key
+    from agent.candidates import read_candidates
+    from agent.failure import task_key
 
     cands = [c for c in read_candidates(list(sources), task=task) if c.label in ("YES", "NO")]
     groups: dict[tuple[str, str], str] = {}
@@ -232,7 +230,7 @@ def score_results(
     results: Path, cands, groups: dict[tuple[str, str], str] | None = None
 ) -> list[Scored]:
     """Join a results JSONL (from `vet`) to the labelled candidates by (id, task)."""
-    from agent.runner import task_key
+    from agent.failure import task_key
     from agent.trajectory import Trajectory
 
     got: dict[tuple[str, str], Trajectory] = {}
@@ -271,32 +269,38 @@ def run_policy(
 ) -> Path:
     """Run `spec` ("rules", "rules:MODEL.json", "hf:DIR", "vllm:DIR", "openai:MODEL@URL")
     through the batch runner."""
-    from agent import runner
+    from agent.errors import LoupeError
+    from annotate.vetting.runner import VetOptions, read_inputs, vet
+    from annotate.vetting.sinks import JsonlSink
 
     name, _, arg = spec.partition(":")
-    p = argparse.ArgumentParser()
-    runner.add_arguments(p)
-    argv = ["--policy", name, "--no-progress"]
+    opts = VetOptions(policy=name)
     for s in sources:
-        argv += ["--catalog", s] if s.lower().endswith(".csv") else ["--input", s]
+        (opts.catalog if s.lower().endswith(".csv") else opts.input).append(s)
     if name in ("hf", "vllm", "rules") and arg:  # rules:PATH = a fitted inspector model
-        argv += ["--model", arg]
+        opts.model = arg
     if name == "openai" and arg:
-        model, _, url = arg.partition("@")
-        argv += ["--model", model, "--base-url", url]
+        opts.model, _, opts.base_url = arg.partition("@")
     if args is not None:
-        if getattr(args, "workers", None):
-            argv += ["--workers", str(args.workers)]
-        if getattr(args, "max_turns", None):
-            argv += ["--max-turns", str(args.max_turns)]
-        if getattr(args, "task", None):
-            argv += ["--task", args.task]
+        opts.workers = getattr(args, "workers", None) or opts.workers
+        opts.max_turns = getattr(args, "max_turns", None) or opts.max_turns
+        opts.task = getattr(args, "task", None) or opts.task
     res = out / f"{_safe(spec)}.jsonl"
-    argv += ["--out", str(res)]
-    ns = p.parse_args(argv)
-    rc = runner.main(ns)
-    if rc != 0:
-        raise RuntimeError(f"evaluate: the runner failed for {spec} (exit {rc})")
+    try:
+        candidates, problems = read_inputs(opts)
+        sink = JsonlSink(res)
+        try:
+            stats = vet(candidates, opts, sink)
+        finally:
+            sink.close()
+    except (ValueError, LoupeError) as exc:  # a bad source or policy setting, a busy file
+        raise RuntimeError(f"evaluate: the runner failed for {spec} ({exc})") from exc
+    if problems or stats.states["error"]:
+        first = problems[0] if problems else "a candidate was recorded as an error"
+        raise RuntimeError(
+            f"evaluate: the runner failed for {spec} ({len(problems)} bad input line(s), "
+            f"{stats.states['error']} error(s); first: {first})"
+        )
     return res
 
 
@@ -486,61 +490,3 @@ def _num_key(g: str):
 
 
 # -- command line -------------------------------------------------------------------------
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--catalog", action="append", default=[], help="Labelled catalogue CSV (repeatable)."
-    )
-    parser.add_argument(
-        "--input",
-        nargs="+",
-        default=[],
-        help="RL export / SpecVI-Bench parquet and other labelled inputs.",
-    )
-    parser.add_argument("--task", default=None, help="Task for inputs that carry none.")
-    parser.add_argument(
-        "--policy",
-        action="append",
-        default=[],
-        help="Policy to run: rules, hf:DIR, vllm:DIR, openai:MODEL@URL (repeatable).",
-    )
-    parser.add_argument(
-        "--results",
-        action="append",
-        default=[],
-        help="Existing results JSONL from `vet`, as NAME=PATH or PATH (repeatable).",
-    )
-    parser.add_argument(
-        "--by", default=None, help="Also report per value of this catalogue column (e.g. snr)."
-    )
-    parser.add_argument("--workers", type=int, default=None, help="rules: worker processes.")
-    parser.add_argument(
-        "--max-turns", type=int, default=None, help="Assistant turns per candidate."
-    )
-    parser.add_argument("--out", default="eval", help="Output folder.")
-
-
-def main(args: argparse.Namespace) -> int:
-    sources = list(args.catalog) + list(args.input)
-    if not sources:
-        print("evaluate: give a labelled set with --catalog or --input", file=sys.stderr)
-        return 2
-    if not args.policy and not args.results:
-        args.policy = ["rules"]
-    try:
-        rep = evaluate(
-            sources,
-            args.policy,
-            args.results,
-            Path(args.out),
-            task=args.task,
-            group_by=args.by,
-            args=args,
-        )
-    except (ValueError, OSError, RuntimeError) as exc:
-        print(f"evaluate: {exc}", file=sys.stderr)
-        return 2
-    print(markdown_table(rep["overall"]))
-    print(f"evaluate: wrote {Path(args.out) / 'report.md'} and metrics.json")
-    return 0

@@ -18,9 +18,11 @@ from typing import Any
 from agent.formats.common import (
     FITS_MAGIC,
     GZIP_MAGIC,
+    LIMITS,
     PARQUET_MAGIC,
     LayoutError,
     check_file,
+    check_text_shape,
     file_stem,
     is_regular,
     read_capped,
@@ -34,7 +36,7 @@ SPECTRUM_SUFFIXES = (
     ".fits", ".fit", ".fts", ".fits.gz", ".fit.gz", ".fts.gz",
     ".txt", ".dat", ".csv", ".ecsv", ".tsv", ".asc", ".parquet",
 )  # fmt: skip
-LABELS = {"yes": "YES", "y": "YES", "1": "YES", "true": "YES",
+LABEL_ALIASES = {"yes": "YES", "y": "YES", "1": "YES", "true": "YES",
           "no": "NO", "n": "NO", "0": "NO", "false": "NO"}  # fmt: skip
 GLOB_CHARS = set("*?[")
 
@@ -46,7 +48,7 @@ def normalise_label(value: Any, where: str) -> str | None:
     text = str(value).strip()
     if not text:
         return None
-    label = LABELS.get(text.lower())
+    label = LABEL_ALIASES.get(text.lower())
     if label is None:
         raise SpectrumError(where, f"label {text!r} is not YES/NO (or 1/0, true/false)")
     return label
@@ -310,8 +312,10 @@ def _line_of(err: SpectrumError, order: dict[int, int]) -> tuple[int, int]:
 
 def _catalogue_text(path: Path) -> str:
     """The catalogue's text: gzip inflated (capped), a UTF-8 BOM dropped; a byte that is not
-    UTF-8 is named with its line, since that is what a user can go and fix."""
-    data = read_capped(path)
+    UTF-8 is named with its line, since that is what a user can go and fix. Its size,
+    fields and columns are bounded as a text spectrum's are (`check_text_shape`)."""
+    data = read_capped(path, LIMITS.max_text_bytes, "catalogue")
+    check_text_shape(path, data)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

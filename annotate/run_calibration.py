@@ -1,4 +1,5 @@
-"""`launch.py calibrate --run ID`: calibrate a model run's P(YES) on the experts' decisions.
+"""One model run's P(YES), calibrated per task on the experts' labels (`launch.py calibrate
+--run ID`). The rule-based inspector is fitted elsewhere (`annotate.inspector_fit`).
 
     python launch.py calibrate --run 3 --db data/loupe.db
 
@@ -13,7 +14,7 @@ calibrated P(YES); the stored confidence and verdict stay as the model gave them
 Per task, cross-validation with folds grouped by object compares the raw P(YES) with
 temperature scaling (a logistic fit on logit P(YES): a temperature and a bias) and an
 isotonic map; the lower cross-validated log-loss wins, and a task keeps its raw P(YES)
-unless the winner clearly beats it (the inspector's rule, `annotate.calibrate.fit_task`).
+unless the winner clearly beats it (the inspector's rule, `annotate.inspector_fit.fit_task`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ import sys
 from typing import Any
 
 from agent.errors import LoupeError
-from annotate.calibrate import Example, expert_labels, fit_task
+from agent.policies.rules.learned import TaskModel
+from annotate.inspector_fit import Example, expert_labels, fit_task
 from db.store.rules import MODEL_CALIBRATION
 
 
@@ -36,6 +38,46 @@ class CalibrationError(LoupeError):
 def _logit(p: float) -> float:
     p = min(max(float(p), 1e-6), 1 - 1e-6)
     return math.log(p / (1 - p))
+
+
+def calibrated_confidence(
+    confidence: float | None, task: str | None, calibration: dict | None
+) -> float | None:
+    """P(YES) as a run's fitted calibration maps it for this task (unchanged without one).
+
+    A calibration entry is `{"tasks": {task: {...TaskModel fields}}}`, fitted on the logit of
+    the model's P(YES): `platt` is temperature scaling with a bias, `isotonic` a monotone map.
+
+    >>> cal = {"tasks": {"cv": {"kind": "platt", "a": 0.5, "b": 0.0}}}
+    >>> round(calibrated_confidence(0.99, "cv", cal), 3), calibrated_confidence(0.99, "x", cal)
+    (0.909, 0.99)
+    >>> calibrated_confidence(None, "cv", cal) is None
+    True
+    """
+    if confidence is None or not calibration or not math.isfinite(confidence):
+        return confidence
+    spec = (calibration.get("tasks") or {}).get(task)
+    if not spec or spec.get("kind", "rules") == "rules":
+        return confidence
+    return TaskModel(**spec).p_yes(_logit(confidence), {}, float(confidence))
+
+
+# The queue's curve: the calibrated P(YES) every 0.1 in logit P(YES) over the range a
+# P(YES) clamped to [1e-6, 1 - 1e-6] spans (plus an isotonic map's own knots, where the
+# map bends), so the store ranks without the model's code.
+QUEUE_GRID = [round(-14.0 + 0.1 * i, 1) for i in range(281)]
+
+
+def queue_maps(tasks: dict[str, dict]) -> dict[str, dict[str, list[float]]]:
+    """task -> {"x": logits, "p": calibrated P(YES)} for each task with a fitted map."""
+    out = {}
+    for task, spec in tasks.items():
+        if spec.get("kind", "rules") == "rules":
+            continue
+        xs = sorted(set(QUEUE_GRID) | {float(x) for x in spec.get("knots_x") or []})
+        tm = TaskModel(**spec)
+        out[task] = {"x": xs, "p": [tm.p_yes(x, {}, 1 / (1 + math.exp(-x))) for x in xs]}
+    return out
 
 
 def run_examples(store: Any, run_id: int) -> tuple[Any, list[Example]]:
@@ -91,6 +133,7 @@ def calibrate_run(store: Any, run_id: int, folds: int = 5, seed: int = 0) -> dic
         "n": len(examples),
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "tasks": tasks,
+        "queue_maps": queue_maps(tasks),
         "cv": cv,
     }
     cals = dict(store.setting(MODEL_CALIBRATION) or {})
