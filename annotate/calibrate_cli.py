@@ -28,7 +28,7 @@ def main(args: argparse.Namespace) -> int:
     if getattr(args, "run", None) is not None:  # a model run's P(YES), not the inspector
         return calibrate_run(args)
 
-    store = Store(args.db)
+    store = Store(args.db, create=False)
     try:
         done = calibrate_store(
             store, args.out, min_labels=args.min_labels, folds=args.folds, seed=args.seed

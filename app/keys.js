@@ -47,8 +47,7 @@
   };
   const onVetPage = () => visible(document.getElementById("btn-accept"));
 
-  // r: a one-line reason for the reject; Enter saves it (the box's submit), Esc saves the
-  // reject without one.
+  // r: a one-line reason for the reject; Enter saves it (the box's submit), Esc cancels.
   // Gradio scopes the page's CSS under its container, so panels are shown inline.
   const show = (id, on) => {
     const el = document.getElementById(id);
@@ -84,6 +83,52 @@
     if (box) box.focus();
   };
   const closeCorrect = () => show("correct-panel", false);
+
+  // Text the expert wrote and has not saved: a correction's reasoning or note, or a reject's
+  // reason, in a panel that is open. While there is some, no key decides the candidate (the
+  // focus may have left the box: after a dropdown, Enter leaves it on the page body), and
+  // moving on asks first.
+  const shown = (id) => {
+    const el = document.getElementById(id);
+    return !!el && el.style.display === "flex" && visible(el);
+  };
+  const filled = (sel) =>
+    [...document.querySelectorAll(sel)].some((b) => (b.value || "").trim() !== "");
+  const unsaved = () =>
+    (shown("correct-panel") &&
+      filled("#correct-explanation textarea, #correct-note textarea, #correct-note input")) ||
+    (shown("reject-reason-row") && filled("#reject-reason input, #reject-reason textarea"));
+  const holdText = () => {
+    const box = shown("correct-panel")
+      ? document.querySelector("#correct-explanation textarea")
+      : document.querySelector("#reject-reason input, #reject-reason textarea");
+    const msg = document.getElementById("vet-message");
+    if (msg)
+      msg.innerText = shown("correct-panel")
+        ? "Unsaved correction: Ctrl+Enter saves it, Esc discards it."
+        : "Unsaved reason: Enter saves the reject, Esc discards it.";
+    if (box) box.focus();
+  };
+  window.loupeUnsaved = unsaved;
+  const leaveOk = () =>
+    !unsaved() || window.confirm("Your unsaved text will be lost. Leave this candidate?");
+  // A click that decides or moves on (not the keys' own presses) asks too.
+  document.addEventListener(
+    "click",
+    (ev) => {
+      const btn = ev.target && ev.target.closest && ev.target.closest("#vet-actions button");
+      if (!btn || !ev.isTrusted || leaveOk()) return;
+      ev.preventDefault();
+      ev.stopImmediatePropagation();
+    },
+    true
+  );
+  window.addEventListener("beforeunload", (ev) => {
+    if (unsaved()) {
+      ev.preventDefault();
+      ev.returnValue = "";
+    }
+  });
 
   // Reasoning the model learns is about the spectrum; say so when it reads like a note
   // about the agent (the server says it again when the correction is saved).
@@ -260,17 +305,12 @@
         return;
       }
       if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
-      if (ev.key === "Escape" && inside(ev, "reject-reason")) {
+      if (ev.key === "Escape" && (inside(ev, "reject-reason") || shown("reject-reason-row"))) {
+        // Esc cancels: nothing is decided (Enter saves the reject, with or without a reason)
         ev.preventDefault();
-        ev.target.blur();
+        if (typing(ev)) ev.target.blur();
         closeReason();
         clearReason();
-        const reject = () => {
-          busyUntil = performance.now() + 5000;
-          press("btn-reject"); // the reject, without a reason
-        };
-        if (busy()) waiting.push(reject);
-        else reject();
         return;
       }
       if (ev.key === "Enter" && inside(ev, "reject-reason")) {
@@ -291,7 +331,7 @@
         }
         return;
       }
-      if (ev.key === "Escape" && inside(ev, "correct-panel")) {
+      if (ev.key === "Escape" && (inside(ev, "correct-panel") || shown("correct-panel"))) {
         ev.preventDefault();
         if (typing(ev)) ev.target.blur();
         closeCorrect();
@@ -309,6 +349,16 @@
         return;
       }
       const key = ev.key.toLowerCase();
+      if (onVetPage() && unsaved() && ["a", "s", "f", "u", "r", "c", "1", "2", "3", "4"].includes(key)) {
+        // the open panel's text is saved or discarded first
+        ev.preventDefault();
+        holdText();
+        return;
+      }
+      if (onVetPage() && (key === "j" || key === "k") && !leaveOk()) {
+        ev.preventDefault();
+        return;
+      }
       if (onVetPage() && key === "r") {
         ev.preventDefault();
         openReason();

@@ -71,7 +71,7 @@ def test_bad_rows_reported_good_rows_kept(store, tmp_path):
 
 def test_bad_files_are_refused_whole(store, tmp_path):
     f = tmp_path / "x.csv"
-    f.write_text("name,verdict\na,YES\n")
+    f.write_text("name,answer\na,YES\n")
     with pytest.raises(StoreError, match="no 'label' column"):
         import_labels(store, f, "ada")
     f.write_text("label\nYES\n")

@@ -16,7 +16,7 @@ from app.pages import upload as upload_page
 def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
     """The tab's components; returns the function that wires their events, which
     `app.ui.build` calls once every tab is laid out (so the events keep their order)."""
-    with gr.Tab("Experts", id="experts"):
+    with gr.Tab("Experts", id="experts") as x_tab:
         x_note = gr.Markdown(elem_id="experts-note")
         x_list = gr.Dataframe(
             value={"headers": experts_page.HEADERS, "data": []},
@@ -62,5 +62,8 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
             return experts_page.experts_note(ex), experts_page.expert_table(ctx, ex)
 
         demo.load(on_experts_tab, None, [x_note, x_list], api_name=False)
+        # opened again: the counts as they are now, not as the page load found them
+        x_tab.select(on_experts_tab, None, [x_note, x_list], api_name=False,
+                     show_progress="hidden")  # fmt: skip
 
     return wire
