@@ -186,7 +186,19 @@
     shownVisible = document.visibilityState === "visible";
     if (shownVisible) lastInput = performance.now(); // back at the desk
   });
+  // A decision draws the next candidate at its key press, which restarts the clock before
+  // the decision's request reads it: the key holds the count for that request.
+  let heldActive = null;
+  const holdActive = () => {
+    tick();
+    heldActive = Math.round(activeMs) / 1000;
+  };
   window.loupeActive = () => {
+    if (heldActive !== null) {
+      const v = heldActive;
+      heldActive = null;
+      return v;
+    }
     tick();
     return Math.round(activeMs) / 1000;
   };
@@ -233,6 +245,21 @@
   let ahead = null;
   let busyUntil = 0;
   const waiting = [];
+  // Decisions pressed and not yet answered by the server, on the status line.
+  const DECIDES = ["a", "s", "f"];
+  let sending = 0;
+  const sent = (n) => {
+    sending = Math.max(0, sending + n);
+    let el = document.getElementById("loupe-pending");
+    if (!el) {
+      el = document.createElement("div");
+      el.id = "loupe-pending";
+      el.setAttribute("role", "status");
+      document.body.appendChild(el);
+    }
+    el.textContent = sending ? `saving ${sending} decision${sending > 1 ? "s" : ""}…` : "";
+  };
+  window.loupeSending = () => sending;
   const busy = () => performance.now() < busyUntil;
   // A request that answers with the session's state (a grade) ends here: keys pressed
   // meanwhile waited, so its answer cannot overwrite a later decision's state.
@@ -241,6 +268,10 @@
     while (waiting.length && !busy()) waiting.shift()();
   };
   window.loupeAhead = (v) => {
+    if (answering) {
+      answering = false;
+      sent(-1);
+    }
     try {
       ahead = v ? JSON.parse(v) : null;
     } catch (e) {
@@ -256,6 +287,12 @@
     const t = drawnToken;
     drawnToken = "";
     return t;
+  };
+  // Set by a decision's request (app/ui/vet.py): its answer, then what comes next, end it.
+  let answering = false;
+  window.loupeDeciding = () => {
+    answering = true;
+    return window.loupeDrawn();
   };
   const drawAhead = (which) => {
     const item = ahead && ahead.for === headId() ? ahead[which] : null;
@@ -320,14 +357,19 @@
         // on the screen, not the one the server last answered for.
         const box = ev.target;
         setTimeout(closeReason, 0);
+        sent(1);
         if (busy()) {
           ev.preventDefault();
           waiting.push(() => {
             busyUntil = performance.now() + 5000;
+            holdActive();
+            drawAhead("next");
             box.dispatchEvent(new KeyboardEvent("keypress", { key: "Enter", bubbles: true }));
           });
         } else {
           busyUntil = performance.now() + 5000;
+          holdActive();
+          drawAhead("next");
         }
         return;
       }
@@ -382,17 +424,28 @@
       }
       const id = KEYS[key];
       if (!id) return;
+      const deciding = DECIDES.includes(key);
       // Only on the vet page: hidden buttons (another tab is open) are not pressed.
       const go = () => {
         const btn = document.getElementById(id);
-        if (!visible(btn) || btn.disabled) return;
-        // drawn before the click, whose request carries what was drawn
+        if (!visible(btn) || btn.disabled) {
+          if (deciding) sent(-1);
+          return;
+        }
+        // -- vet speed: j, k and a decision draw what they bring before the click, whose
+        // request carries what was drawn; the decision is saved meanwhile, and a refusal
+        // brings its candidate back with the reason (the server's answer redraws it)
         if (key === "j" || key === "k") drawAhead(key === "j" ? "next" : "prev");
+        else if (deciding) {
+          holdActive();
+          drawAhead("next");
+        }
         busyUntil = performance.now() + 5000; // until the answer and what follows arrive
         btn.click();
       };
       if (!onVetPage()) return;
       ev.preventDefault();
+      if (deciding) sent(1);
       if (busy()) waiting.push(go);
       else go();
     },
@@ -451,6 +504,28 @@
     (ev) => {
       if (ev.ctrlKey || ev.metaKey || ev.altKey || typing(ev)) return;
       const key = ev.key;
+      if (key === "0" && window.Plotly) {
+        // every plot of the page back to its full range
+        const plots = document.querySelectorAll("#vet-global .js-plotly-plot, #vet-zooms .js-plotly-plot");
+        if (!plots.length || !visible(plots[0])) return;
+        ev.preventDefault();
+        plots.forEach((gd) => {
+          // as Plotly's own "reset axes": the range each axis was drawn with
+          const axes = {};
+          const full = gd._fullLayout || {};
+          Object.keys(full).forEach((k) => {
+            if (!/^[xy]axis\d*$/.test(k)) return;
+            const ax = full[k];
+            if (ax._rangeInitial0 !== undefined)
+              axes[`${k}.range`] = [ax._rangeInitial0, ax._rangeInitial1];
+            else if (ax._rangeInitial) axes[`${k}.range`] = ax._rangeInitial.slice();
+            else if (ax._autorangeInitial !== undefined) axes[`${k}.autorange`] = ax._autorangeInitial;
+            else axes[`${k}.autorange`] = true;
+          });
+          window.Plotly.relayout(gd, axes);
+        });
+        return;
+      }
       if (key === "z") {
         // Focus the redshift box and select its value: type "1.27", Enter, and it is drawn.
         const box = document.querySelector("#desk-z input[type=number]");

@@ -11,7 +11,9 @@ A fresh demo database (generated, ingested and vetted by `rules`), then:
 - http: the same through the running app with `gradio_client` (adds Gradio and transport);
 - browser: key press (j) to the next candidate's whole-spectrum panel drawn (drawn at the
   key press from what the page was handed ahead), and opening the page (a new browser
-  context: nothing cached) to the first panel drawn, in Chromium (skipped if absent).
+  context: nothing cached) to the first panel drawn, in Chromium (skipped if absent);
+- browser_a: the same for `a` (accept: the decision is saved in the background while the
+  next candidate is drawn), checking at the end that every press was stored once.
 Timings on a loaded machine are noise: the load average is printed first.
 Prints p50/p95 of each; the last line is the server p95.
 """
@@ -96,7 +98,7 @@ def bench_http(ctx, n: int) -> list[float]:
         srv.close()
 
 
-def bench_browser(ctx, n: int) -> list[float] | None:
+def bench_browser(ctx, n: int, key: str = "j") -> list[float] | None:
     if not os.path.exists(CHROMIUM):
         print(f"browser: skipped ({CHROMIUM} absent)")
         return None
@@ -118,18 +120,25 @@ def bench_browser(ctx, n: int) -> list[float] | None:
                 page.goto(srv.url, wait_until="commit")
                 page.wait_for_function(DRAWN, arg="", timeout=60_000, polling="raf")
                 opened.append((time.perf_counter() - t0) * 1000)
-            report("open", opened[1:])
-            print(f"open (cold) {opened[0]:.0f} ms")
+            if key == "j":
+                report("open", opened[1:])
+                print(f"open (cold) {opened[0]:.0f} ms")
             for _ in range(n):
                 old = page.inner_text("#vet-header .loupe-head .id").strip()
                 page.wait_for_timeout(300)  # the expert reads
                 t0 = time.perf_counter()
-                page.keyboard.press("j")
+                page.keyboard.press(key)
                 try:
                     page.wait_for_function(DRAWN, arg=old, timeout=20_000, polling="raf")
                 except Exception:
                     break
                 out.append((time.perf_counter() - t0) * 1000)
+            if key == "a":  # every decision stored, once
+                deadline = time.time() + 30
+                while time.time() < deadline and len(ctx.store.reviews()) < len(out):
+                    time.sleep(0.1)
+                stored = len([r for r in ctx.store.reviews() if r.action == "accept"])
+                print(f"browser_a: {len(out)} presses, {stored} accepts stored")
             b.close()
     finally:
         srv.close()
@@ -149,9 +158,10 @@ def main() -> int:
             "ahead": lambda ctx, n: bench_server(ctx, n, ahead=True),
             "http": bench_http,
             "browser": bench_browser,
+            "browser_a": lambda ctx, n: bench_browser(ctx, n, "a"),
         }
         for name, fn in fns.items():
-            if name == "browser" and args.no_browser:
+            if name.startswith("browser") and args.no_browser:
                 continue
             root = Path(tmp) / name
             ctx = fresh(root, args.n)

@@ -260,11 +260,16 @@ def test_the_experts_desk_in_the_browser(browser, tmp_path_factory, tmp_path):
         page.wait_for_function(DRAWN, arg=old, timeout=20_000)
         r = ctx.store.review(r.id)
         assert (r.action, r.explanation) == ("reject", "An M giant: TiO bands and no CN, so NO")
-        # ... and Esc saves the reject without one
+        # ... Esc cancels, and Enter in the empty box saves the reject without one
         key2 = _current_key(page)
         page.keyboard.press("r")
         page.wait_for_selector("#reject-reason", state="visible", timeout=5_000)
         page.keyboard.press("Escape")
+        page.wait_for_selector("#reject-reason", state="hidden", timeout=5_000)
+        assert _reviews_of(ctx, key2) == []
+        page.keyboard.press("r")
+        page.wait_for_selector("#reject-reason", state="visible", timeout=5_000)
+        page.keyboard.press("Enter")
         page.wait_for_function(DRAWN, arg=key2, timeout=20_000)
         (r2,) = _reviews_of(ctx, key2)
         assert (r2.action, r2.explanation) == ("reject", None)
