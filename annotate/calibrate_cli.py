@@ -1,5 +1,7 @@
-"""`launch.py calibrate`: refit the inspector on the store's labels, or, with `--run`, the
-confidence of one model run (hf/vllm/openai) against the experts' decisions."""
+"""Refit the inspector's calibration on the store's expert labels (or a model run's, --run).
+
+`launch.py calibrate` refits the rule-based inspector on the store's labels, or, with
+`--run`, the confidence of one model run (hf/vllm/openai) against the experts' decisions."""
 
 from __future__ import annotations
 

@@ -569,6 +569,13 @@
     window.loupeTypedZ = box.value;
     go.click();
   };
+  // After the server's answer to a typed z: the box shows the z in force (the slider's),
+  // so a refused value does not stay in it as if it were recorded.
+  window.loupeZBack = () => {
+    const range = document.querySelector("#desk-z input[type=range]");
+    const box = document.querySelector("#desk-z input[type=number]");
+    if (range && box && document.activeElement !== box) box.value = range.value;
+  };
   document.addEventListener("focusin", (ev) => { if (zBox(ev.target)) zSent = null; }, true);
   for (const type of ["input", "blur", "pointerup", "change"]) {
     document.addEventListener(

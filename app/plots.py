@@ -126,8 +126,14 @@ def global_figure(
             traces.append(tr)
             layout["showlegend"] = True
             # inside the plot's top right, under Plotly's toolbar (which sits above it)
-            layout["legend"] = {"orientation": "h", "x": 1, "xanchor": "right", "y": 0.98,
-                                "yanchor": "top", "bgcolor": "rgba(255,255,255,0.7)"}
+            layout["legend"] = {
+                "orientation": "h",
+                "x": 1,
+                "xanchor": "right",
+                "y": 0.98,
+                "yanchor": "top",
+                "bgcolor": "rgba(255,255,255,0.7)",
+            }
         else:
             layout["title"]["text"] += f" · {template.name} at z = {template_z:.3f} is off the data"
     xr = (float(x[0]), float(x[-1]))

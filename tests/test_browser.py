@@ -94,6 +94,7 @@ def test_vet_correct_and_author_in_the_browser(browser, tmp_path_factory, tmp_pa
         page.keyboard.press("a")
         second = _wait_key_change(page, first)
         info = ctx.store.find_candidate(first)
+        _stored(ctx, first)
         (r,) = ctx.store.reviews(candidate_id=info.id)
         assert r.action == "accept" and r.seconds is not None
 
@@ -212,6 +213,15 @@ def _reviews_of(ctx, key: str) -> list:
     return [r for r in ctx.store.reviews() if ctx.store.candidate(r.candidate_id).key == key]
 
 
+def _stored(ctx, key: str, until=lambda rs: len(rs) >= 1, timeout: float = 20.0) -> list:
+    """The candidate's reviews once `until` holds: a decision draws the next candidate at
+    the key press and is saved in the background."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and not until(_reviews_of(ctx, key)):
+        time.sleep(0.1)
+    return _reviews_of(ctx, key)
+
+
 def test_the_experts_desk_in_the_browser(browser, tmp_path_factory, tmp_path):
     """Keys j/k, 1-4, u, r, c on the vet page: what the page shows and what the store holds."""
     with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
@@ -242,7 +252,7 @@ def test_the_experts_desk_in_the_browser(browser, tmp_path_factory, tmp_path):
                                ".includes('Grade 2 kept')", timeout=10_000)  # fmt: skip
         assert page.is_checked("#vet-grade input[value='2']")
         _drawn_after(page, "a")
-        (r,) = _reviews_of(ctx, key)
+        (r,) = _stored(ctx, key)
         assert (r.action, r.grade) == ("accept", 2) and r.seconds is not None
 
         # u takes it back and shows that candidate again
@@ -258,6 +268,7 @@ def test_the_experts_desk_in_the_browser(browser, tmp_path_factory, tmp_path):
         old = _current_key(page)
         page.keyboard.press("Enter")
         page.wait_for_function(DRAWN, arg=old, timeout=20_000)
+        _stored(ctx, old, lambda rs: rs and rs[0].action == "reject")
         r = ctx.store.review(r.id)
         assert (r.action, r.explanation) == ("reject", "An M giant: TiO bands and no CN, so NO")
         # ... Esc cancels, and Enter in the empty box saves the reject without one
@@ -271,7 +282,7 @@ def test_the_experts_desk_in_the_browser(browser, tmp_path_factory, tmp_path):
         page.wait_for_selector("#reject-reason", state="visible", timeout=5_000)
         page.keyboard.press("Enter")
         page.wait_for_function(DRAWN, arg=key2, timeout=20_000)
-        (r2,) = _reviews_of(ctx, key2)
+        (r2,) = _stored(ctx, key2)
         assert (r2.action, r2.explanation) == ("reject", None)
 
         # c: the panel opens in view and focused, empty; warns on a note about the agent;
@@ -436,7 +447,7 @@ def test_a_typed_redshift_is_stored_with_the_decision(browser, tmp_path_factory,
         page.keyboard.press("Enter")
         page.wait_for_selector("#desk-z-info:has-text('yours: 1.2700')", timeout=20_000)
         _drawn_after(page, "a")
-        (r,) = _reviews_of(ctx, key)
+        (r,) = _stored(ctx, key)
         assert (r.action, r.redshift, r.redshift_source) == ("accept", 1.27, "expert")
 
 

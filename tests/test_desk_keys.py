@@ -79,3 +79,12 @@ def test_line_markers_follow_the_shown_redshift():
     obs = plots.global_figure(spec.replace(redshift=0.5), markers=mg, frame="observed",
                               marker_z=1.5)  # fmt: skip
     assert lines(obs) == [7000.0]  # observed: where an object at z = 1.5 puts it
+
+
+def test_fleiss_kappa_of_a_single_item_is_not_a_number():
+    import math
+
+    from annotate.agreement import fleiss_kappa
+
+    assert math.isnan(fleiss_kappa([["YES", "NO"]]))  # shown as n/a, not -1
+    assert fleiss_kappa([["YES", "NO"], ["NO", "YES"]]) == -1.0

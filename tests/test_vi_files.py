@@ -93,7 +93,9 @@ def test_vi_csv_writes_reason_and_reasoning_as_columns(ctx, tmp_path):
     vi.write_vi(ctx.store, out)
     rows = {r["action"]: r for r in csv.DictReader(out.open(encoding="utf-8"))}
     assert (rows["reject"]["reason"], rows["reject"]["reasoning"]) == (
-        "TiO bands, no CN, so NO", "")
+        "TiO bands, no CN, so NO",
+        "",
+    )
     assert rows["correct"]["reasoning"] == "I see C2 Swan bands at 5165 Å, so YES"
     assert (rows["correct"]["wrong_step"], rows["correct"]["comment"]) == ("1", "check 4737")
     assert rows["reject"]["comment"] == "see also, the red end"
@@ -126,8 +128,23 @@ def test_marz_layout_is_read_as_marz_reads_it(ctx, tmp_path):
     lines = out.read_text(encoding="utf-8").splitlines()
     n = next(i for i, line in enumerate(lines) if not line.startswith("#")) - 1
     headers = [h.strip() for h in lines[n].replace("#", "").split(",")]
-    assert headers[:15] == ["ID", "Name", "RA", "DEC", "Mag", "Type", "AutoTID", "AutoTN",
-                            "AutoZ", "AutoXCor", "FinTID", "FinTN", "FinZ", "QOP", "Comment"]
+    assert headers[:15] == [
+        "ID",
+        "Name",
+        "RA",
+        "DEC",
+        "Mag",
+        "Type",
+        "AutoTID",
+        "AutoTN",
+        "AutoZ",
+        "AutoXCor",
+        "FinTID",
+        "FinTN",
+        "FinZ",
+        "QOP",
+        "Comment",
+    ]
     first = dict(zip(headers, lines[n + 1].split(",")))  # Marz splits on every comma
     assert first["QOP"] == "3" and first["FinZ"] == "1.27000" and first["Comment"] == "clean"
 
@@ -145,7 +162,12 @@ def test_prospects_own_vi_file_is_read(ctx, tmp_path):
     assert {"object_id", "expert", "grade", "redshift", "comment"} <= set(names)
     (line1, a), (line2, b) = rows
     assert (line1, a["object_id"], a["expert"], a["grade"], a["vi_issue"]) == (
-        2, "123456789", "Desi Arnaz", "1", "R")
+        2,
+        "123456789",
+        "Desi Arnaz",
+        "1",
+        "R",
+    )
     assert (a["redshift"], a["vi_spectype"]) == ("0.23", "QSO")
     assert a["comment"] == "This is a comment containing a , comma."
     assert (line2, b["grade"], b["comment"]) == (3, "4", "This looks nice")
@@ -167,7 +189,12 @@ def test_a_vi_row_with_a_verdict_and_prospect_fields_is_imported(ctx, tmp_path):
     assert (report.recorded, report.errors) == (1, [])
     (r,) = ctx.store.reviews(candidate_id=c.id)
     assert (r.action, r.grade, r.redshift, r.redshift_source, r.comment) == (
-        "accept", 4, 0.5, "expert", "a comment, with a comma")
+        "accept",
+        4,
+        0.5,
+        "expert",
+        "a comment, with a comma",
+    )
 
 
 def test_import_keeps_the_time_of_the_decision(ctx, tmp_path):

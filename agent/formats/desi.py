@@ -174,11 +174,17 @@ def read(path: Path, hdul: fits.HDUList, row: int | None = None) -> list[Spectru
                 dec=float(dec) if dec is not None else None,
                 survey_class=rz.get("class"),
                 survey_subclass=rz.get("subclass"),
-                extra={"arms": list(arrays), "desi": {
-                    **observed(i),
-                    **({} if rz.get("DELTACHI2") is None
-                       else {"DELTACHI2": f"{float(rz['DELTACHI2']):.2f}"}),
-                }},  # fmt: skip
+                extra={
+                    "arms": list(arrays),
+                    "desi": {
+                        **observed(i),
+                        **(
+                            {}
+                            if rz.get("DELTACHI2") is None
+                            else {"DELTACHI2": f"{float(rz['DELTACHI2']):.2f}"}
+                        ),
+                    },
+                },  # fmt: skip
             )
         )
     if not spectra:

@@ -452,7 +452,10 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
         z_typed_go.click(desk_op("typed"), typed_ins, view_outs, api_name="desk_z_typed",
                          js=f"(...a) => {{ a = a.slice(0, {len(typed_ins)}); a[2] = "
                             "String(window.loupeTypedZ ?? a[2] ?? ''); return a; }",
-                         trigger_mode="always_last", **FAST)  # fmt: skip
+                         trigger_mode="always_last", **FAST).then(
+            None, None, None, api_name=False,
+            js="() => { setTimeout(() => window.loupeZBack && window.loupeZBack(), 50); }",
+        )  # fmt: skip
         for btn, step in z_steps:
             btn.click(desk_op("nudge", step), desk_ins, view_outs, api_name=False, **FAST)
         z_adopt.click(desk_op("adopt"), desk_ins, view_outs, api_name="desk_adopt", **FAST)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 import datetime as dt
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import or_, select
