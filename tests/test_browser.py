@@ -24,6 +24,9 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+# Opening the page: a 2-core machine shared by other work takes its time (a first panel
+# over 30 s was seen at a load average of 20); how fast is for bench/app_latency.py.
+OPEN_MS = 120_000
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +41,8 @@ def browser():
 
 
 def _open(page, url: str) -> None:
-    page.goto(url, wait_until="load")
-    page.wait_for_selector("#vet-header .loupe-head", timeout=30_000)
+    page.goto(url, wait_until="load", timeout=OPEN_MS)
+    page.wait_for_selector("#vet-header .loupe-head", timeout=OPEN_MS)
 
 
 @contextmanager
@@ -51,7 +54,7 @@ def _desk(browser, tmp_path_factory, tmp_path):
     try:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         _open(page, srv.url)
-        page.wait_for_function(DRAWN, arg="", timeout=30_000)
+        page.wait_for_function(DRAWN, arg="", timeout=OPEN_MS)
         yield ctx, srv, page
     finally:
         srv.close()
@@ -81,7 +84,7 @@ def test_vet_correct_and_author_in_the_browser(browser, tmp_path_factory, tmp_pa
     try:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         _open(page, srv.url)
-        page.wait_for_selector("#vet-global .js-plotly-plot", timeout=30_000)
+        page.wait_for_selector("#vet-global .js-plotly-plot", timeout=OPEN_MS)
         page.wait_for_timeout(500)
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "vet_page.png"), full_page=True)
@@ -169,12 +172,12 @@ def test_model_script_is_inert_with_login(browser, tmp_path_factory, tmp_path):
     srv = serve(ctx)
     try:
         page = browser.new_page()
-        page.goto(srv.url, wait_until="load")
+        page.goto(srv.url, wait_until="load", timeout=OPEN_MS)
         assert "/login" in page.url
         page.fill("input[name=username]", "ada")
         page.fill("input[name=password]", "pw-ada-123")
         page.click("button[type=submit]")
-        page.wait_for_selector("#vet-header .loupe-head", timeout=30_000)
+        page.wait_for_selector("#vet-header .loupe-head", timeout=OPEN_MS)
         page.fill("#jump-id textarea, #jump-id input", c.key)
         page.keyboard.press("Enter")
         page.wait_for_function(
@@ -344,7 +347,7 @@ def test_panels_keep_up_with_the_keyboard(browser, tmp_path_factory, tmp_path):
     with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
         page2 = browser.new_page(viewport={"width": 1400, "height": 1000})
         page2.goto(srv.url, wait_until="commit")
-        page2.wait_for_function(DRAWN, arg="", timeout=30_000, polling="raf")
+        page2.wait_for_function(DRAWN, arg="", timeout=OPEN_MS, polling="raf")
         page2.close()
         seen = [_current_key(page)]
         ms = []
@@ -366,11 +369,11 @@ def test_log_out_from_the_page(browser, tmp_path_factory, tmp_path):
     srv = serve(ctx)
     try:
         page = browser.new_page()
-        page.goto(srv.url, wait_until="load")
+        page.goto(srv.url, wait_until="load", timeout=OPEN_MS)
         page.fill("input[name=username]", "ada")
         page.fill("input[name=password]", "pw-ada-123")
         page.click("button[type=submit]")
-        page.wait_for_selector("#whoami a[href='/logout']", timeout=30_000)
+        page.wait_for_selector("#whoami a[href='/logout']", timeout=OPEN_MS)
         (cookie,) = [c for c in page.context.cookies() if c["name"] == "loupe_session"]
         assert ctx.store.session_expert(cookie["value"]) == "ada"
         with page.expect_popup() as opened:  # Gradio opens Markdown links in a new tab

@@ -14,7 +14,7 @@ from app.main import serve
 from tests.app_support import context
 from tests.test_browser import ARGS, CHROMIUM, DRAWN, _current_key, _drawn_after, _reviews_of
 
-OPEN_S = 120  # a shared 2-core machine under load takes its time to open the page
+OPEN_S = 120  # seconds to open the page (tests.test_browser.OPEN_MS)
 
 
 @pytest.fixture(scope="module")
