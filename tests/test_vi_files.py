@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+from pathlib import Path
 
 import pytest
 
@@ -253,3 +254,30 @@ def test_serve_on_a_missing_db_refuses_and_seeds_nothing(tmp_path, capsys):
     rc = launch.main(["serve", "--db", str(missing), "--port", "1"])
     _one_line(capsys, rc, str(missing), "no database there")
     assert not missing.parent.exists()
+
+
+def test_an_expert_downloads_their_own_vi_csv(tmp_path_factory, tmp_path):
+    """A non-admin's VI CSV holds their decisions only, outside the admins' export folder."""
+    from annotate.experts import create_expert
+    from app.context import Viewer
+    from app.pages import export as export_page
+
+    c = context(tmp_path_factory, tmp_path, login=True)
+    try:
+        create_expert(c.store, "bea", "expert", "pw-bea-12345")
+        create_expert(c.store, "ada", "admin", "pw-ada-12345")
+        cands = [x for x in c.store.list_candidates(limit=10, order="id") if x.verdict]
+        review.decide(c.store, "bea", cands[0].id, "accept", comment="mine")
+        review.decide(c.store, "ada", cands[1].id, "accept", comment="hers")
+        msg, files = export_page.vi_download(c, Viewer("bea", "expert"))
+        assert "your decisions" in msg and files
+        rows = [r for f in files for r in csv.DictReader(open(f, encoding="utf-8"))]
+        assert [(r["expert"], r["comment"]) for r in rows] == [("bea", "mine")]
+        assert all(c.export_dir not in Path(f).parents for f in files)
+        msg, files = export_page.vi_download(c, Viewer("ada", "admin"))
+        rows = [r for f in files for r in csv.DictReader(open(f, encoding="utf-8"))]
+        assert sorted(r["expert"] for r in rows) == ["ada", "bea"]
+        assert all(c.export_dir in Path(f).parents for f in files)
+        assert export_page.vi_download(c, None)[1] == []  # anonymous: refused
+    finally:
+        c.store.close()

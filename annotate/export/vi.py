@@ -58,13 +58,16 @@ def campaign_of(candidate: Any) -> str:
     return candidate.source_catalog or candidate.task
 
 
-def vi_rows(store: Store, *, campaign: str | None = None) -> Iterator[dict[str, Any]]:
-    """One dict per decision (keys COLUMNS), in the order the decisions were first made.
-    A taken-back decision (`undo`) is a revision, not a decision: it has no row."""
+def vi_rows(
+    store: Store, *, campaign: str | None = None, expert: str | None = None
+) -> Iterator[dict[str, Any]]:
+    """One dict per decision (keys COLUMNS), in the order the decisions were first made;
+    only `expert`'s if given. A taken-back decision (`undo`) is a revision, not a decision:
+    it has no row."""
     experts = {e.id: e.name for e in store.experts()}
     cands: dict[int, Any] = {}
     for r in store.reviews():
-        if r.action == "undo":
+        if r.action == "undo" or (expert is not None and experts.get(r.expert_id) != expert):
             continue
         c = cands.get(r.candidate_id)
         if c is None:
@@ -140,8 +143,10 @@ def marz_row(n: int, row: dict[str, Any], pipe: dict[str, Any]) -> list[Any]:
     ]  # fmt: skip
 
 
-def campaigns(store: Store) -> list[str]:
-    cids = {r.candidate_id for r in store.reviews() if r.action != "undo"}
+def campaigns(store: Store, expert: str | None = None) -> list[str]:
+    me = None if expert is None else store.expert(expert)
+    cids = {r.candidate_id for r in store.reviews() if r.action != "undo"
+            and (expert is None or (me is not None and r.expert_id == me.id))}  # fmt: skip
     return sorted({campaign_of(store.candidate(cid)) for cid in cids})
 
 
@@ -155,13 +160,20 @@ def header(layout: str) -> list[str]:
 
 
 def write_vi(
-    store: Store, out: str | Path, *, campaign: str | None = None, layout: str = "loupe"
+    store: Store,
+    out: str | Path,
+    *,
+    campaign: str | None = None,
+    layout: str = "loupe",
+    expert: str | None = None,
 ) -> int:
-    """Write the VI CSV to `out` (UTF-8, comma-separated, a header row); returns its rows."""
+    """Write the VI CSV to `out` (UTF-8, comma-separated, a header row), of every expert's
+    decisions or `expert`'s; returns its rows."""
     if layout not in LAYOUTS:
         raise VIError(f"unknown layout {layout!r}; known: {', '.join(LAYOUTS)}")
-    if campaign is not None and campaign not in campaigns(store):
-        raise VIError(f"no decisions in campaign {campaign!r}; known: {campaigns(store)}")
+    known = campaigns(store, expert)
+    if campaign is not None and campaign not in known:
+        raise VIError(f"no decisions in campaign {campaign!r}; known: {known}")
     names = header(layout)
     own = [c for c in names if c in COLUMNS]
     out = Path(out)
@@ -174,7 +186,7 @@ def write_vi(
         if layout == "marz":  # Marz reads its header from the last '#' line
             fh.write("# Loupe decisions as a Marz results file\n#")
         w.writerow(names)
-        for row in vi_rows(store, campaign=campaign):
+        for row in vi_rows(store, campaign=campaign, expert=expert):
             n += 1
             lead: list[Any] = []
             if layout == "prospect":
@@ -186,14 +198,16 @@ def write_vi(
     return n
 
 
-def write_per_campaign(store: Store, folder: str | Path, *, layout: str = "loupe") -> list[Path]:
-    """One `vi_<campaign>.csv` per campaign in `folder`."""
+def write_per_campaign(
+    store: Store, folder: str | Path, *, layout: str = "loupe", expert: str | None = None
+) -> list[Path]:
+    """One `vi_<campaign>.csv` per campaign in `folder` (only `expert`'s decisions if given)."""
     folder = Path(folder)
     paths = []
-    for camp in campaigns(store):
+    for camp in campaigns(store, expert):
         safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in camp)
         p = folder / f"vi_{safe}.csv"
-        write_vi(store, p, campaign=camp, layout=layout)
+        write_vi(store, p, campaign=camp, layout=layout, expert=expert)
         paths.append(p)
     return paths
 

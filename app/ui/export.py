@@ -23,7 +23,7 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
         e_manifest = gr.JSON(label="manifest")
         e_files = gr.File(label="download", file_count="multiple", interactive=False)
         # -- VI CSV download (annotate.export.vi)
-        with gr.Row(elem_id="export-vi-controls") as e_vi_controls:
+        with gr.Row(elem_id="export-vi-controls"):
             e_vi_layout = gr.Radio(["loupe", "prospect", "marz"], value="loupe",
                                    label="VI CSV columns")  # fmt: skip
             e_vi_go = gr.Button("Download decisions as VI CSV", elem_id="btn-export-vi")
@@ -62,13 +62,13 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
             note = (
                 "Exports include only what is new since the last batch of that kind."
                 if admin
-                else "Exports and VI CSVs are written by the team's admins."
+                else "Training-data exports are run by the team's admins; your own "
+                "decisions download below as a VI CSV."
             )
             shown = gr.update(visible=admin)
-            return [note, hist, shown, shown, shown, shown, shown, shown, shown]
+            return [note, hist, shown, shown, shown, shown]
 
         demo.load(on_export_tab, None, [e_note, e_hist, e_controls, e_counts, e_manifest,
-                                        e_files, e_vi_controls, e_vi_msg, e_vi_files],
-                  api_name=False, show_progress="hidden")  # fmt: skip
+                                        e_files], api_name=False, show_progress="hidden")  # fmt: skip
 
     return wire
