@@ -149,6 +149,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=100, help="candidates to step through per measure")
     ap.add_argument("--no-browser", action="store_true", help="skip the Chromium measure")
+    ap.add_argument("--only", nargs="+", default=None, metavar="MEASURE",
+                    help="run only these: server ahead http browser browser_a")  # fmt: skip
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         results = {}
@@ -161,7 +163,9 @@ def main() -> int:
             "browser_a": lambda ctx, n: bench_browser(ctx, n, "a"),
         }
         for name, fn in fns.items():
-            if name.startswith("browser") and args.no_browser:
+            if (name.startswith("browser") and args.no_browser) or (
+                args.only and name not in args.only
+            ):
                 continue
             root = Path(tmp) / name
             ctx = fresh(root, args.n)
@@ -170,8 +174,8 @@ def main() -> int:
             if ms:
                 results[name] = ms
                 report(name, ms)
-        server = results["server"]
-        print(f"next_item_server_p95_ms: {pct(server, 0.95):.1f}")
+        if "server" in results:
+            print(f"next_item_server_p95_ms: {pct(results['server'], 0.95):.1f}")
     return 0
 
 

@@ -281,3 +281,33 @@ def test_an_expert_downloads_their_own_vi_csv(tmp_path_factory, tmp_path):
         assert export_page.vi_download(c, None)[1] == []  # anonymous: refused
     finally:
         c.store.close()
+
+
+def test_an_author_lists_their_drafts_and_what_was_sent_back(ctx):
+    from annotate import authoring as au
+    from annotate.experts import create_expert
+    from app.context import Viewer
+    from app.pages import author as author_page
+
+    create_expert(ctx.store, "ann", "expert", None)
+    create_expert(ctx.store, "ada", "admin", None)
+    ann = Viewer("ann", "expert")
+    assert author_page.my_drafts(ctx, ann) == "You have no drafts and nothing sent back."
+    c1, c2, c3 = ctx.store.list_candidates(limit=3, order="id")
+    drafts = []
+    for c in (c1, c2, c3):
+        d = au.start_draft(c, renderer="fast")
+        au.add_step(d, ctx.store.load_spectrum(c.id), 4780, 4940, "H-beta.")
+        au.set_answer(d, "YES", "Broad H-beta.")
+        au.save_draft(ctx.store, d, "ann")
+        drafts.append(d)
+    au.submit(ctx.store, drafts[1], "ann")
+    au.audit(ctx.store, drafts[1].authored_id, "ada", False, "Zoom on H-gamma | too.")
+    au.submit(ctx.store, drafts[2], "ann")  # awaiting audit: not listed
+    table = author_page.my_drafts(ctx, ann)
+    lines = table.splitlines()[2:]
+    assert len(lines) == 2
+    assert any(c1.key in ln and "| draft |" in ln for ln in lines)
+    assert any(c2.key in ln and "sent back" in ln and "Zoom on H-gamma \\| too." in ln
+               for ln in lines)  # fmt: skip
+    assert author_page.my_drafts(ctx, Viewer("ada", "admin")).startswith("You have no")
