@@ -302,3 +302,18 @@ def test_a_refused_decision_brings_its_candidate_back(browser, tmp_path_factory,
         (r,) = _stored(ctx, key)
         _settle(page, 1500)
         assert [x.revision for x in _reviews_of(ctx, key)] == [1] and r.action == "accept"
+
+
+def test_zero_resets_the_zoom(browser, tmp_path_factory, tmp_path):
+    """Zoomed in (as a drag would), `0` brings the whole-spectrum panel back to the range it
+    was drawn with."""
+    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+        rng = "() => document.querySelector('#vet-global .js-plotly-plot')._fullLayout.xaxis.range"
+        drawn = page.evaluate(rng)
+        page.evaluate("() => window.Plotly.relayout(document.querySelector("
+                      "'#vet-global .js-plotly-plot'), {'xaxis.range': [6500, 6600]})")  # fmt: skip
+        page.wait_for_function(f"() => ({rng})()[0] === 6500", timeout=10_000)
+        page.keyboard.press("0")
+        page.wait_for_function(f"d => Math.abs(({rng})()[0] - d[0]) < 1e-6", arg=drawn,
+                               timeout=10_000)  # fmt: skip
+        assert page.evaluate(rng) == pytest.approx(drawn)
