@@ -35,16 +35,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent.formats.catalogue import LABEL_ALIASES
 from annotate.export.vi import TIME_FORMAT
+from annotate.review import decide
+from db.models import DECISIONS
 from db.store import DEFAULT_DB, Store, StoreError
 
-LABELS = {"yes": "YES", "y": "YES", "1": "YES", "true": "YES",
-          "no": "NO", "n": "NO", "0": "NO", "false": "NO"}  # fmt: skip
 # Column names of Loupe's VI CSV in other layouts (and Loupe's `verdict`), read as these.
 ALIASES = {"verdict": "label", "vi_scanner": "expert", "vi_quality": "grade", "qop": "grade",
            "vi_z": "redshift", "finz": "redshift", "vi_comment": "comment",
            "targetid": "object_id", "name": "id"}  # fmt: skip
-DECISIONS = ("accept", "reject", "correct", "skip", "flag")
 
 
 @dataclass
@@ -190,7 +190,7 @@ def _decision(rec: dict[str, str], label: str | None, verdict: str | None) -> di
 
 
 def _label(rec: dict[str, str]) -> str | None:
-    label = LABELS.get(rec.get("label", "").lower())
+    label = LABEL_ALIASES.get(rec.get("label", "").lower())
     if label is None and not rec.get("action"):
         raise StoreError(
             f"label {rec.get('label', '')!r} is not YES or NO"
@@ -230,9 +230,8 @@ def _import_row(store: Store, rec: dict[str, str], expert: str, base: Path, sour
         except ValueError:
             raise StoreError(f"time {rec['time']!r} is not {TIME_FORMAT}") from None
     before = _current(store, info.id, expert)
-    # The store directly, with the fields `annotate.review.decide` would pass for `action`
-    # (only a correct sets the label), and the reason a reject carries as its explanation.
-    review = store.record_review(expert, info.id, source=source, **decision)
+    # the reason a reject carries, or a correction's reasoning, is its explanation
+    review = decide(store, expert, info.id, source=source, **decision)
     if when is not None:
         review = store.set_review_time(review.id, when)  # when the decision was made
     return before is None or before != _state(review)

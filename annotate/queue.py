@@ -55,11 +55,23 @@ class Queue:
         return None if cid is None else self.store.candidate(cid)
 
     def next_id(
-        self, expert: str, filters: Filters | None = None, exclude: Sequence[int] = ()
+        self,
+        expert: str,
+        filters: Filters | None = None,
+        exclude: Sequence[int] = (),
+        keep: Sequence[int] = (),
     ) -> int | None:
         """Lease the next item for `expert` other than those in `exclude` (the items the
-        expert has just moved past); its store id, or None when nothing is left."""
-        return self.store.next_item(expert, self.config, filters, exclude=exclude)
+        expert has just moved past); its store id, or None when nothing is left. The
+        expert's lease on items in `keep` stays (the one shown while the next is drawn
+        ahead); their other leases end."""
+        return self.store.next_item(expert, self.config, filters, exclude=exclude, keep=keep)
+
+    def hold(self, expert: str, candidate_id: int) -> bool:
+        """Whether `expert` may decide this item now (their own review, their live lease,
+        or room under `overlap`), leasing it to them if so: what going back to an item
+        through the history, and every decision, checks first."""
+        return self.store.hold(expert, candidate_id, self.config)
 
     def jump(
         self, expert: str, key: str, task: str | None = None

@@ -207,8 +207,6 @@ def test_dashboard_and_experts_refresh_when_opened(browser, tmp_path_factory, tm
             "document.querySelector('#experts-list').innerText)", timeout=20_000)  # fmt: skip
 
 
-@pytest.mark.xfail(reason="needs undo to restore the previous decision (annotate.review.undo)",
-                   strict=False)  # fmt: skip
 def test_undo_brings_back_the_decision_before(browser, tmp_path_factory, tmp_path):
     """3, a, k, then r with a reason, then u: the accept (grade 3) is back, the header says
     so, and the VI CSV holds the accept, no undo row."""

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from db.models import DECISIONS
 from db.store import Store, StoreError
 
 COLUMNS: tuple[str, ...] = (
@@ -66,8 +67,8 @@ def vi_rows(
     it has no row."""
     experts = {e.id: e.name for e in store.experts()}
     cands: dict[int, Any] = {}
-    for r in store.reviews():
-        if r.action == "undo" or (expert is not None and experts.get(r.expert_id) != expert):
+    for r in store.reviews(actions=DECISIONS):  # an undo is a revision, not a decision
+        if expert is not None and experts.get(r.expert_id) != expert:
             continue
         c = cands.get(r.candidate_id)
         if c is None:
@@ -145,8 +146,8 @@ def marz_row(n: int, row: dict[str, Any], pipe: dict[str, Any]) -> list[Any]:
 
 def campaigns(store: Store, expert: str | None = None) -> list[str]:
     me = None if expert is None else store.expert(expert)
-    cids = {r.candidate_id for r in store.reviews() if r.action != "undo"
-            and (expert is None or (me is not None and r.expert_id == me.id))}  # fmt: skip
+    cids = {r.candidate_id for r in store.reviews(actions=DECISIONS)
+            if expert is None or (me is not None and r.expert_id == me.id)}  # fmt: skip
     return sorted({campaign_of(store.candidate(cid)) for cid in cids})
 
 

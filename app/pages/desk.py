@@ -207,7 +207,7 @@ def next_template(ctx: Context, current: str | None, step: int = 1, task: str | 
 def task_of(ctx: Context, state: dict | None) -> str | None:
     """The task of the candidate shown."""
     cid = (state or {}).get("current")
-    return None if cid is None else ctx.store.candidate(cid).task
+    return None if cid is None else ctx.read.candidate(cid).task
 
 
 def adopt_z(ctx: Context, state: dict | None) -> float | None:
@@ -215,6 +215,6 @@ def adopt_z(ctx: Context, state: dict | None) -> float | None:
     cid = (state or {}).get("current")
     if cid is None:
         return None
-    c = ctx.store.candidate(cid)
-    traj = ctx.store.trajectory(c.trajectory_id) if c.trajectory_id is not None else None
-    return estimate(ctx.store.load_spectrum(cid), traj)[0]
+    c = ctx.read.candidate(cid)
+    traj = ctx.read.trajectory(c.trajectory_id) if c.trajectory_id is not None else None
+    return estimate(ctx.read.load_spectrum(cid), traj)[0]
