@@ -131,6 +131,8 @@ def bench_browser(ctx, n: int, key: str = "j") -> list[float] | None:
                 try:
                     page.wait_for_function(DRAWN, arg=old, timeout=20_000, polling="raf")
                 except Exception:
+                    print(f"{key}: no new panel after {len(out)} presses; the page says: "
+                          f"{page.inner_text('#vet-message')[:200]!r}")  # fmt: skip
                     break
                 out.append((time.perf_counter() - t0) * 1000)
             if key == "a":  # every decision stored, once
