@@ -3,14 +3,17 @@
 Columns: `id` (with an optional `task`) or `path,task`; `label` YES/NO (also yes/no, 1/0,
 true/false); optional `reason` and `comment`. Each row is recorded as NAME's review of the
 candidate: accept where the label agrees with the agent's verdict, reject where it does
-not, and correct where the agent has not vetted the candidate. The reason (the `reason`
-column, else the `comment`) of a label that differs from the agent's verdict is the
-review's explanation, what the model should have concluded: that row exports as a reject
-with a reason does (an SFT row ending in that reasoning, a DPO pair, an RL label). A
-`comment` is also kept as the note to other experts. This is how a team brings in a past
+not, and correct where the agent has not vetted the candidate. The `reason` of a label
+that differs from the agent's verdict is the review's explanation, what the model should
+have concluded: that row exports as a reject with a reason does (an SFT row ending in that
+reasoning, a DPO pair, an RL label). A `comment` is the note to other experts and is never
+trained on: a row with a comment and no reason exports as a reject without one does, the
+same neutral row the app's reject gives. This is how a team brings in a past
 visual-inspection campaign (Prospect or Marz CSVs) or catalogue labels. A bad row is
 reported with its line number and the reason; the good rows are kept. Importing the same
-file again changes nothing. NAME must be an existing expert unless `--create-expert` is given.
+file again changes nothing. NAME must be an existing expert unless `--create-expert` is
+given, and even then it is created only when a row is recorded: a refused file, or one
+whose every row is refused, leaves the store as it was.
 
     python launch.py import-labels prospect_results.csv --expert ada --db loupe.db
 
@@ -69,14 +72,11 @@ def import_labels(
     has an `expert` column, as the review of the expert it names)."""
     path = Path(path)
     report = ImportReport()
-    if expert is not None and store.expert(expert) is None:
-        if not create_expert:
-            # A typo must not become a phantom expert holding a whole campaign's reviews.
-            raise StoreError(
-                f"no expert {expert!r} (create it with `launch.py add-expert`, "
-                "or pass --create-expert)"
-            )
-        store.ensure_expert(expert)
+    if expert is not None and store.expert(expert) is None and not create_expert:
+        # A typo must not become a phantom expert holding a whole campaign's reviews.
+        raise StoreError(
+            f"no expert {expert!r} (create it with `launch.py add-expert`, or pass --create-expert)"
+        )
     try:
         fh = open(path, newline="", encoding="utf-8-sig")
     except OSError as err:
@@ -94,15 +94,13 @@ def import_labels(
     base = path.resolve().parent
     for line, rec in rows:
         try:
-            _label(rec)  # a row that records nothing creates no expert
+            _label(rec)
             who = rec.get("expert") or expert
             if not who:
                 raise StoreError("no expert: the row names none and --expert is not given")
-            if store.expert(who) is None:
-                if not create_expert:
-                    raise StoreError(f"no expert {who!r} (pass --create-expert to create it)")
-                store.ensure_expert(who)
-            changed = _import_row(store, rec, who, base, source)
+            if store.expert(who) is None and not create_expert:
+                raise StoreError(f"no expert {who!r} (pass --create-expert to create it)")
+            changed = _import_row(store, rec, who, base, source, create_expert)
         except (StoreError, PermissionError) as err:
             report.errors.append((line, str(err)))
             continue
@@ -182,9 +180,9 @@ def _decision(rec: dict[str, str], label: str | None, verdict: str | None) -> di
         action = "correct"
     else:
         action = "accept" if label == verdict else "reject"
-    # A reason is trained on only where the label overrules the agent (an accept's comment is
-    # a note, not the model's reasoning).
-    reason = (rec.get("reason") or rec.get("comment") or "") if action != "accept" else ""
+    # A reason is trained on only where the label overrules the agent; a comment never is
+    # (a note to other experts, not the model's reasoning).
+    reason = rec.get("reason", "") if action != "accept" else ""
     return {"action": action, "label": label if action == "correct" else None,
             "explanation": reason or None, "wrong_step": None, **extras}  # fmt: skip
 
@@ -200,7 +198,9 @@ def _label(rec: dict[str, str]) -> str | None:
     return label
 
 
-def _import_row(store: Store, rec: dict[str, str], expert: str, base: Path, source: str) -> bool:
+def _import_row(
+    store: Store, rec: dict[str, str], expert: str, base: Path, source: str, create: bool
+) -> bool:
     label = _label(rec)
     task = rec.get("task") or None
     info = None
@@ -229,6 +229,8 @@ def _import_row(store: Store, rec: dict[str, str], expert: str, base: Path, sour
             when = dt.datetime.strptime(rec["time"], TIME_FORMAT)
         except ValueError:
             raise StoreError(f"time {rec['time']!r} is not {TIME_FORMAT}") from None
+    if create and store.expert(expert) is None:
+        store.ensure_expert(expert)  # only now: the row is good and about to be recorded
     before = _current(store, info.id, expert)
     # the reason a reject carries, or a correction's reasoning, is its explanation
     review = decide(store, expert, info.id, source=source, **decision)
