@@ -144,7 +144,7 @@ def main(args: argparse.Namespace) -> int:
         return vi.main(args)
     try:
         result = run_export(
-            args.db,
+            Store(args.db, create=False),
             args.kind,
             args.out,
             renderer=args.renderer,
