@@ -271,7 +271,7 @@ def _into_store(args, opts: VetOptions, candidates: list | None, bar: Bar):
     from commands.ingest import report_refused
     from db.store import Filters, Store
 
-    store = Store(args.db)
+    store = Store(args.db, create=False)
     try:
         refused = 0
         if candidates is None and store.count_candidates(Filters(task=opts.task)) == 0:

@@ -121,6 +121,7 @@ def test_real_lamost_files(mem_store, shared_spectra):
 
 def test_vet_cli_into_the_store_records_params_and_resumes(folder, tmp_path, capsys):
     url = f"sqlite:///{tmp_path / 'v.db'}"
+    Store(url).close()  # vet records into a store that exists; it never creates one
     argv = ["vet", "--input", str(folder / "t0.csv"), "--task", "cv", "--policy", "rules",
             "--max-turns", "5", "--db", url, "--workers", "1", "--no-progress"]  # fmt: skip
     assert launch.main(argv) == 0
@@ -223,6 +224,7 @@ def test_row_on_a_single_spectrum_file_refused(mem_store, folder, tmp_path):
 
 def test_vet_db_reports_bad_lines_and_vets_the_rest(folder, tmp_path, capsys):
     url = f"sqlite:///{tmp_path / 'b.db'}"
+    Store(url).close()
     cat = tmp_path / "cat.csv"
     cat.write_text("path,task,id\ndata/t0.csv,cv,a\ndata/gone.csv,cv,b\ndata/t1.csv,nova,c\n")
     argv = ["vet", "--catalog", str(cat), "--policy", "rules", "--max-turns", "5",

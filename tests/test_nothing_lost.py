@@ -204,6 +204,18 @@ def _fresh(tmp_path: Path):
     return lambda name: f"sqlite:///{tmp_path / f'{name}.db'}"
 
 
+def _created(tmp_path: Path):
+    """Like `_fresh`, with the empty store made first (`vet --db` refuses a missing one)."""
+    from db.store import Store
+
+    def make(name: str) -> str:
+        url = _fresh(tmp_path)(name)
+        Store(url).close()
+        return url
+
+    return make
+
+
 def _copies(tmp_path: Path, template: Path):
     def make(name: str) -> str:
         dest = tmp_path / f"{name}.db"
@@ -290,7 +302,7 @@ def test_sigkill_during_vet_cli_then_resume(tmp_path, forks):
         assert set(_trajectories(url)) <= set(ref)
 
     out = kill_trials(
-        forks, tmp_path, _fresh(tmp_path), job, _trajectories, seed=5, after_kill=after_kill
+        forks, tmp_path, _created(tmp_path), job, _trajectories, seed=5, after_kill=after_kill
     )
     assert len(out["reference"]) == 24
 

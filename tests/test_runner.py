@@ -302,6 +302,9 @@ def test_vet_db_alone_vets_the_stores_pending_candidates(catalogue, tmp_path, ca
 
     cat, ids = catalogue
     db = tmp_path / "loupe.db"
+    assert _vet_db("--db", str(db), "--no-progress") == 2  # no store there: none is made
+    assert "no database there" in capsys.readouterr().err and not db.exists()
+    Store(db).close()
     assert _vet_db("--db", str(db), "--no-progress") == 2  # an empty store: nothing to vet
     assert "has no candidates" in capsys.readouterr().err
     refs = read_candidates([str(cat)])[:8]
