@@ -414,3 +414,59 @@ def ece(items: Sequence[Decided], *, bins: int = 10, reps: int = 1000, seed: int
         boot[r] = _ece(bp, by, bw, bins)
     lo, hi = np.quantile(boot, [0.025, 0.975]) if reps else (value, value)
     return Estimate(value, min(float(lo), value), max(float(hi), value), len(p), kish(w))
+
+
+# -- the store's audit sample ---------------------------------------------------------------
+
+
+def audit_rate(store: Any) -> float:
+    """The team's audit share (`audit_rate`, beside overlap and gold_rate), default 5%."""
+    v = store.setting(AUDIT_RATE_SETTING, AUDIT_RATE)
+    try:
+        rate = float(v)
+    except (TypeError, ValueError):
+        raise ValueError(f"team setting {AUDIT_RATE_SETTING} = {v!r} is not a number") from None
+    if not 0.0 <= rate <= 1.0:
+        raise ValueError(f"team setting {AUDIT_RATE_SETTING} = {rate} is not in [0, 1]")
+    return rate
+
+
+def draw_for_store(
+    store: Any,
+    share: float | None = None,
+    *,
+    seed: int | None = None,
+    actor: str = "audit",
+) -> list[Draw]:
+    """Draw the audit sample among the store's confident, still unreviewed verdicts, for
+    each task that has none yet (a second draw would change the first's probabilities),
+    and record each draw's inclusion probability. Returns the draws, in serving order."""
+    share = audit_rate(store) if share is None else share
+    rows = store.audit_population()
+    sampled = {r.task for r in rows if r.audit_inclusion is not None}
+    pool = [
+        (r.id, r.task, r.confidence)
+        for r in rows
+        if r.task not in sampled
+        and not r.is_gold
+        and r.confidence is not None
+        and r.label_source in (None, "auto")
+    ]
+    draws = draw_audit(pool, share, seed=seed)
+    if draws:
+        store.mark_audit({d.id: d.inclusion for d in draws}, actor=actor)
+    return draws
+
+
+def store_estimates(
+    store: Any, task: str | None = None, *, reps: int = 1000, seed: int = 0
+) -> dict[str, TaskEstimates]:
+    """The audit's figures for each task of the store (or one)."""
+    return estimate(
+        (
+            Decided(r.task, r.confidence, r.label, r.label_source == "auto", r.audit_inclusion)
+            for r in store.audit_population(task)
+        ),
+        reps=reps,
+        seed=seed,
+    )

@@ -30,12 +30,15 @@ Public methods (all take/return plain values, dataclasses or detached rows):
   `review_authored`, `authored`, `list_authored`
 - exports: `labelled_candidates`, `exported_items`, `record_export`, `export_batches`
 - dashboard: `dashboard_stats(task)` -> DashboardStats (aggregated in the database)
+- campaign: `audit_population`, `mark_audit` (the audit sample), `catalogue_rows`,
+  `stored_scores` (what re-scoring reads)
 - audit: `audit_events`, `integrity_check`
 
 Layout: `core` (engine, locks, transactions, audit, migrations, settings), one module per
 resource (`candidates`, `runs`, `accounts` with the hashing in `auth`, `queue`, `reviews`,
-`authored`, `dashboard`, `exports`), the plain `records` handed out, the pure `rules`
-(queue priority, review labels) and the `errors`. `Store` mixes the resources into one object.
+`authored`, `dashboard`, `exports`, `campaign`), the plain `records` handed out, the pure
+`rules` (queue priority, review labels) and the `errors`. `Store` mixes the resources into
+one object.
 
 Errors: `StoreError` (bad input, names the item), `NotFound`, `StorePermissionError`
 (also a PermissionError: e.g. revising another expert's review).
@@ -46,6 +49,7 @@ from __future__ import annotations
 from db.store.accounts import AccountsMixin
 from db.store.auth import ARGON2_PARAMS, hash_password, verify_password_hash
 from db.store.authored import AuthoredMixin
+from db.store.campaign import CampaignMixin, PopulationRow
 from db.store.candidates import SURVEY_META, CandidatesMixin
 from db.store.core import DEFAULT_DB, MIGRATIONS, REPO, CoreMixin, code_version, file_hash
 from db.store.dashboard import DashboardMixin
@@ -69,6 +73,7 @@ __all__ = [
     "DashboardStats",
     "Filters",
     "NotFound",
+    "PopulationRow",
     "QueueConfig",
     "Store",
     "StoreError",
@@ -95,5 +100,6 @@ class Store(
     AuthoredMixin,
     DashboardMixin,
     ExportsMixin,
+    CampaignMixin,
 ):
     """Loupe's database. `url` is any SQLAlchemy URL or a plain file path (SQLite)."""

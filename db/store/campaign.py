@@ -1,0 +1,155 @@
+"""What the campaign's own figures read and write: the audit sample's inclusion
+probabilities, the decided population the estimates weight, the catalogue's rows, and the
+inspector inputs stored with each pending candidate's trajectory (for re-scoring)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select, text, update
+
+from db import models as m
+from db.store.errors import StoreError
+
+
+@dataclass(frozen=True)
+class PopulationRow:
+    """One candidate as the audit's estimates see it."""
+
+    id: int
+    task: str
+    confidence: float | None  # the agent's P(YES) shown for it
+    label: str | None  # resolved label (None while pending)
+    label_source: str | None  # review / adjudication / auto / ...
+    audit_inclusion: float | None
+    is_gold: bool
+
+
+class CampaignMixin:
+    """Audit sample, catalogue and stored-score reads of a `Store`."""
+
+    def audit_population(self, task: str | None = None) -> list[PopulationRow]:
+        """Every candidate with its P(YES), resolved label and audit inclusion, by id."""
+        C = m.Candidate
+        with self._ro() as s:
+            q = select(
+                C.id, m.Task.name, C.confidence, C.label, C.label_source,
+                C.audit_inclusion, C.is_gold,
+            ).join(m.Task, m.Task.id == C.task_id)  # fmt: skip
+            if task is not None:
+                q = q.where(m.Task.name == task)
+            return [PopulationRow(*r) for r in s.execute(q.order_by(C.id))]
+
+    def mark_audit(self, inclusion: dict[int, float], actor: str = "audit") -> int:
+        """Put candidates into the audit sample with their inclusion probabilities; one
+        already in it keeps the probability it was drawn with. Returns how many joined."""
+        bad = {cid: p for cid, p in inclusion.items() if not 0.0 < float(p) <= 1.0}
+        if bad:
+            cid, p = next(iter(bad.items()))
+            raise StoreError(f"candidate #{cid}: inclusion probability {p} is not in (0, 1]")
+        C = m.Candidate
+        with self._tx() as s:
+            known = set(s.scalars(select(C.id).where(C.id.in_(list(inclusion)))))
+            missing = sorted(set(inclusion) - known)
+            if missing:
+                raise StoreError(f"no candidate #{missing[0]} (of {len(missing)} unknown)")
+            n = 0
+            for cid, p in inclusion.items():
+                n += s.execute(
+                    update(C)
+                    .where(C.id == cid, C.audit_inclusion.is_(None))
+                    .values(audit_inclusion=float(p))
+                ).rowcount
+            self._audit(s, actor, "audit_draw", "candidate", None, {"drawn": n})
+            return n
+
+    def catalogue_rows(self, task: str) -> list[dict[str, Any]]:
+        """The task's candidates labelled YES, one dict per candidate, by id: identity,
+        position, P(YES), who decided, the experts' grades and redshifts, and the agent's
+        run and final-step measurements (its redshift and inspector version ride there)."""
+        C, S, Tr, R = m.Candidate, m.Spectrum, m.Trajectory, m.AgentRun
+        with self._ro() as s:
+            tid = s.scalar(select(m.Task.id).where(m.Task.name == task))
+            if tid is None:
+                return []
+            rows = s.execute(
+                select(
+                    C.id, C.key, C.object_id, C.survey, S.survey, S.ra, S.dec, C.confidence,
+                    C.label_source, C.audit_inclusion, C.is_gold, R.policy, R.model, R.params,
+                    Tr.steps,
+                )
+                .join(S, S.id == C.spectrum_id)
+                .outerjoin(Tr, Tr.id == C.trajectory_id)
+                .outerjoin(R, R.id == Tr.run_id)
+                .where(C.task_id == tid, C.label == "YES")
+                .order_by(C.id)
+            ).all()  # fmt: skip
+            ids = [r[0] for r in rows]
+            reviews: dict[int, list[tuple[int | None, float | None, str]]] = {}
+            for j in range(0, len(ids), 500):
+                q = (
+                    select(m.Review.candidate_id, m.Review.grade, m.Review.redshift, m.Expert.name)
+                    .join(m.Expert, m.Expert.id == m.Review.expert_id)
+                    .where(m.Review.candidate_id.in_(ids[j : j + 500]), m.Review.label == "YES")
+                    .order_by(m.Review.id)
+                )
+                for cid, grade, z, who in s.execute(q):
+                    reviews.setdefault(cid, []).append((grade, z, who))
+        out = []
+        for (cid, key, oid, survey, sp_survey, ra, dec, p, source, incl, gold, policy,
+             model, params, steps) in rows:  # fmt: skip
+            last = (steps or [{}])[-1] or {}
+            out.append(
+                {
+                    "id": cid,
+                    "key": key,
+                    "object_id": oid,
+                    "survey": survey or sp_survey,
+                    "ra": ra,
+                    "dec": dec,
+                    "p_yes": p,
+                    "label_source": source,
+                    "audit_inclusion": incl,
+                    "is_gold": bool(gold),
+                    "policy": policy,
+                    "model": model,
+                    "params": dict(params or {}),
+                    "measurements": dict(last.get("measurements") or {}),
+                    "reviews": reviews.get(cid, []),
+                }
+            )
+        return out
+
+    def stored_scores(
+        self, task: str | None = None, *, batch: int = 20000
+    ) -> Iterator[tuple[int, str, float | None, dict[str, float]]]:
+        """(candidate id, task, P(YES), the final step's measurements) of every pending
+        candidate (no label yet) whose shown trajectory is finished, by id, in batches: what
+        re-scoring with another inspector version reads instead of rerunning the agent."""
+        C, Tr = m.Candidate, m.Trajectory
+        if self.is_postgres:
+            last = text("(trajectory.steps -> -1 -> 'measurements')::text")
+        else:
+            last = text("json_extract(trajectory.steps, '$[#-1].measurements')")
+        after = 0
+        while True:
+            with self._ro() as s:
+                q = (
+                    select(C.id, m.Task.name, C.confidence, last)
+                    .join(Tr, Tr.id == C.trajectory_id)
+                    .join(m.Task, m.Task.id == C.task_id)
+                    .where(C.label.is_(None), Tr.state.in_(("done", "max_turns")), C.id > after)
+                    .order_by(C.id)
+                    .limit(batch)
+                )
+                if task is not None:
+                    q = q.where(m.Task.name == task)
+                rows = s.execute(q).all()
+            if not rows:
+                return
+            for cid, t, p, meas in rows:
+                yield cid, t, p, json.loads(meas) if meas else {}
+            after = rows[-1][0]
