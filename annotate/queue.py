@@ -17,6 +17,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from annotate.audit_sample import AUDIT_RATE, AUDIT_RATE_SETTING
 from db.settings import DEFAULTS
 from db.store import CandidateInfo, Filters, QueueConfig, Store, queue_priority
 
@@ -39,6 +40,7 @@ class Queue:
                 "gold_rate": 0.0,
                 "auto_accept": None,
                 "lease_seconds": lease_seconds,
+                AUDIT_RATE_SETTING: AUDIT_RATE,
             }
         )
         cfg = QueueConfig(
@@ -46,6 +48,7 @@ class Queue:
             gold_rate=float(v["gold_rate"]),
             auto_accept=v["auto_accept"],
             lease_seconds=float(v["lease_seconds"]),
+            audit_rate=float(v[AUDIT_RATE_SETTING]),
         )
         return cls(store, cfg)
 

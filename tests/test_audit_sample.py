@@ -133,3 +133,42 @@ def test_without_audit_precision_is_not_claimed():
     assert e.precision.value is None and e.precision.note == "no audited YES verdict yet"
     items = [Decided("cv", 0.7, "YES") for _ in range(3)]
     assert estimate(items, reps=0)["cv"].precision.value == 1.0
+
+
+def test_store_draw_records_inclusion_and_estimates_read_it(mem_store):
+    from annotate.audit_sample import audit_rate, draw_for_store, store_estimates
+    from db.store import StoreError
+    from tests.store_factory import seeded
+
+    seeded(mem_store, [0.995] * 40 + [0.003] * 60 + [0.6] * 10, task="wd")
+    assert mem_store.auto_accept(0.9) == 100
+    assert audit_rate(mem_store) == 0.05
+    mem_store.set_setting("audit_rate", 0.1)
+    draws = draw_for_store(mem_store, seed=0)
+    assert sorted(str(d.band) for d in draws) == ["NO 0.99-1.00"] * 6 + ["YES 0.99-1.00"] * 4
+    rows = {r.id: r for r in mem_store.audit_population("wd")}
+    assert {rows[d.id].audit_inclusion for d in draws} == {0.1}
+    assert sum(r.audit_inclusion is not None for r in rows.values()) == 10
+    # a task that has its sample is not drawn again: that would change its probabilities
+    assert draw_for_store(mem_store, seed=1) == []
+    assert mem_store.mark_audit({draws[0].id: 0.5}) == 0  # keeps the probability it was drawn with
+    with pytest.raises(StoreError, match="not in"):
+        mem_store.mark_audit({draws[0].id: 0.0})
+    with pytest.raises(StoreError, match="no candidate #999"):
+        mem_store.mark_audit({999: 0.5})
+
+    e = store_estimates(mem_store, reps=50)["wd"]
+    assert e.drawn == 10 and e.audited == 0 and e.precision.value is None
+    mem_store.ensure_expert("ada")
+    yes = [d for d in draws if d.band.side == "YES"]
+    mem_store.record_review("ada", yes[0].id, "reject")  # a confident mistake
+    for d in yes[1:]:
+        mem_store.record_review("ada", d.id, "accept")
+    e = store_estimates(mem_store, reps=50)["wd"]
+    assert (e.yes_list, e.yes_by_expert, e.yes_by_agent, e.audited) == (39, 3, 36, 4)
+    assert e.precision.value == pytest.approx((3 + 36 * 0.75) / 39)
+    assert e.precision.low < e.precision.value < e.precision.high and e.precision.n == 4
+    assert e.completeness.value is None  # no audited NO verdict yet: 6 drawn, none reviewed
+    mem_store.set_setting("audit_rate", 2)
+    with pytest.raises(ValueError, match="audit_rate = 2.0 is not in"):
+        audit_rate(mem_store)
