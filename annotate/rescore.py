@@ -122,4 +122,7 @@ def rescore(
 
 def rescore_store(store: Any, model: InspectorModel, task: str | None = None) -> Rescored:
     """New P(YES) under `model` for every pending candidate of the store (or one task)."""
-    return rescore(model, store.stored_scores(task))
+    keys = [*INPUTS]
+    for tm in model.tasks.values():
+        keys += [k for k in tm.features if tm.kind == "combiner" and k not in keys]
+    return rescore(model, store.stored_scores(task, keys))

@@ -115,3 +115,23 @@ def test_export_command_writes_the_catalogue_and_refuses_a_full_folder(tmp_path,
     with pytest.raises(CatalogueError, match="unknown task 'cv'"):
         write_catalogue(store, tmp_path / "d", tasks=["cv"])
     store.close()
+
+
+def test_export_page_writes_the_catalogue_for_admins_only(tmp_path_factory, tmp_path):
+    from app import context as app_context
+    from app.pages import export as export_page
+    from tests.app_support import context
+
+    ctx = context(tmp_path_factory, tmp_path)
+    try:
+        tasks = ctx.store.tasks()
+        msg, files = export_page.catalogue_download(ctx, app_context.Viewer("local", "admin"))
+        names = sorted(p.rsplit("/", 1)[-1] for p in files)
+        assert names == sorted(
+            ["manifest.json", *(f"{t}.{x}" for t in tasks for x in ("csv", "fits"))]
+        )
+        assert msg.startswith("Catalogue") and all(f"{t}: precision" in msg for t in tasks)
+        msg, files = export_page.catalogue_download(ctx, app_context.Viewer("bob", "expert"))
+        assert msg.startswith("Refused") and files == []
+    finally:
+        ctx.store.close()

@@ -89,5 +89,17 @@ def test_store_hands_back_pending_stored_values_only(mem_store):
     r = rescore_store(mem_store, InspectorModel(2, {"cv": TaskModel("platt", a=-1.0)}))
     assert r.ids.tolist() == [ids[0]] and r.kept == 1 and r.flips == 1
     assert list(mem_store.stored_scores("wd")) == []
+    some = list(mem_store.stored_scores(keys=["calibration_input", "ha_ew", "not_measured"]))
+    assert [r[3] for r in some] == [{"calibration_input": 1.5, "ha_ew": 3.0}, {}]
     # batches walk on by id
     assert [x[0] for x in mem_store.stored_scores(batch=1)] == [ids[0], ids[2]]
+
+
+@pytest.mark.slow
+def test_bench_rescore_runs_small(capsys):
+    from bench import rescore as bench
+
+    assert bench.main(["--n", "300", "--agent-n", "1"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert "max difference" in lines[-3] and lines[-1].startswith("rescore_100k_seconds: ")
+    float(lines[-1].split(": ")[1])

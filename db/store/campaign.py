@@ -5,7 +5,7 @@ inspector inputs stored with each pending candidate's trajectory (for re-scoring
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,13 +124,28 @@ class CampaignMixin:
         return out
 
     def stored_scores(
-        self, task: str | None = None, *, batch: int = 20000
+        self, task: str | None = None, keys: Sequence[str] | None = None, *, batch: int = 20000
     ) -> Iterator[tuple[int, str, float | None, dict[str, float]]]:
         """(candidate id, task, P(YES), the final step's measurements) of every pending
         candidate (no label yet) whose shown trajectory is finished, by id, in batches: what
-        re-scoring with another inspector version reads instead of rerunning the agent."""
+        re-scoring with another inspector version reads instead of rerunning the agent.
+        With `keys`, only those measurements are read (the database extracts them; a
+        trajectory holds thoughts and every window, many times what a model reads)."""
         C, Tr = m.Candidate, m.Trajectory
-        if self.is_postgres:
+        keys = list(dict.fromkeys(keys)) if keys is not None else None
+        bad = [k for k in keys or [] if not k.replace("_", "").isalnum()]
+        if keys == []:
+            raise StoreError("stored_scores: name at least one measurement, or none for all")
+        if bad:
+            raise StoreError(f"measurement name {bad[0]!r} is not a plain identifier")
+        if keys is not None and self.is_postgres:
+            last = text("json_build_array(" + ", ".join(
+                f"trajectory.steps -> -1 -> 'measurements' -> '{k}'" for k in keys) + ")::text")  # fmt: skip
+        elif keys is not None:
+            # two paths at least: json_extract of one path returns the bare value, not an array
+            last = text("json_extract(trajectory.steps, " + ", ".join(
+                f"'$[#-1].measurements.\"{k}\"'" for k in [*keys, *keys[:1]]) + ")")  # fmt: skip
+        elif self.is_postgres:
             last = text("(trajectory.steps -> -1 -> 'measurements')::text")
         else:
             last = text("json_extract(trajectory.steps, '$[#-1].measurements')")
@@ -151,5 +166,10 @@ class CampaignMixin:
             if not rows:
                 return
             for cid, t, p, meas in rows:
-                yield cid, t, p, json.loads(meas) if meas else {}
+                got = json.loads(meas) if meas else {}
+                if keys is not None:
+                    # an array in `keys` order (SQLite's json_extract of several paths); a
+                    # measurement the step lacks comes back null
+                    got = {k: v for k, v in zip(keys, got or []) if v is not None}
+                yield cid, t, p, got
             after = rows[-1][0]
