@@ -123,6 +123,19 @@ def draw_audit(
     return [out[k] for k in rng.permutation(len(out))]
 
 
+def audit_turn(review_count: int, rate: float) -> bool:
+    """Whether an expert's next item comes from the audit sample: one in round(1/rate),
+    half a period away from the gold item's turn (`Store.next_item`), so the two interleave.
+
+    >>> [k for k in range(40) if audit_turn(k, 0.05)], audit_turn(3, 0.0)
+    ([10, 30], False)
+    """
+    if rate <= 0:
+        return False
+    period = max(1, round(1 / rate))
+    return review_count % period == period // 2
+
+
 # -- intervals ------------------------------------------------------------------------------
 
 

@@ -172,3 +172,30 @@ def test_store_draw_records_inclusion_and_estimates_read_it(mem_store):
     mem_store.set_setting("audit_rate", 2)
     with pytest.raises(ValueError, match="audit_rate = 2.0 is not in"):
         audit_rate(mem_store)
+
+
+def test_queue_serves_the_audit_sample_among_the_rest(mem_store):
+    from annotate.audit_sample import draw_for_store, store_estimates
+    from annotate.queue import Queue
+    from tests.store_factory import seeded
+
+    seeded(mem_store, [0.995] * 100 + [0.55] * 30, task="wd")
+    assert mem_store.auto_accept(0.9) == 100  # out of the queue, unseen but for the audit
+    mem_store.set_setting("audit_rate", 0.1)
+    sample = {d.id for d in draw_for_store(mem_store, seed=0)}
+    assert len(sample) == 10
+    mem_store.ensure_expert("ada")
+    q = Queue.from_settings(mem_store)
+    served: list[int] = []
+    while (cid := q.next_id("ada")) is not None:
+        if len(served) == 15:  # an audit turn: the item stays leased until decided
+            assert q.next_id("ada") == cid
+        served.append(cid)
+        mem_store.record_review("ada", cid, "accept")
+        assert len(served) <= 40
+    assert len(served) == 40 and sample <= set(served)
+    turns = [k for k, c in enumerate(served) if c in sample]
+    # one in ten while other items last, then the rest of the sample
+    assert turns == [5, 15, 25, *range(33, 40)]
+    e = store_estimates(mem_store, reps=0)["wd"]
+    assert e.audited == 10 and e.precision.value == 1.0 and e.precision.low < 0.9

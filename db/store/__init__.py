@@ -30,8 +30,8 @@ Public methods (all take/return plain values, dataclasses or detached rows):
   `review_authored`, `authored`, `list_authored`
 - exports: `labelled_candidates`, `exported_items`, `record_export`, `export_batches`
 - dashboard: `dashboard_stats(task)` -> DashboardStats (aggregated in the database)
-- campaign: `audit_population`, `mark_audit` (the audit sample), `catalogue_rows`,
-  `stored_scores` (what re-scoring reads)
+- campaign: `audit_population`, `mark_audit`, `next_audit_item` (the audit sample),
+  `catalogue_rows`, `stored_scores` (what re-scoring reads)
 - audit: `audit_events`, `integrity_check`
 
 Layout: `core` (engine, locks, transactions, audit, migrations, settings), one module per

@@ -1,6 +1,7 @@
 """What the campaign's own figures read and write: the audit sample's inclusion
-probabilities, the decided population the estimates weight, the catalogue's rows, and the
-inspector inputs stored with each pending candidate's trajectory (for re-scoring)."""
+probabilities and the lease that serves its items, the decided population the estimates
+weight, the catalogue's rows, and the inspector inputs stored with each pending candidate's
+trajectory (for re-scoring)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select, text, update
+from sqlalchemy import exists, select, text, update
 
 from db import models as m
-from db.store.errors import StoreError
+from db.models import utcnow
+from db.store.errors import NotFound, StoreError
+from db.store.records import Filters
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,43 @@ class CampaignMixin:
                 ).rowcount
             self._audit(s, actor, "audit_draw", "candidate", None, {"drawn": n})
             return n
+
+    def next_audit_item(
+        self,
+        expert: str | int,
+        lease_seconds: float,
+        filters: Filters | None = None,
+        exclude: Sequence[int] = (),
+    ) -> int | None:
+        """Lease to `expert` an item of the audit sample nobody has reviewed yet (auto-accepted
+        ones included: that is the point), in an order unrelated to ingest order; None when
+        none is left or the expert still holds an item it has not decided (served first)."""
+        C, L, R = m.Candidate, m.Lease, m.Review
+        with self._tx(ephemeral=True) as s:
+            e = self._expert(s, expert)
+            if self.is_postgres:
+                s.execute(text("SELECT pg_advisory_xact_lock(7402)"))
+            now = utcnow()
+            decided = exists().where(
+                R.candidate_id == L.candidate_id, R.expert_id == e.id, R.action != "undo"
+            )
+            if s.scalar(select(exists().where(L.expert_id == e.id, L.expires > now, ~decided))):
+                return None
+            try:
+                q = self._filtered(s, select(C.id), filters)
+            except NotFound:
+                return None
+            leased = exists().where(L.candidate_id == C.id, L.expires > now, L.expert_id != e.id)
+            mine = exists().where(R.candidate_id == C.id, R.expert_id == e.id)
+            q = q.where(C.audit_inclusion.is_not(None), C.review_count == 0, ~leased, ~mine)
+            if exclude:
+                q = q.where(C.id.not_in(list(exclude)))
+            # a multiplicative hash of the id: the sample's unreviewed remainder, when the
+            # campaign stops, is then a random part of it rather than the latest ingested
+            cid = s.scalar(q.order_by((C.id * 2654435761) % 4294967296, C.id).limit(1))
+            if cid is not None:
+                self._lease(s, cid, e.id, now, lease_seconds)
+            return cid
 
     def catalogue_rows(self, task: str) -> list[dict[str, Any]]:
         """The task's candidates labelled YES, one dict per candidate, by id: identity,
