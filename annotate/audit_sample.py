@@ -429,6 +429,38 @@ def ece(items: Sequence[Decided], *, bins: int = 10, reps: int = 1000, seed: int
     return Estimate(value, min(float(lo), value), max(float(hi), value), len(p), kish(w))
 
 
+TABLE_HEADERS = ["task", "YES listed", "by experts", "by the agent alone", "audited / drawn",
+                 "precision [95%]", "completeness [95%]", "ECE [95%]"]  # fmt: skip
+BAND_HEADERS = ["task", "agent's verdict and certainty", "audited", "error rate [95%]"]
+
+
+def table_rows(estimates: dict[str, TaskEstimates]) -> list[list[Any]]:
+    """One row per task for a table (`TABLE_HEADERS`): what the Dashboard shows.
+
+    >>> pop = [Decided("wd", 0.97, "YES", True)] * 9 + [Decided("wd", 0.97, "YES", inclusion=0.1)]
+    >>> table_rows(estimate(pop, reps=0))[0][:6]
+    ['wd', 10, 1, 9, '1 / 1', '1.000 [0.286, 1.000] (n=1)']
+    """
+    return [
+        [
+            t,
+            e.yes_list,
+            e.yes_by_expert,
+            e.yes_by_agent,
+            f"{e.audited} / {e.drawn}",
+            str(e.precision),
+            str(e.completeness),
+            str(e.ece),
+        ]  # fmt: skip
+        for t, e in estimates.items()
+    ]
+
+
+def band_rows(estimates: dict[str, TaskEstimates]) -> list[list[Any]]:
+    """The agent's error rate per task and band, from the audit (`BAND_HEADERS`)."""
+    return [[t, b, r.n, str(r)] for t, e in estimates.items() for b, r in e.band_errors.items()]
+
+
 # -- the store's audit sample ---------------------------------------------------------------
 
 

@@ -10,8 +10,10 @@ from annotate.audit_sample import (
     CONFIDENT,
     Decided,
     band_of,
+    band_rows,
     draw_audit,
     estimate,
+    table_rows,
     weighted_rate,
 )
 
@@ -125,6 +127,9 @@ def test_band_errors_and_ece_carry_their_counts():
     assert e.ece.n == e.audited
     d = e.to_dict()
     assert d["precision"]["n"] == e.precision.n and "YES 0.99-1.00" in d["band_errors"]
+    rows = band_rows({"wd": e})
+    assert len(rows) == len(e.band_errors) and ["wd", "YES 0.99-1.00", yes99.n, str(yes99)] in rows
+    assert table_rows({"wd": e})[0][4] == f"{e.audited} / {e.drawn}"
 
 
 def test_without_audit_precision_is_not_claimed():
