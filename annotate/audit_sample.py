@@ -319,6 +319,8 @@ def task_estimates(task: str, items: Sequence[Decided], *, reps: int = 1000, see
     listed = yes_expert + u
 
     tp, tp_lo, tp_hi, n_yes, ne_yes = true_yes_count(yes_agent, audited_yes)
+    if not u:
+        tp = tp_lo = tp_hi = 0.0
     if not listed:
         precision = Estimate(None, None, None, 0, 0.0, "the YES list is empty")
     elif not u:

@@ -204,3 +204,16 @@ def test_queue_serves_the_audit_sample_among_the_rest(mem_store):
     assert turns == [5, 15, 25, *range(33, 40)]
     e = store_estimates(mem_store, reps=0)["wd"]
     assert e.audited == 10 and e.precision.value == 1.0 and e.precision.low < 0.9
+
+
+def test_completeness_when_every_yes_was_decided_by_an_expert():
+    """Regression: with no agent-only YES the estimate of their true YES is 0, not NaN."""
+    items = [Decided("cv", 0.7, "YES") for _ in range(8)]
+    items += [Decided("cv", 0.02, "NO", True) for _ in range(95)]
+    items += [Decided("cv", 0.02, "NO", inclusion=0.05) for _ in range(4)]
+    items += [Decided("cv", 0.02, "YES", inclusion=0.05)]  # a YES the agent missed
+    e = estimate(items, reps=0)["cv"]
+    assert e.precision.value == 1.0
+    # 9 true YES decided, and about 95/5 = 19 hidden among the agent's NO
+    assert e.completeness.value == pytest.approx(9 / (9 + 19))
+    assert e.completeness.low < e.completeness.value < e.completeness.high
