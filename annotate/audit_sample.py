@@ -227,6 +227,7 @@ class Decided:
         """In the audit sample and decided by an expert (whose label is the truth)."""
         return (
             self.inclusion is not None
+            and self.inclusion > 0
             and self.label in ("YES", "NO")
             and not self.by_agent
             and self.p_yes is not None
@@ -261,7 +262,7 @@ def _weights(items: Sequence[Decided]) -> dict[Band, list[tuple[bool, float]]]:
     out: dict[Band, list[tuple[bool, float]]] = {}
     for d in items:
         if d.inclusion is None or d.p_yes is None or not d.inclusion > 0:
-            continue
+            continue  # not in the sample (a probability of 0 could not have been drawn)
         b = band_of(d.p_yes)
         drawn[b] = drawn.get(b, 0.0) + 1.0 / d.inclusion
         if d.audited:
