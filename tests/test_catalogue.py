@@ -118,6 +118,8 @@ def test_export_command_writes_the_catalogue_and_refuses_a_full_folder(tmp_path,
 
 
 def test_export_page_writes_the_catalogue_for_admins_only(tmp_path_factory, tmp_path):
+    from astropy.io import fits
+
     from app import context as app_context
     from app.pages import export as export_page
     from tests.app_support import context
@@ -131,6 +133,9 @@ def test_export_page_writes_the_catalogue_for_admins_only(tmp_path_factory, tmp_
             ["manifest.json", *(f"{t}.{x}" for t in tasks for x in ("csv", "fits"))]
         )
         assert msg.startswith("Catalogue") and all(f"{t}: precision" in msg for t in tasks)
+        with fits.open(next(p for p in files if p.endswith(".fits"))) as hdul:
+            h = hdul["CATALOGUE"].header  # no decision yet: the notes say why, whole
+            assert h["NYES"] == 0 and h["PRECNOTE"] == "the YES list is empty"
         msg, files = export_page.catalogue_download(ctx, app_context.Viewer("bob", "expert"))
         assert msg.startswith("Refused") and files == []
     finally:

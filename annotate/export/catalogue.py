@@ -130,7 +130,7 @@ def header_cards(e: TaskEstimates) -> list[tuple[str, Any, str]]:
         ("COMPLETE", "COMP_LO", "COMP_HI", e.completeness, "completeness among decided"),
     ):
         if est.value is None:
-            cards.append((key[:4] + "NOTE", est.note[:68], f"{what}: not estimated"))
+            cards.append((key[:4] + "NOTE", est.note[:40], "why it is not estimated"))
             continue
         cards += [
             (key, est.value, what),
