@@ -217,3 +217,23 @@ def test_completeness_when_every_yes_was_decided_by_an_expert():
     # 9 true YES decided, and about 95/5 = 19 hidden among the agent's NO
     assert e.completeness.value == pytest.approx(9 / (9 + 19))
     assert e.completeness.low < e.completeness.value < e.completeness.high
+
+
+def test_audit_command_draws_once_and_prints_the_figures(tmp_path, capsys):
+    import launch
+    from db.store import Store
+    from tests.store_factory import seeded
+
+    db = tmp_path / "loupe.db"
+    store = Store(str(db))
+    seeded(store, [0.995] * 40 + [0.3] * 5, task="wd")
+    store.auto_accept(0.9)
+    store.close()
+    run = ["audit", "--db", str(db)]
+    assert launch.main([*run, "--draw", "--rate", "0.1", "--seed", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "drew 4 item(s) for wd" in out and "0 / 4" in out and "no audited YES" in out
+    assert launch.main([*run, "--draw"]) == 0  # wd has its sample: nothing more is drawn
+    assert "drew 0 item(s)" in capsys.readouterr().out
+    assert launch.main([*run, "--draw", "--rate", "3"]) == 2
+    assert "audit share must be in [0, 1]" in capsys.readouterr().err
