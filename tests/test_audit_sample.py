@@ -237,3 +237,21 @@ def test_audit_command_draws_once_and_prints_the_figures(tmp_path, capsys):
     assert "drew 0 item(s)" in capsys.readouterr().out
     assert launch.main([*run, "--draw", "--rate", "3"]) == 2
     assert "audit share must be in [0, 1]" in capsys.readouterr().err
+
+
+def test_an_item_moved_past_does_not_hold_up_the_audit(mem_store):
+    from annotate.audit_sample import draw_for_store
+    from tests.store_factory import seeded
+
+    seeded(mem_store, [0.995] * 20 + [0.55] * 3, task="wd")
+    mem_store.auto_accept(0.9)
+    sample = {d.id for d in draw_for_store(mem_store, 0.1, seed=0)}
+    mem_store.ensure_expert("ada")
+    shown = mem_store.next_item("ada")  # leased, not decided
+    assert shown not in sample
+    assert mem_store.next_audit_item("ada", 600) is None  # the item held comes first
+    got = mem_store.next_audit_item("ada", 600, exclude=[shown])
+    assert got in sample
+    # another expert gets the other one: a leased audit item is not served twice
+    mem_store.ensure_expert("bob")
+    assert mem_store.next_audit_item("bob", 600) == (sample - {got}).pop()

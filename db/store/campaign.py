@@ -78,7 +78,8 @@ class CampaignMixin:
     ) -> int | None:
         """Lease to `expert` an item of the audit sample nobody has reviewed yet (auto-accepted
         ones included: that is the point), in an order unrelated to ingest order; None when
-        none is left or the expert still holds an item it has not decided (served first)."""
+        none is left or the expert still holds an item it has not decided, other than those in
+        `exclude` (the queue serves that one first)."""
         C, L, R = m.Candidate, m.Lease, m.Review
         with self._tx(ephemeral=True) as s:
             e = self._expert(s, expert)
@@ -88,7 +89,10 @@ class CampaignMixin:
             decided = exists().where(
                 R.candidate_id == L.candidate_id, R.expert_id == e.id, R.action != "undo"
             )
-            if s.scalar(select(exists().where(L.expert_id == e.id, L.expires > now, ~decided))):
+            held = exists().where(L.expert_id == e.id, L.expires > now, ~decided)
+            if exclude:  # items the expert has moved past do not hold the queue up
+                held = held.where(L.candidate_id.not_in(list(exclude)))
+            if s.scalar(select(held)):
                 return None
             try:
                 q = self._filtered(s, select(C.id), filters)
