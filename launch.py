@@ -8,7 +8,8 @@
 Installed, the same entry point is the `loupe` command (`loupe vet ...`); messages name
 whichever was run.
 
-Each command lives in the module that owns it; that module defines
+Each command's flags and messages live in one module (`commands.vet`, `commands.ingest`;
+the others still in the module that owns the command); that module defines
 `add_arguments(parser)` and `main(args) -> int`. Modules are imported only when their
 command runs, so `vet --policy rules` never imports torch or gradio.
 """
@@ -32,9 +33,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "training.sim.demo",
         "Generate the simulated demo spectra (and optionally their labels).",
     ),
-    "vet": ("db.vet", "Run an agent policy over candidates; write JSONL or record into --db."),
+    "vet": (
+        "commands.vet",
+        "Run an agent policy over candidates; write JSONL or record into --db.",
+    ),
     "ingest": (
-        "db.ingest",
+        "commands.ingest",
         "Load candidates (files, globs, folders, catalogue CSV, parquet) into the store.",
     ),
     "import-labels": (

@@ -1,7 +1,7 @@
 """P(YES) from a model's token probabilities at its boxed verdict.
 
 The hf, vllm and openai backends all read their confidence at the same place in the answer
-turn; this is that place and that arithmetic, kept apart from the turn format itself.
+turn; this is that place (found with the protocol's box pattern) and that arithmetic.
 """
 
 from __future__ import annotations
@@ -9,8 +9,10 @@ from __future__ import annotations
 import math
 import re
 
-_VERDICT_POS = re.compile(r"<answer>.*?\\boxed\{\s*", re.DOTALL)
-_VERDICT_ANY = re.compile(r"\\boxed\{\s*")
+from agent.protocol import BOXED_OPEN
+
+# A box inside an answer block, else any box: where the verdict's first character follows.
+_VERDICT_POS = re.compile("<answer>.*?" + BOXED_OPEN.pattern, re.DOTALL)
 
 
 def verdict_char_index(text: str) -> int | None:
@@ -19,7 +21,7 @@ def verdict_char_index(text: str) -> int | None:
     The token generated at this character is where a model decided its answer; backends
     read P(YES) from their token probabilities there.
     """
-    for pattern in (_VERDICT_POS, _VERDICT_ANY):
+    for pattern in (_VERDICT_POS, BOXED_OPEN):
         found = list(pattern.finditer(text))
         m = found[-1] if found else None  # the last: the verdict that counts is the final one
         if m is not None and m.end() < len(text) and text[m.end()].upper() in "YN":

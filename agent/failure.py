@@ -1,6 +1,7 @@
 """The record of a candidate whose vetting failed outside the agent loop (a worker died, the
-policy raised), shared by the process pool (`agent.runner`) and the Ray pool
-(`agent.cluster`) so both report a failure the same way."""
+policy raised), shared by the batch run's process pool and its Ray pool
+(`annotate.vetting.runner`, `annotate.vetting.cluster`) so both report a failure the same
+way."""
 
 from __future__ import annotations
 

@@ -20,13 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from agent.tasks import TASKS
 from agent.units import air_to_vacuum
 
 Kind = Literal["line", "band", "telluric"]
 Degrade = Literal["blue", "red"]
-
-# The five vetting tasks (SpecVI-Bench: cv, cc, ss, gm, wd).
-TASKS: tuple[str, ...] = ("cv", "carbon", "s_type", "m_giant", "wd")
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,12 @@ plus the time its own tool call took, so the per-spectrum cost of a batch adds u
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from agent.errors import LoupeError
 from agent.formats.specvi import prompt_for
 from agent.policies.base import Episode, Policy, Reply
 from agent.protocol import (
@@ -30,6 +32,8 @@ from agent.refs import CandidateRef
 from agent.spectrum import Spectrum
 from agent.tasks import resolve_task
 from agent.trajectory import Trajectory, finish, record_observation, step_from_parsed
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_TURNS = 8  # 7 zooms + the answer, as in Spec-o3's RL
 
@@ -91,7 +95,8 @@ class _Run:
 
 
 def _start(item: Item, policy: Policy, renderer: str, max_turns: int, params: dict) -> _Run:
-    from agent.tool import global_view, image_reference
+    from agent.protocol import image_reference
+    from agent.tool import global_view
 
     t0 = time.perf_counter()
     traj = Trajectory(
@@ -121,17 +126,17 @@ def _start(item: Item, policy: Policy, renderer: str, max_turns: int, params: di
             }
             traj.task = resolve_task(task)
         view = global_view(spectrum, renderer=renderer)
-        if view.error:
-            raise ValueError(f"global view failed: {view.error}")
-    except Exception as exc:  # a bad file or task must not stop the batch
+        if view.error:  # the tool has logged a failure of its own
+            raise LoupeError(f"global view failed: {view.error}")
+        # the global view, re-rendered with its title
+        traj.params["global_image"] = image_reference(renderer, None)
+        row = prompt_for(spectrum)
+    except LoupeError as exc:  # a bad file or task must not stop the batch
+        return _failed(traj, exc, t0)
+    except Exception as exc:  # nor must a bug, but that one is logged with its traceback
+        log.exception("candidate %r (%s): the episode could not start", traj.id, traj.task)
         return _failed(traj, exc, t0)
 
-    ref = image_reference(renderer, None)  # the global view, re-rendered with its title
-    traj.params["global_image"] = ref
-    try:
-        row = prompt_for(spectrum)
-    except Exception as exc:
-        return _failed(traj, exc, t0)
     if row is not None:
         # A SpecVI-Bench row is asked with its own prompt and overview, as it was published.
         traj.params["prompt"] = "row"
@@ -162,10 +167,16 @@ def _describe(exc: BaseException) -> str:
     return text if type(exc).__name__ in text else f"{type(exc).__name__}: {text}"
 
 
+def _policy_name(policy: Policy) -> str:
+    return getattr(policy, "name", "") or type(policy).__name__
+
+
 def _act(policy: Policy, episodes: Sequence[Episode]) -> list[Reply]:
     try:
         replies = list(policy.act(list(episodes)))
     except Exception as exc:  # the backend failed for the whole batch
+        if not isinstance(exc, LoupeError):
+            log.exception("policy %r failed on a batch of %d", _policy_name(policy), len(episodes))
         return [Reply(text="", error=f"policy failed: {_describe(exc)}") for _ in episodes]
     if len(replies) != len(episodes):
         msg = f"policy returned {len(replies)} replies for {len(episodes)} episodes"
@@ -177,7 +188,8 @@ def _act(policy: Policy, episodes: Sequence[Episode]) -> list[Reply]:
 
 
 def _advance(run: _Run, reply: Reply, share: float, renderer: str, last_turn: bool) -> None:
-    from agent.tool import call_tool, image_reference
+    from agent.protocol import image_reference
+    from agent.tool import call_tool
 
     traj, ep = run.traj, run.episode
     if reply.error:
@@ -199,7 +211,8 @@ def _advance(run: _Run, reply: Reply, share: float, renderer: str, last_turn: bo
             text = result.error if err else (result.text or "")
             window = None if err else result.window
             image = None if err else result.image
-        except Exception as exc:  # the tool must not end the run either
+        except Exception as exc:  # the tool must not end the run either (call_tool never raises)
+            log.exception("candidate %r: the zoom tool raised", traj.id)
             err, text, window, image = _describe(exc), f"tool failed: {_describe(exc)}", None, None
         ref = image_reference(renderer, window) if image is not None else None
         record_observation(step, text, ref, window, tool_error=image is None)

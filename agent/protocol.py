@@ -100,11 +100,11 @@ SYSTEM_TEXT = (
 # Qwen2.5's hermes tool block, word for word: the models were trained on this wording.
 # It sits in the system text, as Qwen's own template writes it, so the conversation
 # renders the same with or without a template's `tools=` support.
-_TOOLS_HEADER = (
+TOOLS_HEADER = (
     "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
     "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
 )
-_TOOLS_FOOTER = (
+TOOLS_FOOTER = (
     "\n</tools>\n\nFor each function call, return a json object with function name and "
     "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
     '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
@@ -120,7 +120,7 @@ ANSWER_FORMAT = (
 def tools_block(tools: list[dict[str, Any]] | None = None) -> str:
     tools = [TOOL_SCHEMA] if tools is None else tools
     body = "".join("\n" + json.dumps(t, ensure_ascii=False) for t in tools)
-    return _TOOLS_HEADER + body + _TOOLS_FOOTER
+    return TOOLS_HEADER + body + TOOLS_FOOTER
 
 
 def system_prompt() -> str:
@@ -342,10 +342,14 @@ def format_turn(
 
 
 # -- reading an assistant turn ----------------------------------------------------------
+# The answer block and the boxed verdict, read as the published reward reads them (a box
+# holds everything up to its first `}`). `training.rewards` scores with these patterns and
+# `agent.confidence` finds the verdict's position with `BOXED_OPEN`.
+ANSWER_BLOCK = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+BOXED_OPEN = re.compile(r"\\boxed\{\s*")
+BOXED = re.compile(r"\\boxed\{([^}]*)\}")
 _THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
 _TOOL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
-_BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 _FIRST_TAG = re.compile(r"<(?:think|/think|tool_call|/tool_call|answer|/answer)>")
 
 
@@ -431,7 +435,7 @@ def _parse_into(turn: ParsedTurn, text: str) -> None:
     call = next((c for c, _ in decoded if c is not None), None)  # verl skips undecodable ones
     problem = next((p for _, p in decoded if p), None)
     a_open, a_close = text.count("<answer>"), text.count("</answer>")
-    boxed_anywhere = _BOXED.findall(text)
+    boxed_anywhere = BOXED.findall(text)
     if call is not None:
         if len(calls) > 1:
             turn.errors.append(
@@ -449,7 +453,7 @@ def _parse_into(turn: ParsedTurn, text: str) -> None:
         return
 
     # <answer>: a turn that opens or closes one, or boxes a verdict, is a final turn.
-    answers = _ANSWER.findall(text)
+    answers = ANSWER_BLOCK.findall(text)
     if a_open or a_close or boxed_anywhere:
         turn.is_answer = True
         if a_open != 1 or a_close != 1 or len(answers) != 1:
@@ -457,11 +461,11 @@ def _parse_into(turn: ParsedTurn, text: str) -> None:
                 f"need exactly one <answer>...</answer> ({a_open} open, {a_close} closed)"
             )
         body = answers[-1] if answers else ""
-        boxed = _BOXED.search(body)
+        boxed = BOXED.search(body)
         if boxed is None:
             if answers:
                 turn.errors.append("no \\boxed{} inside <answer>")
-            boxed = _BOXED.search(text)  # Spec-o3's fallback: a verdict boxed elsewhere
+            boxed = BOXED.search(text)  # Spec-o3's fallback: a verdict boxed elsewhere
             explanation_src = body.strip() if answers else None
         else:
             explanation_src = body[boxed.end() :].strip()

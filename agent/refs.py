@@ -1,7 +1,7 @@
 """`CandidateRef`: a reference to one spectrum (file, hdu, row) plus the task to vet it for.
 
 Readers (`agent.formats.catalogue`) build them and everything downstream (runner, store,
-exporters) passes them around; `agent.catalog` turns what a user points Loupe at into them.
+exporters) passes them around; `agent.candidates` turns what a user points Loupe at into them.
 Two references that give one (id, task) to different spectra are a `ConflictError`.
 """
 

@@ -29,8 +29,9 @@ from typing import Literal
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from agent.lines import FEATURES, TASKS, Feature, features_in
+from agent.lines import FEATURES, Feature, features_in
 from agent.mpl_shortcuts import install_text_layout_cache, memoize_ticks
+from agent.tasks import TASKS
 
 Renderer = Literal["fast", "speco3"]
 RENDERERS: tuple[str, ...] = ("fast", "speco3")

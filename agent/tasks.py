@@ -11,6 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agent.errors import LoupeError
+
+
+class TaskError(LoupeError, ValueError):
+    """A task name Loupe does not know; the message lists the ones it does."""
+
 
 @dataclass(frozen=True)
 class Task:
@@ -24,6 +30,8 @@ class Task:
     inspector: str = ""
 
 
+# The one list of tasks. Its order (cv, carbon, s_type, m_giant, wd) is the order reports,
+# tables and menus show them in.
 TASKS: dict[str, Task] = {
     t.name: t
     for t in [
@@ -110,14 +118,14 @@ _ALIASES = {alias: t.name for t in TASKS.values() for alias in t.aliases}
 
 
 def resolve_task(name: str) -> str:
-    """Loupe's task name for `name` or one of its aliases; ValueError naming the choices."""
+    """Loupe's task name for `name` or one of its aliases; TaskError naming the choices."""
     key = (name or "").strip().lower()
     if key in TASKS:
         return key
     if key in _ALIASES:
         return _ALIASES[key]
     choices = ", ".join(sorted(TASKS) + sorted(_ALIASES))
-    raise ValueError(f"unknown task {name!r}; choose one of: {choices}")
+    raise TaskError(f"unknown task {name!r}; choose one of: {choices}")
 
 
 def task_name(name: str | None) -> str:

@@ -6,7 +6,7 @@ feature catalogue (`agent.lines`), the same ingredients as the demo simulator's 
 They are shapes for the eye ("is this a quasar at z ~ 1.27?"), not fitted models: relative
 flux, normalised to 1 at their median.
 
-A folder of templates (`agent.formats.templates.read_templates(folder)`) is read with
+A folder of templates (`agent.formats.template_files.read_templates(folder)`) is read with
 `agent.formats.read_spectra`,
 one template per spectrum in each file (so a multi-row template FITS gives several), each
 taken to be in its rest frame (its file's redshift is removed) and named after its id or file.

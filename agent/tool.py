@@ -27,6 +27,7 @@ are deterministic.
 from __future__ import annotations
 
 import json
+import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,11 +36,12 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-# The tool's name, schema and image references belong to the protocol; named here too.
-from agent.protocol import TOOL_NAME, TOOL_SCHEMA, image_reference, parse_reference  # noqa: F401
+from agent.protocol import TOOL_NAME, parse_reference
 from agent.render import RENDERERS, Markers, render
 from agent.spectrum import Spectrum, SpectrumError
 from agent.trajectory import Step
+
+log = logging.getLogger(__name__)
 
 # verl cuts longer tool replies to this many characters (multi_turn.max_tool_response_length)
 MAX_REPLY_CHARS = 1024
@@ -57,10 +59,6 @@ class ToolResult:
     @property
     def ok(self) -> bool:
         return self.error is None
-
-
-# The reference format is part of the protocol (agent.protocol); the tool renders from it.
-parse_image_reference = parse_reference
 
 
 # -- spectrum helpers ------------------------------------------------------------------
@@ -256,7 +254,8 @@ def zoom(
         win = (lo, hi)
     try:
         image = render_window(spectrum, win, renderer=renderer, markers=markers, size=size)
-    except Exception as exc:  # a plotting failure is an observation, not a crash
+    except Exception as exc:  # a plotting failure is an observation, not a crash; logged as a bug
+        log.exception("zoom %s of %r (%s renderer) failed", win, spectrum.meta.id, renderer)
         return _error(_truncate(f"Error processing spectral visualization: {exc}"))
     return ToolResult(text=reply_text(wavelength_range, label), image=image, window=win)
 
@@ -283,7 +282,8 @@ def global_view(
             markers=markers,
             size=size,
         )
-    except Exception as exc:
+    except Exception as exc:  # an observation, not a crash; logged as a bug
+        log.exception("global view of %r (%s renderer) failed", spectrum.meta.id, renderer)
         return _error(f"Error processing spectral visualization: {exc}")
     return ToolResult(text="Generated full spectrum visualization.", image=image, window=win)
 
@@ -325,6 +325,8 @@ def call_tool(
             size=size,
         )
     except Exception as exc:  # belt and braces: the agent loop must never see a raise
+        spectrum_id = getattr(getattr(spectrum, "meta", None), "id", None)
+        log.exception("tool call %r on %r failed", name, spectrum_id)
         return _error(f"Error processing spectral visualization: {type(exc).__name__}: {exc}")
 
 

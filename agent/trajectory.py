@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agent import protocol
-from agent.protocol import ParsedTurn
+from agent.protocol import ParsedTurn, Verdict
 
-Verdict = protocol.Verdict
 State = Literal["done", "max_turns", "error", "running"]
 
 

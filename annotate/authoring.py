@@ -135,7 +135,7 @@ def _zoom_step(
     renderer: str,
     asked: tuple[float, float] | None = None,
 ) -> Step:
-    from agent.tool import image_reference
+    from agent.protocol import image_reference
 
     lo, hi = asked or window
     args: dict[str, Any] = {"wavelength_range": [_num(lo), _num(hi)]}

@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from annotate.calibrate import NoLabels, calibrate_store, cv_table
-from annotate.model_calibration import add_arguments as add_run_arguments
-from annotate.model_calibration import main as calibrate_run
+from annotate.inspector_fit import NoLabels, calibrate_store, cv_table
+from annotate.run_calibration import add_arguments as add_run_arguments
+from annotate.run_calibration import main as calibrate_run
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

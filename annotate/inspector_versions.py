@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent.policies.rules.learned import InspectorModel, ModelError
-from db.vet import INSPECTOR_SETTING as SETTING
+from annotate.vetting.into_store import INSPECTOR_SETTING as SETTING
 
 CURVE_HEADERS = ["version", "task", "labels", "chosen", "CV F1", "CV log loss",
                  "rules CV F1", "rules CV log loss"]  # fmt: skip

@@ -127,7 +127,7 @@ def make_context(
         settings=settings,
     )
     if templates:
-        from agent.formats.templates import read_templates
+        from agent.formats.template_files import read_templates
 
         ctx.templates = read_templates(templates)  # a bad folder stops the start, naming it
     if not login and store.expert(ctx.local_expert) is None:

@@ -27,9 +27,10 @@ import numpy as np
 
 from agent.protocol import TOOL_NAME
 from agent.refs import CandidateRef
+from agent.tasks import TASKS
 from agent.trajectory import Step, Trajectory
 
-TASKS = ("cv", "cc", "gm", "wd", "ss")
+TASK_NAMES = tuple(TASKS)  # indexable, in the tasks' own order
 
 
 def seed_store(url: str, spec_dir: Path, n: int, seed: int = 0):
@@ -48,7 +49,7 @@ def seed_store(url: str, spec_dir: Path, n: int, seed: int = 0):
         path.write_text(
             "wavelength,flux\n" + "\n".join(f"{a:.3f},{b:.3f}" for a, b in zip(wave, flux))
         )
-        refs.append(CandidateRef(id=f"x{i}", task=TASKS[i % len(TASKS)], path=str(path)))
+        refs.append(CandidateRef(id=f"x{i}", task=TASK_NAMES[i % len(TASK_NAMES)], path=str(path)))
     store.add_candidates(refs)
     trajs = []
     for i, r in enumerate(refs):

@@ -35,7 +35,7 @@ import numpy as np
 from agent.loop import run_batch
 from agent.policies.rules import RulesPolicy
 from agent.policies.rules.learned import InspectorModel, TaskModel
-from annotate.calibrate import task_features
+from annotate.inspector_fit import task_features
 from annotate.rescore import INPUTS, rescore_store
 from db.store import Store, queue_priority
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from agent.refs import CandidateRef
-from bench.store import TASKS, bulk_fill, bulk_reviews, export_figure, pct, time_next_item
+from bench.store import TASK_NAMES, bulk_fill, bulk_reviews, export_figure, pct, time_next_item
 from db.store import Filters, QueueConfig, Store
 
 
@@ -56,7 +56,7 @@ def rl_export_figure(n: int, workdir: Path, workers: int | None) -> str:
         p = spec_dir / f"r{i}.csv"
         f = 1.0 + 0.05 * rng.standard_normal(w.size)
         p.write_text("wavelength,flux\n" + "\n".join(f"{a:.1f},{b:.4f}" for a, b in zip(w, f)))
-        refs.append(CandidateRef(id=f"r{i}", task=TASKS[i % 5], path=str(p)))
+        refs.append(CandidateRef(id=f"r{i}", task=TASK_NAMES[i % len(TASK_NAMES)], path=str(p)))
     store.add_candidates(refs)
     with store.engine.begin() as c:  # every candidate labelled by one expert (bulk)
         c.exec_driver_sql(
@@ -96,7 +96,7 @@ def main() -> int:
     store = Store(f"sqlite:///{work / 'scale.db'}")
 
     n_ing = min(args.ingest_n, args.n)
-    refs = [CandidateRef(id=f"i{i}", task=TASKS[i % 5], path=f"/ingest/i{i}.fits")
+    refs = [CandidateRef(id=f"i{i}", task=TASK_NAMES[i % len(TASK_NAMES)], path=f"/ingest/i{i}.fits")
             for i in range(n_ing)]  # fmt: skip
     t0 = time.perf_counter()
     rep = store.add_candidates(refs)
@@ -112,7 +112,12 @@ def main() -> int:
 
     ts = time_next_item(store, QueueConfig(gold_rate=0.05), args.calls)
     print(f"next_item (lease, then review): p50 {pct(ts, 50):.2f} ms, p99 {pct(ts, 99):.2f} ms")
-    ts = time_next_item(store, QueueConfig(), args.calls // 2, lambda k: Filters(task=TASKS[k % 5]))
+    ts = time_next_item(
+        store,
+        QueueConfig(),
+        args.calls // 2,
+        lambda k: Filters(task=TASK_NAMES[k % len(TASK_NAMES)]),
+    )
     print(f"next_item, task filter:          p50 {pct(ts, 50):.2f} ms, p99 {pct(ts, 99):.2f} ms")
 
     from app import context
@@ -122,7 +127,7 @@ def main() -> int:
     ex = context.Viewer("bench", "admin")
     ms_stats, _ = timed(lambda: store.dashboard_stats())
     ms_dash, view = timed(lambda: dashboard_page.dashboard(ctx, ex, "all", 0.95))
-    ms_task, _ = timed(lambda: dashboard_page.dashboard(ctx, ex, TASKS[0], 0.95))
+    ms_task, _ = timed(lambda: dashboard_page.dashboard(ctx, ex, TASK_NAMES[0], 0.95))
     print(f"dashboard: Store.dashboard_stats {ms_stats:.0f} ms; handler, all tasks {ms_dash:.0f} "
           f"ms; one task {ms_task:.0f} ms ({view.summary})")  # fmt: skip
     if args.before:

@@ -27,11 +27,12 @@ import numpy as np
 
 from agent.protocol import TOOL_NAME
 from agent.refs import CandidateRef
+from agent.tasks import TASKS
 from agent.trajectory import Step, Trajectory
 from db import models as m
 from db.store import Filters, QueueConfig, Store, queue_priority
 
-TASKS = ("cv", "wd", "carbon", "s_type", "m_giant")
+TASK_NAMES = tuple(TASKS)  # indexable, in the tasks' own order
 EXPERTS = [f"expert{i}" for i in range(8)]
 
 
@@ -85,7 +86,7 @@ def bulk_fill(store: Store, start: int, n: int, seed: int = 0) -> None:
                         f"b{i}",
                         f"obj{i}",
                         first + j,
-                        task_ids[TASKS[i % 5]],
+                        task_ids[TASK_NAMES[i % len(TASK_NAMES)]],
                         "LAMOST",
                         int(gold),
                         "YES" if gold else None,
@@ -191,7 +192,7 @@ def export_figure(n: int, workdir: Path) -> str:
         p = spec_dir / f"x{i}.csv"
         f = 1.0 + 0.05 * rng.standard_normal(w.size)
         p.write_text("wavelength,flux\n" + "\n".join(f"{a:.1f},{b:.4f}" for a, b in zip(w, f)))
-        refs.append(CandidateRef(id=f"x{i}", task=TASKS[i % 5], path=str(p)))
+        refs.append(CandidateRef(id=f"x{i}", task=TASK_NAMES[i % len(TASK_NAMES)], path=str(p)))
     store.add_candidates(refs)
     trajs = []
     for i, r in enumerate(refs):
@@ -273,7 +274,10 @@ def main() -> int:
     n_ing = min(args.ingest_n, args.n)
     refs = [
         CandidateRef(
-            id=f"i{i}", task=TASKS[i % 5], path=f"/ingest/i{i}.fits", extra=(("score", "0.5"),)
+            id=f"i{i}",
+            task=TASK_NAMES[i % len(TASK_NAMES)],
+            path=f"/ingest/i{i}.fits",
+            extra=(("score", "0.5"),),
         )
         for i in range(n_ing)
     ]
@@ -303,7 +307,11 @@ def main() -> int:
     configs = [
         ("default (overlap 1, gold 5%)", QueueConfig(gold_rate=0.05), None),
         ("overlap 3", QueueConfig(overlap=3), None),
-        ("task filter", QueueConfig(gold_rate=0.05), lambda k: Filters(task=TASKS[k % 5])),
+        (
+            "task filter",
+            QueueConfig(gold_rate=0.05),
+            lambda k: Filters(task=TASK_NAMES[k % len(TASK_NAMES)]),
+        ),
         ("auto-accept 0.95 + survey", QueueConfig(auto_accept=0.95), Filters(survey="LAMOST")),
     ]
     headline = None

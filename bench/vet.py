@@ -78,7 +78,7 @@ def run(spectra: list[Spectrum], renderer: str) -> tuple[float, float]:
 
 def candidate_refs(n: int, tmp: Path) -> tuple[list, str]:
     """n files x 5 tasks as CandidateRefs: real LAMOST files, else simulated ones."""
-    from agent.catalog import read_candidates
+    from agent.candidates import read_candidates
 
     files = sorted((REPO.parent / "shared" / "spectra" / "lamost").glob("*.fits"))[:n]
     source = "real LAMOST files"
@@ -93,12 +93,12 @@ def candidate_refs(n: int, tmp: Path) -> tuple[list, str]:
 
 
 def pool_args(workers: int, ray: bool):
-    from agent.runner import build_parser
+    from annotate.vetting.runner import VetOptions
 
-    argv = ["--input", "unused", "--workers", str(workers), "--renderer", "fast"]
+    opts = VetOptions(input=["unused"], workers=workers, renderer="fast")
     if ray:
-        argv += ["--ray", "local", "--ray-actors", str(workers)]
-    return build_parser().parse_args(argv)
+        opts.ray, opts.ray_actors = "local", workers
+    return opts
 
 
 def timed(results, keep: list | None = None) -> tuple[float, float, int, int]:
@@ -131,8 +131,8 @@ def report(name: str, sec: float, first: float, n: int, errors: int) -> tuple[fl
 def sink_rates(trajs: list, tmp: Path) -> None:
     """The driver's sink: the pool's trajectories into a fresh SQLite store, one
     transaction each (`batch=1`) and batched as `vet --db` writes them."""
+    from annotate.vetting.sinks import SINK_BATCH, StoreSink
     from db.store import Store
-    from db.vet import SINK_BATCH, StoreSink
 
     for name, batch in (("one per transaction", 1), ("batched (vet --db)", SINK_BATCH)):
         sink = StoreSink(Store(str(tmp / f"sink-{batch}.db")), policy="rules", batch=batch)
@@ -148,7 +148,7 @@ def sink_rates(trajs: list, tmp: Path) -> None:
 def pool_vs_ray(n_files: int, workers: int) -> None:
     import tempfile
 
-    from agent import runner
+    from annotate.vetting import runner
 
     with tempfile.TemporaryDirectory() as tmp:
         refs, source = candidate_refs(n_files, Path(tmp))
@@ -159,7 +159,7 @@ def pool_vs_ray(n_files: int, workers: int) -> None:
         print(f"load average before: {os.getloadavg()[0]:.1f}")
         pool, pool_steady = report(
             f"process pool, {workers} workers:",
-            *timed(runner._run_processes(refs, args, {}, "fast"), trajs),
+            *timed(runner.run_processes(refs, args, {}, "fast"), trajs),
         )
         sink_rates(trajs, Path(tmp))
         try:
@@ -167,7 +167,7 @@ def pool_vs_ray(n_files: int, workers: int) -> None:
         except ImportError:
             print("ray: not installed (pip install loupe[cluster]); Ray run skipped")
             return
-        from agent import cluster
+        from annotate.vetting import cluster
 
         ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
         try:

@@ -60,11 +60,13 @@ def serve() -> None:
     import pyarrow.parquet  # noqa: F401
 
     import agent.policies.rules  # noqa: F401
-    import agent.runner  # noqa: F401
     import annotate.export  # noqa: F401
-    import db.ingest  # noqa: F401
+    import annotate.ingest  # noqa: F401
+    import annotate.vetting.into_store  # noqa: F401
+    import annotate.vetting.runner  # noqa: F401
+    import commands.ingest  # noqa: F401
+    import commands.vet  # noqa: F401
     import db.store  # noqa: F401
-    import db.vet  # noqa: F401
     import launch  # noqa: F401
 
     out = sys.stdout

@@ -7,11 +7,11 @@ import pytest
 
 from agent import protocol
 from agent.formats import write_lamost_fits
-from agent.parse import parse_turn
+from agent.protocol import image_reference, parse_turn
 from agent.refs import CandidateRef
 from agent.render import to_png
 from agent.spectrum import Spectrum, SpectrumMeta
-from agent.tool import image_reference, zoom
+from agent.tool import zoom
 from agent.trajectory import Step, Trajectory, finish
 from annotate import authoring as au
 from db.store import Store, StorePermissionError

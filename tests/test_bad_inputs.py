@@ -19,7 +19,7 @@ from astropy.io import fits
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.catalog import expand_candidates, read_candidates
+from agent.candidates import expand_candidates, read_candidates
 from agent.formats import LIMITS, LimitError, load_one, read_file, read_spectra
 from agent.formats.lamost import write_lamost_fits
 from agent.spectrum import Spectrum, SpectrumError
@@ -544,7 +544,7 @@ def test_task_aliases_map_to_known_tasks(tmp_path):
 
 def test_bad_lines_reported_and_the_rest_kept(tmp_path):
     """`collect_candidates` reports each bad line (file, line, reason) and keeps the rest."""
-    from agent.catalog import collect_candidates
+    from agent.candidates import collect_candidates
     from agent.refs import ConflictError
 
     path = catalogue(

@@ -91,7 +91,7 @@ def test_calibrated_section_fits_on_tune_and_vets_test_with_the_model(small):
 
 
 def test_tune_examples_and_scores_are_the_same_over_two_processes(small):
-    from training.benchmark.calibration import labelled_examples, score_catalog
+    from training.benchmark.tuning import labelled_examples, score_catalog
 
     out, rows = small
     cat = out / "tune" / "catalog.csv"

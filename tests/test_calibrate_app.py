@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from agent.loop import DEFAULT_MAX_TURNS
-from annotate.calibrate import CV_HEADERS, SETTING
+from annotate.inspector_fit import CV_HEADERS, SETTING
 from app import context as app_context
 from app.pages import dashboard as dashboard_page
 from app.pages import upload as upload_page
@@ -45,7 +45,7 @@ def _catalog(store, path) -> list:
 
 
 def _vet(db_url: str, catalog, tmp_path, *extra: str) -> int:
-    from db import vet
+    from commands import vet
 
     p = argparse.ArgumentParser()
     vet.add_arguments(p)
@@ -148,7 +148,8 @@ def test_calibrate_button_to_vet_to_gold_agreement_by_version(team, tmp_path):
 def test_app_uploads_use_the_model_and_runs_never_resume_across_models(team, tmp_path):
     """The app's vetting records the fitted version; `--model none` is the plain rules' run,
     which does not count what the fitted model vetted as done, nor the other way round."""
-    from db.vet import StoreSink, run_params
+    from annotate.vetting.into_store import run_params
+    from annotate.vetting.sinks import StoreSink
     from tests.store_factory import write_text_spectrum
 
     ctx = team
@@ -173,9 +174,10 @@ def test_app_uploads_use_the_model_and_runs_never_resume_across_models(team, tmp
                        params=run_params("rules", DEFAULT_MAX_TURNS, 0.0, 1))  # fmt: skip
     assert fitted.done_keys() == {new}
 
-    # --model none over the uploaded spectrum: vetted again, by the plain rules
+    # --model none over the uploaded spectrum (the copy the store holds): vetted again, by
+    # the plain rules
     cat = tmp_path / "cat.csv"
-    cat.write_text(f"path,task,id\n{spec},cv,{new[0]}\n")
+    cat.write_text(f"path,task,id\n{info.spectrum_ref['path']},cv,{new[0]}\n")
     ctx.store.close()
     assert _vet(url, cat, tmp_path, "--model", "none") == 0
     ctx.store = type(ctx.store)(url)
@@ -194,16 +196,16 @@ def test_app_uploads_use_the_model_and_runs_never_resume_across_models(team, tmp
 
 def test_a_corrupt_stored_model_is_refused_by_name(team, tmp_path):
     from agent.policies.rules.learned import ModelError
-    from db.vet import vet_into_store
+    from annotate.vetting.into_store import vet_into_store
 
     ctx = team
     ctx.store.set_setting(SETTING, {"version": 3, "tasks": {"cv": {"kind": "magic"}}})
     c = ctx.store.list_candidates(limit=1)[0]
-    from agent.catalog import CandidateRef
+    from agent.refs import CandidateRef
 
     ref = CandidateRef(id=c.key, task=c.task, path=c.spectrum_ref["path"])
     with pytest.raises(ModelError, match="inspector_model.*unknown kind"):
-        vet_into_store(ctx.store, [ref], workers=1, no_progress=True)
+        vet_into_store(ctx.store, [ref], workers=1)
 
 
 def test_vet_db_refuses_an_unreadable_model_by_name(team, tmp_path, capsys):

@@ -160,7 +160,7 @@ def test_make_run_port(args, env, port, tmp_path):
 
 
 def test_desk_redshift_is_per_candidate_and_adoptable(ctx, tmp_path):
-    from agent.formats.templates import read_templates, write_templates
+    from agent.formats.template_files import read_templates, write_templates
     from app.pages import desk
 
     ex = app_context.expert_for(ctx, None)

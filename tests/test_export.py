@@ -12,8 +12,8 @@ import pytest
 
 from agent.formats import write_lamost_fits
 from agent.loop import run_batch
-from agent.parse import parse_turn
 from agent.policies.scripted import ScriptedPolicy
+from agent.protocol import parse_turn
 from agent.refs import CandidateRef
 from agent.spectrum import Spectrum, SpectrumMeta
 from agent.trajectory import Step, Trajectory
@@ -473,7 +473,8 @@ def test_rl_rows_carry_masked_pixels_so_grpo_draws_what_vet_draws(tmp_path):
     import pyarrow.parquet as pq
 
     from agent.formats import load_one
-    from agent.tool import TOOL_NAME, call_tool, global_view
+    from agent.protocol import TOOL_NAME
+    from agent.tool import call_tool, global_view
     from annotate.export import rl
     from annotate.export.conversation import Images
     from annotate.export.record import ExportRecord

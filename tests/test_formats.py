@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from astropy.io import fits
 
-from agent.catalog import expand_candidates, read_candidates
+from agent.candidates import expand_candidates, read_candidates
 from agent.formats import load_one, read_file, read_spectra, sniff, write_lamost_fits
 from agent.formats.desi import merge_arms
 from agent.spectrum import Spectrum, SpectrumError, SpectrumMeta

@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("trl")
 
-from agent.prompts import assistant_turn, system_message, tool_response_turn, user_turn  # noqa: E402
+from agent.protocol import assistant_turn, system_message, tool_response_turn, user_turn  # noqa: E402
 from agent.tool import call_tool, global_view  # noqa: E402
 from training.chat_template import apply_speco3_template  # noqa: E402
 from training.data import load_rl_dataset, simulated_spectrum, spectrum_from_ref  # noqa: E402
@@ -79,12 +79,29 @@ def test_template_writes_the_tool_block_once(tiny_model_dir):
     text = processor.apply_chat_template(
         msgs, tools=[env.spectral_visualization_tool], tokenize=False
     )
-    assert text.count("# Tools") == 1  # agent.prompts already wrote it; not again
+    assert text.count("# Tools") == 1  # agent.protocol already wrote it; not again
     bare = [{"role": "user", "content": [{"type": "text", "text": "q"}]}]
     text = processor.apply_chat_template(
         bare, tools=[env.spectral_visualization_tool], tokenize=False
     )
     assert text.count("# Tools") == 1 and "spectral_visualization_tool" in text
+
+
+def test_the_environment_tool_is_described_by_the_protocol_alone():
+    """TRL builds the tool's schema from the method; its name, description and argument
+    texts are the protocol's, not a second wording."""
+    from transformers.utils import get_json_schema
+
+    from agent.protocol import TOOL_NAME, TOOL_SCHEMA
+
+    fn = get_json_schema(SpectrumEnvironment().spectral_visualization_tool)["function"]
+    published = TOOL_SCHEMA["function"]
+    assert fn["name"] == TOOL_NAME and fn["description"] == published["description"]
+    assert fn["parameters"]["required"] == published["parameters"]["required"]
+    described = {k: p["description"] for k, p in fn["parameters"]["properties"].items()}
+    assert described == {
+        k: p["description"] for k, p in published["parameters"]["properties"].items()
+    }
 
 
 def test_environment_resets_from_specvi_rows_and_zooms(training_sample):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = ("agent", "db", "annotate", "app", "training", "bench")
+PACKAGES = ("agent", "db", "annotate", "app", "training", "bench", "commands")
 
 
 def _module_name(path: Path) -> str:

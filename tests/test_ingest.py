@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import launch
-from db.ingest import collect, ingest
+from annotate.ingest import collect, ingest
 from db.store import Store
 from tests import fits_factory
 from tests.store_factory import write_text_spectrum
@@ -140,16 +140,16 @@ def test_vet_cli_into_the_store_records_params_and_resumes(folder, tmp_path, cap
 
 
 def test_launch_says_a_loupe_error_in_one_line_and_exits_2(monkeypatch, capsys):
-    import db.ingest
+    import commands.ingest
     from db.store import StoreError
 
     def refuse(args):
         raise StoreError("x.csv: line 3\nhas no task")
 
-    monkeypatch.setattr(db.ingest, "main", refuse)
+    monkeypatch.setattr(commands.ingest, "main", refuse)
     assert launch.main(["ingest", "x.csv"]) == 2
     assert capsys.readouterr().err == "launch.py ingest: x.csv: line 3 has no task\n"
-    monkeypatch.setattr(db.ingest, "main", lambda args: 1 / 0)
+    monkeypatch.setattr(commands.ingest, "main", lambda args: 1 / 0)
     with pytest.raises(ZeroDivisionError):  # a bug is not dressed up as a message
         launch.main(["ingest", "x.csv"])
 
@@ -157,11 +157,11 @@ def test_launch_says_a_loupe_error_in_one_line_and_exits_2(monkeypatch, capsys):
 def test_log_level_before_or_after_the_command(monkeypatch, capsys):
     import logging
 
-    import db.ingest
+    import commands.ingest
 
     root = logging.getLogger()
     seen: list[int] = []
-    monkeypatch.setattr(db.ingest, "main", lambda args: seen.append(root.level) or 0)
+    monkeypatch.setattr(commands.ingest, "main", lambda args: seen.append(root.level) or 0)
     monkeypatch.setattr(root, "level", root.level)  # restored after the test
     assert launch.main(["--log-level", "DEBUG", "ingest", "x.csv"]) == 0
     assert launch.main(["ingest", "x.csv", "--log-level=error"]) == 0

@@ -4,6 +4,7 @@ turn exhaustion, backend failures and bad files all end as recorded trajectories
 from __future__ import annotations
 
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -13,9 +14,9 @@ from agent.loop import run_batch, run_episode
 from agent.policies import get_policy
 from agent.policies.base import Reply
 from agent.policies.scripted import ScriptedPolicy
+from agent.protocol import image_reference
 from agent.refs import CandidateRef
 from agent.spectrum import Spectrum, SpectrumMeta
-from agent.tool import image_reference
 from agent.trajectory import Trajectory
 
 ANSWER_YES = "<think>Broad Balmer emission.</think><answer>\\boxed{YES} H-alpha emission.</answer>"
@@ -143,6 +144,55 @@ def test_backend_error_and_exception_are_recorded():
 
     t = run_episode(synthetic(), "cv", Boom())
     assert t.state == "error" and "CUDA out of memory" in t.error
+
+
+def _tracebacks(caplog, logger: str) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == logger and r.exc_info is not None]
+
+
+def test_a_bug_is_recorded_and_logged_with_its_traceback(caplog, monkeypatch):
+    class Boom:
+        name, model_id, renderer = "boom", None, "fast"
+
+        def act(self, episodes):
+            raise RuntimeError("index out of range in the sampler")
+
+    caplog.set_level(logging.ERROR, logger="agent.loop")
+    t = run_episode(synthetic(), "cv", Boom())
+    assert t.state == "error" and "index out of range in the sampler" in t.error
+    [record] = _tracebacks(caplog, "agent.loop")
+    assert "boom" in record.getMessage() and record.exc_info[0] is RuntimeError
+
+    # a tool that raises (call_tool never should) ends the step, not the run, and is logged
+    caplog.clear()
+    import agent.tool
+
+    def broken(*args, **kwargs):
+        raise KeyError("wavelength")
+
+    monkeypatch.setattr(agent.tool, "call_tool", broken)
+    t = run_episode(synthetic(), "cv", ScriptedPolicy([zoom(6500, 6620), ANSWER_YES]))
+    assert t.verdict == "YES" and "tool failed: KeyError" in t.steps[0].observation_text
+    [record] = _tracebacks(caplog, "agent.loop")
+    assert "syn" in record.getMessage() and record.exc_info[0] is KeyError
+
+    # a bug while opening the episode: an error trajectory, and the traceback in the log
+    caplog.clear()
+    monkeypatch.setattr("agent.loop.prompt_for", lambda spectrum: 1 / 0)
+    t = run_episode(synthetic(), "cv", ScriptedPolicy([ANSWER_YES]))
+    assert t.state == "error" and "ZeroDivisionError" in t.error
+    assert [r.exc_info[0] for r in _tracebacks(caplog, "agent.loop")] == [ZeroDivisionError]
+
+
+def test_bad_input_is_recorded_without_a_traceback(tmp_path, caplog):
+    bad = tmp_path / "broken.fits"
+    bad.write_bytes(b"not a fits file at all")
+    items = [CandidateRef(id="bad", task="cv", path=str(bad)), (synthetic(), "quasar")]
+    caplog.set_level(logging.DEBUG)
+    out = run_batch(items, ScriptedPolicy([ANSWER_YES]))
+    assert [t.state for t in out] == ["error", "error"]
+    assert "unknown task" in out[1].error
+    assert not [r for r in caplog.records if r.exc_info is not None]
 
 
 def test_batch_keeps_order_and_batches_turns():

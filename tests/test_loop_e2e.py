@@ -36,8 +36,8 @@ def test_demo_to_checkpoints(tmp_path, tiny_model_dir):
 
     import launch
     from agent.loop import run_episode
-    from agent.parse import parse_turn
     from agent.policies import get_policy
+    from agent.protocol import parse_turn
     from annotate import authoring, review
     from db.store import Store
     from training import dpo, grpo, sft

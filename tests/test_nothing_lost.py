@@ -242,7 +242,7 @@ def test_sigkill_during_ingest_then_rerun_completes(tmp_path, forks):
 
 VET_SCRIPT = textwrap.dedent("""
     import sys, time
-    from db.vet import StoreSink
+    from annotate.vetting.sinks import StoreSink
     from db.store import Store
     from tests.store_factory import traj
     url, n = sys.argv[1], int(sys.argv[2])
@@ -276,7 +276,6 @@ def test_sigkill_during_vet_sink_then_resume_has_no_gaps(tmp_path, forks):
 
 @pytest.mark.slow
 def test_sigkill_during_vet_cli_then_resume(tmp_path, forks):
-    pytest.importorskip("agent.runner", reason="agent.runner (the batch runner) is not available")
     folder = tmp_path / "spectra"
     folder.mkdir()
     for i in range(24):

@@ -7,7 +7,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.parse import parse_turn
+from agent.protocol import parse_turn
 
 CALL = {"name": "spectral_visualization_tool", "arguments": {"wavelength_range": [4800, 4920]}}
 TOOL_TURN = f"<think>Zoom on H-beta.</think>\n<tool_call>\n{json.dumps(CALL)}\n</tool_call>"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from agent.confidence import verdict_char_index
 from agent.loop import run_batch
-from agent.parse import verdict_char_index
 from agent.spectrum import Spectrum, SpectrumMeta
 
 torch = pytest.importorskip("torch")
@@ -55,7 +55,7 @@ def test_garbage_output_ends_as_recorded_format_errors(policy):
 
 def test_batched_generation_matches_single(policy):
     from agent.policies.base import Episode
-    from agent.prompts import system_message, user_turn
+    from agent.protocol import system_message, user_turn
     from agent.tool import global_view
 
     eps = []

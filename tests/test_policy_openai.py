@@ -236,7 +236,8 @@ def test_unreachable_server_is_a_recorded_error():
 
 def test_runner_drives_openai_with_a_sliding_window(server, tmp_path):
     from agent.formats.lamost import write_lamost_fits
-    from agent.runner import build_parser, main
+    from commands.vet import main
+    from launch import build_parser
 
     for i in range(6):
         s = _spec(i)
@@ -245,7 +246,7 @@ def test_runner_drives_openai_with_a_sliding_window(server, tmp_path):
         write_lamost_fits(s, tmp_path / f"f{i}.fits")
     server.default = lambda body: (*ok(ANSWER if len(body["messages"]) > 2 else ZOOM)[:2], 0.1)
     out = tmp_path / "r.jsonl"
-    args = build_parser().parse_args(
+    args = build_parser("vet").parse_args(
         [
             "--input",
             str(tmp_path),

@@ -191,6 +191,21 @@ def test_tool_schema_is_what_the_model_saw_in_rl():
     assert protocol.system_prompt().endswith(block)
 
 
+def test_chat_template_writes_the_protocols_tool_block():
+    """A prompt without the `# Tools` block gets, from the template, the very block the
+    protocol writes (the template derives its wording from `agent.protocol`)."""
+    from transformers.utils.chat_template_utils import _compile_jinja_template
+
+    from training.chat_template import SPECO3_CHAT_TEMPLATE
+
+    template = _compile_jinja_template(SPECO3_CHAT_TEMPLATE)
+    bare = [{"role": "user", "content": "Is this a CV?"}]
+    text = template.render(messages=bare, tools=[protocol.TOOL_SCHEMA])
+    system = "".join(protocol.message_texts(protocol.opening_messages("cv", "g", bare)[0]))
+    assert system == protocol.DEFAULT_SYSTEM + "\n\n" + protocol.tools_block()
+    assert text.startswith("<|im_start|>system\n" + system + "<|im_end|>\n")
+
+
 def test_reply_text_follows_the_tool_image_without_a_newline():
     from transformers.utils.chat_template_utils import _compile_jinja_template
 

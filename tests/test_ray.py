@@ -1,8 +1,9 @@
 """`vet --ray`: the demo on a local 2-CPU Ray cluster gives the single-process run's records,
 a worker lost mid-run costs nothing (every candidate recorded once), a candidate that kills
 its worker every time is recorded as failed after MAX_ATTEMPTS tries, the store resumes and
-supplies its own pending candidates, the `openai` policy drives OpenAI-compatible endpoints
-from the actors, and `vet` without `--ray` never imports Ray."""
+supplies its own pending candidates, Ray giving up part-way is said in one line (a re-run
+resumes), the `openai` policy drives OpenAI-compatible endpoints from the actors, and `vet`
+without `--ray` never imports Ray."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from agent import cluster
-from agent.runner import build_parser, main
+import launch
+from annotate.vetting import cluster
+from commands.vet import main
 
 ray = pytest.importorskip("ray", reason="Ray is the optional 'cluster' extra")
 
@@ -52,6 +54,10 @@ def single(demo, tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("single") / "one.jsonl"
     assert _vet(demo, out, "--workers", "1") == 0
     return _records(out)
+
+
+def build_parser():
+    return launch.build_parser("vet")
 
 
 def _vet(catalog: Path, out: Path, *extra: str) -> int:
@@ -106,22 +112,109 @@ def test_a_candidate_that_always_kills_its_worker_is_recorded_failed(
     assert got == {k: r for k, r in single.items() if k != poison}  # the rest as ever
 
 
+def test_ray_giving_up_part_way_says_so_in_one_line_and_a_rerun_resumes(
+    demo, local_cluster, single, tmp_path, monkeypatch, capsys
+):
+    """Ray Data raises its own exception types (not RayError) when a node or one of Ray's
+    agents dies: the run stops with one line saying what finished is kept and that the
+    same command resumes, never a traceback."""
+    from ray.data.exceptions import SystemException
+
+    real = ray.data.Dataset.iter_rows
+
+    def dies_after_three(self, *args, **kwargs):
+        for i, row in enumerate(real(self, *args, **kwargs)):
+            if i == 3:
+                raise SystemException("the local raylet died")
+            yield row
+
+    monkeypatch.setattr(ray.data.Dataset, "iter_rows", dies_after_three)
+    out = tmp_path / "ray.jsonl"
+    argv = ["vet", "--catalog", str(demo), "--policy", "rules", "--no-progress"]
+    argv += ["--out", str(out), "--ray", "local", "--ray-actors", "2"]
+    assert launch.main(argv) == 2
+    said = [x for x in capsys.readouterr().err.splitlines() if x.startswith("vet:")]
+    assert said == [
+        "vet: the Ray run stopped (SystemException: the local raylet died); what finished "
+        "is recorded, run the same command again to vet the rest"
+    ]
+    assert len(_records(out)) == 3  # what finished before the failure is kept
+    monkeypatch.undo()
+    assert launch.main(argv) == 0
+    assert _records(out) == single  # the re-run vetted the rest, none twice
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(d.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds Ray's agent in /proc")
+def test_killing_rays_dashboard_agent_is_said_in_one_line(demo, tmp_path):
+    """The dashboard agent killed mid-run stops the raylet, and Ray ends the driver from C++
+    (status 1, nothing to catch): a Loupe line says what happened and that a re-run
+    resumes, and the re-run does."""
+    import signal
+    import time
+
+    out = tmp_path / "ray.jsonl"
+    cmd = [sys.executable, "launch.py", "vet", "--catalog", str(demo), "--policy", "rules"]
+    cmd += ["--no-progress", "--out", str(out), "--ray", "local", "--ray-actors", "2"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    killed = None
+    try:
+        deadline = time.time() + 240
+        while proc.poll() is None and time.time() < deadline and killed is None:
+            if out.exists() and out.read_bytes().count(b"\n") >= 3:
+                for raylet in _children(proc.pid):
+                    agents = {n: p for p, n in cluster._agents_of(raylet).items()}
+                    if "DashboardAgent" in agents:
+                        killed = agents["DashboardAgent"]
+                        os.kill(killed, signal.SIGKILL)
+            time.sleep(0.1)
+        _, err = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert killed, "the dashboard agent was not found before the run ended: " + err[-2000:]
+    said = [x for x in err.splitlines() if "annotate.vetting" in x and "ERROR" in x]
+    assert proc.returncode == 1 and len(said) == 1, err[-3000:]
+    assert "DashboardAgent died" in said[0] and "run the same command again" in said[0]
+    done = len(_records(out))
+    # The re-run resumes from the sink, with or without Ray; without, it does not depend on
+    # a second local cluster starting in time on a loaded machine.
+    cmd = cmd[: cmd.index("--ray")] + ["--workers", "1"]
+    rerun = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert f"{done} of 32 candidates already done; resuming" in rerun.stderr
+    assert len(_records(out)) == 32  # each once
+
+
 def test_store_pending_candidates_on_ray(demo, local_cluster, single, tmp_path):
-    from db import vet as db_vet
     from db.store import Store
 
     db = tmp_path / "loupe.db"
     store = Store(str(db))
-    from agent.catalog import read_candidates
+    from agent.candidates import read_candidates
 
     store.add_candidates(read_candidates([str(demo)]))
     store.close()
 
     def run(*extra: str) -> int:
-        parser = build_parser()
-        parser.add_argument("--db")
         argv = ["--policy", "rules", "--no-progress", "--db", str(db), "--ray", "local"]
-        return db_vet.main(parser.parse_args(argv + list(extra)))
+        return main(build_parser().parse_args(argv + list(extra)))
 
     tasks = sorted({t for _, t in single})
     assert run("--task", tasks[0]) == 0  # only that task's candidates
@@ -143,15 +236,11 @@ def _store_verdicts(db: Path) -> dict[str, str]:
 
 
 def test_store_sink_resumes_and_records_each_candidate_once(demo, local_cluster, single, tmp_path):
-    from db import vet as db_vet
-
     db = tmp_path / "loupe.db"
 
     def run(*extra: str) -> int:
         argv = ["--catalog", str(demo), "--policy", "rules", "--no-progress", "--db", str(db)]
-        parser = build_parser()
-        parser.add_argument("--db")
-        return db_vet.main(parser.parse_args(argv + ["--ray", "local", *extra]))
+        return main(build_parser().parse_args(argv + ["--ray", "local", *extra]))
 
     assert run("--limit", "10") == 0  # a run stopped part-way
     assert run() == 0  # the re-run completes the rest
@@ -216,10 +305,9 @@ def test_pool_plan_follows_policy_and_cluster():
 
 def test_vet_without_ray_never_imports_it(demo, tmp_path):
     code = (
-        "import sys; from db import vet; from agent.runner import build_parser; "
-        "p = build_parser(); p.add_argument('--db'); "
-        f"rc = vet.main(p.parse_args(['--catalog', {str(demo)!r}, '--limit', '3', "
-        f"'--workers', '1', '--no-progress', '--db', {str(tmp_path / 'x.db')!r}])); "
+        "import sys, launch; "
+        f"rc = launch.main(['vet', '--catalog', {str(demo)!r}, '--limit', '3', "
+        f"'--workers', '1', '--no-progress', '--db', {str(tmp_path / 'x.db')!r}]); "
         "print('ray' in sys.modules); sys.exit(rc or 'ray' in sys.modules)"
     )
     res = subprocess.run(

@@ -9,7 +9,7 @@ import pytest
 from agent.loop import run_batch
 from agent.policies.rules import RulesPolicy
 from agent.policies.rules.learned import InspectorModel, TaskModel
-from annotate.calibrate import task_features
+from annotate.inspector_fit import task_features
 from annotate.rescore import INPUTS, rescore, rescore_store
 from tests.store_factory import seeded, traj
 

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from agent.protocol import parse_turn
 from training.rewards import (
     accuracy_reward,
     completion_text,
@@ -153,6 +154,19 @@ def test_the_two_scorings_differ_where_documented():
     text = f"<tool_call>{CALL}</tool_call><think>broad</think><answer>\\boxed{{YES}}</answer>"
     assert speco3_reward([text], ground_truth=["YES"]) == [1.0]
     assert loupe_reward([text], ground_truth=["YES"]) == [-0.2]
+
+
+@pytest.mark.parametrize(
+    "box", ["\\boxed{x{y} \\boxed{YES}", "\\boxed{\\text{YES}}", "\\boxed{{YES}}"]
+)
+def test_both_scorings_read_a_box_up_to_its_first_closing_brace(box):
+    # one box pattern (agent.protocol.BOXED) for the parser and the published scoring: a
+    # brace inside the first box spoils the verdict for both, a later box does not rescue it
+    text = f"<think>a</think><answer>{box} broad lines</answer>"
+    assert parse_turn(text).answer is None and "is not YES or NO" in parse_turn(text).error
+    assert speco3_score(text).format_error and speco3_score(text).answer != "YES"
+    assert loupe_reward([text], ground_truth=["YES"]) == [-0.2]
+    assert speco3_reward([text], ground_truth=["YES"]) == [-0.2]
 
 
 def test_scoring_by_name():

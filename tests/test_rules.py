@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agent.parse import parse_turn
 from agent.policies.rules import RulesPolicy, inspect, measure_all
+from agent.protocol import parse_turn
 from agent.spectrum import Spectrum
 from training.degrade import degrade, lamost_grid
 

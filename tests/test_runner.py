@@ -1,5 +1,5 @@
-"""Batch vetting: JSONL sink, resume after kill -9 (no duplicates, no gaps), bad files,
-custom sinks, summary."""
+"""Batch vetting (`annotate.vetting`, the `vet` command): JSONL sink, resume after kill -9
+(no duplicates, no gaps), bad files, custom sinks, summary, the store sink's batches."""
 
 from __future__ import annotations
 
@@ -14,10 +14,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import launch
+from agent.errors import LoupeError
 from agent.formats.lamost import write_lamost_fits
-from agent.runner import JsonlSink, build_parser, main
 from agent.spectrum import Spectrum, SpectrumMeta
 from agent.trajectory import Trajectory
+from annotate.vetting.runner import VetOptions, read_inputs, vet
+from annotate.vetting.sinks import JsonlSink
+from commands.vet import main
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -51,7 +55,7 @@ def catalogue(tmp_path_factory) -> tuple[Path, list[str]]:
 
 
 def _args(*argv: str):
-    return build_parser().parse_args(list(argv))
+    return launch.build_parser("vet").parse_args(list(argv))
 
 
 def _lines(path: Path) -> list[dict]:
@@ -69,7 +73,7 @@ def test_jsonl_sink_cuts_truncated_line_and_refuses_duplicates(tmp_path):
         fh.write(b'{"id": "b", "task": "wd", "ver')  # a kill in the middle of a write
     sink = JsonlSink(out)
     assert sink.done_keys() == {("a", "wd")} and sink.repaired > 0
-    with pytest.raises(RuntimeError, match="another vetting run"):
+    with pytest.raises(LoupeError, match="another vetting run"):
         JsonlSink(out)  # locked while the first is open
     sink.write(Trajectory(id="b", task="wd", state="done"))
     sink.close()
@@ -124,6 +128,9 @@ class ListSink:
     def write(self, t):
         self.rows.append(t)
 
+    def flush(self):
+        pass
+
     def close(self):
         self.closed = True
 
@@ -131,10 +138,10 @@ class ListSink:
 def test_custom_sink_is_used_and_resumed(catalogue):
     cat, ids = catalogue
     sink = ListSink(done={("cand000", "wd"), ("cand001", "wd")})
-    rc = main(
-        _args("--catalog", str(cat), "--limit", "5", "--workers", "1", "--no-progress"), sink=sink
-    )
-    assert rc == 0
+    opts = VetOptions(catalog=[str(cat)], limit=5, workers=1)
+    candidates, problems = read_inputs(opts)
+    stats = vet(candidates, opts, sink)
+    assert not problems and (stats.candidates, stats.skipped, stats.n) == (5, 2, 3)
     assert [t.id for t in sink.rows] == ["cand002", "cand003", "cand004"]
     assert not sink.closed  # the caller owns its sink
 
@@ -160,12 +167,12 @@ def _bad_catalogue(cat: Path) -> Path:
     return bad
 
 
-def test_bad_lines_are_reported_and_the_rest_vetted(catalogue, capsys):
+def test_bad_lines_are_reported_and_the_rest_vetted(catalogue, capsys, tmp_path):
     cat, _ = catalogue
-    sink = ListSink()
+    out = tmp_path / "r.jsonl"
     argv = ("--catalog", str(_bad_catalogue(cat)), "--workers", "1", "--no-progress")
-    assert main(_args(*argv), sink=sink) == 1
-    assert [t.id for t in sink.rows] == ["cand000", "cand002", "cand004"]
+    assert main(_args(*argv, "--out", str(out))) == 1
+    assert [r["id"] for r in _lines(out)] == ["cand000", "cand002", "cand004"]
     err = capsys.readouterr().err
     assert "with-bad-lines.csv line 3: spectrum file not found: gone.fits" in err
     assert "with-bad-lines.csv line 4: unknown task 'white_dwarf'; known tasks: cv" in err
@@ -174,12 +181,12 @@ def test_bad_lines_are_reported_and_the_rest_vetted(catalogue, capsys):
     assert "3 input line(s) skipped" in err
 
 
-def test_strict_stops_at_the_first_bad_line(catalogue, capsys):
+def test_strict_stops_at_the_first_bad_line(catalogue, capsys, tmp_path):
     cat, _ = catalogue
-    sink = ListSink()
+    out = tmp_path / "r.jsonl"
     argv = ("--catalog", str(_bad_catalogue(cat)), "--strict", "--workers", "1", "--no-progress")
-    assert main(_args(*argv), sink=sink) == 2
-    assert sink.rows == []
+    assert main(_args(*argv, "--out", str(out))) == 2
+    assert not out.exists()
     err = capsys.readouterr().err
     assert "line 3: spectrum file not found" in err and "line 4" not in err
 
@@ -188,22 +195,22 @@ def test_input_list_with_missing_and_unreadable_files_vets_the_rest(catalogue, t
     cat, _ = catalogue
     fifo = tmp_path / "pipe.fits"
     os.mkfifo(fifo)
-    sink = ListSink()
+    out = tmp_path / "r.jsonl"
     inputs = [cat.parent / "c005.fits", tmp_path / "nope.fits", fifo, cat.parent / "c006.fits"]
     argv = ("--input", *map(str, inputs), "--task", "wd", "--workers", "1", "--no-progress")
-    assert main(_args(*argv), sink=sink) == 1
-    assert [t.id for t in sink.rows] == ["cand005", "cand006"]
+    assert main(_args(*argv, "--out", str(out))) == 1
+    assert [r["id"] for r in _lines(out)] == ["cand005", "cand006"]
     err = capsys.readouterr().err
     assert "nope.fits: file not found" in err
     assert "pipe.fits: not a regular file (a FIFO)" in err
 
 
-def test_unknown_task_flag_is_a_usage_error(catalogue, capsys):
+def test_unknown_task_flag_is_a_usage_error(catalogue, capsys, tmp_path):
     cat, _ = catalogue
-    sink = ListSink()
+    out = tmp_path / "r.jsonl"
     argv = ("--input", str(cat.parent / "c005.fits"), "--task", "bogus", "--no-progress")
-    assert main(_args(*argv), sink=sink) == 2
-    assert sink.rows == []
+    assert main(_args(*argv, "--out", str(out))) == 2
+    assert not out.exists()
     assert "unknown task 'bogus'; known tasks: cv, carbon" in capsys.readouterr().err
 
 
@@ -213,8 +220,8 @@ def test_resume_after_kill_minus_9_has_no_duplicates_or_gaps(catalogue, tmp_path
     out = tmp_path / "r.jsonl"
     cmd = [
         sys.executable,
-        "-m",
-        "agent.runner",
+        "launch.py",
+        "vet",
         "--catalog",
         str(cat),
         "--out",
@@ -256,9 +263,9 @@ def test_resume_after_kill_minus_9_has_no_duplicates_or_gaps(catalogue, tmp_path
 def test_rules_path_imports_no_torch_or_http_client(catalogue, tmp_path):
     cat, _ = catalogue
     code = (
-        "import sys; from agent.runner import build_parser, main; "
-        f"rc = main(build_parser().parse_args(['--catalog', {str(cat)!r}, '--limit', '2', "
-        f"'--workers', '1', '--no-progress', '--out', {str(tmp_path / 'r.jsonl')!r}])); "
+        "import sys, launch; "
+        f"rc = launch.main(['vet', '--catalog', {str(cat)!r}, '--limit', '2', "
+        f"'--workers', '1', '--no-progress', '--out', {str(tmp_path / 'r.jsonl')!r}]); "
         "heavy = [m for m in ('torch', 'transformers', 'httpx', 'vllm') if m in sys.modules]; "
         "print(heavy); sys.exit(rc or bool(heavy))"
     )
@@ -274,11 +281,7 @@ def test_rules_path_imports_no_torch_or_http_client(catalogue, tmp_path):
 
 
 def _vet_db(*argv: str) -> int:
-    from db import vet as db_vet
-
-    parser = build_parser()
-    parser.add_argument("--db")
-    return db_vet.main(parser.parse_args(list(argv)))
+    return main(_args(*argv))
 
 
 def _store_rows(db: Path) -> list[tuple[str, str, int]]:
@@ -294,7 +297,7 @@ def _store_rows(db: Path) -> list[tuple[str, str, int]]:
 def test_vet_db_alone_vets_the_stores_pending_candidates(catalogue, tmp_path, capsys):
     from dataclasses import replace
 
-    from agent.catalog import read_candidates
+    from agent.candidates import read_candidates
     from db.store import Store
 
     cat, ids = catalogue
@@ -319,8 +322,8 @@ def test_vet_db_alone_vets_the_stores_pending_candidates(catalogue, tmp_path, ca
 
 
 def test_store_sink_commits_in_batches(tmp_path):
+    from annotate.vetting.sinks import StoreSink
     from db.store import Store, StoreError
-    from db.vet import StoreSink
     from tests.store_factory import traj
 
     db = tmp_path / "s.db"
@@ -345,3 +348,95 @@ def test_store_sink_commits_in_batches(tmp_path):
     timed.write(traj("b8", 0.9))  # past its seconds: committed at once
     assert len(_store_rows(db)) == 8
     timed.close()
+
+
+class _BatchRefusingStore:
+    """A store whose multi-trajectory transactions fail (as a lock or a dropped connection
+    might fail one) while single ones go in."""
+
+    def __init__(self, store):
+        self.store = store
+        self.refused = 0
+
+    def record_trajectories(self, trajs, run_id=None, actor="vet"):
+        if len(trajs) > 1:
+            self.refused += 1
+            raise OSError("the batch's transaction failed")
+        return self.store.record_trajectories(trajs, run_id, actor=actor)
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+
+def test_store_sink_flush_raises_nothing_when_each_retry_succeeds(tmp_path):
+    from annotate.vetting.sinks import StoreSink
+    from db.store import Store
+    from tests.store_factory import traj
+
+    db = tmp_path / "s.db"
+    store = _BatchRefusingStore(Store(str(db)))
+    sink = StoreSink(store, policy="rules", batch=100, seconds=3600)
+    for i in range(3):
+        sink.write(traj(f"r{i}", 0.2 * i))
+    sink.flush()  # the batch failed, each one alone went in: nothing to raise
+    assert store.refused == 1
+    assert [k for k, _, _ in _store_rows(db)] == ["r0", "r1", "r2"]
+    sink.close()
+
+
+def test_store_sink_flush_keeps_the_run_groups_after_a_refusal(tmp_path):
+    from annotate.vetting.sinks import StoreSink
+    from db.store import Store, StoreError
+    from tests.store_factory import traj
+
+    db = tmp_path / "s.db"
+    sink = StoreSink(Store(str(db)), policy="rules", batch=100, seconds=3600)
+    bad = traj("g1", 0.3)
+    bad.verdict = "MAYBE"
+    first = [traj("g0", 0.9), bad]  # one run (renderer fast), refused in part
+    later = [traj("g2", 0.1), traj("g3", 0.8)]
+    for t in later:
+        t.renderer = "speco3"  # another run: another group
+    for t in first + later:
+        sink.write(t)
+    with pytest.raises(StoreError, match="g1: verdict must be"):
+        sink.flush()
+    assert [k for k, _, _ in _store_rows(db)] == ["g0", "g2", "g3"]  # the later group too
+    sink.close()  # nothing left waiting, nothing raised again
+    assert len(_store_rows(db)) == 3
+
+
+def test_vet_db_refuses_an_id_the_store_gives_another_file_as_ingest_does(
+    catalogue, tmp_path, capsys
+):
+    """An id the store holds for one file, offered by a catalogue for another: `vet --db`
+    refuses the line with `ingest`'s words and exit status, and records nothing under the
+    stored candidate."""
+    cat, _ = catalogue
+    db = tmp_path / "loupe.db"
+    stored = tmp_path / "stored.csv"
+    stored.write_text(f"path,task,id\n{cat.parent / 'c000.fits'},wd,cand000\n")
+    assert launch.main(["ingest", str(stored), "--db", str(db)]) == 0
+    other = tmp_path / "other.csv"
+    other.write_text(
+        f"path,task,id\n{cat.parent / 'c001.fits'},wd,cand000\n{cat.parent / 'c002.fits'},wd,cand002\n"
+    )
+    capsys.readouterr()
+    rc_ingest = launch.main(["ingest", str(other), "--db", str(db), "--no-read"])
+    ingest_err = capsys.readouterr().err
+    conflict = [x for x in ingest_err.splitlines() if "cand000" in x]
+    assert rc_ingest == 1 and len(conflict) == 1 and "c001.fits" in conflict[0]
+
+    fresh = tmp_path / "fresh.db"
+    assert launch.main(["ingest", str(stored), "--db", str(fresh)]) == 0
+    capsys.readouterr()
+    argv = ["vet", "--catalog", str(other), "--db", str(fresh), "--workers", "1"]
+    rc_vet = launch.main([*argv, "--no-progress", "--out", str(tmp_path / "unused.jsonl")])
+    vet_err = capsys.readouterr().err
+    assert rc_vet == rc_ingest
+    refused = [x for x in vet_err.splitlines() if "cand000" in x]
+    assert refused == [conflict[0].replace("ingest: ", "vet: ", 1)]
+    assert _store_rows(fresh) == [("cand002", "wd", 1)]  # nothing under the stored cand000
+    assert launch.main([*argv, "--keep-first", "--no-progress"]) == 0
+    assert "vet: kept the first: " in capsys.readouterr().err  # as `ingest --keep-first`
+    assert _store_rows(fresh) == [("cand002", "wd", 1)]

@@ -28,7 +28,7 @@ def assert_loads_for_policy(folder: Path) -> None:
     from transformers import AutoModelForImageTextToText, Qwen2_5_VLForConditionalGeneration
 
     from agent.policies.hf import load_processor, processor_class
-    from agent.prompts import system_message, user_turn
+    from agent.protocol import system_message, user_turn
     from training.data import simulated_spectrum
 
     model = AutoModelForImageTextToText.from_pretrained(folder)

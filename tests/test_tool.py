@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import numpy as np
 import pytest
 
 from agent import tool as T
+from agent.protocol import TOOL_NAME, TOOL_SCHEMA, image_reference, parse_reference
 from agent.spectrum import Spectrum, SpectrumError, SpectrumMeta
 from agent.trajectory import Step
 
@@ -23,11 +25,11 @@ def make_spectrum(z: float = 0.0, seed: int = 0) -> Spectrum:
 
 
 def test_schema_is_hermes_function_json():
-    fn = T.TOOL_SCHEMA["function"]
-    assert T.TOOL_SCHEMA["type"] == "function" and fn["name"] == T.TOOL_NAME
+    fn = TOOL_SCHEMA["function"]
+    assert TOOL_SCHEMA["type"] == "function" and fn["name"] == TOOL_NAME
     assert fn["parameters"]["required"] == ["wavelength_range"]
     assert set(fn["parameters"]["properties"]) == {"wavelength_range", "label"}
-    json.dumps(T.TOOL_SCHEMA)
+    json.dumps(TOOL_SCHEMA)
 
 
 def test_tool_doctests():
@@ -119,7 +121,7 @@ REFUSED = "Error: The specified wavelength range {} is invalid or outside the av
 def test_bad_ranges_get_the_published_refusal(args, shown):
     s = make_spectrum()
     lo, hi = T.full_range(s)
-    r = T.call_tool(s, T.TOOL_NAME, args)
+    r = T.call_tool(s, TOOL_NAME, args)
     assert not r.ok and r.image is None and r.text == r.error
     assert r.error == REFUSED.format(shown) + f" [{lo:.1f}, {hi:.1f}]."
 
@@ -133,12 +135,12 @@ def test_bad_ranges_get_the_published_refusal(args, shown):
             "Error when executing tool: 'image_zoom_in_tool'",
         ),
         (
-            T.TOOL_NAME,
+            TOOL_NAME,
             [4800, 4900],
             "Error when executing tool: 'list' object has no attribute 'get'",
         ),
-        (T.TOOL_NAME, None, "Error when executing tool: 'NoneType' object has no attribute 'get'"),
-        (T.TOOL_NAME, "{not json", "Error when executing tool: tool arguments are not valid JSON"),
+        (TOOL_NAME, None, "Error when executing tool: 'NoneType' object has no attribute 'get'"),
+        (TOOL_NAME, "{not json", "Error when executing tool: tool arguments are not valid JSON"),
     ],
 )
 def test_call_tool_turns_garbage_into_error_results(name, args, text):
@@ -149,9 +151,9 @@ def test_call_tool_turns_garbage_into_error_results(name, args, text):
 
 def test_call_tool_accepts_good_calls_in_any_form():
     s = make_spectrum()
-    r = T.call_tool(s, T.TOOL_NAME, '{"wavelength_range": [6500, 6620], "label": "Halpha"}')
+    r = T.call_tool(s, TOOL_NAME, '{"wavelength_range": [6500, 6620], "label": "Halpha"}')
     assert r.ok and r.text.endswith("(6500, 6620) Å for Halpha.")
-    r = T.call_tool(s, T.TOOL_NAME, {"wavelength_range": [6500, 6620]}, renderer="nope")
+    r = T.call_tool(s, TOOL_NAME, {"wavelength_range": [6500, 6620]}, renderer="nope")
     assert not r.ok and "renderer" in r.error
 
 
@@ -159,16 +161,16 @@ def test_labels_and_extra_arguments_as_published():
     s = make_spectrum()
     base = "Generated spectral visualization focused on wavelength range (6500, 6620.5) Å"
     for label, tail in [("", "."), (None, "."), (["x"], " for ['x']."), (7, " for 7.")]:
-        r = T.call_tool(s, T.TOOL_NAME, {"wavelength_range": [6500, 6620.5], "label": label})
+        r = T.call_tool(s, TOOL_NAME, {"wavelength_range": [6500, 6620.5], "label": label})
         assert r.ok and r.text == base + tail
-    r = T.call_tool(s, T.TOOL_NAME, {"wavelength_range": [6500, 6620.5], "zoom": 2, "label": "a"})
+    r = T.call_tool(s, TOOL_NAME, {"wavelength_range": [6500, 6620.5], "zoom": 2, "label": "a"})
     assert r.ok and r.text == base + " for a."
     # no range: the whole spectrum
-    r = T.call_tool(s, T.TOOL_NAME, {"label": "all"})
+    r = T.call_tool(s, TOOL_NAME, {"label": "all"})
     assert r.ok and r.text == "Generated full spectrum visualization for all."
     assert r.window == T.full_range(s)
     # a reply longer than verl passed on is cut as verl cut it
-    r = T.call_tool(s, T.TOOL_NAME, {"wavelength_range": [6500, 6620], "label": "x" * 2000})
+    r = T.call_tool(s, TOOL_NAME, {"wavelength_range": [6500, 6620], "label": "x" * 2000})
     assert r.ok and len(r.text) == T.MAX_REPLY_CHARS + len("...(truncated)")
 
 
@@ -234,19 +236,42 @@ def test_global_view_is_titled_with_the_file_name():
 
 
 def test_image_references_round_trip_and_steps_rerender():
-    ref = T.image_reference("fast", (4800.0, 4920.0))
+    ref = image_reference("fast", (4800.0, 4920.0))
     assert ref == "render:fast:4800.0:4920.0"
     odd = (3700.123456789, 4012.987654321)
-    assert T.parse_reference(T.image_reference("speco3", odd)) == ("speco3", odd)
-    assert T.parse_reference(T.image_reference("fast", None)) == ("fast", None)
+    assert parse_reference(image_reference("speco3", odd)) == ("speco3", odd)
+    assert parse_reference(image_reference("fast", None)) == ("fast", None)
     for junk in (None, "", "render:", "render:fast:a:b", "render:fast:5:4", "/tmp/x.png"):
-        assert T.parse_reference(junk) is None
+        assert parse_reference(junk) is None
 
     s = make_spectrum()
     r = T.zoom(s, [8900, 9500], renderer="speco3")
-    step = Step(window=r.window, observation_image=T.image_reference("speco3", r.window))
+    step = Step(window=r.window, observation_image=image_reference("speco3", r.window))
     again = T.render_step(s, step, "fast")  # the recorded renderer wins
     assert np.array_equal(np.asarray(again), np.asarray(r.image))
     assert T.render_step(s, Step()) is None
-    glob = T.render_reference(s, T.image_reference("fast", None))
+    glob = T.render_reference(s, image_reference("fast", None))
     assert np.array_equal(np.asarray(glob), np.asarray(T.global_view(s).image))
+
+
+def test_a_plotting_bug_is_an_observation_and_a_logged_traceback(caplog, monkeypatch):
+    s = make_spectrum()
+
+    def broken(*args, **kwargs):
+        raise MemoryError("figure buffer")
+
+    monkeypatch.setattr(T, "render_window", broken)
+    caplog.set_level(logging.ERROR, logger="agent.tool")
+    r = T.call_tool(s, TOOL_NAME, {"wavelength_range": [6500, 6620]})
+    assert r.image is None and r.error.startswith("Error processing spectral visualization")
+    assert T.global_view(s).error is not None
+    logged = [rec for rec in caplog.records if rec.name == "agent.tool"]
+    assert [rec.exc_info[0] for rec in logged] == [MemoryError, MemoryError]
+    assert "t1" in logged[0].getMessage()
+
+    # whatever escapes zoom itself is caught by call_tool, recorded and logged too
+    caplog.clear()
+    monkeypatch.setattr(T, "zoom", lambda *a, **k: 1 / 0)
+    r = T.call_tool(s, TOOL_NAME, {"wavelength_range": [6500, 6620]})
+    assert "ZeroDivisionError" in r.error
+    assert [rec.exc_info[0] for rec in caplog.records] == [ZeroDivisionError]

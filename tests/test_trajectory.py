@@ -8,10 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.parse import parse_turn
-from agent.prompts import TOOL_NAME, system_prompt, task_prompt
+from agent.protocol import TOOL_NAME, image_reference, parse_turn, system_prompt, task_prompt
 from agent.tasks import TASKS
-from agent.tool import image_reference
 from agent.trajectory import Step, Trajectory, finish, record_observation, step_from_parsed
 
 finite = st.floats(allow_nan=False, allow_infinity=False, width=64)

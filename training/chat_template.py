@@ -11,7 +11,7 @@ trained on:
     ...
 
 Two routes lead to the same text: a system message that already holds the `# Tools` block
-(what `agent.prompts` writes, so inference and training see identical prompts) is rendered
+(what `agent.protocol` writes, so inference and training see identical prompts) is rendered
 as is; otherwise, when `tools` are passed, the block is generated from their JSON schemas.
 Assistant turns may carry their tool call inside the raw text (SFT exports, model output)
 or as structured `tool_calls` (TRL's rollouts); both render the same.
@@ -26,18 +26,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.protocol import DEFAULT_SYSTEM  # verl's template wrote it for a prompt without one
+from agent.protocol import (
+    DEFAULT_SYSTEM,  # verl's template wrote it for a prompt without one
+    TOOLS_FOOTER,
+    TOOLS_HEADER,
+)
 
-# The wording of the hermes tool block is part of the format the published checkpoints saw.
-_TOOLS_HEAD = (
-    "\\n\\n# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\n"
-    "You are provided with function signatures within <tools></tools> XML tags:\\n<tools>"
-)
-_TOOLS_TAIL = (
-    "\\n</tools>\\n\\nFor each function call, return a json object with function name and "
-    'arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\\"name\\": '
-    '<function-name>, \\"arguments\\": <args-json-object>}\\n</tool_call>'
-)
+
+def _jinja_string(text: str) -> str:
+    """`text` written inside a double-quoted Jinja string literal (which unescapes it)."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+# The hermes tool block is the protocol's, word for word, after the system text's blank line
+# (as `agent.protocol.system_prompt` joins them).
+_TOOLS_HEAD = _jinja_string("\n\n" + TOOLS_HEADER)
+_TOOLS_TAIL = _jinja_string(TOOLS_FOOTER)
 
 SPECO3_CHAT_TEMPLATE = (
     """{%- set image_count = namespace(value=0) -%}

@@ -229,7 +229,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from agent.catalog import read_candidates
+    from agent.candidates import read_candidates
     from agent.formats import write_lamost_fits
 
     cands = []

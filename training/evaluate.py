@@ -5,9 +5,9 @@
     python launch.py evaluate --catalog labelled.csv --results vet=results.jsonl --out eval/
 
 Labelled sets: catalogue CSVs with a `label` column, RL exports and SpecVI-Bench parquet
-(anything `agent.catalog.read_candidates` reads), or results JSONL from `launch.py vet`
+(anything `agent.candidates.read_candidates` reads), or results JSONL from `launch.py vet`
 joined to the catalogue by (id, task). Each policy runs through the batch runner
-(`agent.runner`, resumable: `OUT/<name>.jsonl`), so what is scored is exactly what
+(`annotate.vetting`, resumable: `OUT/<name>.jsonl`), so what is scored is exactly what
 `vet` would record. Reported per task: precision, recall, F1, accuracy, confusion; over
 tasks: macro-F1; calibration (ECE and a reliability plot), format-error rate, zooms per
 candidate, seconds per spectrum; and the human-in-the-loop curve (macro-F1 when the k%
@@ -28,10 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.tasks import TASKS
 from annotate import agreement
-
-TASK_ORDER = ("cv", "carbon", "s_type", "m_giant", "wd")
-
 
 # -- metric functions (plain, reusable) ---------------------------------------------------
 
@@ -179,7 +177,8 @@ def hitl_curve(
 
 
 def _ordered(tasks) -> list[str]:
-    return sorted(tasks, key=lambda t: (TASK_ORDER.index(t) if t in TASK_ORDER else 99, t))
+    order = list(TASKS)  # the reports' order: cv, carbon, s_type, m_giant, wd
+    return sorted(tasks, key=lambda t: (order.index(t) if t in order else len(order), t))
 
 
 def metrics(items: Sequence[Scored]) -> dict[str, Any]:
@@ -213,8 +212,8 @@ def metrics(items: Sequence[Scored]) -> dict[str, Any]:
 
 def load_labels(sources: Sequence[str], task: str | None = None, group_by: str | None = None):
     """Candidates with labels, and {(id, task): group value} from a catalogue column."""
-    from agent.catalog import read_candidates
-    from agent.runner import task_key
+    from agent.candidates import read_candidates
+    from agent.failure import task_key
 
     cands = [c for c in read_candidates(list(sources), task=task) if c.label in ("YES", "NO")]
     groups: dict[tuple[str, str], str] = {}
@@ -232,7 +231,7 @@ def score_results(
     results: Path, cands, groups: dict[tuple[str, str], str] | None = None
 ) -> list[Scored]:
     """Join a results JSONL (from `vet`) to the labelled candidates by (id, task)."""
-    from agent.runner import task_key
+    from agent.failure import task_key
     from agent.trajectory import Trajectory
 
     got: dict[tuple[str, str], Trajectory] = {}
@@ -271,32 +270,38 @@ def run_policy(
 ) -> Path:
     """Run `spec` ("rules", "rules:MODEL.json", "hf:DIR", "vllm:DIR", "openai:MODEL@URL")
     through the batch runner."""
-    from agent import runner
+    from agent.errors import LoupeError
+    from annotate.vetting.runner import VetOptions, read_inputs, vet
+    from annotate.vetting.sinks import JsonlSink
 
     name, _, arg = spec.partition(":")
-    p = argparse.ArgumentParser()
-    runner.add_arguments(p)
-    argv = ["--policy", name, "--no-progress"]
+    opts = VetOptions(policy=name)
     for s in sources:
-        argv += ["--catalog", s] if s.lower().endswith(".csv") else ["--input", s]
+        (opts.catalog if s.lower().endswith(".csv") else opts.input).append(s)
     if name in ("hf", "vllm", "rules") and arg:  # rules:PATH = a fitted inspector model
-        argv += ["--model", arg]
+        opts.model = arg
     if name == "openai" and arg:
-        model, _, url = arg.partition("@")
-        argv += ["--model", model, "--base-url", url]
+        opts.model, _, opts.base_url = arg.partition("@")
     if args is not None:
-        if getattr(args, "workers", None):
-            argv += ["--workers", str(args.workers)]
-        if getattr(args, "max_turns", None):
-            argv += ["--max-turns", str(args.max_turns)]
-        if getattr(args, "task", None):
-            argv += ["--task", args.task]
+        opts.workers = getattr(args, "workers", None) or opts.workers
+        opts.max_turns = getattr(args, "max_turns", None) or opts.max_turns
+        opts.task = getattr(args, "task", None) or opts.task
     res = out / f"{_safe(spec)}.jsonl"
-    argv += ["--out", str(res)]
-    ns = p.parse_args(argv)
-    rc = runner.main(ns)
-    if rc != 0:
-        raise RuntimeError(f"evaluate: the runner failed for {spec} (exit {rc})")
+    try:
+        candidates, problems = read_inputs(opts)
+        sink = JsonlSink(res)
+        try:
+            stats = vet(candidates, opts, sink)
+        finally:
+            sink.close()
+    except (ValueError, LoupeError) as exc:  # a bad source or policy setting, a busy file
+        raise RuntimeError(f"evaluate: the runner failed for {spec} ({exc})") from exc
+    if problems or stats.states["error"]:
+        first = problems[0] if problems else "a candidate was recorded as an error"
+        raise RuntimeError(
+            f"evaluate: the runner failed for {spec} ({len(problems)} bad input line(s), "
+            f"{stats.states['error']} error(s); first: {first})"
+        )
     return res
 
 

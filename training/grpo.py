@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.errors import LoupeError
+from agent.protocol import TOOL_NAME, TOOL_SCHEMA
 from training.common import (
     TrainingScriptConfig,
     checkpoint_renderer,
@@ -152,11 +153,11 @@ class GRPOScriptConfig(TrainingScriptConfig):
 def tool_reply(result: Any) -> list[dict[str, Any]]:
     """A `ToolResult` as the tool message content TRL renders inside `<tool_response>`.
 
-    Built from `agent.prompts.tool_response_turn` (what the agent loop sends) minus the
+    Built from `agent.protocol.tool_response_turn` (what the agent loop sends) minus the
     wrapper tags the chat template adds, so a rollout's tool turn tokenises exactly like the
     loop's.
     """
-    from agent.prompts import tool_response_turn
+    from agent.protocol import tool_response_turn
 
     placeholder = "image" if result.image is not None else None
     items = [dict(item) for item in tool_response_turn(result.text, placeholder)["content"]]
@@ -174,6 +175,21 @@ def tool_reply(result: Any) -> list[dict[str, Any]]:
         elif item.get("text"):
             out.append({"type": "text", "text": item["text"]})
     return out
+
+
+def tool_docstring() -> str:
+    """The zoom tool's description and arguments from `agent.protocol.TOOL_SCHEMA`, in the
+    Google style TRL reads a tool's schema from, so the tool is described in one place.
+
+    >>> print(tool_docstring().splitlines()[0])
+    A tool for visualizing spectral data with wavelength range zooming capabilities.
+    """
+    fn = TOOL_SCHEMA["function"]
+    args = "".join(
+        f"\n    {name}: {prop['description']}"
+        for name, prop in fn["parameters"]["properties"].items()
+    )
+    return f"{fn['description']}\n\nArgs:{args}\n"
 
 
 class SpectrumEnvironment:
@@ -225,16 +241,7 @@ class SpectrumEnvironment:
     def spectral_visualization_tool(
         self, wavelength_range: list[float], label: str | None = None
     ) -> list[dict[str, Any]]:
-        """Plot the spectrum over a rest-frame wavelength window to inspect lines and bands.
-
-        Args:
-            wavelength_range: [min, max] of the window in rest-frame Angstrom.
-            label: What the window is meant to show, e.g. 'H-alpha region'.
-
-        Returns:
-            The plot of the window and a short description.
-        """
-        from agent.tool import TOOL_NAME, call_tool
+        from agent.tool import call_tool
 
         arguments: dict[str, Any] = {"wavelength_range": wavelength_range}
         if label is not None:
@@ -243,6 +250,9 @@ class SpectrumEnvironment:
         self.calls.append({"arguments": arguments, "error": result.error})
         self.images += result.image is not None
         return tool_reply(result)
+
+    # TRL reads a tool's description and arguments from its docstring: the protocol's.
+    spectral_visualization_tool.__doc__ = tool_docstring()
 
 
 def environment_factory(renderer: str):

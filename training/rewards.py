@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agent.protocol import parse_turn, think_block, tool_call_block
+from agent.protocol import ANSWER_BLOCK, BOXED, parse_turn, think_block, tool_call_block
 
 FORMAT_PENALTY = 0.2
 
@@ -90,7 +90,7 @@ def assistant_turns(completion: Any) -> list[str]:
 def format_error(completion: Any) -> str | None:
     """Why a completion breaks the answer format, or None when it is well formed.
 
-    Every assistant turn must pass `agent.parse.parse_turn` (balanced, non-empty `<think>`;
+    Every assistant turn must pass `agent.protocol.parse_turn` (balanced, non-empty `<think>`;
     one tool call, or exactly one `<answer>` holding `\\boxed{YES|NO}`), and the last turn,
     only the last, must be the answer.
 
@@ -186,8 +186,6 @@ def loupe_reward(
 
 
 # -- the published scoring --------------------------------------------------------------
-_BOXED = re.compile(r"\\boxed\{([^}]*)\}")
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 _VERDICTS = ("YES", "NO")
 
 
@@ -274,14 +272,14 @@ def speco3_score(completion: Any) -> Speco3Score:
     fmt = text.count("<think>") != text.count("</think>") or text.count("<think>") == 0
     if text.count("<answer>") != 1 or text.count("</answer>") != 1:
         fmt = True
-    answers = _ANSWER.findall(text)
+    answers = ANSWER_BLOCK.findall(text)
     answer = ""
     if not answers:
         fmt = True
     else:
         fmt = fmt or len(answers) != 1
         content = answers[-1].strip()
-        boxed = _BOXED.search(content)
+        boxed = BOXED.search(content)
         if boxed is not None:
             answer = _boxed_verdict(boxed.group(1))
             fmt = fmt or answer not in _VERDICTS
@@ -289,7 +287,7 @@ def speco3_score(completion: Any) -> Speco3Score:
             fmt = True
             answer = _bare_verdict(content)
     if not answer and fmt:
-        boxed = _BOXED.search(text)
+        boxed = BOXED.search(text)
         if boxed is not None:
             answer = _boxed_verdict(boxed.group(1))
         if not answer:

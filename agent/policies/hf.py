@@ -202,7 +202,7 @@ class HFPolicy:
 
     def _p_yes(self, ids: list[int], text: str, logits: Any) -> float | None:
         """P(YES) at the token that starts the boxed verdict, or None if there is none."""
-        from agent.parse import verdict_char_index
+        from agent.confidence import verdict_char_index
 
         at = verdict_char_index(text)
         if at is None:

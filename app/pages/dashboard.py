@@ -205,7 +205,7 @@ def calibrate_now(
 ) -> tuple[str, dict[str, Any]]:
     """Admins only: fit the next inspector version from the store's labels (`launch.py
     calibrate`); a message and the cross-validated before/after per task."""
-    from annotate.calibrate import CV_HEADERS, calibrate_store, cv_rows
+    from annotate.inspector_fit import CV_HEADERS, calibrate_store, cv_rows
 
     empty = {"headers": CV_HEADERS, "data": []}
     try:

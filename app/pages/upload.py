@@ -1,5 +1,6 @@
 """Adding candidates from the app: uploaded files or a server path inside a data root,
-ingested (`db.ingest`) and vetted by the serving policy (`db.vet.vet_into_store`), the same
+ingested (`annotate.ingest`) and vetted by the serving policy
+(`annotate.vetting.into_store.vet_into_store`), the same
 pipeline as `launch.py ingest` and `launch.py vet --db`.
 """
 
@@ -27,8 +28,8 @@ def ingest_and_vet(
     policy has already vetted (same run set-up) are not vetted again. Returns the number of
     trajectories recorded.
     """
-    from db.ingest import ingest_refs
-    from db.vet import vet_into_store
+    from annotate.ingest import ingest_refs
+    from annotate.vetting.into_store import vet_into_store
 
     refs = [
         r if isinstance(r, CandidateRef) else
@@ -41,10 +42,8 @@ def ingest_and_vet(
         log.warning("not ingested: %s: %s", item, problem)
     if not added:
         return 0
-    # Inline (one worker, no progress bar): this runs inside the server's request.
-    stats = vet_into_store(
-        ctx.store, added, policy=policy or ctx.policy, actor=actor, workers=1, no_progress=True
-    )
+    # Inline (one worker): this runs inside the server's request.
+    stats = vet_into_store(ctx.store, added, policy=policy or ctx.policy, actor=actor, workers=1)
     return stats.n
 
 
@@ -66,7 +65,7 @@ def ingest_upload(
     import hashlib
     import shutil
 
-    from agent.catalog import expand_candidates
+    from agent.candidates import expand_candidates
 
     # Every path a file names (a catalogue's lines) must stay inside the data roots too.
     def read_candidates(path: Path, task: str):

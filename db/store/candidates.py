@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import JSON, func, select, update
+from sqlalchemy import JSON, and_, exists, func, select, update
 from sqlalchemy.orm import Session
 
 from agent.refs import CandidateRef
@@ -398,6 +398,39 @@ class CandidatesMixin:
             except NotFound:
                 return 0
             return int(s.scalar(q))
+
+    def candidate_refs(
+        self,
+        task: str | None = None,
+        *,
+        skip_runs: Sequence[int] = (),
+        limit: int | None = None,
+    ) -> list[CandidateRef]:
+        """The candidates (of `task`, else all) in the order they were added, leaving out
+        those with a finished record (any state but 'running') from the runs `skip_runs`:
+        what a run over the store's own candidates still has to vet. The filter runs in the
+        database, so a resumed campaign of millions reads only what is left."""
+        C, S, T, R = m.Candidate, m.Spectrum, m.Task, m.Trajectory
+        q = (
+            select(C.key, T.name, S.path, S.hdu, S.row, C.known_label)
+            .join(T, T.id == C.task_id)
+            .join(S, S.id == C.spectrum_id)
+            .order_by(C.id)
+        )
+        if task is not None:
+            q = q.where(T.name == task)
+        if skip_runs:
+            done = exists().where(
+                and_(R.candidate_id == C.id, R.run_id.in_(list(skip_runs)), R.state != "running")
+            )
+            q = q.where(~done)
+        if limit is not None:
+            q = q.limit(max(0, limit))
+        with self._ro() as s:
+            return [
+                CandidateRef(id=key, task=name, path=path, hdu=hdu_out(hdu), row=row, label=label)
+                for key, name, path, hdu, row, label in s.execute(q)
+            ]
 
     def load_spectrum(self, candidate_id: int):
         """The candidate's spectrum, read from its file through an LRU cache."""

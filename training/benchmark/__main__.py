@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from training import benchmark
-from training.benchmark.calibration import fit_calibration
 from training.benchmark.report import write_report
 from training.benchmark.sources import DEFAULT_SPECTRA, build
+from training.benchmark.tuning import fit_calibration
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from agent.tasks import TASKS
 from training.benchmark.sources import LAYOUTS
 
 
@@ -72,7 +73,7 @@ def score_split(
 
 
 def join_catalog(cat: Path, results: Path) -> list[Row]:
-    from agent.runner import task_key
+    from agent.failure import task_key
     from training.evaluate import load_labels, score_results
 
     cands, _ = load_labels([str(cat)])
@@ -173,18 +174,18 @@ def grid_table(rows: list[Row], n_boot: int = 1000) -> tuple[str, dict]:
 
 def task_by(rows: list[Row], attr: str) -> str:
     """F1 per task for each value of `attr` (layout or snr)."""
-    from training.evaluate import TASK_ORDER, per_task_f1
+    from training.evaluate import per_task_f1
 
     vals = sorted(
         {getattr(r, attr) for r in rows},
         key=lambda v: _snr_key(v) if attr == "snr" else LAYOUTS.index(v),
     )
-    head = [attr, *TASK_ORDER]
+    head = [attr, *TASKS]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for v in vals:
         f1 = per_task_f1([r.scored for r in rows if getattr(r, attr) == v])
         lines.append(
-            f"| {v} | " + " | ".join(f"{f1.get(t, float('nan')):.2f}" for t in TASK_ORDER) + " |"
+            f"| {v} | " + " | ".join(f"{f1.get(t, float('nan')):.2f}" for t in TASKS) + " |"
         )
     return "\n".join(lines)
 
@@ -209,9 +210,8 @@ def confusers(rows: list[Row]) -> str:
             k = (r.scored.task, r.cls, r.scored.label)
             low[k][0] += int(r.scored.pred)
             low[k][1] += 1
-    from training.evaluate import TASK_ORDER
-
-    for k in sorted(acc, key=lambda k: (TASK_ORDER.index(k[0]), not k[2], k[1])):
+    order = list(TASKS)
+    for k in sorted(acc, key=lambda k: (order.index(k[0]), not k[2], k[1])):
         yes, n, _ = acc[k]
         ly, ln = low.get(k, [0, 0])
         lines.append(
@@ -447,8 +447,8 @@ def calibrated_section(
 ) -> tuple[list[str], dict]:
     """The goals again for the inspector after `calibrate` has learned from the tune split's
     labels (as it learns from experts' decisions), scored on the test split it never saw."""
-    from annotate.calibrate import cv_table
-    from training.benchmark.calibration import fit_inspector_model
+    from annotate.inspector_fit import cv_table
+    from training.benchmark.tuning import fit_inspector_model
     from training.evaluate import task_table
 
     path = bench / "inspector-model.json"
@@ -462,7 +462,7 @@ def calibrated_section(
         "",
         "`launch.py calibrate` learns from the experts' decisions in the store. Here it "
         "learns from the tune split's labels as if experts had given them "
-        "(`training.benchmark.calibration.fit_inspector_model`, the same `annotate.calibrate."
+        "(`training.benchmark.tuning.fit_inspector_model`, the same `annotate.inspector_fit."
         "fit`, at least 50 labels per task): a calibration or a learned combiner is switched "
         "on for a task only where cross-validation on tune, holding out whole objects, shows "
         "it beats the rules. The fitted model (`inspector-model.json` in the benchmark "

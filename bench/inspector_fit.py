@@ -1,8 +1,8 @@
 """Macro-F1 of the inspector before and after `calibrate`, on the survey benchmark.
 
-    python bench/calibrate.py [--bench data/bench] [--min-labels 50]
+    python bench/inspector_fit.py [--bench data/bench] [--min-labels 50]
 
-Fits the inspector model (`annotate.calibrate.fit`, as `launch.py calibrate` does from the
+Fits the inspector model (`annotate.inspector_fit.fit`, as `launch.py calibrate` does from the
 store) on the benchmark's labelled `tune` split, built from ../shared/spectra as
 `training.benchmark` builds it (a small build is made if `--bench` holds none), and
 prints per task and overall: the cross-validated before/after on tune, then the held-out
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from annotate.calibrate import Example, cv_table, fit
+from annotate.inspector_fit import Example, cv_table, fit
 from training import benchmark
-from training.benchmark.calibration import labelled_examples as examples
+from training.benchmark.tuning import labelled_examples as examples
 
 
 def macro_f1(ex: list[Example], probs: list[float]) -> tuple[float, dict[str, float]]:

@@ -6,8 +6,9 @@
 
 The driver (the process running `vet`) reads the candidates and the sink's done keys exactly
 as a single-machine run does, so resuming and "nothing recorded twice" are the runner's
-rules, not this module's. The pending candidates become a Ray Dataset; `map_batches` runs
-the agent loop in a pool of actors, each building its policy once:
+rules (`annotate.vetting.runner`), not this module's. The pending candidates become a Ray
+Dataset; `map_batches` runs the agent loop in a pool of actors, each building its policy
+once:
 
 - rules (and hf without GPUs): one actor per CPU of the cluster;
 - openai: actors that each keep --concurrency episodes in flight against a list of
@@ -25,7 +26,9 @@ a candidate whose worker died on each of MAX_ATTEMPTS tries is recorded as an "e
 trajectory naming that, instead of being retried forever (Ray Data's defaults are
 unlimited restarts and retries). The task retries are capped too, as a backstop, at what
 that rule can need. An exception inside the agent loop is recorded per candidate as an
-"error" trajectory, as in the process pool.
+"error" trajectory, as in the process pool, and logged with its traceback. When Ray itself
+gives up (a node or one of its agents died), the run stops with `RunStopped`, whose one line
+says that what finished is recorded and that the same command resumes.
 
 Every node needs the same Loupe install and the spectra at the same paths (a shared
 filesystem), since the actors open the files themselves. This module is imported only
@@ -34,11 +37,13 @@ for `--ray`, so Ray is an optional dependency (`pip install loupe[cluster]`).
 
 from __future__ import annotations
 
-import argparse
 import hashlib
+import logging
 import os
 import pickle
+import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from agent.errors import LoupeError
@@ -46,6 +51,8 @@ from agent.failure import failed
 from agent.loop import run_batch
 from agent.refs import CandidateRef
 from agent.trajectory import Trajectory
+
+log = logging.getLogger(__name__)
 
 # Fault injection for the recovery tests: the first actor call that creates the file named
 # by EXIT_ONCE_ENV exits its process mid-batch, as a lost worker would; an actor exits
@@ -79,28 +86,6 @@ class Attempts:
 
     def finish(self, key: str) -> None:
         self.starts.pop(key, None)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    ray = parser.add_argument_group("cluster (Ray)")
-    ray.add_argument(
-        "--ray",
-        nargs="?",
-        const="auto",
-        default=None,
-        metavar="ADDRESS",
-        help="run on a Ray cluster: ADDRESS of its head (host:6379 or ray://host:10001), "
-        "none for the cluster this node joined (RAY_ADDRESS or `ray start`), "
-        "'local' to start one on this machine",
-    )
-    ray.add_argument(
-        "--ray-actors",
-        type=int,
-        default=None,
-        metavar="N",
-        help="actors in the pool (default: rules one per CPU, vllm one per GPU, "
-        "openai one per endpoint)",
-    )
 
 
 # -- actors ----------------------------------------------------------------------------
@@ -191,6 +176,7 @@ class Vetter:
                 params=self.params,
             )
         except Exception as exc:  # as in the process pool: the batch is recorded as failed
+            log.exception("vetting a batch of %d failed", len(refs))
             return [failed(c, self.name, exc) for c in refs]
 
     def _threaded(self, refs: list[CandidateRef]) -> list[Trajectory]:
@@ -208,7 +194,8 @@ class Vetter:
                     renderer=self.renderer,
                     params=self.params,
                 )[0]
-            except Exception as exc:
+            except Exception as exc:  # recorded as the candidate's error trajectory
+                log.exception("vetting %s (%s) failed", refs[i].id, refs[i].task)
                 return failed(refs[i], self.name, exc)
 
         with ThreadPoolExecutor(max_workers=min(self.threads, len(refs))) as pool:
@@ -251,29 +238,33 @@ def connect(address: str) -> bool:
             ray.init(address=address)
     except ConnectionError as exc:
         raise ClusterError(f"--ray {address}: cannot reach the cluster ({exc})") from None
+    except Exception as exc:  # Ray raises a bare Exception when its node does not start
+        log.exception("ray.init failed")
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ClusterError(f"--ray {address}: Ray did not start ({first})") from None
     return True
 
 
-def pool_plan(args: argparse.Namespace, n: int, resources: dict[str, float]) -> dict[str, Any]:
+def pool_plan(opts: Any, n: int, resources: dict[str, float]) -> dict[str, Any]:
     """Actors, per-actor resources, batch size and threads for the policy and cluster."""
     cpus = max(1, int(resources.get("CPU", 1)))
     gpus = int(resources.get("GPU", 0))
-    policy = args.policy
+    policy = opts.policy
     threads = 1
     num_gpus = 0
     if policy == "openai":
-        actors = args.ray_actors or max(1, len(endpoints(args.base_url)))
-        threads = max(1, args.concurrency)
+        actors = opts.ray_actors or max(1, len(endpoints(opts.base_url)))
+        threads = max(1, opts.concurrency)
         batch = 4 * threads  # a batch is lock-step: larger ones idle less on the slowest
     elif policy == "vllm" or (policy == "hf" and gpus):
         if not gpus:
             raise ClusterError(f"--policy {policy} --ray needs GPUs in the cluster (found none)")
-        actors = args.ray_actors or gpus
+        actors = opts.ray_actors or gpus
         num_gpus = 1
-        batch = args.batch_size or 256
+        batch = opts.batch_size or 256
     else:
-        actors = args.ray_actors or cpus
-        batch = args.batch_size or 8
+        actors = opts.ray_actors or cpus
+        batch = opts.batch_size or 8
     actors = max(1, min(actors, n))
     per_actor = -(-n // actors)
     if policy == "rules":
@@ -285,51 +276,51 @@ def pool_plan(args: argparse.Namespace, n: int, resources: dict[str, float]) -> 
 
 def vet(
     todo: list[CandidateRef],
-    args: argparse.Namespace,
+    opts: Any,
     kwargs: dict[str, Any],
     renderer: str | None,
 ) -> tuple[int, Iterator[Trajectory]]:
-    """(actors, trajectories) for `todo` vetted on the cluster at `args.ray`; the iterator
+    """(actors, trajectories) for `todo` vetted on the cluster at `opts.ray` (`opts` a
+    `annotate.vetting.runner.VetOptions`); the iterator
     yields each trajectory as its batch finishes and leaves Ray when it is exhausted."""
     if not todo:
         return 0, iter(())
-    started = connect(args.ray)
+    started = connect(opts.ray)
     import ray
 
     try:
-        plan = pool_plan(args, len(todo), ray.cluster_resources())
+        plan = pool_plan(opts, len(todo), ray.cluster_resources())
     except Exception:
         if started:
             ray.shutdown()
         raise
-    return plan["actors"], _stream(todo, args, kwargs, renderer, plan, started)
+    return plan["actors"], _stream(todo, opts, kwargs, renderer, plan, started)
 
 
-def _stream(todo, args, kwargs, renderer, plan, started: bool) -> Iterator[Trajectory]:
-    import logging
-
+def _stream(todo, opts, kwargs, renderer, plan, started: bool) -> Iterator[Trajectory]:
     import ray
     import ray.data
 
     ctx = ray.data.DataContext.get_current()
-    ctx.enable_progress_bars = False  # the runner's tqdm bar is the progress
+    ctx.enable_progress_bars = False  # the caller's bar is the progress
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    params = {} if args.policy == "rules" else {"temperature": args.temperature}
+    params = {} if opts.policy == "rules" else {"temperature": opts.temperature}
     # Beside the driver: it lives as long as the run, whichever workers die.
     here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
     attempts = (
         ray.remote(Attempts).options(num_cpus=0, scheduling_strategy=here, max_restarts=0).remote()
     )
+    stop_watching = _watch_local_node()
     try:
         ds = ray.data.from_items([{"ref": pickle.dumps(c)} for c in todo])
         out = ds.map_batches(
             Vetter,
             fn_constructor_kwargs={
-                "policy": args.policy,
+                "policy": opts.policy,
                 "kwargs": kwargs,
-                "max_turns": args.max_turns,
+                "max_turns": opts.max_turns,
                 "renderer": renderer,
                 "params": params,
                 "threads": plan["threads"],
@@ -350,12 +341,102 @@ def _stream(todo, args, kwargs, renderer, plan, started: bool) -> Iterator[Traje
         try:
             for row in out.iter_rows():
                 yield Trajectory.from_json(row["trajectory"])
-        except ray.exceptions.RayError as exc:
-            raise ClusterError(
-                f"the Ray run stopped ({type(exc).__name__}: {str(exc).splitlines()[0]}); "
-                "what finished is recorded, run the same command again to vet the rest"
-            ) from None
+        except Exception as exc:
+            # A node, a worker or one of Ray's own agents died and Ray gave up; Ray Data
+            # raises its own types (not only RayError) for that. The sink holds what
+            # finished, so the one thing to say is that a re-run resumes.
+            log.exception("the Ray run stopped")
+            raise RunStopped(exc) from None
     finally:
-        ray.kill(attempts)
+        stop_watching.set()  # before a shutdown stops the node on purpose
+        _quietly(ray.kill, attempts)
         if started:
-            ray.shutdown()
+            _quietly(ray.shutdown)
+
+
+class RunStopped(ClusterError):
+    """The cluster failed part-way through a run; what finished is recorded."""
+
+    def __init__(self, cause: BaseException):
+        first = (str(cause).strip().splitlines() or [""])[0]
+        what = f"{type(cause).__name__}: {first}" if first else type(cause).__name__
+        super().__init__(
+            f"the Ray run stopped ({what}); what finished is recorded, "
+            "run the same command again to vet the rest"
+        )
+
+
+def _watch_local_node() -> threading.Event:
+    """Watch this machine's raylet and Ray's agents beside it, when this process started
+    them (`--ray local`), and log one line if one goes during the run; returns the event
+    that ends the watch.
+
+    The raylet shares its fate with Ray's agents (killing the dashboard agent stops it),
+    and once it is gone Ray's core ends this process from C++ (status 1) with no Python
+    exception to catch. The agent goes a fraction of a second before the raylet; this
+    line, logged as soon as either is seen gone, is the only chance to say what happened.
+    """
+    stop = threading.Event()
+    try:  # Ray's own record of the processes it started here (not a public API)
+        import ray._private.worker as ray_worker
+    except ImportError:
+        return stop
+    node = getattr(ray_worker, "_global_node", None)
+    raylets = (getattr(node, "all_processes", None) or {}).get("raylet") or []
+    proc = getattr(raylets[0], "process", None) if raylets else None
+    if proc is None:  # joined a cluster: its raylet is not this process's to watch
+        return stop
+    agents = _agents_of(proc.pid)
+
+    def gone() -> str | None:
+        if proc.poll() is not None:
+            return f"its raylet exited with status {proc.returncode}"
+        for pid, name in agents.items():
+            if not _alive(pid):
+                return f"{name} died, and the raylet stops with it"
+        return None
+
+    def watch() -> None:
+        while not stop.wait(0.02):
+            what = gone()
+            if what and not stop.is_set():
+                log.error(
+                    "Ray's node on this machine stopped during the run (%s); what finished "
+                    "is recorded, run the same command again to vet the rest",
+                    what,
+                )
+                return
+
+    threading.Thread(target=watch, name="loupe-ray-node-watch", daemon=True).start()
+    return stop
+
+
+def _agents_of(raylet: int) -> dict[int, str]:
+    """pid -> name of Ray's agent processes the raylet started (Linux /proc; none elsewhere)."""
+    out = {}
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            name = (d / "cmdline").read_bytes().split(b"\0")[0].decode().strip()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == raylet and name.startswith("ray::") and name.endswith("Agent"):
+            out[int(d.name)] = name.removeprefix("ray::")
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")  # a zombie has died; only its parent has not reaped it
+
+
+def _quietly(fn: Any, *args: Any) -> None:
+    """Tidying up after Ray, which may be what failed: its error is logged, not raised
+    over the one that says what happened."""
+    try:
+        fn(*args)
+    except Exception:
+        log.warning("Ray clean-up failed", exc_info=True)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from agent.policies.rules.learned import InspectorModel, ModelError, TaskModel, load
-from annotate import calibrate, calibrate_cli
-from annotate.calibrate import Example, fit, fit_task
+from annotate import calibrate_cli, inspector_fit
+from annotate.inspector_fit import Example, fit, fit_task
 
 
 def _examples(n: int, informative_rules: bool, seed: int = 0) -> list[Example]:
@@ -94,8 +94,8 @@ def test_a_fitted_model_cannot_undo_the_veto_or_the_noise():
 @pytest.mark.slow
 def test_calibrate_end_to_end(tmp_path):
     """Store with labels -> calibrate -> vet with the fitted version -> version recorded."""
-    from db import vet
-    from db.ingest import ingest
+    from annotate.ingest import ingest
+    from commands import vet
     from db.store import Store
     from training.sim.demo import generate_demo
 
@@ -112,7 +112,7 @@ def test_calibrate_end_to_end(tmp_path):
     )
     assert calibrate_cli.main(ns) == 0
     store = Store(str(db))
-    saved = store.setting(calibrate.SETTING)
+    saved = store.setting(inspector_fit.SETTING)
     assert saved["version"] == 1 and set(saved["tasks"]) >= {"cv", "m_giant", "wd"}
     for t, r in saved["info"]["cv"].items():
         assert r["chosen"] in ("rules", "platt", "isotonic", "combiner"), t
@@ -120,7 +120,7 @@ def test_calibrate_end_to_end(tmp_path):
     store.close()
     assert load(path).version == 1
 
-    from agent import runner
+    from annotate.vetting import runner
 
     p = argparse.ArgumentParser()
     vet.add_arguments(p)
@@ -152,5 +152,5 @@ def test_calibrate_end_to_end(tmp_path):
     # A second fit is a new version; the first stays on disk for the runs that used it.
     assert calibrate_cli.main(ns) == 0
     store = Store(str(db))
-    assert store.setting(calibrate.SETTING)["version"] == 2
+    assert store.setting(inspector_fit.SETTING)["version"] == 2
     store.close()

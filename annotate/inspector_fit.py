@@ -1,4 +1,7 @@
-"""`launch.py calibrate`: refit the rule-based inspector from the experts' decisions.
+"""The rule-based inspector's model, fitted from the experts' labels (`launch.py calibrate`).
+
+A model run's P(YES) is calibrated elsewhere (`annotate.run_calibration`); this module fits
+the inspector itself, from its own measurements.
 
     python launch.py calibrate --db data/loupe.db
     python launch.py vet --catalog labels.csv --policy rules --db data/loupe.db  # uses it
@@ -35,7 +38,7 @@ import numpy as np
 
 from agent.errors import LoupeError
 from agent.policies.rules.learned import InspectorModel, TaskModel
-from db.vet import INSPECTOR_SETTING as SETTING
+from annotate.vetting.into_store import INSPECTOR_SETTING as SETTING
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""`launch.py calibrate --run ID`: calibrate a model run's P(YES) on the experts' decisions.
+"""One model run's P(YES), calibrated per task on the experts' labels (`launch.py calibrate
+--run ID`). The rule-based inspector is fitted elsewhere (`annotate.inspector_fit`).
 
     python launch.py calibrate --run 3 --db data/loupe.db
 
@@ -13,7 +14,7 @@ calibrated P(YES); the stored confidence and verdict stay as the model gave them
 Per task, cross-validation with folds grouped by object compares the raw P(YES) with
 temperature scaling (a logistic fit on logit P(YES): a temperature and a bias) and an
 isotonic map; the lower cross-validated log-loss wins, and a task keeps its raw P(YES)
-unless the winner clearly beats it (the inspector's rule, `annotate.calibrate.fit_task`).
+unless the winner clearly beats it (the inspector's rule, `annotate.inspector_fit.fit_task`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import sys
 from typing import Any
 
 from agent.errors import LoupeError
-from annotate.calibrate import Example, expert_labels, fit_task
+from annotate.inspector_fit import Example, expert_labels, fit_task
 from db.store.rules import MODEL_CALIBRATION
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import launch
-from annotate.model_calibration import CalibrationError, calibrate_run
+from annotate.run_calibration import CalibrationError, calibrate_run
 from db.store import Store, run_fingerprint
 from db.store.rules import MODEL_CALIBRATION, calibrated_confidence
 from tests.store_factory import refs, traj

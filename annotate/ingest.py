@@ -1,89 +1,30 @@
-"""Load candidates into the store: `launch.py ingest SOURCES... [--task T] [--db URL]`.
+"""Load candidates into the store (the library of `launch.py ingest`, `commands.ingest`).
 
-SOURCES are spectrum files, folders, globs, catalogue CSVs (`path,task[,id,hdu,row,label,...]`,
+Sources are spectrum files, folders, globs, catalogue CSVs (`path,task[,id,hdu,row,label,...]`,
 paths relative to the CSV) and SpecVI-Bench parquet files, expanded by
-`agent.catalog.collect_candidates`. A bad file, or a bad catalogue line (a missing file, an
+`agent.candidates.collect_candidates`. A bad file, or a bad catalogue line (a missing file, an
 unknown task, an id already given to another spectrum, in this run or in the store), is
-reported with the problem and skipped; everything else is ingested, and the exit status is 1
-(`--keep-first` lets an id given twice keep its first spectrum, the stored one if any,
-without failing). Re-running is safe: candidates already in the store are counted, never
-duplicated, and each batch commits on its own, so a killed ingest resumes where it stopped.
-
-    python launch.py ingest data/lamost/*.fits --task cv --db loupe.db
-    python launch.py ingest catalogue.csv --split train --source-catalog "LAMOST DR9 CV"
+returned with the problem (a `Conflict` for an id given twice: the first, or the stored one,
+stands) and left out; everything else is ingested. Re-running is safe: candidates already in
+the store are counted, never duplicated, and each batch commits on its own, so a killed
+ingest resumes where it stopped.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from agent.refs import CandidateRef
 from agent.spectrum import SpectrumError
-from db.store import DEFAULT_DB
 
 log = logging.getLogger(__name__)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "sources",
-        nargs="+",
-        help="Spectrum files, folders, globs, catalogue CSVs or SpecVI parquet.",
-    )
-    parser.add_argument(
-        "--task",
-        default=None,
-        help="Task for inputs that carry none (plain files, folders, globs).",
-    )
-    parser.add_argument("--db", default=DEFAULT_DB, help="Database file or SQLAlchemy URL.")
-    parser.add_argument(
-        "--split",
-        choices=["train", "test", "holdout"],
-        default=None,
-        help="Split for candidates whose catalogue gives none.",
-    )
-    parser.add_argument(
-        "--source-catalog",
-        default=None,
-        help="Name of the catalogue the candidates come from, recorded with each.",
-    )
-    parser.add_argument(
-        "--gold",
-        action="store_true",
-        help="Mark these candidates as gold-standard items (their label is the gold label).",
-    )
-    parser.add_argument(
-        "--no-read",
-        action="store_true",
-        help="Do not open catalogue spectra to check them and read survey metadata.",
-    )
-    parser.add_argument(
-        "--no-hash", action="store_true", help="Do not compute each file's sha256 content hash."
-    )
-    parser.add_argument(
-        "--root",
-        action="append",
-        default=None,
-        help="Refuse paths outside this folder (repeatable).",
-    )
-    parser.add_argument("--batch-size", type=int, default=2000, help="Candidates per transaction.")
-    parser.add_argument(
-        "--keep-first",
-        action="store_true",
-        help="When one id is given to two different spectra (in the input, or one in the "
-        "input and another in the store), keep the first (the stored one) and go on (the "
-        "conflict is still reported) instead of failing.",
-    )
-
-
 class Conflict(tuple):
     """An (item, problem) pair for an id given to two different spectra: an error, unless
-    `--keep-first` says the first one stands."""
+    the caller lets the first one stand (`ingest --keep-first`)."""
 
 
 def collect(
@@ -91,7 +32,7 @@ def collect(
 ) -> tuple[list[CandidateRef], list[tuple[str, str]]]:
     """Candidates from every source, and (source or catalogue line, problem) for each one
     that failed; ids given to two spectra come back as `Conflict`s, the first one kept."""
-    from agent.catalog import collect_candidates
+    from agent.candidates import collect_candidates
     from agent.refs import ConflictError
 
     refs, bad = collect_candidates(sources, task=task, roots=roots)
@@ -220,46 +161,3 @@ def _where(ref: CandidateRef) -> str:
         + ("" if ref.row is None else f" row {ref.row}")
     )
     return f"{ref.id} ({loc})"
-
-
-def main(args: argparse.Namespace) -> int:
-    from agent.formats.catalogue import normalise_task
-    from db.store import Store
-
-    try:
-        normalise_task(args.task)
-    except SpectrumError as err:
-        print(f"ingest: {err}", file=sys.stderr)
-        return 2
-    t0 = time.time()
-    store = Store(args.db)
-    try:
-        report, errors = ingest(
-            store,
-            args.sources,
-            task=args.task,
-            split=args.split,
-            source_catalog=args.source_catalog,
-            gold=args.gold,
-            read=not args.no_read,
-            hash_files=not args.no_hash,
-            roots=[Path(r) for r in args.root] if args.root else None,
-            batch_size=args.batch_size,
-        )
-    finally:
-        store.close()
-    keep_first = getattr(args, "keep_first", False)
-    failed = 0
-    for error in errors:
-        item, problem = error
-        if keep_first and isinstance(error, Conflict):
-            print(f"ingest: kept the first: {item}: {problem}", file=sys.stderr)
-            continue
-        failed += 1
-        hint = " (--keep-first keeps the first)" if isinstance(error, Conflict) else ""
-        print(f"ingest: skipped {item}: {problem}{hint}", file=sys.stderr)
-    print(
-        f"ingest: {report.added} added, {report.existing} already present, "
-        f"{len(errors)} refused ({time.time() - t0:.1f} s) -> {args.db}"
-    )
-    return 1 if failed else 0
