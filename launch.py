@@ -173,7 +173,12 @@ def main(argv: list[str] | None = None) -> int:
         # A problem the user can fix: one line, no traceback. Anything else is a bug and
         # keeps its traceback.
         log.debug("%s failed", command, exc_info=True)
-        print(f"{program()} {command}: {' '.join(str(err).split())}", file=sys.stderr)
+        from db.store.errors import DatabaseError
+
+        hint = ""
+        if isinstance(err, DatabaseError) and getattr(args, "db", None) is not None:
+            hint = " (the database given with --db)"  # the store names it, not the flag
+        print(f"{program()} {command}: {' '.join(str(err).split())}{hint}", file=sys.stderr)
         return 2
 
 

@@ -23,10 +23,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agent.formats.catalogue import LABEL_ALIASES
+from annotate.review import decide
 from db.store import DEFAULT_DB, Store, StoreError
-
-LABELS = {"yes": "YES", "y": "YES", "1": "YES", "true": "YES",
-          "no": "NO", "n": "NO", "0": "NO", "false": "NO"}  # fmt: skip
 
 
 @dataclass
@@ -89,7 +88,7 @@ def import_labels(
 
 
 def _import_row(store: Store, rec: dict[str, str], expert: str, base: Path, source: str) -> bool:
-    label = LABELS.get(rec.get("label", "").lower())
+    label = LABEL_ALIASES.get(rec.get("label", "").lower())
     if label is None:
         raise StoreError(f"label {rec.get('label', '')!r} is not YES or NO")
     task = rec.get("task") or None
@@ -119,13 +118,13 @@ def _import_row(store: Store, rec: dict[str, str], expert: str, base: Path, sour
     # a note, not the model's reasoning).
     reason = (rec.get("reason") or rec.get("comment") or "") if action != "accept" else ""
     before = _current(store, info.id, expert)
-    # The store directly, with the fields `annotate.review.decide` would pass for `action`
-    # (only a correct sets the label), and the reason a reject carries as its explanation.
-    review = store.record_review(
+    # the reason a reject or correct carries is its explanation
+    review = decide(
+        store,
         expert,
         info.id,
         action,
-        label=label if action == "correct" else None,
+        label=label,
         explanation=reason or None,
         comment=rec.get("comment") or None,
         source=source,

@@ -59,22 +59,34 @@ class Queue:
         return None if cid is None else self.store.candidate(cid)
 
     def next_id(
-        self, expert: str, filters: Filters | None = None, exclude: Sequence[int] = ()
+        self,
+        expert: str,
+        filters: Filters | None = None,
+        exclude: Sequence[int] = (),
+        keep: Sequence[int] = (),
     ) -> int | None:
         """Lease the next item for `expert` other than those in `exclude` (the items the
-        expert has just moved past); its store id, or None when nothing is left. One item
-        in round(1/audit_rate) comes from the audit sample, and so do the rest of it once
-        nothing else is left (annotate.audit_sample); it is reviewed like any other."""
+        expert has just moved past); its store id, or None when nothing is left. The
+        expert's lease on items in `keep` stays (the one shown while the next is drawn
+        ahead); their other leases end. One item in round(1/audit_rate) comes from the
+        audit sample, and so do the rest of it once nothing else is left
+        (annotate.audit_sample); it is reviewed like any other."""
         rate, lease = self.config.audit_rate, self.config.lease_seconds
         e = self.store.expert(expert) if rate > 0 else None
         if e is not None and audit_turn(e.review_count, rate):
-            cid = self.store.next_audit_item(expert, lease, filters, exclude)
+            cid = self.store.next_audit_item(expert, lease, filters, exclude, keep)
             if cid is not None:
                 return cid
-        cid = self.store.next_item(expert, self.config, filters, exclude=exclude)
+        cid = self.store.next_item(expert, self.config, filters, exclude=exclude, keep=keep)
         if cid is None and rate > 0:
-            cid = self.store.next_audit_item(expert, lease, filters, exclude)
+            cid = self.store.next_audit_item(expert, lease, filters, exclude, keep)
         return cid
+
+    def hold(self, expert: str, candidate_id: int) -> bool:
+        """Whether `expert` may decide this item now (their own review, their live lease,
+        or room under `overlap`), leasing it to them if so: what going back to an item
+        through the history, and every decision, checks first."""
+        return self.store.hold(expert, candidate_id, self.config)
 
     def jump(
         self, expert: str, key: str, task: str | None = None

@@ -5,8 +5,10 @@
 - correct: the expert sets the label, and may say why (`explanation`) and which step of the
   trajectory went wrong (`wrong_step`);
 - skip / flag: no label (a flag marks the item for an admin);
-- undo: the expert takes their decision back (the review becomes "undo", its earlier
-  version stays in the history, and the item is theirs to decide again).
+- undo: the expert takes their last decision back: the review returns to what it was
+  before that decision (the earlier accept, label, grade and all), or to "undo", no
+  decision, if there was none. Each undo is a revision (the history keeps every version)
+  and never a decision: nothing exports or counts an "undo" review.
 
 Beside the label a review carries what the expert adds: `explanation` is the reasoning the
 model should learn (a correction's, or a reject's one-line reason: what the model should
@@ -17,44 +19,79 @@ the agent's estimate, "expert" when typed).
 
 One review per expert and candidate. An expert may revise their own review (the earlier
 version is kept in its history) but never another's. Several experts' labels resolve by
-majority; an admin's adjudication overrides it; disagreements are listed as conflicts.
-The label rules themselves (`derive_label`, `resolve_label`) are applied by the store inside
-the writing transaction; this module decides which fields a decision carries, and is what
-the app and the importer call to record one.
+majority; an admin's adjudication (`Store.adjudicate`) overrides it; disagreements are
+listed as conflicts.
+
+This module holds the rules (`derive_label`: what an action means for the label; which
+fields a decision carries; what undo restores) and is what the app and the importer call to
+record a decision; the store keeps what it is given.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from agent.errors import LoupeError
-from db.store import CandidateInfo, Store
+from db.models import ACTIONS, DECISIONS, GRADES, LABEL_ACTIONS, LABELS, MAX_TEXT
+from db.settings import DEFAULTS
+from db.store import Store, StoreError
 
 __all__ = [
     "ACTIONS",
+    "DECISIONS",
+    "GRADES",
     "MAX_TEXT",
     "ReviewError",
-    "GRADES",
-    "decide",
+    "Undone",
     "comment",
+    "decide",
+    "decisions",
+    "derive_label",
     "grade",
-    "undo",
-    "revise",
     "history",
-    "adjudicate",
+    "my_decision",
+    "revise",
+    "undo",
 ]
 
-ACTIONS = ("accept", "reject", "correct", "skip", "flag")
-GRADES = (1, 2, 3, 4)
 KEPT = ("explanation", "wrong_step", "comment", "seconds", "trajectory_id", "grade", "redshift",
         "redshift_source")  # fmt: skip
-# Longest explanation or comment, in characters: enough for a paragraph of reasoning; the
-# API is reachable without the page's text box, so the limit is applied here.
-MAX_TEXT = 2000
 
 
-class ReviewError(LoupeError, ValueError):
-    """A decision that cannot be recorded as given; the message names the field."""
+class ReviewError(StoreError):
+    """A decision that cannot be recorded as given; the message names the item and field."""
+
+
+def derive_label(action: str, verdict: str | None, label: str | None) -> str | None:
+    """The label a review sets: accept keeps the agent's verdict, reject flips it, correct
+    takes the expert's; skip, flag and undo set none.
+
+    >>> derive_label("accept", "YES", None), derive_label("reject", "YES", None)
+    ('YES', 'NO')
+    >>> derive_label("correct", "YES", "YES"), derive_label("skip", "NO", None)
+    ('YES', None)
+    """
+    if action not in ACTIONS:
+        raise ReviewError(f"unknown review action {action!r} (expected one of {ACTIONS})")
+    if action not in LABEL_ACTIONS:
+        return None
+    if action == "correct":
+        if label not in LABELS:
+            raise ReviewError(f"'correct' needs a label YES or NO (got {label!r})")
+        return label
+    if verdict not in LABELS:
+        raise ReviewError(
+            f"{action!r} judges the agent's verdict, but this item has none; use 'correct'"
+        )
+    if action == "accept":
+        if label is not None and label != verdict:
+            raise ReviewError(f"accept keeps the agent's verdict {verdict}, not {label}")
+        return verdict
+    flipped = "NO" if verdict == "YES" else "YES"
+    if label is not None and label != flipped:
+        raise ReviewError(f"reject flips the agent's verdict {verdict} to {flipped}, not {label}")
+    return flipped
 
 
 def _check_text(**fields: str | None) -> None:
@@ -63,6 +100,30 @@ def _check_text(**fields: str | None) -> None:
             raise ReviewError(
                 f"the {name} is {len(text)} characters; the limit is {MAX_TEXT}: shorten it"
             )
+
+
+def _record(
+    store: Store,
+    expert: str,
+    candidate_id: int,
+    action: str,
+    label: str | None,
+    fields: dict[str, Any],
+    **write: Any,
+):
+    """Write the review with the label `action` gives on the trajectory judged."""
+    info = store.candidate(candidate_id)
+    tid = fields.get("trajectory_id")
+    if tid is None:
+        tid = info.trajectory_id
+    verdict = info.verdict if tid == info.trajectory_id else store.trajectory(tid).verdict
+    try:
+        stored = derive_label(action, verdict, label)
+    except ReviewError as err:
+        raise ReviewError(f"candidate {info.key} (#{info.id}): {err}") from None
+    return store.record_review(
+        expert, candidate_id, action, label=stored, **{**fields, "trajectory_id": tid}, **write
+    )
 
 
 def decide(
@@ -74,85 +135,129 @@ def decide(
     label: str | None = None,
     explanation: str | None = None,
     wrong_step: int | None = None,
-    comment: str | None = None,
-    seconds: float | None = None,
-    trajectory_id: int | None = None,
     source: str | None = None,
-    grade: int | None = None,
-    redshift: float | None = None,
-    redshift_source: str | None = None,
+    **fields: Any,
 ):
     """Record `expert`'s decision on a candidate (their existing review is revised).
 
     Only `correct` sets a label; only `correct` and `reject` carry an explanation (the
     reasoning the model should learn) and name the step that went wrong: a form that still
     holds them from another action does not leak them into this one. `source` marks
-    imported reviews.
+    imported reviews. Other `fields`: comment, seconds, trajectory_id, grade, redshift,
+    redshift_source (as `db.models.Review` holds them).
     """
-    _check_text(
-        explanation=explanation if action in ("correct", "reject") else None, comment=comment
+    if action not in DECISIONS:
+        raise ReviewError(f"unknown review action {action!r} (expected one of {DECISIONS})")
+    reasoned = action in ("correct", "reject")
+    _check_text(explanation=explanation if reasoned else None, comment=fields.get("comment"))
+    fields.update(
+        explanation=(explanation or "").strip() or None if reasoned else None,
+        wrong_step=wrong_step if reasoned else None,
+        comment=fields.get("comment") or None,
     )
     extra: dict[str, Any] = {} if source is None else {"source": source}
-    return store.record_review(
-        expert,
-        candidate_id,
-        action,
-        label=label if action == "correct" else None,
-        explanation=(explanation or "").strip() or None
-        if action in ("correct", "reject")
-        else None,
-        wrong_step=wrong_step if action in ("correct", "reject") else None,
-        comment=comment or None,
-        seconds=seconds,
-        trajectory_id=trajectory_id,
-        grade=grade,
-        redshift=redshift,
-        redshift_source=redshift_source,
+    return _record(
+        store, expert, candidate_id, action, label if action == "correct" else None, fields,
         **extra,
-    )
+    )  # fmt: skip
 
 
-def _same(review: Any, **changes: Any):
-    fields = {k: getattr(review, k) for k in KEPT}
-    fields["label"] = review.label if review.action == "correct" else None
-    return {**fields, **changes}
+def _same(review: Any, **changes: Any) -> dict[str, Any]:
+    return {**{k: getattr(review, k) for k in KEPT}, **changes}
 
 
 def comment(store: Store, expert: str, review: Any, text: str):
     """Put `text` as the comment on `expert`'s own `review`, keeping the decision."""
     _check_text(comment=text)
     return store.record_review(
-        expert, review.candidate_id, review.action, review_id=review.id,
-        **_same(review, comment=text),
+        expert, review.candidate_id, review.action, label=review.label, review_id=review.id,
+        kind="edit", **_same(review, comment=text),
     )  # fmt: skip
 
 
 def grade(store: Store, expert: str, review: Any, value: int):
     """Set the grade (1-4) on `expert`'s own `review`, keeping the decision: a revision."""
     return store.record_review(
-        expert, review.candidate_id, review.action, review_id=review.id,
-        **_same(review, grade=value),
+        expert, review.candidate_id, review.action, label=review.label, review_id=review.id,
+        kind="edit", **_same(review, grade=value),
     )  # fmt: skip
 
 
-def undo(store: Store, expert: str):
-    """Take back `expert`'s most recent decision: their review becomes "undo" (the decision
-    stays in its history) and the item may be decided again. Returns the review taken back
-    (as it was), or None when there is nothing to undo."""
+@dataclass
+class Undone:
+    """What an undo did: the decision taken back, the review as it is now (the earlier
+    decision, or action "undo" when there was none), and the other experts holding a lease
+    on the item (it is leased back to the expert who undid)."""
+
+    taken: Any  # db.models.Review, as it was
+    now: Any  # db.models.Review
+    others: list[str]
+
+
+def _before_last_decision(store: Store, review: Any) -> Any:
+    """The version of `review` before its latest decision, or None if that decision was
+    its first. Read from the audit trail as a stack: a decision pushes its revision, an
+    edit (comment, grade) replaces the top, an undo pops and its own revision (a copy of
+    the new top) replaces that."""
+    events = store.audit_events(entity="review", entity_id=review.id, limit=1_000_000)
+    stack: list[int] = []
+    for ev in events:
+        rev = ev.payload.get("revision")
+        if ev.action == "undo_review" or ev.payload.get("action") == "undo":
+            if stack:
+                stack.pop()
+            if stack:
+                stack[-1] = rev
+        elif ev.action == "edit_review" and stack:
+            stack[-1] = rev
+        elif ev.action in ("review", "revise_review", "edit_review"):
+            stack.append(rev)
+    if len(stack) < 2:
+        return None
+    return next((v for v in history(store, review.id) if v.revision == stack[-2]), None)
+
+
+def undo(
+    store: Store,
+    expert: str,
+    *,
+    lease_seconds: float = DEFAULTS.lease_seconds,
+    keep: Sequence[int] = (),
+) -> Undone | None:
+    """Take back `expert`'s most recent decision: their review returns to the state before
+    it (see `_before_last_decision`), and the item is leased back to them for
+    `lease_seconds` (the team's lease) in the same write, so the queue cannot hand it to
+    another expert meanwhile. Their leases on items in `keep` (the one they are looking at)
+    stay. None when there is nothing to undo."""
     last = store.last_decision(expert)
     if last is None:
         return None
-    store.record_review(
-        expert, last.candidate_id, "undo", review_id=last.id, trajectory_id=last.trajectory_id
-    )
-    return last
+    prior = _before_last_decision(store, last)
+    others = store.claim(expert, last.candidate_id, lease_seconds, keep=keep)
+    if prior is None:
+        action, label, fields = "undo", None, {"trajectory_id": last.trajectory_id}
+    else:
+        action, label, fields = prior.action, prior.label, _same(prior)
+    now = store.record_review(
+        expert, last.candidate_id, action, label=label, review_id=last.id, kind="undo",
+        hold_seconds=lease_seconds, **fields,
+    )  # fmt: skip
+    return Undone(last, now, others)
 
 
 def revise(store: Store, expert: str, review_id: int, action: str, **fields):
-    """Change an existing review; raises PermissionError if it is not `expert`'s."""
+    """Change an existing review as `decide` would; raises PermissionError if it is not
+    `expert`'s."""
+    reasoned = action in ("correct", "reject")
     _check_text(explanation=fields.get("explanation"), comment=fields.get("comment"))
+    label = fields.pop("label", None)
     candidate_id = store.review(review_id).candidate_id
-    return store.record_review(expert, candidate_id, action, review_id=review_id, **fields)
+    if not reasoned:
+        fields.pop("explanation", None), fields.pop("wrong_step", None)
+    return _record(
+        store, expert, candidate_id, action, label if action == "correct" else None, fields,
+        review_id=review_id,
+    )  # fmt: skip
 
 
 def history(store: Store, review_id: int) -> list:
@@ -160,8 +265,16 @@ def history(store: Store, review_id: int) -> list:
     return [*store.review_history(review_id), store.review(review_id)]
 
 
-def adjudicate(
-    store: Store, admin: str, candidate_id: int, label: str | None, comment: str | None = None
-) -> CandidateInfo:
-    """An admin's label for a candidate, overriding the majority (None withdraws it)."""
-    return store.adjudicate(admin, candidate_id, label, comment)
+def my_decision(store: Store, expert: str, candidate_id: int) -> Any:
+    """`expert`'s review of the candidate while it holds a decision, else None (none made,
+    or taken back)."""
+    me = store.expert(expert)
+    if me is None:
+        return None
+    r = next(iter(store.reviews(candidate_id=candidate_id, expert=me.id)), None)
+    return None if r is None or r.action == "undo" else r
+
+
+def decisions(store: Store, candidate_id: int) -> list:
+    """The candidate's reviews that hold a decision (a taken-back one does not)."""
+    return store.reviews(candidate_id=candidate_id, actions=DECISIONS)

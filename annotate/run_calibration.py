@@ -26,6 +26,7 @@ import sys
 from typing import Any
 
 from agent.errors import LoupeError
+from agent.policies.rules.learned import TaskModel
 from annotate.inspector_fit import Example, expert_labels, fit_task
 from db.store.rules import MODEL_CALIBRATION
 
@@ -37,6 +38,46 @@ class CalibrationError(LoupeError):
 def _logit(p: float) -> float:
     p = min(max(float(p), 1e-6), 1 - 1e-6)
     return math.log(p / (1 - p))
+
+
+def calibrated_confidence(
+    confidence: float | None, task: str | None, calibration: dict | None
+) -> float | None:
+    """P(YES) as a run's fitted calibration maps it for this task (unchanged without one).
+
+    A calibration entry is `{"tasks": {task: {...TaskModel fields}}}`, fitted on the logit of
+    the model's P(YES): `platt` is temperature scaling with a bias, `isotonic` a monotone map.
+
+    >>> cal = {"tasks": {"cv": {"kind": "platt", "a": 0.5, "b": 0.0}}}
+    >>> round(calibrated_confidence(0.99, "cv", cal), 3), calibrated_confidence(0.99, "x", cal)
+    (0.909, 0.99)
+    >>> calibrated_confidence(None, "cv", cal) is None
+    True
+    """
+    if confidence is None or not calibration or not math.isfinite(confidence):
+        return confidence
+    spec = (calibration.get("tasks") or {}).get(task)
+    if not spec or spec.get("kind", "rules") == "rules":
+        return confidence
+    return TaskModel(**spec).p_yes(_logit(confidence), {}, float(confidence))
+
+
+# The queue's curve: the calibrated P(YES) every 0.1 in logit P(YES) over the range a
+# P(YES) clamped to [1e-6, 1 - 1e-6] spans (plus an isotonic map's own knots, where the
+# map bends), so the store ranks without the model's code.
+QUEUE_GRID = [round(-14.0 + 0.1 * i, 1) for i in range(281)]
+
+
+def queue_maps(tasks: dict[str, dict]) -> dict[str, dict[str, list[float]]]:
+    """task -> {"x": logits, "p": calibrated P(YES)} for each task with a fitted map."""
+    out = {}
+    for task, spec in tasks.items():
+        if spec.get("kind", "rules") == "rules":
+            continue
+        xs = sorted(set(QUEUE_GRID) | {float(x) for x in spec.get("knots_x") or []})
+        tm = TaskModel(**spec)
+        out[task] = {"x": xs, "p": [tm.p_yes(x, {}, 1 / (1 + math.exp(-x))) for x in xs]}
+    return out
 
 
 def run_examples(store: Any, run_id: int) -> tuple[Any, list[Example]]:
@@ -92,6 +133,7 @@ def calibrate_run(store: Any, run_id: int, folds: int = 5, seed: int = 0) -> dic
         "n": len(examples),
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "tasks": tasks,
+        "queue_maps": queue_maps(tasks),
         "cv": cv,
     }
     cals = dict(store.setting(MODEL_CALIBRATION) or {})

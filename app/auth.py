@@ -29,6 +29,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from starlette.concurrency import run_in_threadpool
 
 from annotate import experts
+from annotate.reads import Reads
 from db.settings import DEFAULTS
 
 COOKIE = "loupe_session"
@@ -148,7 +149,7 @@ def user_for_request(store: Any, request: Request) -> str | None:
     token = request.cookies.get(COOKIE)
     if not token:
         return None
-    return store.session_expert(token)
+    return Reads(store).session_expert(token)
 
 
 def parse_proxies(
@@ -239,7 +240,7 @@ def install_admin_folder(app: FastAPI, store: Any, folder: str | Path) -> None:
         name = user_for_request(store, request)
         if name is None:
             return None
-        e = store.expert(name)
+        e = Reads(store).expert(name)
         return e is not None and e.active and e.role == "admin"
 
     @app.middleware("http")

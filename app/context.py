@@ -14,6 +14,7 @@ from typing import Any
 
 from agent.errors import LoupeError
 from annotate.queue import Queue
+from annotate.reads import Reads
 from app.render_md import escape
 from db.settings import DEFAULTS, ServeSettings
 
@@ -48,11 +49,16 @@ class Context:
             return Queue(self.store, self.queue_config)
         return Queue.from_settings(self.store, self.settings.lease_seconds)
 
+    @property
+    def read(self) -> Reads:
+        """What pages read from the store (they write through annotate's workflow)."""
+        return Reads(self.store)
+
     def surveys(self) -> list[str]:
         """Surveys present, for the filter (cached a minute: it is a full scan)."""
         t, names = self._surveys
         if time.time() - t > 60:
-            names = self.store.surveys()
+            names = self.read.surveys()
             self._surveys = (time.time(), names)
         return names
 
@@ -76,7 +82,7 @@ def expert_for(ctx: Context, request: Any) -> Viewer | None:
     name = getattr(request, "username", None) if request is not None else None
     if not name:
         return None
-    row = ctx.store.expert(name)
+    row = ctx.read.expert(name)
     if row is None or not getattr(row, "active", True):
         return None
     return Viewer(row.name, row.role)

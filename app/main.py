@@ -130,7 +130,7 @@ def make_context(
         from agent.formats.template_files import read_templates
 
         ctx.templates = read_templates(templates)  # a bad folder stops the start, naming it
-    if not login and store.expert(ctx.local_expert) is None:
+    if not login and ctx.read.expert(ctx.local_expert) is None:
         from annotate.experts import create_expert
 
         create_expert(store, ctx.local_expert, "admin", None, actor="serve")
@@ -259,12 +259,12 @@ def main(args: argparse.Namespace) -> int:
         settings=settings,
         templates=args.templates,
     )
-    if not args.no_seed and ctx.store.count_candidates() == 0:
+    if not args.no_seed and ctx.read.count_candidates() == 0:
         print("empty database: generating, ingesting and vetting the demo set ...")
         t0 = time.time()
         n = seed_demo(ctx, ctx.data_roots[0] / "demo", policy=args.policy)
         print(f"seeded {n} candidates in {time.time() - t0:.1f} s")
-    if args.login and not ctx.store.experts():
+    if args.login and not ctx.read.experts():
         print("login is on but there are no experts: `launch.py add-expert NAME --role admin`")
     if args.host not in ("127.0.0.1", "localhost", "::1") and not args.login:
         print("warning: serving beyond localhost without --login; anyone who can reach it writes")

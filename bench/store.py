@@ -29,6 +29,7 @@ from agent.protocol import TOOL_NAME
 from agent.refs import CandidateRef
 from agent.tasks import TASKS
 from agent.trajectory import Step, Trajectory
+from annotate.review import decide
 from db import models as m
 from db.store import Filters, QueueConfig, Store, queue_priority
 
@@ -170,7 +171,7 @@ def time_next_item(
         cid = store.next_item(e, config, f)
         times.append((time.perf_counter() - t0) * 1000)
         if cid is not None and review:
-            store.record_review(e, cid, "accept", seconds=3.0)
+            decide(store, e, cid, "accept", seconds=3.0)
     return times
 
 

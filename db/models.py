@@ -27,9 +27,11 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-# "undo" is what an expert's taken-back decision becomes: no label, and the item is theirs
-# to decide again (the decision itself stays in the review's history).
-ACTIONS = ("accept", "reject", "correct", "skip", "flag", "undo")
+# What an expert decides on a candidate. A review's action is one of these or "undo": the
+# state of a review whose only decision was taken back (no label, never exported or
+# counted as a decision; the decision itself stays in the review's history).
+DECISIONS = ("accept", "reject", "correct", "skip", "flag")
+ACTIONS = (*DECISIONS, "undo")
 LABEL_ACTIONS = ("accept", "reject", "correct")  # actions that set a label
 ROLES = ("expert", "admin")
 SPLITS = ("train", "test", "holdout")
@@ -37,6 +39,8 @@ AUTHORED_STATUSES = ("draft", "submitted", "approved", "rejected")
 LABELS = ("YES", "NO")
 GRADES = (1, 2, 3, 4)  # quality of the decision: 4 certain, 3 probable, 2 possible, 1 a guess
 REDSHIFT_SOURCES = ("agent", "expert")  # adopted the agent's estimate / typed by the expert
+# Longest explanation or comment, in characters: enough for a paragraph of reasoning.
+MAX_TEXT = 2000
 
 
 def utcnow() -> dt.datetime:

@@ -488,3 +488,122 @@ def test_prefetch_is_what_j_and_k_bring(ctx):
     ahead = vet_page.prefetch(ctx, ex, st, F, D)
     st, view = vet_page.vet_act(ctx, ex, st, "skip", F, D)
     assert view.candidate_id == ahead["next"]["key"]
+
+
+def _leases(ctx, name: str) -> dict[int, float]:
+    """candidate id -> seconds the expert's live lease was taken for."""
+    eid = ctx.store.expert(name).id
+    return {x.candidate_id: (x.expires - x.created).total_seconds()
+            for x in ctx.store.leases() if x.expert_id == eid}  # fmt: skip
+
+
+def test_undo_takes_the_teams_lease_and_keeps_the_item_shown(team):
+    """Undo leases the item taken back for the team's lease, names who else holds it, and
+    leaves the lease on the item the expert was looking at, so the queue does not hand that
+    one to another expert (overlap 1)."""
+    ctx = team
+    ctx.store.set_setting("lease_seconds", 30)
+    ada, bob, cyd = who(ctx, "ada"), who(ctx, "bob"), who(ctx, "cyd")
+    st, _ = vet_page.vet_next(ctx, ada, views.new_state(), F, D)
+    x = st["current"]
+    st, _ = vet_page.vet_act(ctx, ada, st, "accept", F, D)
+    y = st["current"]
+    assert vet_page.prefetch(ctx, ada, st, F, D) is not None  # the next one drawn ahead
+    vet_page.vet_jump(ctx, cyd, views.new_state(), ctx.store.candidate(x).key, D)
+    st, view = vet_page.vet_undo(ctx, ada, st, D)
+    held = _leases(ctx, "ada")
+    assert 25 <= held[x] <= 35, held[x]  # the team's 30 s, not the store's 600 s default
+    assert y in held
+    bst, _ = vet_page.vet_next(ctx, bob, views.new_state(), F, D)
+    assert bst["current"] not in (x, y)
+    assert st["current"] == x and "Also open for cyd" in view.message
+
+
+def test_history_does_not_send_an_expert_to_an_item_another_has_taken(team):
+    """Overlap 1: an item ada moved past and bob was then served is passed over when ada
+    walks her history, and a decision on it is refused: never two reviews."""
+    ctx = team
+    ada, bob = who(ctx, "ada"), who(ctx, "bob")
+    st, _ = vet_page.vet_next(ctx, ada, views.new_state(), F, D)
+    x = st["current"]
+    st, _ = vet_page.vet_next(ctx, ada, st, F, D)  # j: ada moves past x undecided
+    y = st["current"]
+    bst, _ = vet_page.vet_next(ctx, bob, views.new_state(), F, D)
+    assert bst["current"] == x  # x was free again: bob is served it
+    st, view = vet_page.vet_prev(ctx, ada, st, F, D)  # k: back towards x
+    assert st["current"] == y and "Passed over" in view.message
+    # a stale page that still shows x cannot decide it
+    stale = {**st, "current": x, "key": ctx.store.candidate(x).key}
+    _, view = vet_page.vet_act(ctx, ada, stale, "accept", F, D)
+    assert "Not saved" in view.message and "taken by another expert" in view.message
+    vet_page.vet_act(ctx, bob, bst, "reject", F, D, explanation="a sky line")
+    assert [r.expert_id for r in ctx.store.reviews(candidate_id=x)] == [ctx.store.expert("bob").id]
+
+
+def test_undo_brings_back_the_earlier_decision_and_is_never_a_decision(ctx):
+    """Grade 3, accept, k, reject with a reason, undo: the accept is back with its label and
+    grade; the header counts one review; the VI file and the Dashboard hold no undo. A
+    second undo leaves no decision, and nothing is counted or exported for it."""
+    from annotate.export.vi import vi_rows
+
+    ex = app_context.expert_for(ctx, None)
+    st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
+    a = st["current"]
+    verdict = ctx.store.candidate(a).verdict
+    st, _ = vet_page.vet_grade(ctx, ex, st, 3)
+    st, _ = vet_page.vet_act(ctx, ex, st, "accept", F, D)
+    st, _ = vet_page.vet_prev(ctx, ex, st, F, D)
+    assert st["current"] == a
+    st, _ = vet_page.vet_act(ctx, ex, st, "reject", F, D, explanation="TiO only")
+    st, view = vet_page.vet_undo(ctx, ex, st, D)
+    assert st["current"] == a and "earlier **accept** is back" in view.message
+    (r,) = ctx.store.reviews(candidate_id=a)
+    assert (r.action, r.label, r.grade, r.explanation) == ("accept", verdict, 3, None)
+    assert ctx.store.candidate(a).label == verdict
+    assert "1 review(s)" in view.header_html and "your review: <b>accept" in view.header_html
+    assert [row["action"] for row in vi_rows(ctx.store)] == ["accept"]
+    st, view = vet_page.vet_undo(ctx, ex, st, D)
+    assert "undecided again" in view.message
+    assert ctx.store.review(r.id).action == "undo"
+    assert "review(s)" not in view.header_html and "your review" not in view.header_html
+    assert list(vi_rows(ctx.store)) == []
+    stats = ctx.store.dashboard_stats()
+    assert stats.n_reviews == 0 and not any("undo" in a for a in stats.actions.values())
+    dash = dashboard_page.dashboard(ctx, ex, "all")
+    assert "**0** decisions" in dash.summary
+
+
+def test_experts_at_once_never_review_an_item_twice_under_overlap_1(team):
+    """Three experts press keys at once (j, k, decisions, undo) through the page's
+    handlers: under overlap 1 no item that is not gold ends with two labelled reviews."""
+    import random
+
+    from tests.concurrency import run_threads
+
+    ctx = team
+    ctx.store.create_expert("dan")
+
+    def desk(name: str, seed: int) -> None:
+        rng = random.Random(seed)
+        ex = who(ctx, name)
+        st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
+        for _ in range(14):
+            key = rng.choice("aaarjkuu")
+            if key == "j":
+                st, _ = vet_page.vet_next(ctx, ex, st, F, D)
+            elif key == "k":
+                st, _ = vet_page.vet_prev(ctx, ex, st, F, D)
+            elif key == "u":
+                st, _ = vet_page.vet_undo(ctx, ex, st, D)
+            else:
+                action = "accept" if key == "a" else "reject"
+                st, _ = vet_page.vet_act(ctx, ex, st, action, F, D, explanation="x")
+            vet_page.prefetch(ctx, ex, st, F, D)
+
+    run_threads(desk, [("bob", 1), ("cyd", 2), ("dan", 3)], barrier=True, timeout=600)
+    labelled: dict[int, int] = {}
+    for r in ctx.store.reviews(actions=("accept", "reject", "correct")):
+        labelled[r.candidate_id] = labelled.get(r.candidate_id, 0) + 1
+    assert labelled, "the experts decided nothing"
+    twice = [c for c, n in labelled.items() if n > 1 and not ctx.store.candidate(c).is_gold]
+    assert twice == []

@@ -16,6 +16,7 @@ from annotate.audit_sample import (
     table_rows,
     weighted_rate,
 )
+from annotate.review import decide
 
 # P(truly YES) per certainty band of the agent's verdict: confident YES verdicts hold ~6%
 # contaminants (ordinary stars called white dwarfs), confident NO verdicts hide a few YES.
@@ -166,9 +167,9 @@ def test_store_draw_records_inclusion_and_estimates_read_it(mem_store):
     assert e.drawn == 10 and e.audited == 0 and e.precision.value is None
     mem_store.ensure_expert("ada")
     yes = [d for d in draws if d.band.side == "YES"]
-    mem_store.record_review("ada", yes[0].id, "reject")  # a confident mistake
+    decide(mem_store, "ada", yes[0].id, "reject")  # a confident mistake
     for d in yes[1:]:
-        mem_store.record_review("ada", d.id, "accept")
+        decide(mem_store, "ada", d.id, "accept")
     e = store_estimates(mem_store, reps=50)["wd"]
     assert (e.yes_list, e.yes_by_expert, e.yes_by_agent, e.audited) == (39, 3, 36, 4)
     assert e.precision.value == pytest.approx((3 + 36 * 0.75) / 39)
@@ -196,7 +197,7 @@ def test_queue_serves_the_audit_sample_among_the_rest(mem_store):
         if len(served) == 15:  # an audit turn: the item stays leased until decided
             assert q.next_id("ada") == cid
         served.append(cid)
-        mem_store.record_review("ada", cid, "accept")
+        decide(mem_store, "ada", cid, "accept")
         assert len(served) <= 40
     assert len(served) == 40 and sample <= set(served)
     turns = [k for k, c in enumerate(served) if c in sample]

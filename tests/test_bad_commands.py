@@ -28,9 +28,15 @@ def test_bad_database_urls_end_in_one_line(tmp_path, capsys):
         str(tmp_path): ("cannot open the database file",),
         str(text / "sub" / "x.db"): ("cannot create its folder",),
     }
+    from db.store import DatabaseError, Store
+
     for db, words in cases.items():
+        # the store names the database and the problem; the command names its flag
+        with pytest.raises(DatabaseError) as raised:
+            Store(db)
+        assert "--" not in str(raised.value) and "launch" not in str(raised.value)
         rc = launch.main(["export", "rl", "--db", db, "--out", str(tmp_path / "o")])
-        _one_line_error(capsys, rc, *words)
+        _one_line_error(capsys, rc, *words, "given with --db")
         rc = launch.main(["add-expert", "zed", "--db", db])
         assert rc != 0 and "Traceback" not in capsys.readouterr().err
     assert text.read_text().startswith("these are notes")  # left as it was

@@ -14,6 +14,7 @@ from agent.refs import CandidateRef
 from annotate.audit_sample import draw_for_store
 from annotate.export import cli
 from annotate.export.catalogue import COLUMNS, CatalogueError, write_catalogue
+from annotate.review import decide
 from tests.store_factory import traj
 
 
@@ -38,11 +39,11 @@ def _campaign(store) -> dict[str, int]:
     draws = draw_for_store(store, seed=4)
     assert len(draws) == 4 and {d.inclusion for d in draws} == {0.2}
     store.ensure_expert("ada")
-    store.record_review("ada", draws[0].id, "reject", explanation="an F star", grade=4)
+    decide(store, "ada", draws[0].id, "reject", explanation="an F star", grade=4)
     for d in draws[1:]:
-        store.record_review("ada", d.id, "accept", grade=3, redshift=0.0015,
+        decide(store, "ada", d.id, "accept", grade=3, redshift=0.0015,
                             redshift_source="expert")  # fmt: skip
-    store.record_review("ada", ids["w25"], "correct", label="YES", grade=2,
+    decide(store, "ada", ids["w25"], "correct", label="YES", grade=2,
                         explanation="weak but broad Balmer lines")  # fmt: skip
     return {"rejected": draws[0].id, "audited": [d.id for d in draws[1:]], **ids}
 

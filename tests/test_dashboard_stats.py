@@ -9,6 +9,7 @@ from collections import Counter
 
 import pytest
 
+from annotate.review import decide
 from db.store import Filters, Store
 from tests.store_factory import seeded
 from tests.test_postgres import pg_url  # noqa: F401 (fixture: a database of its own)
@@ -45,7 +46,7 @@ def fill(store: Store) -> None:
                 action = rng.choice(["accept", "reject", "correct", "skip", "flag"])
                 label = rng.choice(["YES", "NO"]) if action == "correct" else None
                 seconds = None if rng.random() < 0.1 else round(rng.uniform(1, 30), 2)
-                store.record_review(e, cid, action, label=label, seconds=seconds)
+                decide(store, e, cid, action, label=label, seconds=seconds)
     store.auto_accept(0.97)
 
 

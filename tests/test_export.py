@@ -28,6 +28,7 @@ from annotate.export import (
     sft_correction,
 )
 from annotate.export import run_export as _run_export
+from annotate.review import decide
 from db.store import Store
 
 datasets = pytest.importorskip("datasets")
@@ -106,8 +107,9 @@ def world(tmp_path: Path):
     for name, role in (("ann", "expert"), ("bob", "expert"), ("ada", "admin")):
         store.create_expert(name, role=role)
     cid = {c.key: c.id for c in store.list_candidates(limit=100, order="id")}
-    store.record_review("ann", cid["c0"], "accept", seconds=5)
-    store.record_review(
+    decide(store, "ann", cid["c0"], "accept", seconds=5)
+    decide(
+        store,
         "ann",
         cid["c1"],
         "correct",
@@ -116,14 +118,14 @@ def world(tmp_path: Path):
         wrong_step=1,
         seconds=9,
     )
-    store.record_review("ann", cid["c2"], "reject", seconds=4)
-    store.record_review("ann", cid["c3"], "accept")
-    store.record_review("bob", cid["c3"], "accept")
-    store.record_review("ann", cid["c4"], "accept")
-    store.record_review("ann", cid["c4b"], "accept")
-    store.record_review("ann", cid["c7"], "accept")
-    store.record_review("ann", cid["c8"], "accept")
-    store.record_review("bob", cid["c9"], "accept")
+    decide(store, "ann", cid["c2"], "reject", seconds=4)
+    decide(store, "ann", cid["c3"], "accept")
+    decide(store, "bob", cid["c3"], "accept")
+    decide(store, "ann", cid["c4"], "accept")
+    decide(store, "ann", cid["c4b"], "accept")
+    decide(store, "ann", cid["c7"], "accept")
+    decide(store, "ann", cid["c8"], "accept")
+    decide(store, "bob", cid["c9"], "accept")
     # bob writes c5 himself; ada audits it
     c5 = store.candidate(cid["c5"])
     spec5 = store.load_spectrum(cid["c5"])
@@ -261,8 +263,8 @@ def test_incremental_and_revised(world):
     assert second.manifest["rows"] == 0 and second.manifest["since_batch"] == first.batch_id
     assert second.manifest["unchanged_since_earlier_batches"] == 9
     # a new review and a revised one: only those two come out
-    store.record_review("bob", cid["c6"], "correct", label="NO", explanation="No broad lines.")
-    store.record_review("ann", cid["c0"], "reject")
+    decide(store, "bob", cid["c6"], "correct", label="NO", explanation="No broad lines.")
+    decide(store, "ann", cid["c0"], "reject")
     third = run_export(store, "rl", tmp / "r3")
     got = {(r["candidate"], r["label"]) for r in _jsonl(tmp / "r3")}
     assert got == {("c6", "NO"), ("c0", "NO")}
@@ -525,10 +527,17 @@ def test_grade_and_redshift_travel_and_filter(world, capsys):
     from training.data import load_pairs_dataset, load_rl_dataset, load_sft_dataset
 
     store, cid, tmp = world
-    store.record_review(
-        "bob", cid["c0"], "accept", grade=4, redshift=0.0123, redshift_source="expert", seconds=3
+    decide(
+        store,
+        "bob",
+        cid["c0"],
+        "accept",
+        grade=4,
+        redshift=0.0123,
+        redshift_source="expert",
+        seconds=3,
     )
-    store.record_review("bob", cid["c2"], "reject", grade=2, seconds=3)
+    decide(store, "bob", cid["c2"], "reject", grade=2, seconds=3)
     sft_out, rl_out, pairs_out = tmp / "sft", tmp / "rl", tmp / "pairs"
     run_export(store, "sft", sft_out, test_fraction=0.0)
     rows = {r["candidate"]: r for rs in _rows(sft_out).values() for r in rs}

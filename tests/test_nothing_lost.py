@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import text
 
 from agent.refs import CandidateRef
+from annotate.review import decide
 from db.store import QueueConfig, Store
 from tests.concurrency import run_threads
 from tests.crash_support import TRIALS, ForkServer
@@ -86,14 +87,14 @@ def test_eight_threads_record_reviews_exactly_once(tmp_path):
 
     def work(e: str) -> None:
         for cid in direct:  # everyone reviews these (retrying one identical request)
-            store.record_review(e, cid, "accept", seconds=1.0)
+            decide(store, e, cid, "accept", seconds=1.0)
             if cid == direct[0]:
-                store.record_review(e, cid, "accept", seconds=1.0)
+                decide(store, e, cid, "accept", seconds=1.0)
         cid = store.next_item(e, QueueConfig(overlap=1))
         first_claims.wait(60)
         while cid is not None:
             served[e].append(cid)
-            store.record_review(e, cid, "reject" if cid % 2 else "accept")
+            decide(store, e, cid, "reject" if cid % 2 else "accept")
             cid = store.next_item(e, QueueConfig(overlap=1))
 
     run_threads(work, [(e,) for e in experts], barrier=True)
@@ -109,10 +110,10 @@ def _process_worker(url: str, expert: str, direct: list[int], out) -> None:
     store = Store(url)
     got = []
     for cid in direct:
-        store.record_review(expert, cid, "correct", label="YES", explanation="by process")
+        decide(store, expert, cid, "correct", label="YES", explanation="by process")
     while (cid := store.next_item(expert, QueueConfig(overlap=1))) is not None:
         got.append(cid)
-        store.record_review(expert, cid, "accept")
+        decide(store, expert, cid, "accept")
     store.close()
     out.put((expert, got))
 
@@ -296,11 +297,12 @@ def test_sigkill_during_vet_cli_then_resume(tmp_path, forks):
 
 REVIEW_SCRIPT = textwrap.dedent("""
     import sys
+    from annotate.review import decide
     from db.store import QueueConfig, Store
     url, expert = sys.argv[1], sys.argv[2]
     store = Store(url)
     while (cid := store.next_item(expert, QueueConfig(overlap=1))) is not None:
-        store.record_review(expert, cid, "reject" if cid % 3 else "accept", comment="x" * 50)
+        decide(store, expert, cid, "reject" if cid % 3 else "accept", comment="x" * 50)
     store.close()
 """)
 
@@ -348,10 +350,10 @@ def _export_world(tmp_path: Path, n: int = 30) -> Path:
         if i % 5 == 4:
             continue  # unreviewed: a catalogue label at most
         if i % 3 == 0:
-            store.record_review("ann", cid[f"x{i}"], "correct", label="NO" if i % 2 else "YES",
+            decide(store, "ann", cid[f"x{i}"], "correct", label="NO" if i % 2 else "YES",
                                 explanation="The expert's reading.", wrong_step=1)  # fmt: skip
         else:
-            store.record_review("ann", cid[f"x{i}"], "accept" if i % 3 == 1 else "reject")
+            decide(store, "ann", cid[f"x{i}"], "accept" if i % 3 == 1 else "reject")
     store.close()
     assert not Path(f"{template}-wal").exists() or Path(f"{template}-wal").stat().st_size == 0
     return template

@@ -12,6 +12,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
+from annotate.review import decide
 from db.store import QueueConfig, Store, StorePermissionError
 from tests.concurrency import run_threads
 from tests.store_factory import refs, seeded, traj
@@ -48,12 +49,12 @@ def test_schema_flow_and_append_only_audit(pg_url):
     store.create_expert("bob")
     store.create_expert("boss", "admin")
     [cid] = seeded(store, [0.8], prefix="p")
-    r = store.record_review("ada", cid, "accept")
-    store.record_review("ada", cid, "reject")
+    r = decide(store, "ada", cid, "accept")
+    decide(store, "ada", cid, "reject")
     assert [h.action for h in store.review_history(r.id)] == ["accept"]
     with pytest.raises(StorePermissionError):
         store.record_review("bob", cid, "accept", review_id=r.id)
-    store.record_review("bob", cid, "accept")
+    decide(store, "bob", cid, "accept")
     assert store.candidate(cid).status == "conflict"
     assert store.adjudicate("boss", cid, "YES").label == "YES"
     back = store.trajectory(store.candidate(cid).trajectory_id)
@@ -86,10 +87,10 @@ def test_eight_experts_at_once(pg_url):
 
     def work(e):
         for cid in shared:
-            store.record_review(e, cid, "accept")
+            decide(store, e, cid, "accept")
         while (cid := store.next_item(e, QueueConfig(overlap=1))) is not None:
             served[e].append(cid)
-            store.record_review(e, cid, "accept")
+            decide(store, e, cid, "accept")
 
     run_threads(work, [(e,) for e in experts], barrier=True)
     got = [c for v in served.values() for c in v]

@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy import update
 
 from annotate.queue import Filters, Queue, QueueConfig, queue_priority
+from annotate.review import decide
 from db import models as m
 from tests.store_factory import refs, seeded, traj
 
@@ -24,8 +25,12 @@ def drain(queue: Queue, expert: str, filters=None) -> list[str]:
     out = []
     while (c := queue.next(expert, filters)) is not None:
         out.append(c.key)
-        queue.store.record_review(
-            expert, c.id, "accept" if c.verdict else "correct", label=None if c.verdict else "YES"
+        decide(
+            queue.store,
+            expert,
+            c.id,
+            "accept" if c.verdict else "correct",
+            label=None if c.verdict else "YES",
         )
         assert len(out) < 1000
     return out
@@ -83,12 +88,12 @@ def test_overlap_k_serves_each_item_to_k_experts(store):
     a, b = q.next("ada"), q.next("bob")
     assert a.id == b.id  # overlap asks for two looks at the same item
     assert q.next("cy").key == "c1"  # a third expert is not given the doubly-leased item
-    store.record_review("ada", a.id, "accept")
+    decide(store, "ada", a.id, "accept")
     c1 = q.next("ada")  # ada has reviewed c0; c1 is leased to cy, but k=2 leaves room
     assert c1.key == "c1"
     assert drain(q, "bob") == ["c0"]  # c1 is leased to two experts: its two looks are under way
-    store.record_review("cy", c1.id, "accept")
-    store.record_review("ada", c1.id, "reject")
+    decide(store, "cy", c1.id, "accept")
+    decide(store, "ada", c1.id, "reject")
     assert q.next("bob") is None and q.remaining() == 0
 
 
@@ -104,7 +109,7 @@ def test_skip_is_not_served_again_to_the_same_expert(store):
     a, _ = seeded(store, [0.5, 0.9])
     q = Queue(store)
     assert q.next("ada").id == a
-    store.record_review("ada", a, "skip")
+    decide(store, "ada", a, "skip")
     assert q.next("ada").key == "c1"
     store.release("ada")
     assert q.next("bob").id == a  # a skip is not a review: someone else still gets it

@@ -11,6 +11,7 @@ from agent.policies.rules import RulesPolicy
 from agent.policies.rules.learned import InspectorModel, TaskModel
 from annotate.inspector_fit import task_features
 from annotate.rescore import INPUTS, rescore, rescore_store
+from annotate.review import decide
 from tests.store_factory import seeded, traj
 
 
@@ -82,7 +83,7 @@ def test_store_hands_back_pending_stored_values_only(mem_store):
         t.steps[-1].measurements = {**stored, "p_rules": p}
         mem_store.record_trajectory(t)
     mem_store.ensure_expert("ada")
-    mem_store.record_review("ada", ids[1], "accept")  # decided: no longer pending
+    decide(mem_store, "ada", ids[1], "accept")  # decided: no longer pending
     rows = list(mem_store.stored_scores())
     assert [r[0] for r in rows] == [ids[0], ids[2]]
     assert rows[0][3]["calibration_input"] == 1.5 and rows[1][3] == {}

@@ -109,11 +109,11 @@ def test_majority_tie_conflict_and_adjudication(store):
     c = store.candidate(a)
     assert (c.label, c.label_source, c.status) == ("YES", "review", "conflict")
     with pytest.raises(PermissionError, match="not an admin"):
-        rv.adjudicate(store, "ada", a, "NO")
-    c = rv.adjudicate(store, "boss", a, "NO", comment="sky line")
+        store.adjudicate("ada", a, "NO")
+    c = store.adjudicate("boss", a, "NO", comment="sky line")
     assert (c.label, c.label_source, c.status) == ("NO", "adjudication", "reviewed")
     assert store.conflicts() == []
-    rv.adjudicate(store, "boss", a, None)  # withdrawn: back to the majority
+    store.adjudicate("boss", a, None)  # withdrawn: back to the majority
     assert store.candidate(a).label == "YES"
 
 
@@ -171,18 +171,66 @@ def test_undo_takes_back_the_last_decision_and_keeps_it(store):
     rv.decide(store, "ada", a, "accept")
     rv.decide(store, "ada", b, "reject", explanation="a sky line")
     assert store.candidate(b).label == "NO"
-    taken = rv.undo(store, "ada")
-    assert taken.candidate_id == b and taken.action == "reject"
-    now = store.review(taken.id)
-    assert (now.action, now.label) == ("undo", None)
-    assert [h.action for h in rv.history(store, taken.id)] == ["reject", "undo"]
+    done = rv.undo(store, "ada")
+    assert done.taken.candidate_id == b and done.taken.action == "reject"
+    now = store.review(done.taken.id)
+    assert (now.action, now.label) == ("undo", None)  # no decision before it
+    assert [h.action for h in rv.history(store, done.taken.id)] == ["reject", "undo"]
     c = store.candidate(b)
     assert (c.review_count, c.label) == (0, None)
+    assert rv.decisions(store, b) == [] and rv.my_decision(store, "ada", b) is None
     # the item is served to ada again; a second undo takes back the one before
     assert store.next_item("ada") == b
-    assert rv.undo(store, "ada").candidate_id == a
+    assert rv.undo(store, "ada").taken.candidate_id == a
     assert rv.undo(store, "ada") is None
     assert store.expert("ada").review_count == 2  # an undo is not a new review
+
+
+def test_undo_restores_the_decision_before_the_last(store):
+    """Grade 3, accept, then a reject with a reason, then undo: the accept comes back, label,
+    grade and all; a second undo leaves no decision; the revisions are all kept."""
+    [a] = seeded(store, [0.8])
+    rv.decide(store, "ada", a, "accept", grade=3, comment="clear lines")
+    rv.decide(store, "ada", a, "reject", explanation="a sky line", grade=3)
+    assert store.candidate(a).label == "NO"
+    done = rv.undo(store, "ada")
+    assert (done.taken.action, done.taken.label) == ("reject", "NO")
+    now = store.review(done.taken.id)
+    assert (now.action, now.label, now.grade, now.comment, now.explanation) == (
+        "accept", "YES", 3, "clear lines", None,
+    )  # fmt: skip
+    c = store.candidate(a)
+    assert (c.review_count, c.label) == (1, "YES")
+    assert [r.action for r in rv.decisions(store, a)] == ["accept"]
+    # an edit of the restored decision belongs to it; the next undo takes it back whole
+    rv.grade(store, "ada", now, 4)
+    again = rv.undo(store, "ada")
+    assert (again.taken.action, again.taken.grade) == ("accept", 4)
+    assert (again.now.action, again.now.label) == ("undo", None)
+    assert store.candidate(a).review_count == 0
+    assert rv.undo(store, "ada") is None
+    assert [h.action for h in rv.history(store, now.id)] == [
+        "accept", "reject", "accept", "accept", "undo",
+    ]  # fmt: skip
+
+
+def test_undo_leases_the_item_back_for_the_teams_lease(store):
+    """The item taken back is leased to its expert for the lease given (the team's), in the
+    write that takes it back; the lease on the item they were looking at stays, and the
+    experts holding the undone item are named."""
+    import datetime as dt
+
+    a, b = seeded(store, [0.6, 0.6])
+    rv.decide(store, "ada", a, "accept")
+    assert store.next_item("ada") == b  # ada looks at b now
+    store.claim("bob", a, 60)  # bob opened a by id meanwhile
+    done = rv.undo(store, "ada", lease_seconds=5000, keep=[b])
+    assert done.others == ["bob"]
+    ada = store.expert("ada").id
+    mine = {x.candidate_id: x for x in store.leases() if x.expert_id == ada}
+    assert set(mine) == {a, b}
+    left = (mine[a].expires - dt.datetime.now(dt.UTC).replace(tzinfo=None)).total_seconds()
+    assert 4900 < left <= 5000
 
 
 def test_queue_passes_over_excluded_items(store):

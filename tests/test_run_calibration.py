@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import launch
-from annotate.run_calibration import CalibrationError, calibrate_run
+from annotate.run_calibration import CalibrationError, calibrate_run, calibrated_confidence
 from db.store import Store, run_fingerprint
-from db.store.rules import MODEL_CALIBRATION, calibrated_confidence
+from db.store.rules import MODEL_CALIBRATION, queue_confidence
 from tests.store_factory import refs, traj
 
 
@@ -50,6 +50,9 @@ def test_temperature_scaling_pulls_an_overconfident_run_in(tmp_path):
     assert 0.6 < hi < 0.9 and 0.1 < lo < 0.4
     # another task, or no calibration, leaves P(YES) as the model gave it
     assert calibrated_confidence(0.999, "m_giant", cal) == 0.999
+    # the curve the store ranks by is the fitted map, without the model's code
+    for p in (0.001, 0.2, 0.5, 0.8, 0.999):
+        assert abs(queue_confidence(p, "cv", cal) - calibrated_confidence(p, "cv", cal)) < 1e-3
     store.close()
 
 

@@ -11,6 +11,7 @@ from sqlalchemy.exc import DBAPIError
 
 from agent.refs import CandidateRef
 from agent.trajectory import Trajectory
+from annotate.review import decide
 from db import models as m
 from db.store import Filters, NotFound, Store, StoreError, StorePermissionError
 from tests.store_factory import refs, seeded, traj, write_text_spectrum
@@ -181,7 +182,7 @@ def test_every_write_is_audited_and_the_log_is_append_only(mem_store):
     mem_store.create_expert("ada")
     [cid] = seeded(mem_store, [0.6])
     n0 = len(mem_store.audit_events())
-    mem_store.record_review("ada", cid, "accept")
+    decide(mem_store, "ada", cid, "accept")
     ev = mem_store.audit_events()[n0:]
     assert [(e.actor, e.action, e.entity) for e in ev] == [("ada", "review", "review")]
     with pytest.raises(DBAPIError, match="append-only"), mem_store.engine.begin() as c:

@@ -34,7 +34,7 @@ SPECTRUM_SUFFIXES = (
     ".fits", ".fit", ".fts", ".fits.gz", ".fit.gz", ".fts.gz",
     ".txt", ".dat", ".csv", ".ecsv", ".tsv", ".asc", ".parquet",
 )  # fmt: skip
-LABELS = {"yes": "YES", "y": "YES", "1": "YES", "true": "YES",
+LABEL_ALIASES = {"yes": "YES", "y": "YES", "1": "YES", "true": "YES",
           "no": "NO", "n": "NO", "0": "NO", "false": "NO"}  # fmt: skip
 GLOB_CHARS = set("*?[")
 
@@ -46,7 +46,7 @@ def normalise_label(value: Any, where: str) -> str | None:
     text = str(value).strip()
     if not text:
         return None
-    label = LABELS.get(text.lower())
+    label = LABEL_ALIASES.get(text.lower())
     if label is None:
         raise SpectrumError(where, f"label {text!r} is not YES/NO (or 1/0, true/false)")
     return label

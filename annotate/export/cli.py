@@ -19,7 +19,8 @@ from annotate.export.manifest import folder_state, record_batch
 from annotate.export.pipeline import export_records
 from annotate.export.record import DEFAULT_RENDERER, KINDS, ExportResult
 from annotate.export.selection import collect
-from db.store import DEFAULT_DB, Store
+from db.models import GRADES
+from db.store import DEFAULT_DB, DatabaseError, Store
 
 
 class ExportError(LoupeError, ValueError):
@@ -58,7 +59,7 @@ def run_export(
         if isinstance(state, ExportResult):
             return state
         force = state
-    if min_grade is not None and min_grade not in (1, 2, 3, 4):
+    if min_grade is not None and min_grade not in GRADES:
         raise ExportError(f"--min-grade must be 1, 2, 3 or 4 (got {min_grade})")
     got = collect(store, kind, include_auto=include_auto, min_grade=min_grade)
     previous = {} if full else store.exported_items(kind, "candidate")
@@ -160,6 +161,8 @@ def main(args: argparse.Namespace) -> int:
             workers=args.workers,
             actor=args.actor,
         )
+    except DatabaseError:
+        raise  # the command line names the flag that chose the database
     except (FileExistsError, ValueError) as exc:
         print(f"export: {exc}", file=sys.stderr)
         return 2

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from db.models import DECISIONS
 from db.store import Store
 
 COLUMNS: tuple[str, ...] = (
@@ -48,7 +49,7 @@ def vi_rows(store: Store, *, campaign: str | None = None) -> Iterator[dict[str, 
     """One dict per review (keys COLUMNS), in the order the decisions were first made."""
     experts = {e.id: e.name for e in store.experts()}
     cands: dict[int, Any] = {}
-    for r in store.reviews():
+    for r in store.reviews(actions=DECISIONS):  # an undo is a revision, not a decision
         c = cands.get(r.candidate_id)
         if c is None:
             c = cands[r.candidate_id] = store.candidate(r.candidate_id)
@@ -75,7 +76,10 @@ def vi_rows(store: Store, *, campaign: str | None = None) -> Iterator[dict[str, 
 
 
 def campaigns(store: Store) -> list[str]:
-    seen = {campaign_of(store.candidate(cid)) for cid in {r.candidate_id for r in store.reviews()}}
+    seen = {
+        campaign_of(store.candidate(cid))
+        for cid in {r.candidate_id for r in store.reviews(actions=DECISIONS)}
+    }
     return sorted(seen)
 
 

@@ -35,7 +35,7 @@ def _draft_view(ctx: Context, d: Any, message: str = "") -> DraftView:
         return DraftView("", plots.empty_figure("Load a candidate to start."), [], None, "",
                          message)  # fmt: skip
     try:
-        spec = ctx.store.load_spectrum(d.candidate_id)
+        spec = ctx.read.load_spectrum(d.candidate_id)
         fig = plots.global_figure(spec, None, windows=[s.window for s in d.steps],
                                   markers=markers_for(d.task), select=True)  # fmt: skip
     except (SpectrumError, OSError) as e:
@@ -47,7 +47,7 @@ def _draft_view(ctx: Context, d: Any, message: str = "") -> DraftView:
     ]
     status = ""
     if d.authored_id is not None:
-        a = ctx.store.authored(d.authored_id)
+        a = ctx.read.authored(d.authored_id)
         status = f" · saved as #{a.id} ({escape(a.status)})"
         if a.reviewer_comment:
             status += f" · reviewer: {escape(a.reviewer_comment)}"
@@ -77,16 +77,16 @@ def author_load(
                                f"tasks ({escape(', '.join(tasks))}): choose one.")  # fmt: skip
             view.tasks = tasks
             return d, view
-    info = ctx.store.find_candidate(key, task) if key else None
+    info = ctx.read.find_candidate(key, task) if key else None
     if info is None:
         return d, _draft_view(ctx, d, f"No candidate **{escape(key)}**.")
-    own = [a for a in ctx.store.list_authored(author=ex.name, candidate_id=info.id)
+    own = [a for a in ctx.read.list_authored(author=ex.name, candidate_id=info.id)
            if a.status in ("draft", "rejected")]  # fmt: skip
     if own:
         d = au.load_draft(ctx.store, own[-1].id)
         return d, _draft_view(ctx, d, f"Reopened your draft #{d.authored_id}.")
     if start == "agent draft" and info.trajectory_id is not None:
-        t = ctx.store.trajectory(info.trajectory_id)
+        t = ctx.read.trajectory(info.trajectory_id)
         d = au.start_draft(info, renderer=t.renderer or "fast", from_trajectory=t,
                            trajectory_id=info.trajectory_id, author=ex.name)  # fmt: skip
         return d, _draft_view(ctx, d, "Started from the agent's trajectory.")
@@ -99,7 +99,7 @@ def author_zoom(ctx: Context, d: Any, lo: Any, hi: Any, label: str | None):
     if d is None or d.candidate_id is None:
         return None, None, "Load a candidate first."
     try:
-        spec = ctx.store.load_spectrum(d.candidate_id)
+        spec = ctx.read.load_spectrum(d.candidate_id)
         res = au.zoom_preview(d, spec, lo, hi, (label or "").strip() or None)
     except (ValueError, TypeError, SpectrumError, OSError) as e:  # AuthoringError included
         return None, None, escape(e)
@@ -140,7 +140,7 @@ def author_step(
         if op in ("add", "replace"):
             if not (thought or "").strip():
                 raise au.AuthoringError("write the thought for this step")
-            spec = ctx.store.load_spectrum(d.candidate_id)
+            spec = ctx.read.load_spectrum(d.candidate_id)
             if op == "add":
                 au.add_step(d, spec, lo, hi, thought.strip(), label=label or None)
                 msg, form = f"Added step {len(d.steps)}.", [None, None, "", ""]
@@ -185,7 +185,7 @@ def author_finish(ctx: Context, ex: Viewer | None, d: Any, op: str, verdict, exp
         else:
             d.explanation = (explanation or "").strip()
         if op == "submit":
-            problems = au.validate(d, ctx.store.load_spectrum(d.candidate_id))
+            problems = au.validate(d, ctx.read.load_spectrum(d.candidate_id))
             if problems:
                 return d, _draft_view(ctx, d, "Before submitting: " + "; ".join(
                     escape(p) for p in problems) + ".")  # fmt: skip
@@ -203,13 +203,13 @@ def audit_choices(ctx: Context, ex: Viewer | None) -> list[tuple[str, str]]:
     """Submitted trajectories this expert may audit (not their own)."""
     if ex is None:
         return []
-    me = ctx.store.expert(ex.name)
+    me = ctx.read.expert(ex.name)
     out = []
-    for a in ctx.store.list_authored(status="submitted"):
+    for a in ctx.read.list_authored(status="submitted"):
         if me is not None and a.author_id == me.id:
             continue
-        c = ctx.store.candidate(a.candidate_id)
-        author = ctx.store.expert(a.author_id)
+        c = ctx.read.candidate(a.candidate_id)
+        author = ctx.read.expert(a.author_id)
         out.append((f"#{a.id} · {c.key} ({c.task}) by {author.name if author else '?'}",
                     str(a.id)))  # fmt: skip
     return out
@@ -222,8 +222,8 @@ def audit_note(ctx: Context, ex: Viewer | None, choices: list[tuple[str, str]]) 
         return "Log in to audit trajectories written by others."
     if choices:
         return f"{len(choices)} trajectory(ies) written by others await your audit."
-    me = ctx.store.expert(ex.name)
-    mine = sum(1 for a in ctx.store.list_authored(status="submitted")
+    me = ctx.read.expert(ex.name)
+    mine = sum(1 for a in ctx.read.list_authored(status="submitted")
                if me is not None and a.author_id == me.id)  # fmt: skip
     waiting = f" ({mine} of yours await another expert)" if mine else ""
     if not ctx.login:
@@ -244,7 +244,7 @@ def _audit_images(ctx: Context, a: Any, t: Trajectory) -> tuple[bytes, dict[int,
     """The whole-spectrum view and each zoom step's image (by step index), drawn by the
     export itself (`annotate.export.conversation`), so they are the images the model will be
     trained on."""
-    spec = ctx.store.load_spectrum(a.candidate_id)
+    spec = ctx.read.load_spectrum(a.candidate_id)
     conv = conversation(copy.deepcopy(t), Images(spec, a.renderer or "fast"))
     zooms = [i for i, s in enumerate(t.steps)
              if s.tool_call is not None and s.answer is None and s.observation_image]  # fmt: skip
@@ -262,8 +262,8 @@ def audit_view(ctx: Context, ex: Viewer | None, pick: str | None) -> str:
     if ex is None or not pick:
         return ""
     try:
-        a = ctx.store.authored(int(pick))
-        t = au.authored_to_trajectory(a, ctx.store.candidate(a.candidate_id))
+        a = ctx.read.authored(int(pick))
+        t = au.authored_to_trajectory(a, ctx.read.candidate(a.candidate_id))
         history = au.audit_history(ctx.store, a.id)
     except (*USER_ERRORS, ValueError) as e:  # an unknown or malformed pick
         return escape(e)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from annotate import agreement as ag
+from annotate import review
 from app import plots
 from app.context import AccessError, Context, Viewer, refusal, require
 from app.render_md import escape
@@ -63,7 +64,7 @@ def dashboard(ctx: Context, ex: Viewer | None, task: str = "all", precision: flo
                              {"headers": HEADERS["kappa"], "data": []})  # fmt: skip
     only = None if task in (None, "", "all") else task
     # Aggregated in the database: nothing here grows with the number of candidates.
-    st = ctx.store.dashboard_stats(only)
+    st = ctx.read.dashboard_stats(only)
     tasks = st.tasks
     # progress per task
     done, auto, total = st.reviewed, st.auto, st.total
@@ -79,7 +80,7 @@ def dashboard(ctx: Context, ex: Viewer | None, task: str = "all", precision: flo
         "layout": _bar_layout("Progress per task"),
     }  # fmt: skip
     # action rates per task
-    acts = ["accept", "reject", "correct", "skip", "flag"]
+    acts = list(review.DECISIONS)
     colours = ["#2a9d8f", "#c1121f", "#f4a261", "#999", "#6d597a"]
     counts = {t: {a: st.actions.get(t, {}).get(a, 0) for a in acts} for t in tasks}
     rates = {
@@ -160,7 +161,7 @@ def dashboard(ctx: Context, ex: Viewer | None, task: str = "all", precision: flo
     } if gs else plots.empty_figure("No gold-standard items reviewed yet.")  # fmt: skip
     n_rev = sum(done.values())
     med = st.seconds_median
-    unexplained = ctx.store.rejects_without_reason(only)
+    unexplained = ctx.read.rejects_without_reason(only)
     n_unexplained = sum(unexplained.values())
     summary = (
         f"**{sum(total.values())}** candidates · **{n_rev}** reviewed · **{st.n_reviews}** "
@@ -195,7 +196,7 @@ def inspector_versions(ctx: Context, ex: Viewer | None, task: str = "all") -> di
     if ex is None:
         return {"headers": VERSION_HEADERS, "data": []}
     only = None if task in (None, "", "all") else task
-    rows = ctx.store.gold_agreement_by_inspector(only)
+    rows = ctx.read.gold_agreement_by_inspector(only)
     return {"headers": VERSION_HEADERS,
             "data": [[v, n, _r(agree / n) if n else None] for v, n, agree in rows]}  # fmt: skip
 

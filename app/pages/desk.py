@@ -195,6 +195,6 @@ def adopt_z(ctx: Context, state: dict | None) -> float | None:
     cid = (state or {}).get("current")
     if cid is None:
         return None
-    c = ctx.store.candidate(cid)
-    traj = ctx.store.trajectory(c.trajectory_id) if c.trajectory_id is not None else None
-    return estimate(ctx.store.load_spectrum(cid), traj)[0]
+    c = ctx.read.candidate(cid)
+    traj = ctx.read.trajectory(c.trajectory_id) if c.trajectory_id is not None else None
+    return estimate(ctx.read.load_spectrum(cid), traj)[0]

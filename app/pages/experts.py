@@ -17,7 +17,7 @@ def expert_table(ctx: Context, ex: Viewer | None) -> dict[str, Any]:
     if ex is None or not ex.admin:
         return {"headers": HEADERS, "data": []}
     rows = [[e.name, e.role, "yes" if e.active else "no", e.review_count]
-            for e in ctx.store.experts()]  # fmt: skip
+            for e in ctx.read.experts()]  # fmt: skip
     return {"headers": HEADERS, "data": rows}
 
 
@@ -36,7 +36,7 @@ def add_expert(ctx: Context, ex: Viewer | None, name: str, role: str, password: 
         name = (name or "").strip()
         if not name:
             return "Give a name."
-        if ctx.store.expert(name) is None:
+        if ctx.read.expert(name) is None:
             experts.create_expert(ctx.store, name, role, password or None, actor=ex.name)
         else:
             experts.update_expert(ctx.store, name, role=role, password=password or None,

@@ -25,7 +25,7 @@ def export_history(ctx: Context, ex: Viewer | None) -> dict[str, Any]:
     rows = [[b.id, b.kind, str(b.created)[:19], b.actor, b.path or "",
              (b.manifest or {}).get("rows", ""), (b.manifest or {}).get("renderer", ""),
              ((b.manifest or {}).get("left_out") or {}).get("total", "")]
-            for b in ctx.store.export_batches()]  # fmt: skip
+            for b in ctx.read.export_batches()]  # fmt: skip
     return {"headers": HISTORY_HEADERS, "data": rows}
 
 

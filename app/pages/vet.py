@@ -173,7 +173,7 @@ def _panels(
 def _build_panels(
     ctx: Context, info: dict[str, Any], traj: Trajectory | None, display: Display
 ) -> _Panels:
-    spec = ctx.store.load_spectrum(info["cid"])
+    spec = ctx.read.load_spectrum(info["cid"])
     meta = {
         "ra": spec.meta.ra, "dec": spec.meta.dec, "snr": spec.meta.snr,
         "simulated": spec.meta.simulated, "survey": spec.meta.survey,
@@ -289,13 +289,10 @@ def empty_view(message: str) -> VetView:
 
 
 def _info(ctx: Context, cid: int, ex: Viewer) -> tuple[dict[str, Any], Trajectory | None]:
-    c = ctx.store.candidate(cid)
-    traj = ctx.store.trajectory(c.trajectory_id) if c.trajectory_id is not None else None
-    reviews = ctx.store.reviews(candidate_id=cid)
-    me = ctx.store.expert(ex.name)
-    mine = next((r for r in reviews if me is not None and r.expert_id == me.id), None)
-    if mine is not None and mine.action == "undo":
-        mine = None  # taken back: the item is undecided for this expert
+    c = ctx.read.candidate(cid)
+    traj = ctx.read.trajectory(c.trajectory_id) if c.trajectory_id is not None else None
+    reviews = review.decisions(ctx.store, cid)  # a taken-back review is no decision
+    mine = review.my_decision(ctx.store, ex.name, cid)
     info = {
         "cid": c.id, "tid": c.trajectory_id, "id": c.key, "task": c.task, "survey": c.survey, "split": c.split,
         "spectrum_ref": c.spectrum_ref, "reviews": reviews, "gold": c.is_gold,
@@ -349,16 +346,6 @@ def store_filters(f: QueueFilters):
     )
 
 
-def _my_review(ctx: Context, ex: Viewer, cid: int) -> Any:
-    """This expert's decision on the candidate (one review per expert and candidate), or
-    None (also when they took it back)."""
-    me = ctx.store.expert(ex.name)
-    if me is None:
-        return None
-    r = next(iter(ctx.store.reviews(candidate_id=cid, expert=me.id)), None)
-    return None if r is None or r.action == "undo" else r
-
-
 def _push(state: dict, cid: int) -> dict:
     hist = [h for h in (state.get("history") or [])]
     hist.append(cid)
@@ -378,16 +365,36 @@ def vet_next(
     state = dict(state or new_state())
     hist = list(state.get("history") or [])
     pos = int(state.get("pos", -1))
-    if 0 <= pos < len(hist) - 1:
-        state["pos"] = pos + 1
-        return _show(ctx, ex, state, hist[pos + 1], display)
+    queue = ctx.queue()
+    gone: list[str] = []
+    for i in range(pos + 1, len(hist)):  # through the history first, to items still ours
+        if _held(ctx, queue, ex, hist[i], gone):
+            state["pos"] = i
+            return _show(ctx, ex, state, hist[i], display, _gone(gone))
     try:
-        cid = ctx.queue().next_id(ex.name, store_filters(filters), exclude=hist)
+        cid = queue.next_id(ex.name, store_filters(filters), exclude=hist)
     except (*USER_ERRORS, ValueError) as e:  # a bad filter value names itself
         return _show(ctx, ex, state, state.get("current"), display, f"Queue: {escape(e)}")
     if cid is None:
-        return _show(ctx, ex, state, None, display, "Nothing left in the queue for these filters.")
-    return _show(ctx, ex, _push(state, cid), cid, display)
+        return _show(ctx, ex, state, None, display,
+                     _gone(gone) + "Nothing left in the queue for these filters.")  # fmt: skip
+    return _show(ctx, ex, _push(state, cid), cid, display, _gone(gone))
+
+
+def _held(ctx: Context, queue: Any, ex: Viewer, cid: int, gone: list[str]) -> bool:
+    """Whether the expert may still decide `cid` (leased to them if so); the key of an item
+    another expert has taken meanwhile is added to `gone`."""
+    if queue.hold(ex.name, cid):
+        return True
+    gone.append(ctx.read.candidate(cid).key)
+    return False
+
+
+def _gone(keys: list[str]) -> str:
+    if not keys:
+        return ""
+    return (f"Passed over {escape(', '.join(keys))}: taken by another expert meanwhile "
+            "(the team's overlap is reached). ")  # fmt: skip
 
 
 def vet_prev(
@@ -398,11 +405,15 @@ def vet_prev(
     state = dict(state or new_state())
     hist = list(state.get("history") or [])
     pos = int(state.get("pos", -1))
-    if pos <= 0:
-        cid = hist[0] if hist else None
-        return _show(ctx, ex, state, cid, display, "This is the first candidate of the session.")
-    state["pos"] = pos - 1
-    return _show(ctx, ex, state, hist[pos - 1], display)
+    queue = ctx.queue()
+    gone: list[str] = []
+    for i in range(pos - 1, -1, -1):  # back through the history, to items still ours
+        if _held(ctx, queue, ex, hist[i], gone):
+            state["pos"] = i
+            return _show(ctx, ex, state, hist[i], display, _gone(gone))
+    cid = state.get("current")
+    return _show(ctx, ex, state, cid, display,
+                 _gone(gone) + "This is the first candidate of the session.")  # fmt: skip
 
 
 def vet_refresh(ctx: Context, ex: Viewer | None, state: dict, display: Display):
@@ -417,7 +428,7 @@ def tasks_of(ctx: Context, key: str) -> list[str]:
     """The tasks `key` is a candidate of (an object may be screened for several)."""
     from agent.tasks import TASKS
 
-    return [t for t in TASKS if (c := ctx.store.find_candidate(key, t)) and c.key == key]
+    return [t for t in TASKS if (c := ctx.read.find_candidate(key, t)) and c.key == key]
 
 
 def vet_jump(
@@ -477,7 +488,7 @@ def vet_act(
         return state or new_state(), empty_view("Log in to vet.")
     state = dict(state or new_state())
     cid = state.get("current")
-    if action not in review.ACTIONS:
+    if action not in review.DECISIONS:
         return _show(ctx, ex, state, cid, display, f"Unknown action {escape(action)}.")
     if cid is None:
         return vet_next(ctx, ex, state, filters, display)
@@ -491,10 +502,16 @@ def vet_act(
         return _show(ctx, ex, state, cid, display, "Choose the correct label (YES or NO) first.")
     seconds = _seconds(state, active_seconds)
     note = (comment or state.get("comment") or None) or None
-    mine = _my_review(ctx, ex, cid)
+    mine = review.my_decision(ctx.store, ex.name, cid)
     grade = state.get("grade") or (mine.grade if mine is not None else None)
     # the redshift the expert typed (or adopted) on this candidate is stored with the decision
     z, z_source = desk.chosen_z(state)
+    if not ctx.queue().hold(ex.name, cid):  # served to another expert while this one looked
+        state["comment"], state["grade"] = None, None
+        st, view = vet_next(ctx, ex, state, filters, display)
+        view.message = (f"Not saved: {escape(state.get('key') or cid)} was taken by another "
+                        "expert meanwhile (the team's overlap is reached). " + view.message)  # fmt: skip
+        return st, view
     try:
         review.decide(ctx.store, ex.name, cid, action, label=label, explanation=explanation,
                       wrong_step=step, comment=note, seconds=seconds, grade=grade,
@@ -520,12 +537,12 @@ def vet_comment(ctx: Context, ex: Viewer | None, state: dict, text: str) -> tupl
     if ex is None:
         return state, "Log in first."
     cid = state.get("current")
-    text = (text or "").strip()[:2000]
+    text = (text or "").strip()[: review.MAX_TEXT]
     if not cid:
         return state, "Nothing to comment on."
     if not text:
         return state, "Write a comment first."
-    mine = _my_review(ctx, ex, cid)
+    mine = review.my_decision(ctx.store, ex.name, cid)
     if mine is None:
         state["comment"] = text
         return state, "Comment kept: it is saved with your decision on this candidate."
@@ -584,7 +601,7 @@ def vet_grade(ctx: Context, ex: Viewer | None, state: dict, grade: Any) -> tuple
         return state, f"A grade is 1-4 (got {g})."
     if cid is None:
         return state, "Nothing to grade."
-    mine = _my_review(ctx, ex, cid)
+    mine = review.my_decision(ctx.store, ex.name, cid)
     if mine is None:
         state["grade"] = g
         return state, f"Grade {g} kept: it is saved with your decision on this candidate."
@@ -603,13 +620,15 @@ def vet_undo(
     if ex is None:
         return state or new_state(), empty_view("Log in to vet.")
     state = dict(state or new_state())
+    shown = state.get("current")
     try:
-        last = review.undo(ctx.store, ex.name)
+        done = review.undo(ctx.store, ex.name, lease_seconds=ctx.queue().config.lease_seconds,
+                           keep=[shown] if shown is not None else [])  # fmt: skip
     except Exception as e:
-        return _show(ctx, ex, state, state.get("current"), display, refusal("Not undone", e))
-    if last is None:
-        return _show(ctx, ex, state, state.get("current"), display, "Nothing to undo.")
-    ctx.store.claim(ex.name, last.candidate_id)
+        return _show(ctx, ex, state, shown, display, refusal("Not undone", e))
+    if done is None:
+        return _show(ctx, ex, state, shown, display, "Nothing to undo.")
+    last = done.taken
     hist = list(state.get("history") or [])
     if last.candidate_id in hist:
         state["pos"] = hist.index(last.candidate_id)
@@ -617,7 +636,12 @@ def vet_undo(
         state = _push(state, last.candidate_id)
     state["current"] = None  # the clock starts again
     st, view = _show(ctx, ex, state, last.candidate_id, display)
-    view.message = f"Took back your **{escape(last.action)}**; decide again."
+    now = done.now
+    back = ("it is undecided again" if now.action == "undo"
+            else f"your earlier **{escape(now.action)}** is back")  # fmt: skip
+    view.message = f"Took back your **{escape(last.action)}**: {back}."
+    if done.others:
+        view.message += f" Also open for {escape(', '.join(done.others))}."
     return st, view
 
 
@@ -642,7 +666,8 @@ def prefetch(
         if 0 <= pos < len(hist) - 1:
             nxt = hist[pos + 1]
         else:
-            nxt = ctx.queue().next_id(ex.name, store_filters(filters), exclude=hist)
+            # the item shown keeps its lease while the next one is drawn ahead
+            nxt = ctx.queue().next_id(ex.name, store_filters(filters), exclude=hist, keep=[cid])
         prev = hist[pos - 1] if 0 < pos < len(hist) else None
         for name, other in (("next", nxt), ("prev", prev)):
             if other is None or other == cid:

@@ -20,10 +20,12 @@ from app.pages import desk
 from app.pages import vet as vet_page
 from app.plots import to_json
 from app.ui.plotdata import plotly
+from db.models import MAX_TEXT
+from db.models import SPLITS as MODEL_SPLITS
 
 CONF_BANDS = ["all", "0.0-0.2", "0.2-0.4", "0.4-0.6", "0.6-0.8", "0.8-1.0"]
 STATUSES = ["any", "unreviewed", "reviewed", "conflict", "flagged"]
-SPLITS = ["all", "train", "test", "holdout"]
+SPLITS = ["all", *MODEL_SPLITS]
 # Vet events: no progress overlay on a dozen outputs (it costs the browser a re-layout per
 # switch, and a switch is over before an overlay would help).
 FAST: dict[str, Any] = {"show_progress": "hidden"}
@@ -108,7 +110,7 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
         with gr.Row(elem_id="reject-reason-row"):
             reason = gr.Textbox(
                 label="reject: what should the model have concluded? (Enter saves, "
-                "Esc saves without a reason)", lines=1, max_lines=1, max_length=2000,
+                "Esc saves without a reason)", lines=1, max_lines=1, max_length=MAX_TEXT,
                 elem_id="reject-reason",
             )  # fmt: skip
         # a Column, not a Group: Gradio gives a Group's id to two nested elements
@@ -121,10 +123,10 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                 label="reasoning the model should learn: about the spectrum, in the first "
                 "person, as the model would write it (trained on)",
                 placeholder="e.g. I see strong C2 Swan bands at 4737 and 5165 Å, so ...",
-                lines=3, max_length=2000, elem_id="correct-explanation",
+                lines=3, max_length=MAX_TEXT, elem_id="correct-explanation",
             )  # fmt: skip
             c_note = gr.Textbox("", label="note to other experts (not trained on)", lines=1,
-                                max_length=2000, elem_id="correct-note")  # fmt: skip
+                                max_length=MAX_TEXT, elem_id="correct-note")  # fmt: skip
             c_save = gr.Button(
                 "Save correction (Ctrl+Enter)",
                 variant="primary",

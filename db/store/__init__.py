@@ -5,7 +5,7 @@
     run_id = store.start_run("rules", None, "fast", {"max_turns": 8})
     store.record_trajectory(traj, run_id)      # agent.trajectory.Trajectory -> trajectory id
     cid = store.next_item("ada", QueueConfig(overlap=1))   # leases the item to "ada"
-    store.record_review("ada", cid, "reject", comment="no C2 bands", seconds=7.5)
+    store.record_review("ada", cid, "reject", label="NO", seconds=7.5)   # as annotate derived it
 
 Opening a store runs the Alembic migrations up to head. Every write runs in one transaction
 together with its `AuditEvent`; SQLite writes start with BEGIN IMMEDIATE so concurrent
@@ -38,10 +38,11 @@ Public methods (all take/return plain values, dataclasses or detached rows):
 Layout: `core` (engine, locks, transactions, audit, migrations, settings), one module per
 resource (`candidates`, `runs`, `accounts` with the hashing in `auth`, `queue`, `reviews`,
 `authored`, `dashboard`, `exports`, `campaign`), the plain `records` handed out, the pure
-`rules` (queue priority, review labels) and the `errors`. `Store` mixes the resources into
+`rules` (queue priority, majority label) and the `errors`. `Store` mixes the resources into
 one object.
 
-Errors: `StoreError` (bad input, names the item), `NotFound`, `StorePermissionError`
+Errors: `StoreError` (bad input, names the item), `DatabaseError` (the database cannot be
+opened or used; names it, not the flag that chose it), `NotFound`, `StorePermissionError`
 (also a PermissionError: e.g. revising another expert's review).
 """
 
@@ -54,12 +55,12 @@ from db.store.campaign import CampaignMixin, PopulationRow
 from db.store.candidates import SURVEY_META, CandidatesMixin
 from db.store.core import DEFAULT_DB, MIGRATIONS, REPO, CoreMixin, code_version, file_hash
 from db.store.dashboard import DashboardMixin
-from db.store.errors import NotFound, StoreError, StorePermissionError
+from db.store.errors import DatabaseError, NotFound, StoreError, StorePermissionError
 from db.store.exports import ExportsMixin
 from db.store.queue import QueueMixin
 from db.store.records import AddReport, CandidateInfo, DashboardStats, Filters, QueueConfig
 from db.store.reviews import ReviewsMixin
-from db.store.rules import UNVETTED_PRIORITY, derive_label, queue_priority, resolve_label
+from db.store.rules import UNVETTED_PRIORITY, queue_priority, resolve_label
 from db.store.runs import RunsMixin, run_fingerprint, trajectory_record
 
 __all__ = [
@@ -72,6 +73,7 @@ __all__ = [
     "AddReport",
     "CandidateInfo",
     "DashboardStats",
+    "DatabaseError",
     "Filters",
     "NotFound",
     "PopulationRow",
@@ -80,7 +82,6 @@ __all__ = [
     "StoreError",
     "StorePermissionError",
     "code_version",
-    "derive_label",
     "file_hash",
     "hash_password",
     "queue_priority",

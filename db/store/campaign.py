@@ -75,39 +75,41 @@ class CampaignMixin:
         lease_seconds: float,
         filters: Filters | None = None,
         exclude: Sequence[int] = (),
+        keep: Sequence[int] = (),
     ) -> int | None:
         """Lease to `expert` an item of the audit sample nobody has reviewed yet (auto-accepted
         ones included: that is the point), in an order unrelated to ingest order; None when
         none is left or the expert still holds an item it has not decided, other than those in
-        `exclude` (the queue serves that one first)."""
+        `exclude` (the queue serves that one first). The expert's other leases end, but those
+        in `keep`, as `next_item` does."""
         C, L, R = m.Candidate, m.Lease, m.Review
         with self._tx(ephemeral=True) as s:
             e = self._expert(s, expert)
             if self.is_postgres:
                 s.execute(text("SELECT pg_advisory_xact_lock(7402)"))
             now = utcnow()
-            decided = exists().where(
-                R.candidate_id == L.candidate_id, R.expert_id == e.id, R.action != "undo"
-            )
-            held = exists().where(L.expert_id == e.id, L.expires > now, ~decided)
-            if exclude:  # items the expert has moved past do not hold the queue up
-                held = held.where(L.candidate_id.not_in(list(exclude)))
-            if s.scalar(select(held)):
-                return None
             try:
-                q = self._filtered(s, select(C.id), filters)
+                base = self._filtered(s, select(C.id), filters)
             except NotFound:
+                return None
+            if exclude:  # items the expert has moved past do not hold the queue up
+                base = base.where(C.id.not_in(list(exclude)))
+            decided = exists().where(
+                R.candidate_id == C.id, R.expert_id == e.id, R.action != "undo"
+            )
+            held = base.join(L, L.candidate_id == C.id).where(
+                L.expert_id == e.id, L.expires > now, ~decided
+            )
+            if s.scalar(held.limit(1)) is not None:
                 return None
             leased = exists().where(L.candidate_id == C.id, L.expires > now, L.expert_id != e.id)
             mine = exists().where(R.candidate_id == C.id, R.expert_id == e.id)
-            q = q.where(C.audit_inclusion.is_not(None), C.review_count == 0, ~leased, ~mine)
-            if exclude:
-                q = q.where(C.id.not_in(list(exclude)))
+            q = base.where(C.audit_inclusion.is_not(None), C.review_count == 0, ~leased, ~mine)
             # a multiplicative hash of the id: the sample's unreviewed remainder, when the
             # campaign stops, is then a random part of it rather than the latest ingested
             cid = s.scalar(q.order_by((C.id * 2654435761) % 4294967296, C.id).limit(1))
             if cid is not None:
-                self._lease(s, cid, e.id, now, lease_seconds)
+                self._lease(s, cid, e.id, now, lease_seconds, keep)
             return cid
 
     def catalogue_rows(self, task: str) -> list[dict[str, Any]]:

@@ -27,8 +27,8 @@ from sqlalchemy.pool import StaticPool
 
 from db import models as m
 from db.models import utcnow
-from db.store.errors import StoreError
-from db.store.rules import MODEL_CALIBRATION, VETTED, calibrated_confidence, queue_priority
+from db.store.errors import DatabaseError
+from db.store.rules import MODEL_CALIBRATION, VETTED, queue_confidence, queue_priority
 
 log = logging.getLogger(__name__)
 
@@ -87,8 +87,8 @@ class CoreMixin:
         try:
             self.url = make_url(url_s)
         except ArgumentError:
-            raise StoreError(
-                f"--db {str(url)!r} is not a database: give a file path, sqlite:///FILE or "
+            raise DatabaseError(
+                f"{str(url)!r} is not a database: give a file path, sqlite:///FILE or "
                 "postgresql+psycopg://USER@HOST/NAME"
             ) from None
         self.is_sqlite = self.url.get_backend_name() == "sqlite"
@@ -103,9 +103,9 @@ class CoreMixin:
             try:
                 folder.mkdir(parents=True, exist_ok=True)
             except OSError as err:
-                raise StoreError(
+                raise DatabaseError(
                     f"{self._where()}: cannot create its folder {str(folder)!r} "
-                    f"({err.strerror or err}); point --db at a writable place"
+                    f"({err.strerror or err}); choose a place you can write to"
                 ) from None
             kwargs.update(
                 connect_args={"check_same_thread": False, "timeout": busy_timeout_ms / 1000}
@@ -115,8 +115,8 @@ class CoreMixin:
         try:
             self.engine: Engine = create_engine(self.url, **kwargs)
         except (NoSuchModuleError, ArgumentError, ImportError) as err:
-            raise StoreError(
-                f"--db {self._where()}: no database driver for "
+            raise DatabaseError(
+                f"{self._where()}: no database driver for "
                 f"{self.url.drivername!r} ({err}); use a file path, sqlite:///FILE or "
                 "postgresql+psycopg://USER@HOST/NAME"
             ) from None
@@ -162,25 +162,25 @@ class CoreMixin:
             return repr(self.url.database or ":memory:")
         return repr(self.url.render_as_string(hide_password=True))
 
-    def _unusable(self, err: DBAPIError) -> StoreError:
+    def _unusable(self, err: DBAPIError) -> DatabaseError:
         """A one-line error for a database that cannot be opened or written, saying what to do."""
         what = str(err.orig).strip().splitlines()[0] if err.orig is not None else str(err)
         if "locked" in what or "busy" in what:
-            return StoreError(
+            return DatabaseError(
                 f"{self._where()}: the database is locked by another process (waited "
                 f"{self._busy_timeout_s:g} s); retry when that process has finished, or stop it"
             )
         if self.is_sqlite and "not a database" in what:
-            return StoreError(
-                f"{self._where()}: not a SQLite database ({what}); point --db at a Loupe "
-                "database or at a new file name"
+            return DatabaseError(
+                f"{self._where()}: not a SQLite database ({what}); give a Loupe database or "
+                "a new file name"
             )
         if self.is_sqlite and "unable to open" in what:
-            return StoreError(
-                f"{self._where()}: cannot open the database file ({what}); point --db at a "
-                "file (not a folder) in a folder you can write to"
+            return DatabaseError(
+                f"{self._where()}: cannot open the database file ({what}); give a file (not "
+                "a folder) in a folder you can write to"
             )
-        return StoreError(f"{self._where()}: cannot use the database ({what}); check --db")
+        return DatabaseError(f"{self._where()}: cannot use the database ({what})")
 
     def __enter__(self) -> Self:
         return self
@@ -294,7 +294,7 @@ class CoreMixin:
                 {
                     "id": r.id,
                     "priority": queue_priority(
-                        calibrated_confidence(r.confidence, r.name, cals.get(r.fingerprint)),
+                        queue_confidence(r.confidence, r.name, cals.get(r.fingerprint)),
                         vetted=r.state in VETTED,
                         disagreement=r.disagreement,
                         threshold=threshold,
@@ -321,7 +321,7 @@ class CoreMixin:
             .join(m.Task, m.Task.id == c.task_id)
             .where(m.Trajectory.id == c.trajectory_id)
         ).one()
-        return calibrated_confidence(c.confidence, task, cals.get(fp))
+        return queue_confidence(c.confidence, task, cals.get(fp))
 
     # -- audit --------------------------------------------------------------------------
     def audit_events(

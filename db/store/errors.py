@@ -9,6 +9,12 @@ class StoreError(LoupeError, ValueError):
     """Bad input for the store; the message names the item and the problem."""
 
 
+class DatabaseError(StoreError):
+    """The database itself cannot be opened or used (a bad URL, a missing driver, a file
+    that is no database, a locked or unwritable one); the message names the database. The
+    command that was given it says which flag chose it."""
+
+
 class NotFound(StoreError, LookupError):
     pass
 

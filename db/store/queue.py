@@ -30,6 +30,7 @@ class QueueMixin:
         *,
         gold: bool | None = None,
         exclude: Sequence[int] = (),
+        keep: Sequence[int] = (),
     ) -> int | None:
         """Lease and return the id of the next candidate `expert` should review, or None.
 
@@ -40,7 +41,8 @@ class QueueMixin:
         `round(1/gold_rate)`-th item is drawn from the gold set when `gold` is None. An item
         the expert already holds a live lease on is served again first. Items in `exclude`
         (those the expert has just moved past) are not served; an item whose review the
-        expert took back ("undo") is served again.
+        expert took back ("undo") is served again. The expert's leases on other items end,
+        except on those in `keep` (the item they are looking at while the next is drawn).
         """
         config = config or QueueConfig()
         if config.overlap < 1:
@@ -84,7 +86,7 @@ class QueueMixin:
                         break
                 if cid is None:
                     return None
-            self._lease(s, cid, e.id, now, config.lease_seconds)
+            self._lease(s, cid, e.id, now, config.lease_seconds, keep)
             return cid
 
     def _queue_query(self, base, expert_id: int, now, config: QueueConfig, gold: bool):
@@ -112,12 +114,24 @@ class QueueMixin:
             q = q.where(or_(C.confidence.is_(None), (C.confidence > lo) & (C.confidence < hi)))
         return q.order_by(C.review_count, C.priority, C.id).limit(1)
 
-    def _lease(self, s: Session, cid: int, expert_id: int, now, seconds: float) -> None:
+    def _lease(
+        self,
+        s: Session,
+        cid: int,
+        expert_id: int,
+        now,
+        seconds: float,
+        keep: Sequence[int] | None = (),
+    ) -> None:
+        """Lease `cid` to the expert. Serving a new item releases the expert's other leases
+        but those in `keep` (None keeps them all)."""
         expires = now + dt.timedelta(seconds=seconds)
-        # One item at a time per expert: serving a new one releases the previous lease.
-        s.execute(
-            delete(m.Lease).where(m.Lease.expert_id == expert_id, m.Lease.candidate_id != cid)
-        )
+        if keep is not None:
+            s.execute(
+                delete(m.Lease).where(
+                    m.Lease.expert_id == expert_id, m.Lease.candidate_id.not_in([cid, *keep])
+                )
+            )
         row = s.scalars(
             select(m.Lease).where(m.Lease.expert_id == expert_id, m.Lease.candidate_id == cid)
         ).first()
@@ -127,10 +141,15 @@ class QueueMixin:
             row.expires = expires
 
     def claim(
-        self, expert: str | int, candidate_id: int, lease_seconds: float = DEFAULTS.lease_seconds
+        self,
+        expert: str | int,
+        candidate_id: int,
+        lease_seconds: float = DEFAULTS.lease_seconds,
+        keep: Sequence[int] = (),
     ) -> list[str]:
-        """Lease a chosen item (jump-to-id); returns the names of other experts holding a
-        live lease on it, so the app can warn."""
+        """Lease a chosen item (jump-to-id, undo) whatever others hold; returns the names of
+        other experts holding a live lease on it, so the app can warn. The expert's other
+        leases end, but those in `keep`."""
         with self._tx(ephemeral=True) as s:
             e = self._expert(s, expert)
             self._get_candidate(s, candidate_id)
@@ -146,8 +165,53 @@ class QueueMixin:
                     )
                 )
             )
-            self._lease(s, candidate_id, e.id, now, lease_seconds)
+            self._lease(s, candidate_id, e.id, now, lease_seconds, keep)
             return others
+
+    def hold(self, expert: str | int, candidate_id: int, config: QueueConfig | None = None) -> bool:
+        """Whether `expert` may decide this item now, leasing it to them if so: they have
+        reviewed it already, or hold a live lease on it, or its reviews plus other experts'
+        live leases are under `config.overlap` (what the queue would serve). Taken in the
+        queue's lock, so two experts never both get the last slot. Renewing a live lease
+        leaves the expert's others alone; taking a new one ends them."""
+        config = config or QueueConfig()
+        with self._tx(ephemeral=True) as s:
+            e = self._expert(s, expert)
+            if self.is_postgres:
+                s.execute(text("SELECT pg_advisory_xact_lock(7402)"))
+            c = self._get_candidate(s, candidate_id)
+            now = utcnow()
+            if s.scalar(
+                select(
+                    exists().where(
+                        m.Review.candidate_id == c.id,
+                        m.Review.expert_id == e.id,
+                        m.Review.action != "undo",
+                    )
+                )
+            ):
+                return True  # their own decision: theirs to look at and revise
+            mine = exists().where(
+                m.Lease.candidate_id == c.id, m.Lease.expert_id == e.id, m.Lease.expires > now
+            )
+            if s.scalar(select(mine)):
+                # renewed; the item drawn ahead for them keeps its lease too
+                self._lease(s, c.id, e.id, now, config.lease_seconds, keep=None)
+                return True
+            others = s.scalar(
+                select(func.count())
+                .select_from(m.Lease)
+                .where(
+                    m.Lease.candidate_id == c.id,
+                    m.Lease.expires > now,
+                    m.Lease.expert_id != e.id,
+                )
+            )
+            # gold items are served to every expert, as the queue does
+            if not c.is_gold and c.review_count + others >= config.overlap:
+                return False
+            self._lease(s, c.id, e.id, now, config.lease_seconds)
+            return True
 
     def release(self, expert: str | int, candidate_id: int | None = None) -> None:
         with self._tx(ephemeral=True) as s:

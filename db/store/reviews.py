@@ -15,7 +15,6 @@ from db import models as m
 from db.models import utcnow
 from db.store.errors import NotFound, StoreError, StorePermissionError
 from db.store.records import CandidateInfo, Filters
-from db.store.rules import derive_label
 
 
 class ReviewsMixin:
@@ -38,21 +37,29 @@ class ReviewsMixin:
         grade: int | None = None,
         redshift: float | None = None,
         redshift_source: str | None = None,
+        kind: str = "decision",
+        hold_seconds: float | None = None,
     ) -> m.Review:
-        """Record (or revise) `expert`'s review of a candidate; returns the stored review.
+        """Store `expert`'s review of a candidate as given (or a new version of it); returns
+        the stored review. What a decision means (its label) is decided by the caller
+        (`annotate.review`); the store checks only that the row is consistent: a known
+        action, a label exactly on the actions that set one, a `wrong_step` inside the
+        trajectory judged (`trajectory_id`, default the candidate's current one).
 
-        accept/reject judge the agent trajectory shown (`trajectory_id`, default the
-        candidate's current one); correct sets `label` and may name the `wrong_step` and a
-        corrected `explanation` (a reject may carry its reason there too). `grade` (1-4) is
-        the expert's certainty; `redshift` with `redshift_source` ("agent" or "expert") the
-        redshift they adopted or typed. An "undo" takes the decision back (no label; the
-        expert may decide again). One review per expert and candidate: a second call is a
-        revision (the old version goes to review_history), and an identical repeat is a
-        no-op, so a retried request never stores twice. Passing `review_id` of another
-        expert's review raises StorePermissionError.
+        One review per expert and candidate: a second call is a revision (the old version
+        goes to review_history), and an identical repeat is a no-op, so a retried request
+        never stores twice. `kind` ("decision", "edit" of a comment or grade, "undo") names
+        the write in the audit trail, which is how a later undo finds the state before a
+        decision. The expert's lease on the item ends, unless `hold_seconds` renews it (an
+        undo gives the item back to its expert). Passing `review_id` of another expert's
+        review raises StorePermissionError.
         """
         if seconds is not None and (not math.isfinite(seconds) or seconds < 0):
             raise StoreError(f"seconds on item must be a non-negative number (got {seconds})")
+        if action not in m.ACTIONS:
+            raise StoreError(f"unknown review action {action!r} (expected one of {m.ACTIONS})")
+        if kind not in KINDS:
+            raise StoreError(f"unknown kind of review write {kind!r} (expected one of {KINDS})")
         _check_extras(grade, redshift, redshift_source, explanation, comment)
         with self._tx() as s:
             e = self._expert(s, expert)
@@ -78,17 +85,20 @@ class ReviewsMixin:
                         m.Review.candidate_id == c.id, m.Review.expert_id == e.id
                     )
                 ).first()
+            if (label in m.LABELS) != (action in m.LABEL_ACTIONS):
+                raise StoreError(
+                    f"candidate {c.key} (#{c.id}): a {action!r} review "
+                    + ("needs a label YES or NO" if action in m.LABEL_ACTIONS else "has no label")
+                    + f" (got {label!r})"
+                )
             tid = trajectory_id if trajectory_id is not None else c.trajectory_id
-            verdict, n_steps = None, None
+            n_steps = None
             if tid is not None:
                 tr = s.get(m.Trajectory, tid)
                 if tr is None or tr.candidate_id != c.id:
                     raise StoreError(f"trajectory #{tid} is not a trajectory of candidate #{c.id}")
-                verdict, n_steps = tr.verdict, len(tr.steps or [])
-            try:
-                new_label = derive_label(action, verdict, label)
-            except StoreError as err:
-                raise StoreError(f"candidate {c.key} (#{c.id}): {err}") from None
+                n_steps = len(tr.steps or [])
+            new_label = label
             if wrong_step is not None:
                 if action not in ("correct", "reject"):
                     raise StoreError(f"wrong_step applies to reject/correct, not {action!r}")
@@ -109,7 +119,7 @@ class ReviewsMixin:
                 redshift_source=redshift_source,
             )
             if existing is not None:
-                if all(getattr(existing, k) == v for k, v in values.items()):
+                if kind != "undo" and all(getattr(existing, k) == v for k, v in values.items()):
                     return existing  # an identical retry
                 s.add(
                     m.ReviewRevision(
@@ -145,10 +155,15 @@ class ReviewsMixin:
                     .values(review_count=m.Expert.review_count + 1)
                 )
                 verb = "review"
+            if kind != "decision":
+                verb = f"{kind}_review"
             s.flush()
-            s.execute(
-                delete(m.Lease).where(m.Lease.candidate_id == c.id, m.Lease.expert_id == e.id)
-            )
+            if hold_seconds is None:
+                s.execute(
+                    delete(m.Lease).where(m.Lease.candidate_id == c.id, m.Lease.expert_id == e.id)
+                )
+            else:
+                self._lease(s, c.id, e.id, utcnow(), hold_seconds, keep=None)
             self._refresh_candidate(s, c, self._threshold(s))
             self._audit(
                 s,
@@ -251,7 +266,7 @@ class ReviewsMixin:
         return self.list_candidates(Filters(task=task, status="conflict"), limit=limit, order="id")
 
 
-MAX_TEXT = 2000  # characters in a review's explanation or comment
+KINDS = ("decision", "edit", "undo")  # what a review write is, as the audit trail names it
 
 
 def _check_extras(
@@ -273,5 +288,5 @@ def _check_extras(
     elif redshift_source is not None:
         raise StoreError("redshift_source given without a redshift")
     for name, text in (("explanation", explanation), ("comment", comment)):
-        if text is not None and len(text) > MAX_TEXT:
-            raise StoreError(f"{name} is {len(text)} characters; at most {MAX_TEXT} are kept")
+        if text is not None and len(text) > m.MAX_TEXT:
+            raise StoreError(f"{name} is {len(text)} characters; at most {m.MAX_TEXT} are kept")

@@ -1,43 +1,42 @@
-"""Pure rules the store applies inside its transactions (annotate re-exports them): the
-queue's sort key and how reviews become labels."""
+"""The sort key and label columns the store keeps current inside its transactions: the
+queue's priority and the majority of the experts' labels. What a review's action means for
+its label is `annotate.review.derive_label`."""
 
 from __future__ import annotations
 
 import math
 
-from db import models as m
-from db.store.errors import StoreError
+import numpy as np
 
 UNVETTED_PRIORITY = 1e6  # candidates with no agent trajectory come after every vetted one
 VETTED = ("done", "max_turns")  # trajectory states a human can judge
-# Setting holding the model calibrations: run fingerprint -> {"tasks": {task: TaskModel}}
-# (`launch.py calibrate --run ID` writes it, the queue reads it).
+# Setting holding the model calibrations: run fingerprint -> {"tasks": {task: fitted model},
+# "queue_maps": {task: curve}} (`annotate.run_calibration` writes it, the queue reads the
+# curves).
 MODEL_CALIBRATION = "model_calibration"
 
 
-def calibrated_confidence(
-    confidence: float | None, task: str | None, calibration: dict | None
+def queue_confidence(
+    confidence: float | None, task: str | None, entry: dict | None
 ) -> float | None:
-    """P(YES) as a run's fitted calibration maps it for this task (unchanged without one).
+    """P(YES) as the queue ranks it: mapped through the curve a run's calibration entry
+    keeps for this task (`queue_maps`: {task: {"x": logits, "p": P(YES)}}, written by
+    `annotate.run_calibration`), linear between its points in logit P(YES); unchanged
+    without one.
 
-    A calibration entry is `{"tasks": {task: {...TaskModel fields}}}`, fitted on the logit of
-    the model's P(YES): `platt` is temperature scaling with a bias, `isotonic` a monotone map.
-
-    >>> cal = {"tasks": {"cv": {"kind": "platt", "a": 0.5, "b": 0.0}}}
-    >>> round(calibrated_confidence(0.99, "cv", cal), 3), calibrated_confidence(0.99, "x", cal)
-    (0.909, 0.99)
-    >>> calibrated_confidence(None, "cv", cal) is None
-    True
+    >>> entry = {"queue_maps": {"cv": {"x": [-2.0, 0.0, 2.0], "p": [0.3, 0.5, 0.7]}}}
+    >>> round(queue_confidence(0.5, "cv", entry), 3), queue_confidence(0.99, "x", entry)
+    (0.5, 0.99)
+    >>> queue_confidence(0.999, "cv", entry), queue_confidence(None, "cv", entry) is None
+    (0.7, True)
     """
-    if confidence is None or not calibration or not math.isfinite(confidence):
+    if confidence is None or not entry or not math.isfinite(confidence):
         return confidence
-    spec = (calibration.get("tasks") or {}).get(task)
-    if not spec or spec.get("kind", "rules") == "rules":
+    curve = (entry.get("queue_maps") or {}).get(task)
+    if not curve:
         return confidence
-    from agent.policies.rules.learned import TaskModel
-
     p = min(max(float(confidence), 1e-6), 1 - 1e-6)
-    return TaskModel(**spec).p_yes(math.log(p / (1 - p)), {}, float(confidence))
+    return float(np.interp(math.log(p / (1 - p)), curve["x"], curve["p"]))
 
 
 def queue_priority(
@@ -67,37 +66,6 @@ def queue_priority(
     b = math.floor(d / bucket + 1e-9)
     frac = min(max(d / bucket - b, 0.0), 0.999)
     return 2.0 * b + (0.0 if disagreement else 1.0) + frac
-
-
-def derive_label(action: str, verdict: str | None, label: str | None) -> str | None:
-    """The label a review sets: accept keeps the agent's verdict, reject flips it, correct
-    takes the expert's; skip, flag and undo set none.
-
-    >>> derive_label("accept", "YES", None), derive_label("reject", "YES", None)
-    ('YES', 'NO')
-    >>> derive_label("correct", "YES", "YES"), derive_label("skip", "NO", None)
-    ('YES', None)
-    """
-    if action not in m.ACTIONS:
-        raise StoreError(f"unknown review action {action!r} (expected one of {m.ACTIONS})")
-    if action in ("skip", "flag", "undo"):
-        return None
-    if action == "correct":
-        if label not in m.LABELS:
-            raise StoreError(f"'correct' needs a label YES or NO (got {label!r})")
-        return label
-    if verdict not in m.LABELS:
-        raise StoreError(
-            f"{action!r} judges the agent's verdict, but this item has none; use 'correct'"
-        )
-    if action == "accept":
-        if label is not None and label != verdict:
-            raise StoreError(f"accept keeps the agent's verdict {verdict}, not {label}")
-        return verdict
-    flipped = "NO" if verdict == "YES" else "YES"
-    if label is not None and label != flipped:
-        raise StoreError(f"reject flips the agent's verdict {verdict} to {flipped}, not {label}")
-    return flipped
 
 
 def resolve_label(n_yes: int, n_no: int, override: str | None = None) -> str | None:
