@@ -251,8 +251,10 @@ def test_an_item_moved_past_does_not_hold_up_the_audit(mem_store):
     shown = mem_store.next_item("ada")  # leased, not decided
     assert shown not in sample
     assert mem_store.next_audit_item("ada", 600) is None  # the item held comes first
-    got = mem_store.next_audit_item("ada", 600, exclude=[shown])
+    got = mem_store.next_audit_item("ada", 600, exclude=[shown], keep=[shown])
     assert got in sample
+    # drawn ahead while `shown` is on screen: its lease stays, as next_item's keep does
+    assert [lease.candidate_id for lease in mem_store.leases(shown)] == [shown]
     # another expert gets the other one: a leased audit item is not served twice
     mem_store.ensure_expert("bob")
     assert mem_store.next_audit_item("bob", 600) == (sample - {got}).pop()
