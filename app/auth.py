@@ -9,7 +9,9 @@ anything else is refused (401); Gradio also asks `user_for_request` to name the 
 each API call. A state-changing request whose Origin (or Referer) names another site is
 refused (403), login and logout included, so another site cannot post into a session, log
 a browser into one of its choosing, or end one. Logging out is a POST: `GET /logout` only
-shows the button that sends it.
+shows the button that sends it. The export folder's files go to admins only, however
+their path is spelled (`install_admin_folder`). With or without login, a request whose
+Host is not one the app is served as is refused (`install_host_check`: DNS rebinding).
 """
 
 from __future__ import annotations
@@ -227,6 +229,49 @@ def install_origin_check(app: FastAPI, trusted_proxies=()) -> None:
         return await call_next(request)
 
 
+WILDCARD_ADDRESSES = ("0.0.0.0", "::")  # bound to every interface
+
+
+def host_name(host_header: str) -> str:
+    """The name in a Host header, without its port (`[::1]:7860` -> `::1`)."""
+    host = host_header.strip().lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def host_allowed(host_header: str, allowed: Iterable[str]) -> bool:
+    """Whether a request's Host names this app. Allowed names only, but when bound to
+    every interface (a wildcard address among `allowed`) any IP address too: DNS
+    rebinding needs a host name, so an address in Host is never another site's."""
+    name, allowed = host_name(host_header), set(allowed)
+    if name in allowed:
+        return True
+    if allowed & set(WILDCARD_ADDRESSES):
+        try:
+            ipaddress.ip_address(name)
+            return True
+        except ValueError:
+            return False
+    return False
+
+
+def install_host_check(app: FastAPI, allowed: Iterable[str]) -> None:
+    """Refuse every request whose Host is not one of `allowed` (`app.main.allowed_hosts`):
+    a page on another site whose name is re-pointed at this address (DNS rebinding) would
+    otherwise be same-origin with the app, pass the origin check and read the answers."""
+    names = {host_name(h) for h in allowed}
+
+    @app.middleware("http")
+    async def known_host(request: Request, call_next):
+        if not host_allowed(request.headers.get("host", ""), names):
+            return JSONResponse(
+                {"detail": "Refused: unknown Host (serve --allowed-host names the app's hosts)"},
+                status_code=400,
+            )
+        return await call_next(request)
+
+
 FILE_ROUTE = re.compile(r"^/(?:gradio_api/)?file(?:=|/)(?P<path>.+)$")
 
 
@@ -234,7 +279,7 @@ def install_admin_folder(app: FastAPI, store: Any, folder: str | Path) -> None:
     """Serve files under `folder` (the export folder: every label, gold items included)
     only to a logged-in admin, checked on each file request: Gradio's file route serves
     its allowed paths to any session."""
-    root = Path(folder).resolve()
+    root = Path(os.path.abspath(folder))
 
     def viewer_is_admin(request: Request) -> bool | None:
         name = user_for_request(store, request)
@@ -255,8 +300,16 @@ def install_admin_folder(app: FastAPI, store: Any, folder: str | Path) -> None:
 
 
 def _inside(path: str, root: Path) -> bool:
+    """Whether a file request's path lies in `root`, checked twice: as Gradio serves it
+    (lexically normalised, `..` taken off the text: `/dev/fd/../../srv/x` is `/srv/x`) and
+    with symlinks resolved (a link that leads in). Either one inside is enough: the two can
+    disagree, and a non-admin must be refused by both readings."""
+    roots = {Path(os.path.abspath(root)), Path(os.path.realpath(root))}
     try:
-        return Path(os.path.realpath(path)).is_relative_to(root)
+        # abspath keeps a leading "//" (POSIX leaves its meaning open; Linux reads it as "/")
+        lexical = Path("/" + os.path.abspath(path).lstrip("/"))
+        seen = (lexical, Path(os.path.realpath(path)))
+        return any(p.is_relative_to(r) for p in seen for r in roots)
     except (OSError, ValueError):
         return True  # what cannot be resolved is not served to a non-admin either
 

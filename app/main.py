@@ -10,6 +10,7 @@ the `--policy` agent first, so the first page already shows real trajectories.
 from __future__ import annotations
 
 import argparse
+import errno
 import ipaddress
 import socket
 import threading
@@ -18,8 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.errors import LoupeError
 from db.settings import DEFAULTS, ServeSettings
 from db.store import DEFAULT_DB
+
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
 
 def trusted_proxy(value: str) -> str:
@@ -97,6 +101,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Address or network of the reverse proxy in front of the app (repeatable): only "
         "its X-Forwarded-For/-Proto/-Host are believed (login throttle, cookie, origin check).",
     )
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="Host name the app is reached by (repeatable; e.g. the proxy's public name): "
+        "requests naming any other Host are refused. Always allowed: --host, localhost, "
+        "127.0.0.1, ::1, and, when --host is 0.0.0.0 or ::, this machine's names and any "
+        "IP address.",
+    )
 
 
 def make_context(
@@ -160,10 +174,46 @@ class Server:
         self.thread.join(timeout=10)
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port (0: any free port), for the server to listen on; a port
+    out of range, a port in use or an address not on this machine is a `LoupeError` naming
+    it, found before anything else starts."""
+    if not 0 <= port <= 65535:
+        raise LoupeError(f"--port {port} is not a port number (1 to 65535)")
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        raise LoupeError(f"--host {host!r} is not an address or host name ({exc})") from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(addr)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            msg = f"port {port} on {host} is already in use; choose another with --port"
+        elif exc.errno == errno.EADDRNOTAVAIL:
+            msg = f"--host {host} is not an address of this machine"
+        elif exc.errno == errno.EACCES:
+            msg = f"no permission to listen on port {port} (ports below 1024 need privileges)"
+        else:
+            msg = f"cannot listen on {host}:{port} ({exc.strerror or exc})"
+        raise LoupeError(msg) from None
+    return sock
+
+
+def allowed_hosts(host: str, extra: list[str] | None = None) -> list[str]:
+    """The Host names the app answers to when bound to `host`: that address, the loopback
+    names and `extra`; bound to every interface, also this machine's names and any IP
+    address (DNS rebinding needs a name, so an address in Host is never a foreign site's)."""
+    from app.auth import WILDCARD_ADDRESSES
+
+    names = [host, *LOOPBACK_NAMES, *(extra or [])]
+    if host in WILDCARD_ADDRESSES:
+        names += [socket.gethostname(), socket.getfqdn()]
+    return list(dict.fromkeys(n.strip().lower() for n in names if n.strip()))
 
 
 def build_app(
@@ -172,10 +222,13 @@ def build_app(
     session_seconds: float | None = None,
     secure_cookie: bool = False,
     trusted_proxies: list[str] | None = None,
+    hosts: list[str] | None = None,
 ):
     """The FastAPI app: Gradio at / and, with login on, /login and /logout (sessions last
     `session_seconds`, default the context's `settings.session_seconds`), export files for
-    admins only. Requests from another site that would change something are refused."""
+    admins only. Requests from another site that would change something are refused, and
+    with `hosts` (`allowed_hosts`; `serve` always gives them) so is every request whose
+    Host is not one of them."""
     import gradio as gr
     from fastapi import FastAPI
 
@@ -206,6 +259,8 @@ def build_app(
         kwargs["auth_dependency"] = lambda request: auth.user_for_request(ctx.store, request)
     else:
         auth.install_origin_check(api, trusted_proxies or ())
+    if hosts is not None:
+        auth.install_host_check(api, hosts)  # added last, so checked before anything else
     app = gr.mount_gradio_app(api, demo, path="/", **kwargs)
     # Gradio checks that a file named in a request was uploaded by that client only once
     # the Blocks count as launched, which mounting alone does not set: without this, any
@@ -222,30 +277,46 @@ def serve(
     session_seconds: float | None = None,
     secure_cookie: bool = False,
     trusted_proxies: list[str] | None = None,
+    extra_hosts: list[str] | None = None,
+    sock: socket.socket | None = None,
 ) -> Server:
-    """Start the app in a background thread; returns once it answers."""
+    """Start the app in a background thread on `sock` (else a new socket on host:port, a
+    free port when None); returns once it answers. Requests naming a Host other than
+    `allowed_hosts(host, extra_hosts)` are refused."""
     import uvicorn
 
+    sock = sock or listen_socket(host, port or 0)
+    port = sock.getsockname()[1]
     app, _ = build_app(
         ctx,
         session_seconds=session_seconds,
         secure_cookie=secure_cookie,
         trusted_proxies=trusted_proxies,
+        hosts=allowed_hosts(host, extra_hosts),
     )
-    port = port or free_port(host)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    # proxy_headers off: uvicorn would otherwise rewrite the client address and scheme from
+    # X-Forwarded-For/-Proto sent from 127.0.0.1, so anyone on this host could choose the
+    # address the login throttle counts, or mark the cookie Secure. The app believes those
+    # headers itself, from --trusted-proxy only (app.auth.client_address).
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", lifespan="on", proxy_headers=False
+    )
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True, name="loupe-app")
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, daemon=True, name="loupe-app"
+    )
     thread.start()
     deadline = time.time() + 60
     while not server.started:
         if not thread.is_alive() or time.time() > deadline:
-            raise RuntimeError(f"the app did not start on {host}:{port}")
+            sock.close()
+            raise LoupeError(f"the app did not start on {host}:{port} (see the log above)")
         time.sleep(0.05)
     return Server(f"http://{host}:{port}", thread, server)
 
 
 def main(args: argparse.Namespace) -> int:
+    sock = listen_socket(args.host, args.port)  # a bad port or address stops here, on one line
     settings = ServeSettings(
         max_upload_bytes=int(args.max_upload_mb * 1024 * 1024),
         session_seconds=args.session_hours * 3600,
@@ -274,6 +345,8 @@ def main(args: argparse.Namespace) -> int:
         args.port,
         secure_cookie=args.secure_cookie,
         trusted_proxies=args.trusted_proxy,
+        extra_hosts=args.allowed_host,
+        sock=sock,
     )
     print(f"Loupe is running on {srv.url}  (Ctrl+C to stop)")
     try:

@@ -20,9 +20,9 @@ from agent.formats.common import (
     Limits,
     check_file,
     gzip_contents,
+    gzip_head,
     open_fits,
     pick_hdu,
-    read_capped,
 )
 from agent.formats.lamost import write_lamost_fits
 from agent.spectrum import Spectrum, SpectrumError
@@ -47,7 +47,7 @@ def sniff(path: Path) -> str:
     with open(path, "rb") as fh:
         head = fh.read(16)
     if head.startswith(GZIP_MAGIC):
-        data = read_capped(path)
+        data = gzip_head(path)
         if data.startswith(FITS_MAGIC):
             return "fits"
         what = gzip_contents(data)

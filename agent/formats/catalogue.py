@@ -18,9 +18,11 @@ from typing import Any
 from agent.formats.common import (
     FITS_MAGIC,
     GZIP_MAGIC,
+    LIMITS,
     PARQUET_MAGIC,
     LayoutError,
     check_file,
+    check_text_shape,
     file_stem,
     is_regular,
     read_capped,
@@ -310,8 +312,10 @@ def _line_of(err: SpectrumError, order: dict[int, int]) -> tuple[int, int]:
 
 def _catalogue_text(path: Path) -> str:
     """The catalogue's text: gzip inflated (capped), a UTF-8 BOM dropped; a byte that is not
-    UTF-8 is named with its line, since that is what a user can go and fix."""
-    data = read_capped(path)
+    UTF-8 is named with its line, since that is what a user can go and fix. Its size,
+    fields and columns are bounded as a text spectrum's are (`check_text_shape`)."""
+    data = read_capped(path, LIMITS.max_text_bytes, "catalogue")
+    check_text_shape(path, data)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -1,8 +1,16 @@
 """What every reader shares: size limits, safe opening, and building a validated `Spectrum`.
 
 Readers never trust a header: pixel counts are checked against `LIMITS` before any data
-array is touched, gzip streams are inflated with a cap, and astropy's own warnings about
+array is touched, gzip streams are inflated with a cap, text is measured (size, field
+length, columns, lines) before a parser sees it, and astropy's own warnings about
 truncated files become `SpectrumError`s instead of silently short arrays.
+
+The limits are read from the environment when Loupe starts, for data beyond them:
+`LOUPE_MAX_PIXELS` (pixels of one spectrum, elements one FITS HDU claims, lines of a
+text spectrum), `LOUPE_MAX_FILE_BYTES` (a file on disk), `LOUPE_MAX_INFLATED_BYTES` (what
+a gzip stream or a parquet file's columns inflate to), `LOUPE_MAX_TEXT_BYTES` (a text
+spectrum or catalogue after inflating), `LOUPE_MAX_FIELD_CHARS` (one field of a text line), `LOUPE_MAX_COLUMNS`
+(columns of a text line, a FITS table or a parquet file).
 """
 
 from __future__ import annotations
@@ -31,6 +39,20 @@ class Limits:
 
     max_pixels: int = int(os.environ.get("LOUPE_MAX_PIXELS", 10_000_000))
     max_file_bytes: int = int(os.environ.get("LOUPE_MAX_FILE_BYTES", 512 * 2**20))
+    # What a gzip stream or a parquet file's columns inflate to: a few kB can claim
+    # gigabytes, and the readers take a few times this on top.
+    max_inflated_bytes: int = int(os.environ.get("LOUPE_MAX_INFLATED_BYTES", 128 * 2**20))
+    # Text costs its parser several times its size; survey spectra as text are well under
+    # a megabyte, an echelle one some tens.
+    max_text_bytes: int = int(os.environ.get("LOUPE_MAX_TEXT_BYTES", 64 * 2**20))
+    # Numbers need under 30 characters; a catalogue's paths and names stay under this.
+    max_field_chars: int = int(os.environ.get("LOUPE_MAX_FIELD_CHARS", 1024))
+    max_columns: int = int(os.environ.get("LOUPE_MAX_COLUMNS", 1000))  # FITS allows 999
+
+    @property
+    def inflate_cap(self) -> int:
+        """The most a compressed stream may inflate to: under both size limits."""
+        return min(self.max_file_bytes, self.max_inflated_bytes)
 
 
 LIMITS = Limits()
@@ -109,30 +131,132 @@ def gzip_contents(data: bytes) -> str:
     return "text/CSV"
 
 
-def read_capped(path: Path) -> bytes:
-    """The file's bytes, inflated if gzipped; a gzip stream may not inflate past the limit."""
-    check_file(path)
+def read_capped(path: Path, cap: int | None = None, what: str = "file") -> bytes:
+    """The file's bytes, inflated if gzipped; neither the file nor what a gzip stream
+    inflates to may pass `cap` bytes (default `LIMITS.max_file_bytes`, and for what a gzip
+    stream inflates to `LIMITS.inflate_cap`)."""
+    gz_cap = LIMITS.inflate_cap if cap is None else min(cap, LIMITS.inflate_cap)
+    cap = LIMITS.max_file_bytes if cap is None else cap
+    size = check_file(path)
+    with open(path, "rb") as fh:
+        gzipped = fh.read(2) == GZIP_MAGIC
+    if not gzipped and size > cap:
+        raise LimitError(path, f"{what} is {size} bytes, over the {cap}-byte limit")
     raw = path.read_bytes()
-    if not raw.startswith(GZIP_MAGIC):
+    if not gzipped:
         return raw
-    cap = LIMITS.max_file_bytes
-    chunks, total = [], 0
+    return _inflate(path, raw, gz_cap, what)
+
+
+def gzip_head(path: Path, n: int = 4096) -> bytes:
+    """The first `n` inflated bytes of a gzipped file, to tell what it holds; the rest is
+    inflated and dropped, so a bomb past `LIMITS.inflate_cap` is refused at any size."""
+    cap = LIMITS.inflate_cap
+    head, total = b"", 0
     try:
-        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as gz:
-            # Inflate in chunks so a bomb is refused as soon as it passes the cap.
+        with gzip.open(path, "rb") as gz:
             while chunk := gz.read(2**20):
-                total += len(chunk)
+                head, total = head or chunk[:n], total + len(chunk)
                 if total > cap:
                     raise LimitError(
                         path, f"gzip stream inflates beyond the {cap}-byte limit (gzip bomb?)"
                     )
-                chunks.append(chunk)
     except (OSError, EOFError, zlib.error) as exc:
         raise SpectrumError(path, f"corrupt or truncated gzip stream ({exc})") from None
-    data = b"".join(chunks)
-    if not data:
+    if not head:
         raise SpectrumError(path, "gzip stream is empty")
-    return data
+    return head
+
+
+def _inflate(path: Path, raw: bytes, cap: int, what: str) -> bytes:
+    out = bytearray()
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as gz:
+            # Inflate in chunks so a bomb is refused as soon as it passes the cap.
+            while chunk := gz.read(min(2**20, cap + 1 - len(out))):
+                out += chunk
+                if len(out) > cap:
+                    raise LimitError(
+                        path, f"gzip stream inflates beyond the {cap}-byte {what} limit "
+                        "(gzip bomb?)",
+                    )  # fmt: skip
+    except (OSError, EOFError, zlib.error) as exc:
+        raise SpectrumError(path, f"corrupt or truncated gzip stream ({exc})") from None
+    if not out:
+        raise SpectrumError(path, "gzip stream is empty")
+    return bytes(out)
+
+
+def check_text_shape(path: Path, data: bytes, *, max_lines: int | None = None) -> int:
+    """Refuse text whose lines a parser would turn into far more memory than the file
+    takes: a field over `LIMITS.max_field_chars` characters (a parser keeps the widest
+    value of a column for every row), a line of over `LIMITS.max_columns` columns (a column
+    object each), or over `max_lines` data lines. Comment lines (`#`) are not data.
+    Returns the number of data lines.
+
+    Measured with numpy, a few MB at a time, so a well-formed file costs little: only lines
+    longer than the narrowest limit allows are split and looked at one by one.
+    """
+    fields, columns = LIMITS.max_field_chars, LIMITS.max_columns
+    narrow = min(fields, 2 * columns - 1)  # a line this short breaks neither limit
+    view = memoryview(data)
+    lines = lineno = pos = 0
+    while pos < len(data):
+        stop = min(pos + TEXT_BLOCK, len(data))
+        if stop < len(data):  # whole lines only
+            nl = data.find(b"\n", stop)
+            stop = len(data) if nl < 0 else nl + 1
+        b = np.frombuffer(view[pos:stop], dtype=np.uint8)
+        ends = np.flatnonzero(b == 10)
+        starts = np.concatenate(([0], ends + 1))[: ends.size + (stop == len(data))]
+        lengths = np.concatenate((ends, [b.size]))[: starts.size] - starts
+        heads = b[np.minimum(starts, b.size - 1)]
+        lines += int(np.count_nonzero((lengths > 0) & (heads != ord("#"))))
+        if max_lines is not None and lines > max_lines:
+            raise LimitError(path, f"over {max_lines} data lines (the pixel limit)")
+        for i in np.flatnonzero(lengths > narrow):
+            at = pos + int(starts[i])
+            line = bytes(view[at : at + int(lengths[i])]).decode("utf-8", "replace")
+            for part in line.splitlines():  # a line of old Mac (CR) endings holds several
+                if not part.lstrip().startswith("#"):
+                    _check_line(path, part, lineno + int(i) + 1)
+        lineno += starts.size
+        pos = stop
+    return lines
+
+
+TEXT_BLOCK = 4 * 2**20
+
+
+def _check_line(path: Path, line: str, n: int) -> None:
+    cells = _fields(line)
+    if len(cells) > LIMITS.max_columns:
+        raise LimitError(
+            path, f"line {n} has {len(cells)} columns, over the {LIMITS.max_columns}-column limit"
+        )
+    widest = max(map(len, cells), default=0)
+    if widest > LIMITS.max_field_chars:
+        raise LimitError(
+            path,
+            f"line {n} has a field of {widest} characters, over the "
+            f"{LIMITS.max_field_chars}-character limit",
+        )
+
+
+def _fields(line: str) -> list[str]:
+    """A text line's fields however it is delimited (commas, tabs or spaces), quotes kept
+    together, for measuring them."""
+    import csv
+
+    delim = "," if "," in line else ("\t" if "\t" in line else " ")
+    if '"' in line:
+        try:
+            cells = next(csv.reader([line], delimiter=delim, skipinitialspace=True), [])
+        except csv.Error:  # a quoted field past the csv module's own limit
+            cells = [line]
+    else:
+        cells = line.split(delim) if delim != " " else line.split()
+    return [c for c in cells if c.strip()] if delim == " " else cells
 
 
 def header_pixels(header: fits.Header) -> int:
@@ -175,6 +299,7 @@ def check_headers(path: Path, data: bytes) -> None:
             raise LimitError(
                 path, f"HDU {i} header claims {n} elements, over the {LIMITS.max_pixels} limit"
             )
+        _check_columns(path, i, header)
         try:
             bitpix = abs(int(header.get("BITPIX", 8)))
             pcount = max(int(header.get("PCOUNT", 0) or 0), 0)
@@ -184,6 +309,17 @@ def check_headers(path: Path, data: bytes) -> None:
             return
         size = 0 if naxis == 0 else (bitpix // 8) * gcount * (pcount + int(np.prod(axes)))
         f.seek(f.tell() + -(-size // 2880) * 2880)
+
+
+def _check_columns(path: Path, i: int, header: fits.Header) -> None:
+    try:
+        n = int(header.get("TFIELDS", 0) or 0)
+    except (TypeError, ValueError):
+        return  # fits.open names the bad card
+    if n > LIMITS.max_columns:
+        raise LimitError(
+            path, f"HDU {i} table has {n} columns, over the {LIMITS.max_columns}-column limit"
+        )
 
 
 @contextmanager

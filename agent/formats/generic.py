@@ -16,6 +16,9 @@ Air or vacuum: a header that says so (AIRORVAC, VACUUM, CTYPE1 AWAV/WAVE, CALSPE
 
 from __future__ import annotations
 
+import csv
+import io
+import re
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +28,8 @@ from astropy.io import fits
 from agent.formats.common import (
     LIMITS,
     LayoutError,
-    LimitError,
     angstrom_factor,
-    check_file,
+    check_text_shape,
     file_stem,
     frame_from_header,
     hdu_data,
@@ -320,60 +322,142 @@ def read_text(path: Path, row: int | None = None) -> list[Spectrum]:
     """CSV/ECSV/plain columns: wavelength, flux[, error]; named columns if a header names them.
 
     Without a header the third column is taken as the 1-sigma error (the common convention
-    of two- and three-column spectra), never as ivar.
+    of two- and three-column spectra), never as ivar. The text is measured first
+    (`check_text_shape`), and only the columns a spectrum uses are parsed, as numbers: a
+    value that is not one is refused, not kept as a string column as wide as its widest.
     """
-    from astropy.table import Table
-
-    size = check_file(path)
-    if size > LIMITS.max_file_bytes:
-        raise LimitError(path, "text file over the size limit")
+    data = read_capped(path, LIMITS.max_text_bytes, "text")  # gzipped text is inflated first
     try:
-        text = read_capped(path).decode("utf-8")  # gzipped text is inflated first
+        data.decode("utf-8")
     except UnicodeDecodeError:
         raise LayoutError(path, "unknown layout: not FITS, parquet or UTF-8 text") from None
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    if not lines:
+    if not check_text_shape(path, data, max_lines=LIMITS.max_pixels):
         raise SpectrumError(path, "text file has no data lines (zero-length spectrum)")
-    if len(lines) > LIMITS.max_pixels:
-        raise LimitError(path, f"{len(lines)} lines, over the {LIMITS.max_pixels}-pixel limit")
-    first = lines[0]
-    if text.lstrip().startswith("# %ECSV"):
-        fmt, kwargs = "ascii.ecsv", {}
+    head, offset = _first_data_line(data)
+    if data.lstrip().startswith(b"# %ECSV"):
+        return _read_ecsv(path, data.decode("utf-8"), row)
+    delim = "," if "," in head else ("\t" if "\t" in head else None)
+    has_header = any(c.isalpha() and c not in "eEnNaAiIfF" for c in head) or any(
+        tok.strip().lower() in WAVE_NAMES + FLUX_NAMES + LOGWAVE_NAMES
+        for tok in head.replace(",", " ").split()
+    )
+    cells = _split(head, delim)
+    if has_header:
+        header = [c.strip() for c in cells]
+        names = {n.lower(): n for n in reversed(header)}  # the first of a repeated name
+        if not (_find(names, WAVE_NAMES + LOGWAVE_NAMES) and _find(names, FLUX_NAMES)):
+            if len(header) < 2:
+                raise LayoutError(path, f"text needs wavelength and flux columns, found {header}")
+            raise LayoutError(
+                path,
+                f"no wavelength and flux columns among {header} (name them e.g. "
+                "wavelength, flux, error)",
+            )
+        used = _used(names)
+        index = {k: header.index(names[k]) for k in used}
+        body = data[offset:].split(b"\n", 1)[1] if b"\n" in data[offset:] else b""
     else:
-        delim = "," if "," in first else ("\t" if "\t" in first else None)
-        has_header = any(c.isalpha() and c not in "eEnNaAiIfF" for c in first) or any(
-            tok.strip().lower() in WAVE_NAMES + FLUX_NAMES + LOGWAVE_NAMES
-            for tok in first.replace(",", " ").split()
-        )
-        fmt = "ascii.csv" if delim == "," else ("ascii.basic" if has_header else "ascii.no_header")
-        kwargs = {"delimiter": delim} if delim and fmt != "ascii.csv" else {}
+        if len(cells) < 2:
+            raise LayoutError(
+                path, f"text needs wavelength and flux columns, found {len(cells)} column(s)"
+            )
+        names = {"wavelength": "col1", "flux": "col2"}
+        if len(cells) >= 3:
+            names["error"] = "col3"
+        index = {k: i for i, k in enumerate(names)}
+        body = data[offset:]
+    values = _numbers(path, body, delim, index, names)
+    if values.shape[0] == 0:
+        raise SpectrumError(path, "text file has no data rows (zero-length spectrum)")
+    columns = {k: values[:, j] for j, k in enumerate(index)}
+    names = {k: names[k] for k in index}
+    return _columns_to_spectra(path, columns, names, {}, frame="air", hdu=None, row=row)
+
+
+def _first_data_line(data: bytes) -> tuple[str, int]:
+    """The first line that is neither blank nor a comment, and where it starts."""
+    pos = 0
+    for raw in io.BytesIO(data):
+        line = raw.decode("utf-8").strip()
+        if line and not line.startswith("#"):
+            return line, pos
+        pos += len(raw)
+    return "", pos
+
+
+def _split(line: str, delim: str | None) -> list[str]:
+    if '"' in line:
+        return next(csv.reader([line], delimiter=delim or " ", skipinitialspace=True), [])
+    return line.split(delim)
+
+
+def _used(names: dict[str, str]) -> list[str]:
+    """The lower-case names of the columns a spectrum is built from, as `_columns_to_spectra`
+    picks them."""
+    wave = next((n for n in WAVE_NAMES if n in names), None)
+    out = [wave or next(n for n in LOGWAVE_NAMES if n in names)]
+    out.append(next(n for n in FLUX_NAMES if n in names))
+    ivar = next((n for n in IVAR_NAMES if n in names), None)
+    err = None if ivar else next((n for n in ERROR_NAMES if n in names), None)
+    mask = next((n for n in MASK_NAMES if n in names), None)
+    return out + [k for k in (ivar, err, mask) if k]
+
+
+def _numbers(
+    path: Path, body: bytes, delim: str | None, index: dict[str, int], names: dict[str, str]
+) -> np.ndarray:
+    """The `index` columns of the data lines as float64, rows x columns."""
+    import warnings
+
+    stream = io.TextIOWrapper(io.BytesIO(body), encoding="utf-8", newline=None)
     try:
-        table = Table.read(text, format=fmt, guess=False, **kwargs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "input contained no data": checked by the caller
+            return np.loadtxt(
+                stream, dtype=np.float64, delimiter=delim, comments="#",
+                usecols=list(index.values()), ndmin=2, quotechar='"',
+            )  # fmt: skip
+    except ValueError as exc:
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        m = re.search(r"string '(.*?)'? to float64 at row (\d+), column (\d+)", detail)
+        if m:
+            col, row = int(m[3]) - 1, int(m[2]) + 1
+            name = next((names[k] for k, i in index.items() if i == col), f"column {col + 1}")
+            if not m[1].strip():
+                raise SpectrumError(
+                    path, f"column {name!r} has an empty value in data row {row} (write nan "
+                    "for a missing one)",
+                ) from None  # fmt: skip
+            raise SpectrumError(
+                path, f"column {name!r} is not numeric: {m[1][:40]!r} in data row {row}"
+            ) from None
+        raise LayoutError(path, f"unreadable as text columns ({detail[:160]})") from None
+
+
+def _read_ecsv(path: Path, text: str, row: int | None) -> list[Spectrum]:
+    """ECSV declares each column's type (astropy refuses a value that is not one) and may
+    give units and the frame in its header."""
+    from astropy.table import Table
+
+    try:
+        table = Table.read(text, format="ascii.ecsv", guess=False)
     except Exception as exc:
-        raise LayoutError(path, f"unreadable as {fmt.split('.')[-1]} text ({exc})") from None
+        raise LayoutError(path, f"unreadable as ecsv text ({exc})") from None
     if len(table) == 0:
         raise SpectrumError(path, "text file has no data rows (zero-length spectrum)")
     names = {n.lower(): n for n in table.colnames}
     if not (_find(names, WAVE_NAMES + LOGWAVE_NAMES) and _find(names, FLUX_NAMES)):
-        if len(table.colnames) < 2:
-            raise LayoutError(
-                path, f"text needs wavelength and flux columns, found {table.colnames}"
-            )
-        if fmt != "ascii.no_header":
-            raise LayoutError(
-                path,
-                f"no wavelength and flux columns among {table.colnames} (name them e.g. "
-                "wavelength, flux, error)",
-            )
-        cols = table.colnames
-        names = {"wavelength": cols[0], "flux": cols[1]}
-        if len(cols) >= 3:
-            names["error"] = cols[2]
+        raise LayoutError(
+            path,
+            f"no wavelength and flux columns among {table.colnames} (name them e.g. "
+            "wavelength, flux, error)",
+        )
     columns = {k: table[v] for k, v in names.items()}
     units = {k: (str(table[v].unit) if table[v].unit else None) for k, v in names.items()}
     meta = {str(k).lower(): v for k, v in table.meta.items()}
-    frame = _text_frame(meta)
-    return _columns_to_spectra(path, columns, names, units, frame=frame, hdu=None, row=row)
+    return _columns_to_spectra(
+        path, columns, names, units, frame=_text_frame(meta), hdu=None, row=row
+    )
 
 
 def _text_frame(meta: dict[str, Any]) -> Frame:

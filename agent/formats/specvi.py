@@ -15,12 +15,17 @@ a row is its `extra_info.name` (`agent.tool.spectrum_title`).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from agent.formats.common import (
+    LIMITS,
     LayoutError,
+    LimitError,
     check_file,
     file_stem,
     make_spectrum,
@@ -34,23 +39,91 @@ from agent.tasks import task_name
 NEEDED = ("data_source", "reward_model", "extra_info")
 
 
-def _table(path: Path, columns: list[str] | None = None):
+BATCH_ROWS = 64  # rows decoded at a time: the whole column at once costs several times its size
+
+
+WIDTH = {"BOOLEAN": 1, "INT32": 4, "FLOAT": 4, "INT64": 8, "DOUBLE": 8, "INT96": 12}
+
+
+def _decoded_bytes(chunk: Any) -> int:
+    """What a column chunk takes decoded: its values times their width. The footer's
+    "uncompressed" size is after dictionary and run-length encoding, which store a column
+    of one repeated value in a few bytes whatever its length."""
+    width = WIDTH.get(chunk.physical_type, 0)
+    return max(chunk.num_values * width, chunk.total_uncompressed_size)
+
+
+def _records(path: Path, columns: list[str], wanted: set[int] | None = None) -> Iterator[dict]:
+    """Row by row (only `wanted` ones, if given), `columns` as Python values, except lists
+    of numbers, which stay numpy arrays: as Python objects a float takes ~30 bytes."""
     import pyarrow.parquet as pq
 
     check_file(path)
     try:
         pf = pq.ParquetFile(path)
         names = pf.schema_arrow.names
-        missing = [c for c in (columns or ["extra_info"]) if c not in names]
+        missing = [c for c in columns if c not in names]
         if missing:
             raise LayoutError(
                 path, f"parquet lacks the SpecVI-Bench column(s) {', '.join(missing)} (has {names})"
             )
-        return pf.read(columns=columns or ["extra_info"])
+        _check_size(path, pf, columns)
+        first = 0
+        for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=columns):
+            cols = [batch.column(c) for c in columns]
+            for i in range(batch.num_rows):
+                if wanted is None or first + i in wanted:
+                    yield {c: _lean(col[i]) for c, col in zip(columns, cols)}
+            first += batch.num_rows
     except SpectrumError:
         raise
     except Exception as exc:
         raise SpectrumError(path, f"unreadable parquet file ({str(exc)[:160]})") from None
+
+
+def _check_size(path: Path, pf: Any, columns: list[str]) -> None:
+    """Refuse before reading: more columns than `LIMITS.max_columns`, or `columns` that
+    decode to more than `LIMITS.inflate_cap` bytes (the footer says how many values)."""
+    meta = pf.metadata
+    if meta.num_columns > LIMITS.max_columns:
+        raise LimitError(
+            path,
+            f"parquet has {meta.num_columns} columns, over the {LIMITS.max_columns}-column limit",
+        )
+    size = sum(
+        _decoded_bytes(rg.column(j))
+        for rg in (meta.row_group(i) for i in range(meta.num_row_groups))
+        for j in range(rg.num_columns)
+        if rg.column(j).path_in_schema.split(".")[0] in columns
+    )
+    if size > LIMITS.inflate_cap:
+        raise LimitError(
+            path,
+            f"parquet columns {', '.join(columns)} inflate to {size} bytes, over the "
+            f"{LIMITS.inflate_cap}-byte limit",
+        )
+
+
+def _lean(value: Any) -> Any:
+    import pyarrow as pa
+
+    if isinstance(value, pa.StructScalar) and value.is_valid:
+        return {k: _lean(value[k]) for k in value.keys()}
+    kind = getattr(value.type, "value_type", None)
+    if (
+        isinstance(value, (pa.ListScalar, pa.LargeListScalar))
+        and value.is_valid
+        and (pa.types.is_floating(kind) or pa.types.is_integer(kind))
+    ):
+        return value.values.to_numpy(zero_copy_only=False).astype(np.float64)  # nulls: NaN
+    return value.as_py()
+
+
+def _pixels(values: Any) -> Any:
+    """Pixel values as given (a numpy array, or a list that may hold nulls: NaN)."""
+    if isinstance(values, np.ndarray):
+        return values
+    return [float("nan") if v is None else v for v in (values or [])]
 
 
 def _struct(path: Path, value: Any, what: str, r: int) -> dict:
@@ -78,9 +151,8 @@ def rows(path: Path) -> list[dict[str, Any]]:
     cols = [c for c in NEEDED if c in names]
     if "extra_info" not in cols:
         raise LayoutError(path, f"parquet lacks the SpecVI-Bench column extra_info (has {names})")
-    table = _table(path, cols).to_pylist()
     out = []
-    for r, rec in enumerate(table):
+    for r, rec in enumerate(_records(path, cols)):
         info = _struct(path, rec.get("extra_info"), "extra_info", r)
         reward = _struct(path, rec.get("reward_model"), "reward_model", r)
         source = str(rec.get("data_source") or "").strip().lower()
@@ -104,13 +176,9 @@ def read_parquet(path: Path, row: int | None = None) -> list[Spectrum]:
     except Exception as exc:
         raise SpectrumError(path, f"unreadable parquet file ({str(exc)[:160]})") from None
     wanted = rows_to_read(path, row, nrows, "parquet file")
-    table = _table(path)
-    if len(wanted) == 1:
-        table = table.slice(wanted[0], 1)
-    records = table.column("extra_info").to_pylist()
     out = []
-    for r, value in zip(wanted, records):
-        info = _struct(path, value, "extra_info", r)
+    for r, rec in zip(wanted, _records(path, ["extra_info"], set(wanted))):
+        info = _struct(path, rec["extra_info"], "extra_info", r)
         try:
             kw = info["tools_kwargs"][TOOL_NAME]["create_kwargs"]
         except (KeyError, TypeError):
@@ -126,8 +194,8 @@ def read_parquet(path: Path, row: int | None = None) -> list[Spectrum]:
         out.append(
             make_spectrum(
                 path,
-                [float("nan") if v is None else v for v in (kw["wavelength"] or [])],
-                [float("nan") if v is None else v for v in (kw["flux"] or [])],
+                _pixels(kw["wavelength"]),
+                _pixels(kw["flux"]),
                 frame="vacuum",
                 row=r,
                 redshift=plausible_redshift(kw.get("redshift")) or 0.0,

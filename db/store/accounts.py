@@ -70,9 +70,12 @@ class AccountsMixin:
             if password_hash is not None:
                 e.password_hash = password_hash
                 changed["password"] = "changed"
-                s.execute(delete(m.ExpertSession).where(m.ExpertSession.expert_id == e.id))
             if active is not None:
                 e.active = changed["active"] = bool(active)
+            if password_hash is not None or active is False:
+                # A new password or a deactivation ends every session for good: a cookie
+                # that merely stopped working while inactive would work again on reactivation.
+                s.execute(delete(m.ExpertSession).where(m.ExpertSession.expert_id == e.id))
             self._audit(s, actor, "update_expert", "expert", e.id, changed)
             return e
 

@@ -1,0 +1,232 @@
+"""The served app against requests a browser would not send: raw request paths, forwarded
+headers from this host, foreign Host names; and accounts and `serve` arguments.
+
+- Export files stay admin-only however the path is spelled: `/dev/fd/../../` and
+  `/bin/../` prefixes are undone by the file route's lexical normalisation, not by
+  resolving symlinks, so the check must look at both.
+- `X-Forwarded-For`/`-Proto` from 127.0.0.1 are ignored unless `--trusted-proxy` names it:
+  the throttle counts the real peer, the cookie's Secure flag follows the real scheme.
+- A request naming a Host the app is not served as is refused on every route (DNS
+  rebinding), login or not.
+- Deactivating an account ends its sessions for good (reactivation does not revive them).
+- `serve` with a port in use, out of range, or an address not on this host: one line, exit 2.
+
+These requests go over a socket to the app served on a free local port: the forwarded
+headers are uvicorn's business, and a raw path is only sent as is by a raw client.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from app.main import serve
+from tests.app_support import context
+
+PASSWORDS = {"ada": "pw-ada-123456", "bob": "pw-bob-123456", "cy": "pw-cy-123456"}
+
+
+@pytest.fixture(scope="module")
+def team(tmp_path_factory):
+    from annotate.experts import create_expert
+
+    ctx = context(tmp_path_factory, tmp_path_factory.mktemp("serve-sec"), login=True)
+    for name, role in (("ada", "admin"), ("bob", "expert"), ("cy", "expert")):
+        create_expert(ctx.store, name, role, PASSWORDS[name])
+    yield ctx
+    ctx.store.close()
+
+
+@pytest.fixture(scope="module")
+def served(team):
+    srv = serve(team)
+    yield srv
+    srv.close()
+
+
+def login(url: str, name: str, **headers: str) -> httpx.Response:
+    with httpx.Client(base_url=url, timeout=30) as http:
+        data = {"username": name, "password": PASSWORDS.get(name, "wrong-guess")}
+        return http.post("/login", data=data, headers=headers, follow_redirects=False)
+
+
+def token(url: str, name: str) -> str:
+    r = login(url, name)
+    assert r.cookies.get("loupe_session"), (r.status_code, r.text[:200])
+    return r.cookies["loupe_session"]
+
+
+def raw_get(url: str, path: str, headers: dict[str, str] | None = None) -> int:
+    """The status of `GET path` sent byte for byte (no client normalises `..` away)."""
+    parts = urlsplit(url)
+    lines = [f"GET {path} HTTP/1.1", f"Host: {parts.netloc}", "Connection: close"]
+    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as s:
+        s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        reply = b""
+        while chunk := s.recv(65536):
+            reply += chunk
+    return int(reply.split(b" ", 2)[1])
+
+
+def test_export_files_stay_admin_only_through_a_symlinked_prefix(team, served):
+    from app.context import Viewer
+    from app.pages.export import run_export
+
+    view = run_export(team, Viewer("ada", "admin"), "rl")
+    files = [Path(f) for f in view.files]
+    assert files, view.message
+    ada, bob = token(served.url, "ada"), token(served.url, "bob")
+    prefixes = ["/dev/fd/../..", "/dev/fd/../../.", "//dev/fd/../..", "/proc/self/root"]
+    if Path("/bin").is_symlink():  # merged /usr: /bin -> usr/bin, so /bin/.. is / only as text
+        prefixes.append("/bin/..")
+    for f in files:
+        for prefix in prefixes:
+            path = f"/gradio_api/file={prefix}{f}"
+            assert raw_get(served.url, path, {"Cookie": f"loupe_session={bob}"}) == 403, path
+            assert raw_get(served.url, path) == 401, path
+        # the admin still downloads through the same spelling (the route does serve it)
+        path = f"/gradio_api/file=/dev/fd/../..{f}"
+        assert raw_get(served.url, path, {"Cookie": f"loupe_session={ada}"}) == 200
+
+
+def test_forwarded_headers_from_this_host_are_not_believed(team, served):
+    # Six wrong guesses for one name, each "forwarded for" another address: all come from
+    # 127.0.0.1, which counts five per name, so the sixth is refused.
+    codes = [
+        login(served.url, "cy-guess", **{"X-Forwarded-For": f"203.0.113.{i}"}).status_code
+        for i in range(6)
+    ]
+    assert codes == [401] * 5 + [429], codes
+    # X-Forwarded-Proto: https does not make the cookie of a plain-HTTP login Secure
+    r = login(served.url, "bob", **{"X-Forwarded-Proto": "https"})
+    assert r.status_code == 303, r.text[:200]
+    cookie = r.headers["set-cookie"].lower()
+    assert "loupe_session=" in cookie and "secure" not in cookie, cookie
+
+
+def test_forwarded_headers_from_a_trusted_proxy_are_believed(team):
+    srv = serve(team, trusted_proxies=["127.0.0.1"])
+    try:
+        codes = [
+            login(srv.url, "cy-guess2", **{"X-Forwarded-For": f"203.0.113.{i}"}).status_code
+            for i in range(6)
+        ]
+        assert codes == [401] * 6, codes  # six clients, one guess each
+        r = login(srv.url, "bob", **{"X-Forwarded-Proto": "https"})
+        assert "secure" in r.headers["set-cookie"].lower()
+    finally:
+        srv.close()
+
+
+def test_a_foreign_host_is_refused_on_every_route_without_login(tmp_path_factory):
+    ctx = context(tmp_path_factory, tmp_path_factory.mktemp("rebind"))
+    srv = serve(ctx, extra_hosts=["loupe.example.org"])
+    try:
+        http = httpx.Client(base_url=srv.url, timeout=30)
+        config = http.get("/config").json()
+        export = next(d for d in config["dependencies"] if d.get("api_name") == "export")
+        call = {"data": ["rl"]}
+        evil = {"Host": f"rebind.example:{urlsplit(srv.url).port}",
+                "Origin": f"http://rebind.example:{urlsplit(srv.url).port}"}  # fmt: skip
+        for method, path in (("GET", "/"), ("GET", "/config"), ("GET", "/gradio_api/info"),
+                             ("POST", "/gradio_api/call/export"),
+                             ("POST", "/gradio_api/queue/join")):  # fmt: skip
+            body = call if path.endswith("export") else {"fn_index": export["id"], "data": ["rl"]}
+            r = http.request(method, path, headers=evil, json=body if method == "POST" else None)
+            assert r.status_code == 400 and "Host" in r.text, (path, r.status_code)
+            assert "exports" not in r.text
+        assert not (ctx.export_dir.exists() and any(ctx.export_dir.iterdir()))
+        # the names it is served as answer
+        for host in (urlsplit(srv.url).netloc, "localhost", "loupe.example.org"):
+            assert http.get("/", headers={"Host": host}).status_code == 200, host
+    finally:
+        srv.close()
+
+
+def test_allowed_hosts_follow_the_bound_address():
+    from app.auth import host_allowed
+    from app.main import allowed_hosts
+
+    local = allowed_hosts("127.0.0.1")
+    assert host_allowed("127.0.0.1:7860", local) and host_allowed("LOCALHOST", local)
+    assert host_allowed("[::1]:7860", local)
+    assert not host_allowed("10.0.0.5:7860", local) and not host_allowed("evil.example", local)
+    assert not host_allowed("", local)
+    every = allowed_hosts("0.0.0.0", ["loupe.example.org"])
+    assert host_allowed("10.0.0.5:7860", every) and host_allowed("[fe80::1]:80", every)
+    assert host_allowed(f"{socket.gethostname()}:7860", every)
+    assert host_allowed("loupe.example.org", every)
+    assert not host_allowed("evil.example:7860", every)
+    assert not host_allowed("10.0.0.5.evil.example", every)
+
+
+def test_deactivation_ends_sessions_for_good(tmp_path, monkeypatch, capsys):
+    import io
+
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    import launch
+    from app.auth import install
+    from db.store import Store
+
+    url = f"sqlite:///{tmp_path / 'd.db'}"
+
+    def add(*argv: str, stdin: str = "") -> int:
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+        rc = launch.main(["add-expert", *argv, "--db", url])
+        capsys.readouterr()
+        return rc
+
+    assert add("ada", "--role", "admin", "--password-stdin", stdin="a passphrase\n") == 0
+    with Store(url) as store:
+        app = FastAPI()
+        app.get("/whoami")(lambda: {"ok": True})
+        install(app, store)
+        web = TestClient(app)
+        r = web.post("/login", data={"username": "ada", "password": "a passphrase"},
+                     follow_redirects=False)  # fmt: skip
+        cookie = {"Cookie": f"loupe_session={r.cookies['loupe_session']}"}
+        web.cookies.clear()
+        assert web.get("/whoami", headers=cookie).status_code == 200
+        assert add("ada", "--deactivate") == 0
+        assert web.get("/whoami", headers=cookie).status_code == 401
+        assert add("ada", "--activate") == 0
+        assert web.get("/whoami", headers=cookie).status_code == 401
+        assert store.expert("ada").active
+        # a fresh login works again
+        r = web.post("/login", data={"username": "ada", "password": "a passphrase"},
+                     follow_redirects=False)  # fmt: skip
+        assert r.status_code == 303
+
+
+def _serve_cli(tmp_path, capsys, *argv: str) -> tuple[int, str]:
+    import launch
+
+    rc = launch.main(["serve", "--no-seed", "--db", f"sqlite:///{tmp_path / 's.db'}", *argv])
+    out = capsys.readouterr()
+    return rc, out.out + out.err
+
+
+def test_serve_refuses_a_bad_port_or_address_on_one_line(tmp_path, capsys):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        cases = {
+            ("--port", str(port)): f"port {port} on 127.0.0.1 is already in use",
+            ("--port", "99999"): "--port 99999 is not a port number",
+            ("--port", "-1"): "--port -1 is not a port number",
+            ("--host", "192.0.2.1"): "--host 192.0.2.1 is not an address of this machine",
+            ("--host", "no-such-host.invalid"): "--host 'no-such-host.invalid' is not an",
+        }
+        for argv, message in cases.items():
+            rc, out = _serve_cli(tmp_path, capsys, *argv)
+            assert rc == 2, (argv, out)
+            assert message in out and "Traceback" not in out, (argv, out)
+            assert len(out.strip().splitlines()) == 1, (argv, out)
