@@ -30,7 +30,7 @@ log = logging.getLogger("launch")
 COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("app.main", "Serve the vetting web app (the default command)."),
     "demo": (
-        "training.sim.demo",
+        "commands.demo",
         "Generate the simulated demo spectra (and optionally their labels).",
     ),
     "vet": (
@@ -51,7 +51,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Create or update an expert account (name, role, password).",
     ),
     "evaluate": (
-        "training.evaluate",
+        "commands.evaluate",
         "Score one or more policies on a labelled set, side by side.",
     ),
     "calibrate": (
@@ -63,7 +63,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Draw the random audit sample; print each task's weighted precision and intervals.",
     ),
     "degrade": (
-        "training.degrade",
+        "commands.degrade",
         "Turn library spectra into survey-like LAMOST files plus a catalogue.",
     ),
 }

@@ -3,14 +3,17 @@
 Columns: `id` (with an optional `task`) or `path,task`; `label` YES/NO (also yes/no, 1/0,
 true/false); optional `reason` and `comment`. Each row is recorded as NAME's review of the
 candidate: accept where the label agrees with the agent's verdict, reject where it does
-not, and correct where the agent has not vetted the candidate. The reason (the `reason`
-column, else the `comment`) of a label that differs from the agent's verdict is the
-review's explanation, what the model should have concluded: that row exports as a reject
-with a reason does (an SFT row ending in that reasoning, a DPO pair, an RL label). A
-`comment` is also kept as the note to other experts. This is how a team brings in a past
+not, and correct where the agent has not vetted the candidate. The `reason` of a label
+that differs from the agent's verdict is the review's explanation, what the model should
+have concluded: that row exports as a reject with a reason does (an SFT row ending in that
+reasoning, a DPO pair, an RL label). A `comment` is the note to other experts and is never
+trained on: a row with a comment and no reason exports as a reject without one does, the
+same neutral row the app's reject gives. This is how a team brings in a past
 visual-inspection campaign (Prospect or Marz CSVs) or catalogue labels. A bad row is
 reported with its line number and the reason; the good rows are kept. Importing the same
-file again changes nothing. NAME must be an existing expert unless `--create-expert` is given.
+file again changes nothing. NAME must be an existing expert unless `--create-expert` is
+given, and even then it is created only when a row is recorded: a refused file, or one
+whose every row is refused, leaves the store as it was.
 
     python launch.py import-labels prospect_results.csv --expert ada --db loupe.db
 """
@@ -49,14 +52,11 @@ def import_labels(
     """Record every good row of the CSV at `path` as `expert`'s review."""
     path = Path(path)
     report = ImportReport()
-    if store.expert(expert) is None:
-        if not create_expert:
-            # A typo must not become a phantom expert holding a whole campaign's reviews.
-            raise StoreError(
-                f"no expert {expert!r} (create it with `launch.py add-expert`, "
-                "or pass --create-expert)"
-            )
-        store.ensure_expert(expert)
+    if store.expert(expert) is None and not create_expert:
+        # A typo must not become a phantom expert holding a whole campaign's reviews.
+        raise StoreError(
+            f"no expert {expert!r} (create it with `launch.py add-expert`, or pass --create-expert)"
+        )
     try:
         fh = open(path, newline="", encoding="utf-8-sig")
     except OSError as err:
@@ -76,7 +76,7 @@ def import_labels(
     for line, raw in enumerate(rows, start=2):
         rec = {str(k).strip().lower(): (v or "").strip() for k, v in raw.items() if k}
         try:
-            changed = _import_row(store, rec, expert, base, source)
+            changed = _import_row(store, rec, expert, base, source, create_expert)
         except (StoreError, PermissionError) as err:
             report.errors.append((line, str(err)))
             continue
@@ -87,7 +87,9 @@ def import_labels(
     return report
 
 
-def _import_row(store: Store, rec: dict[str, str], expert: str, base: Path, source: str) -> bool:
+def _import_row(
+    store: Store, rec: dict[str, str], expert: str, base: Path, source: str, create: bool
+) -> bool:
     label = LABEL_ALIASES.get(rec.get("label", "").lower())
     if label is None:
         raise StoreError(f"label {rec.get('label', '')!r} is not YES or NO")
@@ -114,9 +116,11 @@ def _import_row(store: Store, rec: dict[str, str], expert: str, base: Path, sour
         action = "correct"
     else:
         action = "accept" if label == info.verdict else "reject"
-    # A reason is trained on only where the label overrules the agent (an accept's comment is
-    # a note, not the model's reasoning).
-    reason = (rec.get("reason") or rec.get("comment") or "") if action != "accept" else ""
+    # A reason is trained on only where the label overrules the agent; a comment never is
+    # (a note to other experts, not the model's reasoning).
+    reason = rec.get("reason", "") if action != "accept" else ""
+    if create and store.expert(expert) is None:
+        store.ensure_expert(expert)  # only now: the row is good and about to be recorded
     before = _current(store, info.id, expert)
     # the reason a reject or correct carries is its explanation
     review = decide(

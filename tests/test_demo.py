@@ -108,8 +108,10 @@ def test_generate_demo_writes_readable_files_and_labels(tmp_path: Path):
 def test_cli(tmp_path: Path, capsys):
     import argparse
 
+    from commands import demo as demo_command
+
     parser = argparse.ArgumentParser()
-    demo.add_arguments(parser)
+    demo_command.add_arguments(parser)
     args = parser.parse_args(
         [
             "--out",
@@ -122,8 +124,8 @@ def test_cli(tmp_path: Path, capsys):
             str(tmp_path / "x.csv"),
         ]
     )
-    assert demo.main(args) == 0
+    assert demo_command.main(args) == 0
     assert "simulated spectra" in capsys.readouterr().out
     assert len(list((tmp_path / "d").glob("*.fits"))) == len(demo.CLASSES)
     bad = parser.parse_args(["--out", str(tmp_path / "e"), "--n-per-class", "0"])
-    assert demo.main(bad) == 2
+    assert demo_command.main(bad) == 2

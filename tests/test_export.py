@@ -16,16 +16,13 @@ from agent.policies.scripted import ScriptedPolicy
 from agent.protocol import parse_turn
 from agent.refs import CandidateRef
 from agent.spectrum import Spectrum, SpectrumMeta
-from agent.trajectory import Step, Trajectory
 from annotate import authoring
 from annotate.export import (
     ExportRecord,
-    corrected_trajectory,
     dedup,
     export_records,
     hash_split,
     object_split,
-    sft_correction,
 )
 from annotate.export import run_export as _run_export
 from annotate.review import decide
@@ -380,52 +377,6 @@ def test_cli(world, capsys):
 
 
 # -- pure parts ----------------------------------------------------------------------------
-CALL = {"name": "spectral_visualization_tool", "arguments": {"wavelength_range": [4800, 4920]}}
-
-
-def _agent() -> Trajectory:
-    steps = [
-        Step(
-            thought="zoom a",
-            tool_call=CALL,
-            window=(4800.0, 4920.0),
-            raw="A",
-            observation_image="render:fast:4800.0:4920.0",
-        ),
-        Step(
-            thought="zoom b",
-            tool_call=CALL,
-            window=(4800.0, 4920.0),
-            raw="B",
-            observation_image="render:fast:4800.0:4920.0",
-        ),
-        Step(thought="bad", raw="garbage", error="neither a tool call nor an <answer>"),
-        Step(thought="yes", answer="YES", explanation="wd", raw="C"),
-    ]
-    return Trajectory(id="x", task="wd", steps=steps, verdict="YES", format_ok=False)
-
-
-def test_correction_rule():
-    t = _agent()
-    c = corrected_trajectory(t, "NO", "Narrow lines.", wrong_step=2)
-    assert [s.raw for s in c.steps[:-1]] == ["A", "B"]
-    assert c.steps[-1].answer == "NO" and c.verdict == "NO" and c.format_ok
-    turn = parse_turn(c.steps[-1].raw)
-    assert turn.format_ok and turn.answer == "NO" and turn.explanation == "Narrow lines."
-    # without an index: every tool-call step kept, the malformed one and the answer dropped
-    assert [s.raw for s in corrected_trajectory(t, "NO", "x").steps[:-1]] == ["A", "B"]
-    assert len(corrected_trajectory(t, "NO", "x", wrong_step=0).steps) == 1
-    assert t.steps[-1].answer == "YES"  # the agent's record is untouched
-    # no reason: a neutral explanation from the task alone
-    assert corrected_trajectory(t, "NO", "   ").explanation.startswith("On inspection")
-    # SFT: no index, so the kept zooms' thoughts are neutral; with an index, kept verbatim
-    sft = sft_correction(t, "NO", "Narrow lines.")
-    assert [s.thought for s in sft.steps[:-1]] == ["I zoom into 4800-4920 Å."] * 2
-    assert [s.raw for s in sft_correction(t, "NO", "x", wrong_step=2).steps[:-1]] == ["A", "B"]
-    with pytest.raises(ValueError):
-        corrected_trajectory(t, "NO", "x", wrong_step=9)
-
-
 def test_split_and_dedup_rules():
     ids = [f"obj{i}" for i in range(2000)]
     frac = sum(hash_split(o, 0.2) == "test" for o in ids) / len(ids)
@@ -575,3 +526,80 @@ def test_grade_and_redshift_travel_and_filter(world, capsys):
         launch.main(["export", "rl", "--db", url, "--out", str(tmp / "x"), "--min-grade", "5"]) == 2
     )
     assert "--min-grade must be 1, 2, 3 or 4" in capsys.readouterr().err
+
+
+def test_imported_comment_is_never_trained_on(world):
+    """An imported reject with an empty reason and a comment gives the same neutral row as
+    the app's reject; the comment is in no sft row nor pair."""
+    from annotate.importer import import_labels
+
+    store, cid, tmp = world
+    run_export(store, "sft", tmp / "app", test_fraction=0.0)
+    run_export(store, "pairs", tmp / "app-pairs")
+    note = "ALICE-C1 check with Bob tomorrow"
+    f = tmp / "vi.csv"
+    f.write_text(f"id,label,reason,comment\nc2,NO,,{note}\n")
+    assert import_labels(store, f, "ann").recorded == 1
+    run_export(store, "sft", tmp / "imported", test_fraction=0.0, full=True)
+    run_export(store, "pairs", tmp / "imported-pairs", full=True)
+    for out in ("imported", "imported-pairs"):
+        assert note not in json.dumps(_rows(tmp / out), default=str)
+
+    def c2(out):
+        return next(r for rs in _rows(tmp / out).values() for r in rs if r["candidate"] == "c2")
+
+    for a, b in (("app", "imported"), ("app-pairs", "imported-pairs")):
+        row_app, row_import = c2(a), c2(b)
+        row_app.pop("images"), row_import.pop("images")
+        assert row_app == row_import
+    # a review stored by the earlier importer (its comment copied into the explanation)
+    decide(store, "bob", cid["c2"], "reject", explanation=note, comment=note, source="import")
+    run_export(store, "sft", tmp / "legacy", test_fraction=0.0, full=True)
+    legacy = json.dumps(_rows(tmp / "legacy"), default=str)
+    assert note not in legacy, legacy[legacy.index(note) - 300 : legacy.index(note) + 100]
+
+
+def test_a_row_that_contradicts_its_verdict_is_refused_and_counted(world):
+    store, cid, tmp = world
+    decide(
+        store,
+        "ann",
+        cid["c2"],
+        "reject",
+        explanation="Cannot tell whether it is one; near even odds.",
+    )
+    res = run_export(store, "sft", tmp / "sft", test_fraction=0.0)
+    rows = [r for rs in _rows(tmp / "sft").values() for r in rs]
+    assert "c2" not in {r["candidate"] for r in rows}
+    reasons = res.manifest["left_out"]["reasons"]
+    assert reasons["row contradicts its verdict NO: near even odds; Cannot tell whether"] == 1
+
+
+def test_empty_export_says_why_and_training_scripts_stop_with_one_line(world, capsys):
+    """A second export without --full holds nothing new: it says so and names --full; the
+    training scripts given it (or an empty folder) print one line and exit 2."""
+    pytest.importorskip("trl")
+    import launch
+    from training import dpo, grpo, sft
+
+    store, _, tmp = world
+    db = str(store.url)
+    for kind in ("sft", "rl", "pairs"):
+        run_export(store, kind, tmp / kind)
+    capsys.readouterr()
+    out = {}
+    for kind in ("sft", "rl", "pairs"):
+        out[kind] = tmp / f"{kind}-again"
+        argv = ["export", kind, "--db", db, "--out", str(out[kind]), "--renderer", "fast"]
+        assert launch.main(argv) == 0
+        printed = capsys.readouterr().out
+        assert f"{kind}: 0 rows" in printed and "--full" in printed, printed
+    (tmp / "nothing").mkdir()
+    for script, folder in ((sft, out["sft"]), (grpo, out["rl"]), (dpo, out["pairs"]),
+                           (sft, tmp / "nothing")):  # fmt: skip
+        argv = ["--model", str(tmp), "--dataset", str(folder), "--output_dir", str(tmp / "o")]
+        assert script.main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and str(folder) in err, err
+        assert ("--full" in err) == (folder.name != "nothing")
+    assert not (tmp / "o").exists()

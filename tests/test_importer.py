@@ -135,8 +135,28 @@ def test_a_reason_overruling_the_agent_is_trained_on(store, tmp_path):
     assert c0.explanation == "Narrow Balmer lines of an A star."
     assert c0.comment == "seen at the telescope"
     assert by_key["c1"].action == "accept" and by_key["c1"].explanation is None
-    # a comment column alone gives the reason too
+    # a comment alone is a note, never a reason: the reject carries no explanation
     g = tmp_path / "marz.csv"
-    g.write_text("id,label,comment\nc0,NO,No broad wings.\n")
+    g.write_text("id,label,comment\nc0,NO,ALICE-C1 check with Bob tomorrow\n")
     assert import_labels(store, g, "bob", create_expert=True).recorded == 1
-    assert store.reviews(expert="bob")[0].explanation == "No broad wings."
+    r = store.reviews(expert="bob")[0]
+    assert (r.action, r.explanation, r.comment) == (
+        "reject",
+        None,
+        "ALICE-C1 check with Bob tomorrow",
+    )
+
+
+def test_a_refused_import_creates_no_expert(store, tmp_path):
+    """--create-expert creates the expert only when a row is recorded."""
+    f = tmp_path / "vi.csv"
+    f.write_text("name,verdict\nc0,YES\n")  # refused whole: no label column
+    with pytest.raises(StoreError, match="no 'label' column"):
+        import_labels(store, f, "carol", create_expert=True)
+    assert store.expert("carol") is None
+    f.write_text("id,label\nc9,YES\nc0,maybe\n")  # every row refused
+    assert len(import_labels(store, f, "carol", create_expert=True).errors) == 2
+    assert store.expert("carol") is None
+    with pytest.raises(StoreError, match="cannot open"):
+        import_labels(store, tmp_path / "missing.csv", "carol", create_expert=True)
+    assert store.expert("carol") is None

@@ -39,6 +39,7 @@ def test_demo_to_checkpoints(tmp_path, tiny_model_dir):
     from agent.policies import get_policy
     from agent.protocol import parse_turn
     from annotate import authoring, review
+    from annotate.export.correction import neutral_thought
     from db.store import Store
     from training import dpo, grpo, sft
 
@@ -103,18 +104,20 @@ def test_demo_to_checkpoints(tmp_path, tiny_model_dir):
     assert sources == {"corrected", "rejected", "authored"}
     # every decision with a label and a trajectory is a row: nothing an expert said is lost
     assert {key[r.id] for r in (*right[:2], *wrong[:4])} <= set(by_cand)
-    # no thought in a row contradicts its verdict: the agent's thoughts the expert did not
-    # vouch for (from the erring step on; all when no step was named) never appear
+    # no thought in a row speaks for the overruled verdict: none of the agent's thoughts
+    # appears, those before the step the expert named included; its zooms before that step
+    # stay, each with a neutral thought
     for c, step in ((wrong[0], None), (wrong[1], wrong_step), (wrong[2], None)):
         row = by_cand[key[c.id]]
         texts = _assistant_texts(row["messages"])
         final = parse_turn(texts[-1])
         assert final.format_ok and final.answer == row["label"] == truth[c.id]
         agent = agent_runs[c.id]
-        unvouched = [s.thought for s in agent.steps[step or 0 :] if s.thought]
-        assert not [t for t in unvouched if any(t in x for x in texts)], c.key
-        if step is not None:  # the steps before the erring one are kept verbatim
-            assert [agent.steps[i].thought in texts[i] for i in range(step)] == [True] * step
+        thoughts = [s.thought for s in agent.steps if s.thought]
+        assert not [t for t in thoughts if any(t in x for x in texts)], c.key
+        if step is not None:
+            assert len(texts) == step + 1
+            assert all(neutral_thought(agent.steps[i]) in texts[i] for i in range(step))
     # the expert's reasoning is the final turn of its row
     assert REASON in _assistant_texts(by_cand[key[wrong[0].id]]["messages"])[-1]
     assert CORRECTION in _assistant_texts(by_cand[key[wrong[1].id]]["messages"])[-1]
@@ -139,7 +142,7 @@ def test_demo_to_checkpoints(tmp_path, tiny_model_dir):
                       "--output_dir", str(ckpt["grpo"]), "--num_generations", "2",
                       "--per_device_train_batch_size", "2", "--steps_per_generation", "1",
                       "--gradient_accumulation_steps", "1", "--max_completion_length", "16",
-                      "--max_tool_calls", "1", "--use_vllm", "false", "--max_steps", "1",
+                      "--max_tool_calling_iterations", "1", "--use_vllm", "false", "--max_steps", "1",
                       *common[4:]]) == 0  # fmt: skip
     assert dpo.main(["--model", str(ckpt["grpo"]), "--dataset", str(out["pairs"]),
                      "--output_dir", str(ckpt["dpo"]), "--gradient_accumulation_steps", "1",

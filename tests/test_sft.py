@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -66,7 +67,8 @@ def assert_loads_for_policy(folder: Path) -> None:
 def test_config_from_yaml_with_cli_overrides(tmp_path):
     cfg_file = tmp_path / "sft.yaml"
     cfg_file.write_text(
-        "model: /models/qwen\nlearning_rate: 1.0e-5\nbf16: true\ntrainer_kwargs:\n  save_steps: 6\n"
+        "model: /models/qwen\nlearning_rate: 1.0e-5\nbf16: true\nsave_steps: 6\n"
+        "env:\n  LOUPE_TEST_VAR: set\n"
     )
     cfg = parse_config(
         SFTScriptConfig, ["--config", str(cfg_file), "--learning_rate", "3e-5", "--bf16", "false"]
@@ -74,16 +76,18 @@ def test_config_from_yaml_with_cli_overrides(tmp_path):
     assert cfg.model == "/models/qwen"
     assert cfg.learning_rate == 3e-5  # the command line wins over the file
     assert cfg.bf16 is False
-    assert cfg.trainer_kwargs == {"save_steps": 6}
+    assert cfg.save_steps == 6  # any field of TRL's SFTConfig
+    assert os.environ.pop("LOUPE_TEST_VAR") == "set"  # TrlParser's env: block
     # untouched fields keep the paper's defaults
     defaults = SFTScriptConfig()
-    assert (defaults.learning_rate, defaults.lr_scheduler_type, defaults.warmup_ratio) == (
+    assert (defaults.learning_rate, defaults.lr_scheduler_type, defaults.warmup_steps) == (
         2e-5,
         "cosine",
         0.05,
     )
     assert (defaults.num_train_epochs, defaults.per_device_train_batch_size) == (5.0, 4)
     assert defaults.max_length == 32768 and defaults.freeze_vision
+    assert defaults.assistant_only_loss
 
 
 def test_config_refuses_unknown_fields(tmp_path):

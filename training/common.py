@@ -1,19 +1,19 @@
-"""What the training scripts share: the base config, YAML + command-line parsing, model
-set-up, saving.
+"""What the training scripts share: Loupe's config fields, YAML + command-line parsing,
+model set-up, saving.
 
-Each script keeps its own launch command, its config (a subclass of `TrainingScriptConfig`
-that adds its own fields and may change defaults) and its trainer construction; this module
-holds the pieces whose logic is the same for all of them.
+Each script's config is TRL's own (`SFTConfig`, `GRPOConfig`, `DPOConfig`) extended with
+`LoupeArguments`, the fields TRL has no name for, and the script's own fields and defaults,
+as TRL's configs extend `TrainingArguments`. `parse_config` reads them with `TrlParser`, as
+TRL's scripts do: `--config FILE.yaml` (any field, and `env:`), then `--field value`.
 """
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar, get_type_hints
+from typing import Any, TypeVar
 
 from agent.errors import LoupeError
 
@@ -24,13 +24,12 @@ C = TypeVar("C")
 
 
 @dataclass
-class TrainingScriptConfig:
-    """The fields every training script (SFT, GRPO, ...) takes, with their help texts.
+class LoupeArguments:
+    """The fields every training script adds to its TRL config, with their help texts.
 
-    A script's config subclasses this, adds its own fields and redeclares a field to change
-    its default (keeping its help), as TRL's configs extend `trainer.base_config`. The
-    defaults here are the SFT cold start's; `trainer_args` turns the fields into the TRL
-    config arguments they set.
+    A script's config is `class XScriptConfig(LoupeArguments, trl.XConfig)`. Mixed in
+    first, its defaults below win over TRL's, and its `__post_init__` settles what Loupe leaves to the machine (bf16 on CUDA only)
+    before TRL's runs.
     """
 
     model: str = field(
@@ -47,10 +46,6 @@ class TrainingScriptConfig:
             "certain; the exports' `grade` column); ungraded rows are left out too."
         },
     )
-    output_dir: str = field(
-        default="checkpoints/model",
-        metadata={"help": "Where checkpoints and the final model go."},
-    )
     chat_template: str = field(
         default="speco3",
         metadata={
@@ -62,48 +57,11 @@ class TrainingScriptConfig:
         default=True,
         metadata={"help": "Freeze the vision tower and the projector (the paper does)."},
     )
-    learning_rate: float = field(default=2e-5, metadata={"help": "Peak learning rate."})
-    lr_scheduler_type: str = field(default="cosine", metadata={"help": "Learning-rate schedule."})
-    num_train_epochs: float = field(default=5.0, metadata={"help": "Passes over the data."})
-    max_steps: int = field(
-        default=-1, metadata={"help": "Stop after this many optimiser steps (-1: use epochs)."}
-    )
-    per_device_train_batch_size: int = field(
-        default=4, metadata={"help": "Training examples per device per micro-batch."}
-    )
-    gradient_accumulation_steps: int = field(
-        default=1, metadata={"help": "Micro-batches accumulated per optimiser step."}
-    )
-    bf16: bool | None = field(
-        default=None, metadata={"help": "bf16 mixed precision; default: on with CUDA, off on CPU."}
-    )
-    gradient_checkpointing: bool = field(
-        default=True, metadata={"help": "Recompute activations to save memory."}
-    )
     attn_implementation: str | None = field(
         default=None,
         metadata={
             "help": "Attention kernel: 'flash_attention_2', 'sdpa' or 'eager' (default: auto)."
         },
-    )
-    deepspeed: str | None = field(
-        default=None,
-        metadata={"help": "DeepSpeed JSON config, when not given by the accelerate config."},
-    )
-    logging_steps: int = field(default=1, metadata={"help": "Log every N steps."})
-    save_strategy: str = field(
-        default="epoch",
-        metadata={"help": "'epoch', 'steps' or 'no' (the final model is saved anyway)."},
-    )
-    save_steps: int = field(
-        default=500, metadata={"help": "Checkpoint every N optimiser steps with 'steps'."}
-    )
-    save_total_limit: int | None = field(
-        default=2, metadata={"help": "Keep at most this many intermediate checkpoints."}
-    )
-    seed: int = field(default=42, metadata={"help": "Random seed."})
-    report_to: str = field(
-        default="none", metadata={"help": "Logger: 'none', 'tensorboard', 'wandb', 'trackio'."}
     )
     force_renderer: bool = field(
         default=False,
@@ -112,94 +70,44 @@ class TrainingScriptConfig:
             "(loupe_training.json) differ; the result is recorded with the export's."
         },
     )
-    trainer_kwargs: dict[str, Any] = field(
-        default_factory=dict,
-        metadata={
-            "help": "Any other fields of the script's TRL config (SFTConfig, GRPOConfig, ...), "
-            "as a YAML mapping or JSON on the command line."
-        },
+
+    # TrainingArguments fields whose default every Loupe script changes the same way (TRL's
+    # BaseConfig does the same): log each step, save a model the `hf` policy loads as it
+    # is, keep two checkpoints, log nowhere unless told.
+    logging_steps: float = field(default=1, metadata={"help": "Log every N optimiser steps."})
+    save_only_model: bool = field(
+        default=True,
+        metadata={"help": "Checkpoints hold the model only, not the optimiser state."},
+    )
+    save_total_limit: int | None = field(
+        default=2, metadata={"help": "Keep at most this many intermediate checkpoints."}
+    )
+    report_to: None | str | list[str] = field(
+        default="none", metadata={"help": "Logger: 'none', 'tensorboard', 'wandb', 'trackio'."}
     )
 
-
-def _parse_value(text: str, hint: Any) -> Any:
-    hint_s = str(hint)
-    if text.lower() in ("none", "null") and "None" in hint_s:
-        return None
-    if "bool" in hint_s:
-        if text.lower() in ("1", "true", "yes", "on"):
-            return True
-        if text.lower() in ("0", "false", "no", "off"):
-            return False
-        raise ValueError(f"expected true/false, got {text!r}")
-    if "dict" in hint_s or "list" in hint_s:
-        return json.loads(text)
-    if "int" in hint_s and "float" not in hint_s:
-        return int(text)
-    if "float" in hint_s:
-        return float(text)
-    return text
+    def __post_init__(self) -> None:
+        # TRL turns bf16=None into True even on a CPU; Loupe's default is "on with CUDA".
+        if getattr(self, "bf16", False) is None and not getattr(self, "fp16", False):
+            self.bf16 = use_cuda()
+        parent = getattr(super(), "__post_init__", None)
+        if parent is not None:
+            parent()
 
 
 def parse_config(cls: type[C], argv: list[str] | None = None, description: str = "") -> C:
-    """`cls` from `--config FILE.yaml` (optional), then `--field value` overrides."""
-    hints = get_type_hints(cls)
-    parser = argparse.ArgumentParser(
-        description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    """`cls` from `--config FILE.yaml` (optional), then `--field value` overrides, read by
+    TRL's own parser. A bad file or value exits with the parser's message (status 2)."""
+    from trl import TrlParser
+
+    parser = TrlParser(
+        cls, description=description, epilog="--config FILE.yaml sets any of these fields."
     )
-    parser.add_argument("--config", help="YAML file with any of the fields below")
-    for f in dataclasses.fields(cls):
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        parser.add_argument(
-            f"--{f.name}",
-            type=str,
-            default=None,
-            metavar=type(default).__name__.upper() if default is not None else "VALUE",
-            help=f"{f.metadata.get('help', '')} (default: {default!r})",
-        )
-    args = parser.parse_args(argv)
-    values: dict[str, Any] = {}
-    if args.config:
-        import yaml
-
-        loaded = yaml.safe_load(Path(args.config).read_text()) or {}
-        if not isinstance(loaded, dict):
-            parser.error(f"{args.config}: expected a mapping of field: value")
-        unknown = sorted(set(loaded) - {f.name for f in dataclasses.fields(cls)})
-        if unknown:
-            parser.error(f"{args.config}: unknown field(s) {', '.join(unknown)}")
-        values.update(loaded)
-    for f in dataclasses.fields(cls):
-        raw = getattr(args, f.name)
-        if raw is not None:
-            try:
-                values[f.name] = _parse_value(raw, hints[f.name])
-            except ValueError as exc:
-                parser.error(f"--{f.name}: {exc}")
-    return cls(**values)
-
-
-def trainer_args(cfg: TrainingScriptConfig, *, cuda: bool, bf16: bool) -> dict[str, Any]:
-    """The TRL config arguments every script sets the same way, from the base fields."""
-    return dict(
-        output_dir=cfg.output_dir,
-        learning_rate=cfg.learning_rate,
-        lr_scheduler_type=cfg.lr_scheduler_type,
-        num_train_epochs=cfg.num_train_epochs,
-        max_steps=cfg.max_steps,
-        per_device_train_batch_size=cfg.per_device_train_batch_size,
-        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
-        bf16=bf16,
-        use_cpu=not cuda,
-        gradient_checkpointing=cfg.gradient_checkpointing,
-        deepspeed=cfg.deepspeed,
-        logging_steps=cfg.logging_steps,
-        save_strategy=cfg.save_strategy,
-        save_steps=cfg.save_steps,
-        save_total_limit=cfg.save_total_limit,
-        save_only_model=True,
-        seed=cfg.seed,
-        report_to=cfg.report_to,
-    )
+    try:
+        (cfg,) = parser.parse_args_and_config(list(sys.argv[1:] if argv is None else argv))
+    except (ValueError, OSError) as exc:
+        parser.error(str(exc))
+    return cfg
 
 
 # -- renderer ----------------------------------------------------------------------------
@@ -305,12 +213,35 @@ def freeze_vision(model: Any) -> int:
 # -- training and saving -----------------------------------------------------------------
 
 
+def stock_class_name(processor: Any) -> str:
+    """The transformers class a processor is, or extends (Loupe's torchvision-free
+    `QwenVLImageProcessor` is a `Qwen2_5_VLProcessor`)."""
+    import transformers
+
+    for cls in type(processor).__mro__:
+        if getattr(transformers, cls.__name__, None) is cls:
+            return cls.__name__
+    raise ValueError(f"{type(processor).__name__} extends no transformers processor class")
+
+
+def save_processor(processor: Any, output_dir: str | Path) -> None:
+    """Save `processor` (and its tokenizer) as the stock classes a Qwen2.5-VL checkpoint
+    names (`Qwen2_5_VLProcessor`, its stock image processor, a video processor config),
+    whether or not torchvision is installed, so that `AutoProcessor`, LLaMA-Factory and
+    verl open the folder as they open the base checkpoint."""
+    from agent.policies.hf import name_stock_classes
+
+    processor.save_pretrained(output_dir)
+    processor.tokenizer.save_pretrained(output_dir)
+    name_stock_classes(output_dir, stock_class_name(processor))
+
+
 def save_for_policy(trainer: Any, processor: Any, output_dir: str, meta: dict[str, Any]) -> None:
-    """Final model + processor + tokenizer, loadable by the `hf` policy as they are."""
+    """Final model + processor + tokenizer, loadable by the `hf` policy as they are (and by
+    AutoProcessor, LLaMA-Factory and verl: `save_processor`)."""
     trainer.save_model(output_dir)
     if trainer.accelerator.is_main_process:
-        processor.save_pretrained(output_dir)
-        processor.tokenizer.save_pretrained(output_dir)
+        save_processor(processor, output_dir)
         (Path(output_dir) / "loupe_training.json").write_text(
             json.dumps(meta, indent=2, default=str)
         )
@@ -329,7 +260,7 @@ def train_and_save(trainer: Any, cfg: Any, *, stage: str, renderer: str | None) 
         {
             "stage": stage,
             "renderer": renderer,
-            "config": dataclasses.asdict(cfg),
+            "config": cfg.to_dict(),
             "metrics": result.metrics,
         },
     )

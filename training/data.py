@@ -67,6 +67,32 @@ def export_renderer(path: str | Path) -> str | None:
     return str(renderer).split()[0] if renderer else None
 
 
+def check_export(path: str | Path) -> None:
+    """Raise `DataError` (one line: the folder and why) when `path` holds nothing to train
+    on: missing, an empty folder, or an export whose manifest counts no rows (an export
+    without `--full` holds only what is new since the last batch, often nothing)."""
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"{p}: not found")
+    if p.is_dir() and not any(p.iterdir()):
+        raise DataError(f"{p}: empty folder, no export in it")
+    found = find_manifest(p)
+    if found is None:
+        return
+    folder, manifest = found
+    data = [f for f in manifest.get("files", {}) if not f.startswith("images/")]
+    if manifest.get("rows") == 0 or (manifest.get("kind") in ("sft", "rl", "pairs") and not data):
+        kind = manifest.get("kind", "sft")
+        why = manifest.get("left_out", {}).get("reasons") or {}
+        since = manifest.get("since_batch")
+        raise DataError(
+            f"{folder}: the {kind} export holds no rows"
+            + (f" (only what was new since batch {since})" if since is not None else "")
+            + (f"; left out: {why}" if why else "")
+            + f"; for every decision run `launch.py export {kind} --full --out NEW_FOLDER`"
+        )
+
+
 def _load_split(path: Path, split: str, columns: tuple[str, ...], what: str) -> Any:
     """One split of a `save_to_disk` folder (a Dataset, or a DatasetDict's `split`), or JSONL.
 
@@ -551,6 +577,8 @@ def write_sample(
     """Write `OUT/sft` (datasets folder) and `OUT/rl.jsonl` from scripted runs; return both."""
     from datasets import Dataset
 
+    from annotate.export.rl import SPECVI_SOURCE
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     trajs, spectra = sample_trajectories(n=n, seed=seed, renderer=renderer)
@@ -570,7 +598,7 @@ def write_sample(
                 "task": t.task,
                 "label": t.label,
                 "split": "train",
-                "data_source": t.task,
+                "data_source": SPECVI_SOURCE.get(t.task, t.task),  # the authors' names
                 "reward_model": {"ground_truth": t.label},
                 "extra_info": {
                     "name": spec.meta.extra["name"],

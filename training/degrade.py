@@ -14,7 +14,6 @@ files and a labelled catalogue CSV (`path,task,id,label`, paths relative to the 
 
 from __future__ import annotations
 
-import argparse
 import csv
 from dataclasses import replace
 from pathlib import Path
@@ -200,83 +199,58 @@ def _source_gaps(wave: np.ndarray, out_wave: np.ndarray) -> np.ndarray:
 # -- command line -------------------------------------------------------------------------
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--input", nargs="*", default=[], help="Spectrum files, globs or folders.")
-    parser.add_argument(
-        "--catalog", help="A labelled catalogue CSV (path,task[,id,hdu,row,label])."
-    )
-    parser.add_argument(
-        "--task", help="Task for --input spectra (cv, carbon, s_type, m_giant, wd)."
-    )
-    parser.add_argument("--label", choices=["YES", "NO"], help="Label for --input spectra.")
-    parser.add_argument("--snr", type=float, action="append", help="Target SNR (repeatable).")
-    parser.add_argument("--realisations", type=int, default=1, help="Noisy copies per SNR.")
-    parser.add_argument(
-        "--rv-max", type=float, default=300.0, help="|RV| drawn uniformly up to this (km/s)."
-    )
-    parser.add_argument("--resolution", type=float, default=1800.0, help="Target resolving power.")
-    parser.add_argument(
-        "--source-resolution",
-        type=float,
-        default=None,
-        help="Resolving power of the input, if known.",
-    )
-    parser.add_argument(
-        "--flux-cal-error", type=float, default=0.1, help="RMS fractional flux-calibration error."
-    )
-    parser.add_argument("--seed", type=int, default=0, help="Random seed.")
-    parser.add_argument("--out", required=True, help="Output folder (FITS files + catalog.csv).")
-
-
-def main(args: argparse.Namespace) -> int:
-    from agent.candidates import read_candidates
+def degrade_candidates(
+    cands: list,
+    out: str | Path,
+    *,
+    snrs: list[float] | None = None,
+    realisations: int = 1,
+    rv_max: float = 300.0,
+    resolution: float = 1800.0,
+    source_resolution: float | None = None,
+    flux_cal_error: float = 0.1,
+    seed: int = 0,
+    label: str | None = None,
+) -> tuple[list[dict[str, str]], list[tuple[str, Exception]]]:
+    """Degrade each candidate's spectrum at each SNR (`realisations` noisy copies each) into
+    LAMOST FITS files in `out`, with `out/catalog.csv` (`path,task,id,label`). Returns the
+    catalogue rows and the (path, error) of each input that could not be read, which is
+    skipped."""
     from agent.formats import write_lamost_fits
 
-    cands = []
-    if args.catalog:
-        cands += read_candidates(args.catalog)
-    if args.input:
-        if not args.task:
-            print("degrade: --input needs --task")
-            return 2
-        cands += read_candidates(args.input, task=args.task)
-    if not cands:
-        print("degrade: nothing to degrade (give --input or --catalog)")
-        return 2
-    out = Path(args.out)
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(args.seed)
-    rows, failed = [], 0
+    rng = np.random.default_rng(seed)
+    rows: list[dict[str, str]] = []
+    skipped: list[tuple[str, Exception]] = []
     for c in cands:
         try:
             spec = c.load()
         except Exception as exc:  # a bad file is reported and skipped
-            print(f"degrade: skipping {c.path}: {exc}")
-            failed += 1
+            skipped.append((str(c.path), exc))
             continue
-        label = c.label or args.label or ""
-        for snr in args.snr or [20.0]:
-            for k in range(args.realisations):
-                rv = float(rng.uniform(-args.rv_max, args.rv_max))
+        for snr in snrs or [20.0]:
+            for k in range(realisations):
+                rv = float(rng.uniform(-rv_max, rv_max))
                 d = degrade(
                     spec,
                     snr=snr,
                     rv_kms=rv,
-                    resolution=args.resolution,
-                    flux_cal_error=args.flux_cal_error,
-                    source_resolution=args.source_resolution,
+                    resolution=resolution,
+                    flux_cal_error=flux_cal_error,
+                    source_resolution=source_resolution,
                     rng=rng,
                 )
                 name = f"{_safe(c.id)}_snr{int(round(snr))}_{k}"
                 d.meta.id = name
                 write_lamost_fits(d, out / f"{name}.fits")
-                rows.append({"path": f"{name}.fits", "task": c.task, "id": name, "label": label})
+                row = {"path": f"{name}.fits", "task": c.task, "id": name}
+                rows.append(row | {"label": c.label or label or ""})
     with open(out / "catalog.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=["path", "task", "id", "label"])
         w.writeheader()
         w.writerows(rows)
-    print(f"degrade: wrote {len(rows)} spectra and {out / 'catalog.csv'} ({failed} inputs skipped)")
-    return 0 if rows else 1
+    return rows, skipped
 
 
 def _safe(s: str) -> str:

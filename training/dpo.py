@@ -15,7 +15,9 @@ and the agent's part (`prompt`, with every image before it), the expert's turn t
 (`DataCollatorForVisionPreference`) and takes the loss on the completions only; the
 reference model is the starting checkpoint. Start from the SFT (or GRPO) checkpoint that
 produced the rejected runs; the pairs' images must have been drawn with the renderer it
-was trained with (checked, unless --force_renderer). The vision tower stays frozen.
+was trained with (checked, unless --force_renderer). The vision tower stays frozen. The
+config is TRL's `DPOConfig` with Loupe's fields (`DPOScriptConfig`); beta 0.1, the sigmoid
+loss (TRL's defaults).
 """
 
 from __future__ import annotations
@@ -25,22 +27,23 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from transformers.trainer_utils import SaveStrategy, SchedulerType
+from trl import DPOConfig
+
 from agent.errors import LoupeError
 from training.common import (
-    TrainingScriptConfig,
+    LoupeArguments,
     checkpoint_renderer,
     load_model_and_processor,
     parse_config,
     resolve_renderer,
     train_and_save,
-    trainer_args,
-    use_cuda,
 )
 
 
 @dataclass
-class DPOScriptConfig(TrainingScriptConfig):
-    """`TrainingScriptConfig` with DPO defaults and the DPO-only fields."""
+class DPOScriptConfig(LoupeArguments, DPOConfig):
+    """TRL's `DPOConfig` with Loupe's fields and DPO defaults for Loupe's pairs."""
 
     model: str = field(
         default="checkpoints/sft",
@@ -50,10 +53,17 @@ class DPOScriptConfig(TrainingScriptConfig):
         default="",
         metadata={"help": "Pairs export folder (`launch.py export pairs`), or its hf/ folder."},
     )
-    output_dir: str = field(
+    output_dir: str | None = field(
         default="checkpoints/dpo", metadata={"help": "Where checkpoints and the final model go."}
     )
     learning_rate: float = field(default=1e-6, metadata={"help": "Peak learning rate."})
+    lr_scheduler_type: SchedulerType | str = field(
+        default="cosine", metadata={"help": "Learning-rate schedule."}
+    )
+    warmup_steps: float = field(
+        default=0.05,
+        metadata={"help": "Warm-up steps; a float in [0, 1) is a fraction of all steps."},
+    )
     num_train_epochs: float = field(default=2.0, metadata={"help": "Passes over the pairs."})
     per_device_train_batch_size: int = field(
         default=1, metadata={"help": "Pairs per device per micro-batch (each holds 1-8 images)."}
@@ -62,12 +72,9 @@ class DPOScriptConfig(TrainingScriptConfig):
         default=4,
         metadata={"help": "Micro-batches per optimiser step (8 GPUs x 1 x 4 = 32 pairs)."},
     )
-    warmup_ratio: float = field(default=0.05, metadata={"help": "Fraction of steps for warm-up."})
-    beta: float = field(
-        default=0.1, metadata={"help": "DPO temperature: how far from the reference to move."}
-    )
-    loss_type: str = field(
-        default="sigmoid", metadata={"help": "TRL DPO loss ('sigmoid' is the DPO paper's)."}
+    save_strategy: SaveStrategy | str = field(
+        default="epoch",
+        metadata={"help": "'epoch', 'steps' or 'no' (the final model is saved anyway)."},
     )
     max_length: int | None = field(
         default=16384,
@@ -91,29 +98,19 @@ def training_renderer(cfg: DPOScriptConfig) -> str:
 
 
 def build_trainer(cfg: DPOScriptConfig) -> Any:
-    from trl import DPOConfig, DPOTrainer
+    from trl import DPOTrainer
 
     from training.data import load_pairs_dataset
 
-    cuda = use_cuda()
-    bf16 = cuda if cfg.bf16 is None else cfg.bf16
     model, processor = load_model_and_processor(
         cfg.model,
-        bf16=bf16,
+        bf16=cfg.bf16,
         chat_template=cfg.chat_template,
         attn=cfg.attn_implementation,
         freeze=cfg.freeze_vision,
     )
     dataset = load_pairs_dataset(cfg.dataset, min_grade=cfg.min_grade)
-    args = DPOConfig(
-        **trainer_args(cfg, cuda=cuda, bf16=bf16),
-        warmup_steps=cfg.warmup_ratio,  # a float in [0, 1) is a ratio of the total steps
-        beta=cfg.beta,
-        loss_type=[cfg.loss_type],
-        max_length=cfg.max_length,
-        **cfg.trainer_kwargs,
-    )
-    return DPOTrainer(model=model, args=args, train_dataset=dataset, processing_class=processor)
+    return DPOTrainer(model=model, args=cfg, train_dataset=dataset, processing_class=processor)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,12 +123,15 @@ def main(argv: list[str] | None = None) -> int:
         print("dpo.py: --dataset is required (a pairs export folder)", file=sys.stderr)
         return 2
     t0 = time.perf_counter()
+    from training.data import check_export
+
     try:
+        check_export(cfg.dataset)  # an empty export stops here, before any model is loaded
         renderer = training_renderer(cfg)
+        trainer = build_trainer(cfg)
     except LoupeError as exc:
         print(f"dpo.py: {exc}", file=sys.stderr)
         return 2
-    trainer = build_trainer(cfg)
     result = train_and_save(trainer, cfg, stage="dpo", renderer=renderer)
     print(
         f"dpo: {trainer.state.global_step} steps in {time.perf_counter() - t0:.1f} s, "

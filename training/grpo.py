@@ -17,7 +17,8 @@ the published reply text. Tool tokens carry no loss. Reward = accuracy + format 
 the authors' scoring by default (`--reward speco3`; `--reward loupe` for Loupe's stricter
 one, `training.rewards`). Defaults follow the paper: group size 8, lr 1e-6, no KL term,
 clip 0.2, token-mean loss, temperature 1.0, up to 7 tool calls, 3 epochs; the batch
-defaults give 64 prompts per generation and 32 per optimiser step on 8 GPUs.
+defaults give 64 prompts per generation and 32 per optimiser step on 8 GPUs. The config is
+TRL's `GRPOConfig` with Loupe's fields (`GRPOScriptConfig`).
 """
 
 from __future__ import annotations
@@ -29,23 +30,26 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from transformers.trainer_utils import SaveStrategy, SchedulerType
+from trl import GRPOConfig
+
 from agent.errors import LoupeError
 from agent.protocol import TOOL_NAME, TOOL_SCHEMA
 from training.common import (
-    TrainingScriptConfig,
+    LoupeArguments,
     checkpoint_renderer,
     load_model_and_processor,
     parse_config,
     resolve_renderer,
     train_and_save,
-    trainer_args,
     use_cuda,
 )
 
 
 @dataclass
-class GRPOScriptConfig(TrainingScriptConfig):
-    """`TrainingScriptConfig` with the paper's GRPO defaults and the rollout and vLLM fields."""
+class GRPOScriptConfig(LoupeArguments, GRPOConfig):
+    """TRL's `GRPOConfig` with Loupe's fields, the paper's GRPO defaults and the rollout
+    fields Loupe adds (renderer, reward, splits, the vLLM image limit)."""
 
     model: str = field(
         default="checkpoints/sft",
@@ -66,7 +70,9 @@ class GRPOScriptConfig(TrainingScriptConfig):
             "(test.parquet, test_cc.parquet). Rows without a split are kept."
         },
     )
-    output_dir: str = field(default="checkpoints/grpo", metadata={"help": "Where the model goes."})
+    output_dir: str | None = field(
+        default="checkpoints/grpo", metadata={"help": "Where the model goes."}
+    )
     renderer: str | None = field(
         default=None,
         metadata={
@@ -76,9 +82,30 @@ class GRPOScriptConfig(TrainingScriptConfig):
             "Recorded in the checkpoint; vet with the same one."
         },
     )
+    reward: str = field(
+        default="speco3",
+        metadata={
+            "help": "Reward scoring (training.rewards): 'speco3', the authors' (format check "
+            "over the whole response, \\boxed{} then a bare YES/NO) for reproduction, or "
+            "'loupe', the stricter one (-0.2 per format error).",
+        },
+    )
+    vllm_image_limit: int = field(
+        default=9,
+        metadata={
+            "help": "Images vLLM accepts per prompt in colocate mode (limit_mm_per_prompt): "
+            "the global view + max_tool_calling_iterations zooms + 1 spare; must be at least "
+            "max_tool_calling_iterations + 1."
+        },
+    )
     learning_rate: float = field(default=1e-6, metadata={"help": "Learning rate (constant)."})
-    lr_scheduler_type: str = field(default="constant", metadata={"help": "Learning-rate schedule."})
-    num_generations: int = field(default=8, metadata={"help": "Group size: rollouts per prompt."})
+    lr_scheduler_type: SchedulerType | str = field(
+        default="constant", metadata={"help": "Learning-rate schedule."}
+    )
+    num_train_epochs: float = field(default=3.0, metadata={"help": "Passes over the prompts."})
+    num_generations: int | None = field(
+        default=8, metadata={"help": "Group size: rollouts per prompt."}
+    )
     per_device_train_batch_size: int = field(
         default=8, metadata={"help": "Rollouts per device per micro-batch."}
     )
@@ -90,36 +117,22 @@ class GRPOScriptConfig(TrainingScriptConfig):
         default=8,
         metadata={"help": "Micro-batches per generation round (8 GPUs x 8 x 8 = 64 prompts x 8)."},
     )
-    num_train_epochs: float = field(default=3.0, metadata={"help": "Passes over the prompts."})
     beta: float = field(default=0.0, metadata={"help": "KL coefficient (the paper uses none)."})
-    epsilon: float = field(default=0.2, metadata={"help": "PPO clip range."})
-    loss_type: str = field(
-        default="dapo", metadata={"help": "TRL loss type; 'dapo' is the token-mean loss."}
-    )
-    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature."})
-    max_tool_calls: int = field(
+    max_tool_calling_iterations: int | None = field(
         default=7, metadata={"help": "Tool calls per rollout (7 zooms + the answer = 8 turns)."}
     )
-    max_completion_length: int = field(
+    max_completion_length: int | None = field(
         default=8192,
-        metadata={"help": "Tokens per rollout after the prompt, tool images and replies included."},
-    )
-    use_vllm: bool | None = field(
-        default=None, metadata={"help": "Generate with vLLM; default: on with CUDA, off on CPU."}
-    )
-    vllm_mode: str = field(
-        default="colocate",
         metadata={
-            "help": "'colocate' (vLLM shares the training GPUs) or 'server' (trl vllm-serve)."
+            "help": "Tokens per rollout after the prompt, tool images and replies included "
+            "(the authors' max_response_length was 32768: grpo_qwen2_5_vl_7b_32k.yaml)."
         },
     )
-    vllm_server_host: str = field(default="0.0.0.0", metadata={"help": "vLLM server host."})
-    vllm_server_port: int = field(default=8000, metadata={"help": "vLLM server port."})
+    use_vllm: bool | None = field(  # type: ignore[assignment]
+        default=None, metadata={"help": "Generate with vLLM; default: on with CUDA, off on CPU."}
+    )
     vllm_gpu_memory_utilization: float = field(
         default=0.35, metadata={"help": "GPU memory share for vLLM in colocate mode."}
-    )
-    vllm_tensor_parallel_size: int = field(
-        default=1, metadata={"help": "Tensor parallel size of vLLM in colocate mode."}
     )
     vllm_max_model_length: int | None = field(
         default=16384,
@@ -128,23 +141,15 @@ class GRPOScriptConfig(TrainingScriptConfig):
             "global view is ~1.5k tokens, max_completion_length 8k more; sizes the KV cache."
         },
     )
-    vllm_image_limit: int = field(
-        default=9,
-        metadata={
-            "help": "Images vLLM accepts per prompt in colocate mode (limit_mm_per_prompt): "
-            "the global view + max_tool_calls zooms + 1 spare; must be >= max_tool_calls + 1."
-        },
+    save_strategy: SaveStrategy | str = field(
+        default="steps", metadata={"help": "'steps', 'epoch' or 'no'."}
     )
-    reward: str = field(
-        default="speco3",
-        metadata={
-            "help": "Reward scoring (training.rewards): 'speco3', the authors' (format check "
-            "over the whole response, \\boxed{} then a bare YES/NO) for reproduction, or "
-            "'loupe', the stricter one (-0.2 per format error).",
-        },
-    )
-    save_strategy: str = field(default="steps", metadata={"help": "'steps', 'epoch' or 'no'."})
-    save_steps: int = field(default=10, metadata={"help": "Checkpoint every N optimiser steps."})
+    save_steps: float = field(default=10, metadata={"help": "Checkpoint every N optimiser steps."})
+
+    def __post_init__(self) -> None:
+        if self.use_vllm is None:
+            self.use_vllm = use_cuda()
+        super().__post_init__()
 
 
 # -- the environment ---------------------------------------------------------------------
@@ -266,59 +271,36 @@ def environment_factory(renderer: str):
 
 
 def build_trainer(cfg: GRPOScriptConfig) -> Any:
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     from training.data import load_rl_dataset
     from training.rewards import reward_functions
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    cuda = use_cuda()
-    bf16 = cuda if cfg.bf16 is None else cfg.bf16
-    use_vllm = cuda if cfg.use_vllm is None else cfg.use_vllm
     model, processor = load_model_and_processor(
         cfg.model,
-        bf16=bf16,
+        bf16=cfg.bf16,
         chat_template=cfg.chat_template,
         attn=cfg.attn_implementation,
         freeze=cfg.freeze_vision,
     )
     processor.tokenizer.padding_side = "left"
-    reward_funcs = reward_functions(cfg.reward)
-    if cfg.vllm_image_limit < cfg.max_tool_calls + 1:
+    reward_funcs = reward_functions(cfg.reward)  # summed: TRL weighs each 1 by default
+    calls = cfg.max_tool_calling_iterations or 0
+    if cfg.vllm_image_limit < calls + 1:
         raise ValueError(
-            f"vllm_image_limit {cfg.vllm_image_limit} < max_tool_calls + 1 "
-            f"({cfg.max_tool_calls + 1}): a rollout's last zooms would be refused"
+            f"vllm_image_limit {cfg.vllm_image_limit} < max_tool_calling_iterations + 1 "
+            f"({calls + 1}): a rollout's last zooms would be refused"
         )
-    if use_vllm and cfg.vllm_mode == "colocate":
+    if cfg.use_vllm and cfg.vllm_mode == "colocate":
         limit_vllm_images(cfg.vllm_image_limit)
     dataset = load_rl_dataset(
         dataset_paths(cfg), splits=split_names(cfg.splits), min_grade=cfg.min_grade
     )
-    args = GRPOConfig(
-        **trainer_args(cfg, cuda=cuda, bf16=bf16),
-        num_generations=cfg.num_generations,
-        steps_per_generation=cfg.steps_per_generation,
-        beta=cfg.beta,
-        epsilon=cfg.epsilon,
-        loss_type=cfg.loss_type,
-        temperature=cfg.temperature,
-        max_tool_calling_iterations=cfg.max_tool_calls,
-        max_completion_length=cfg.max_completion_length,
-        use_vllm=use_vllm,
-        vllm_mode=cfg.vllm_mode,
-        vllm_server_host=cfg.vllm_server_host,
-        vllm_server_port=cfg.vllm_server_port,
-        vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
-        vllm_tensor_parallel_size=cfg.vllm_tensor_parallel_size,
-        vllm_max_model_length=cfg.vllm_max_model_length,
-        # The reward is the sum: accuracy + format penalty.
-        reward_weights=[1.0] * len(reward_funcs),
-        **cfg.trainer_kwargs,
-    )
     return GRPOTrainer(
         model=model,
         reward_funcs=reward_funcs,
-        args=args,
+        args=cfg,
         train_dataset=dataset,
         processing_class=processor,
         environment_factory=environment_factory(training_renderer(cfg)),
@@ -383,12 +365,16 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     t0 = time.perf_counter()
+    from training.data import check_export
+
     try:
+        for path in dataset_paths(cfg):
+            check_export(path)  # an empty export stops here, before any model is loaded
         renderer = training_renderer(cfg)
+        trainer = build_trainer(cfg)
     except LoupeError as exc:
         print(f"grpo.py: {exc}", file=sys.stderr)
         return 2
-    trainer = build_trainer(cfg)
     train_and_save(trainer, cfg, stage="grpo", renderer=renderer)
     rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
     print(

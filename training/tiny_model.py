@@ -8,8 +8,11 @@ behaviour of the published Spec-o3 checkpoints, with random weights and a byte-l
 vocabulary of ~512 trained on Spec-o3-style trajectory text, so its output is garbage that
 still exercises every code path (generation, parsing, format errors, SFT, GRPO).
 
-Load it back with `agent.policies.hf.load_processor(OUT_DIR)` (AutoProcessor cannot build a
-Qwen2.5-VL processor without torchvision) and `AutoModelForImageTextToText`.
+Its processor is saved under the stock class names (`Qwen2_5_VLProcessor`, with a video
+processor config; `training.common.save_processor`), so `AutoProcessor`, LLaMA-Factory and
+verl open it where torchvision is installed. Load it back with
+`agent.policies.hf.load_processor(OUT_DIR)` (which also works without torchvision) and
+`AutoModelForImageTextToText`.
 """
 
 from __future__ import annotations
@@ -148,6 +151,7 @@ def build(out_dir: str | Path, seed: int = 0) -> Path:
     from transformers import Qwen2VLImageProcessor
 
     from agent.policies.hf import processor_class
+    from training.common import save_processor
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -158,8 +162,7 @@ def build(out_dir: str | Path, seed: int = 0) -> Path:
     )
     model = build_model(tokenizer, seed=seed)
     model.save_pretrained(out)
-    processor.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    save_processor(processor, out)  # stock class names, as a published checkpoint has
     return out
 
 

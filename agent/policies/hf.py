@@ -17,12 +17,54 @@ class ModelLoadError(LoupeError):
     reachable on the hub, or a backend (vLLM) that is not installed."""
 
 
+# The video processor that goes with a stock Qwen-VL image processor: Qwen2.5-VL checkpoints
+# ship one, and transformers builds no Qwen2.5-VL processor without it.
+VIDEO_PROCESSOR = {
+    "Qwen2VLImageProcessor": "Qwen2VLVideoProcessor",
+    "Qwen2VLImageProcessorFast": "Qwen2VLVideoProcessor",
+}
+# What the video processor shares with the image processor: the vision tower's geometry and
+# pixel scaling (its frame sizes and sampling keep the stock defaults; Loupe sends none).
+_SHARED_WITH_VIDEO = ("patch_size", "temporal_patch_size", "merge_size", "image_mean",
+                      "image_std", "do_convert_rgb", "do_normalize", "do_rescale",
+                      "rescale_factor", "do_resize", "resample")  # fmt: skip
+
+
+def name_stock_classes(folder: str | Path, stock: str = "Qwen2_5_VLProcessor") -> None:
+    """Make a saved processor's files name the stock classes: `stock` in
+    processor_config.json and tokenizer_config.json, and a video processor config beside
+    the stock image processor's, as the published checkpoints have them."""
+    import json
+
+    out = Path(folder)
+    path = out / "processor_config.json"
+    cfg = json.loads(path.read_text())
+    cfg["processor_class"] = stock
+    image = cfg.get("image_processor") or {}
+    video = VIDEO_PROCESSOR.get(image.get("image_processor_type", ""))
+    if video and "video_processor" not in cfg:
+        cfg["video_processor"] = {
+            **{k: image[k] for k in _SHARED_WITH_VIDEO if k in image},
+            "video_processor_type": video,
+            "processor_class": stock,
+        }
+    path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+    tok_path = out / "tokenizer_config.json"
+    if tok_path.is_file():
+        tok = json.loads(tok_path.read_text())
+        if "processor_class" in tok:
+            tok["processor_class"] = stock
+            tok_path.write_text(json.dumps(tok, indent=2, ensure_ascii=False) + "\n")
+
+
 @functools.cache
 def processor_class() -> type:
     """Qwen2.5-VL's processor without the video processor (which needs torchvision).
 
     Loupe sends only images; the stock class refuses to construct on machines without
-    torchvision, this subclass works everywhere and behaves the same for images.
+    torchvision, this subclass works everywhere and behaves the same for images. It saves
+    itself as the stock `Qwen2_5_VLProcessor` (`name_stock_classes`), so a checkpoint
+    written with it (by a trainer's checkpoints too) opens in other tools.
     """
     from transformers import Qwen2_5_VLProcessor
 
@@ -37,6 +79,11 @@ def processor_class() -> type:
             super(Qwen2_5_VLProcessor, self).__init__(
                 image_processor, tokenizer, chat_template=chat_template
             )
+
+        def save_pretrained(self, save_directory, *args, **kwargs):
+            out = super().save_pretrained(save_directory, *args, **kwargs)
+            name_stock_classes(save_directory, Qwen2_5_VLProcessor.__name__)
+            return out
 
     return QwenVLImageProcessor
 

@@ -8,8 +8,10 @@ What goes in (docs/training-data.md has the whole story)
 - sft: agent trajectories an expert accepted (resolved label = agent verdict, well formed,
   finished, source `accepted`), every reject and correction of a trajectory (source
   `corrected` with the expert's reason, `rejected` without one; `correction` says what
-  such a row holds: no thought in it contradicts its verdict), and approved authored
-  trajectories (`authored`).
+  such a row holds: no thought in it speaks for the verdict the expert overruled, and a
+  review's comment is never in it), and approved authored trajectories (`authored`).
+  Every row is checked against the contradiction table and refused (counted in
+  `left_out`) if it fails.
 - rl: every candidate with a resolved label (expert reviews or adjudication), else the
   verdict of an approved authored trajectory, a gold label or a catalogue label; label only.
 - pairs: the agent's trajectory against its reject or correction (or against an approved
@@ -20,7 +22,8 @@ What goes in (docs/training-data.md has the whole story)
 Where each part lives
 - `selection`: reading the store into `ExportRecord`s, one per object and task, and the
   split rule (`collect`, `dedup`, `hash_split`, `object_split`).
-- `correction`: the correction rule (`corrected_trajectory`), used by sft and pairs.
+- `correction`: the correction rule (`corrected_trajectory`, `rejected_side`), the same
+  for sft and pairs, and the contradiction check (`contradictions`).
 - `conversation`: a trajectory as chat messages with image placeholders, and its images.
 - `sft`, `rl`, `pairs`: one writer per format (each module says what its files hold).
 - `writing`: what those writers share (content-named images, streamed HF splits).
@@ -32,7 +35,7 @@ Where each part lives
 
 from annotate.export.cli import add_arguments, main, run_export
 from annotate.export.conversation import Conversation, conversation
-from annotate.export.correction import corrected_trajectory, sft_correction
+from annotate.export.correction import contradictions, corrected_trajectory, rejected_side
 from annotate.export.manifest import content_hash
 from annotate.export.pipeline import export_records
 from annotate.export.record import DEFAULT_RENDERER, KINDS, ExportRecord, ExportResult, Kind
@@ -49,6 +52,7 @@ __all__ = [
     "add_arguments",
     "collect",
     "content_hash",
+    "contradictions",
     "conversation",
     "corrected_trajectory",
     "dedup",
@@ -56,6 +60,6 @@ __all__ = [
     "hash_split",
     "main",
     "object_split",
+    "rejected_side",
     "run_export",
-    "sft_correction",
 ]

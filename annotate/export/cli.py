@@ -178,4 +178,33 @@ def main(args: argparse.Namespace) -> int:
         print(f"  left out: {m['left_out']['total']} decision(s): {m['left_out']['reasons']}")
     for e in result.errors:
         print(f"  skipped {e['id']}: {e['reason']}", file=sys.stderr)
+    if not m["rows"]:
+        print(f"  {empty_reason(args.kind, m)}")
     return 0
+
+
+def empty_reason(kind: str, manifest: dict[str, Any]) -> str:
+    """Why an export wrote no rows, and how to get every decision.
+
+    >>> empty_reason("sft", {"since_batch": 3, "unchanged_since_earlier_batches": 5,
+    ...     "left_out": {"total": 0}})  # doctest: +NORMALIZE_WHITESPACE
+    'empty: the 5 decision(s) to export are unchanged since earlier batches (this export holds
+    only what is new since batch 3); run `launch.py export sft --full --out NEW_FOLDER` to
+    export everything'
+    """
+    unchanged = manifest.get("unchanged_since_earlier_batches") or 0
+    since = manifest.get("since_batch")
+    if unchanged:
+        why = (
+            f"the {unchanged} decision(s) to export are unchanged since earlier batches "
+            f"(this export holds only what is new since batch {since})"
+        )
+    elif manifest.get("left_out", {}).get("total"):
+        why = "every decision was left out (reasons above)"
+    else:
+        why = "no decision to export yet" + (
+            f" since batch {since}" if since is not None else " (nothing reviewed)"
+        )
+    return (
+        f"empty: {why}; run `launch.py export {kind} --full --out NEW_FOLDER` to export everything"
+    )

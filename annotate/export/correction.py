@@ -2,23 +2,33 @@
 
 An expert who rejects or corrects a trajectory gives the label L (a reject flips the
 agent's verdict), optionally a reason E (the reasoning the model should have reached,
-`Review.explanation`) and, optionally, the index k (0-based, into `Trajectory.steps`) of
-the first step they judged wrong.
+`Review.explanation`; never the review's comment, a note to other experts) and,
+optionally, the index k (0-based, into `Trajectory.steps`) of the first step they judged
+wrong.
 
-SFT row (`sft_correction`): no thought in it may contradict its verdict L.
-- k given: the agent's steps before k, verbatim (the expert judged them sound), then one
-  final turn `<think>E</think><answer>\\boxed{L} E</answer>`.
-- no k: the agent's zoom calls are kept (the same windows, so the same images) but each
-  thought becomes a neutral statement of what the zoom is for (`neutral_thought`), since
-  any of the agent's observations may be the mistake; then the final turn.
-- no reason E: the final turn's explanation is a neutral one built from the task alone
-  (`neutral_explanation`: the inspected windows do / do not show what the class needs),
-  which no kept thought contradicts. Such rows have source `rejected` (with E: `corrected`).
+The row to train on (`corrected_trajectory`: the SFT row, and the chosen side of a pair)
+holds no thought that speaks for the verdict the expert overruled:
+- which of the agent's zooms are kept: the steps before k, or every zoom step when no k is
+  given; the steps from k on and the agent's answer are dropped. A kept zoom keeps its
+  window, so its image is the same.
+- what a kept zoom's thought becomes: where L overrules the agent's verdict, every kept
+  thought is rewritten as a neutral statement of what the zoom is for (`neutral_thought`):
+  any observation on the way to the overruled verdict may argue for it, the ones before
+  the named step too. Where L agrees with the agent's verdict (a correction of the
+  reasoning), the steps before k stand verbatim (the expert judged them sound); with no k
+  they are rewritten too. A verbatim thought that the contradiction table
+  (`agent.policies.rules.contradiction`) flags for L is rewritten all the same.
+- then one final turn `<think>E</think><answer>\\boxed{L} E</answer>`; with no reason E,
+  a neutral explanation from the task alone (`neutral_explanation`). Such rows have
+  source `rejected` (with E: `corrected`).
 
-Pair (`corrected_trajectory`, chosen against the agent's run as rejected): the agent's
-steps before k verbatim (all its zoom steps when k is not given), then the final turn
-with L and E (or the neutral explanation). The two conversations part where the expert
-says the agent went wrong, so DPO learns that turn, given the agent's own evidence.
+The pair's rejected side (`rejected_side`) is the agent's run with the same kept steps
+rewritten the same way, then the agent's own turns from where the row's kept steps end:
+the prompt the two completions share is the row's, so DPO never reads a thought SFT would
+not train on, and the two part at the turn the expert replaced.
+
+The exporter checks every row it writes against the contradiction table
+(`contradictions`) and refuses one that fails it, counting it in the manifest.
 
 A reject also gives an RL label (every resolved label does).
 """
@@ -27,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from agent.policies.rules.contradiction import found
 from agent.trajectory import Step, Trajectory
 from annotate.authoring import assistant_text, final_step
 
@@ -63,35 +74,60 @@ def neutral_thought(step: Step) -> str:
     return f"I zoom into {where} to inspect the {what}." if what else f"I zoom into {where}."
 
 
-def _zoom_steps(agent: Trajectory, wrong_step: int | None) -> list[Step]:
+def label_p_yes(label: str) -> float:
+    """The P(YES) an expert's verdict stands for: certain."""
+    return 1.0 if label == "YES" else 0.0
+
+
+def contradictions(traj: Trajectory, label: str | None = None) -> list[str]:
+    """What the contradiction table finds in `traj`'s thoughts and explanation against its
+    verdict (`label`, else the trajectory's own), read at the trajectory's P(YES) where
+    it agrees with that verdict, else as certain.
+
+    >>> t = Trajectory(id="c", task="m_giant", verdict="YES", steps=[Step(thought="Na I "
+    ...     "EW 3.3 Å: strong, as in a high-gravity dwarf.", answer="YES")])
+    >>> contradictions(t)
+    ['as in a high-gravity dwarf']
+    >>> contradictions(t, "NO")
+    []
+    """
+    label = label or traj.verdict
+    if label not in ("YES", "NO"):
+        return []
+    p = traj.confidence
+    if p is None or (p > 0.5) != (label == "YES"):
+        p = label_p_yes(label)
+    parts = [s.thought for s in traj.steps] + [s.explanation or "" for s in traj.steps]
+    return found(traj.task, p, "\n".join([*parts, traj.explanation or ""]))
+
+
+def _kept(agent: Trajectory, wrong_step: int | None) -> list[int]:
+    """The indices of the agent's steps the row keeps (module docstring)."""
     if wrong_step is None:
-        kept = [s for s in agent.steps if s.answer is None and s.tool_call is not None]
-    else:
-        if not 0 <= wrong_step < max(len(agent.steps), 1):
-            raise ValueError(
-                f"wrong step {wrong_step} is outside the trajectory's {len(agent.steps)} steps"
-            )
-        kept = [s for s in agent.steps[:wrong_step] if s.answer is None]
-    return [Step.from_dict(s.to_dict()) for s in kept]
+        return [i for i, s in enumerate(agent.steps) if s.answer is None and s.tool_call]
+    if not 0 <= wrong_step < max(len(agent.steps), 1):
+        raise ValueError(
+            f"wrong step {wrong_step} is outside the trajectory's {len(agent.steps)} steps"
+        )
+    return [i for i, s in enumerate(agent.steps[:wrong_step]) if s.answer is None]
 
 
-def _finish(
-    agent: Trajectory, steps: list[Step], label: str, explanation: str, how: str
-) -> Trajectory:
-    for s in steps:
+def _rewritten(
+    agent: Trajectory, label: str, wrong_step: int | None
+) -> tuple[list[Step], list[int]]:
+    """The kept steps, each rewritten or verbatim by the rule, and their indices."""
+    kept = _kept(agent, wrong_step)
+    verbatim = wrong_step is not None and agent.verdict == label
+    steps = []
+    for i in kept:
+        s = Step.from_dict(agent.steps[i].to_dict())
         if not s.raw:
             s.raw = assistant_text(s)
-    steps.append(final_step(label, explanation))
-    return dataclasses.replace(
-        agent,
-        steps=steps,
-        verdict=label,  # type: ignore[arg-type]
-        explanation=explanation,
-        format_ok=True,
-        state="done",
-        error=None,
-        params={**agent.params, "corrected": how},
-    )
+        if not verbatim or found(agent.task, label_p_yes(label), s.thought):
+            s.thought = neutral_thought(s)
+            s.raw = assistant_text(s)
+        steps.append(s)
+    return steps, kept
 
 
 def _check(label: str) -> None:
@@ -102,52 +138,60 @@ def _check(label: str) -> None:
 def corrected_trajectory(
     agent: Trajectory, label: str, explanation: str | None, wrong_step: int | None = None
 ) -> Trajectory:
-    """The agent's trajectory with an expert's correction as its final answer (the chosen
-    side of a pair): the steps before `wrong_step` verbatim (every zoom step when None),
-    then the expert's answer turn (the neutral explanation when none was given).
+    """The row an expert's reject or correction trains on (SFT row; chosen side of a pair):
+    the kept zooms, rewritten by the rule (module docstring), then the expert's answer turn
+    (the neutral explanation when none was given).
 
     >>> from agent.protocol import TOOL_NAME
-    >>> from agent.trajectory import Step, Trajectory
-    >>> call = {"name": TOOL_NAME, "arguments": {"wavelength_range": [1, 2]}}
-    >>> t = Trajectory(id="c1", task="wd", steps=[Step(thought="a", tool_call=call, raw="A"),
-    ...     Step(thought="b", tool_call=call, raw="B"), Step(thought="c", answer="YES", raw="C")],
-    ...     verdict="YES")
-    >>> c = corrected_trajectory(t, "NO", "Narrow Balmer lines: an A star.", wrong_step=1)
-    >>> [s.raw for s in c.steps[:-1]], c.steps[-1].answer, c.verdict
-    (['A'], 'NO', 'NO')
-    >>> len(corrected_trajectory(t, "NO", "x").steps)  # no index: both zooms kept
-    3
-    """
-    _check(label)
-    text = (explanation or "").strip() or neutral_explanation(agent.task, label)
-    return _finish(agent, _zoom_steps(agent, wrong_step), label, text, "pair")
-
-
-def sft_correction(
-    agent: Trajectory, label: str, explanation: str | None, wrong_step: int | None = None
-) -> Trajectory:
-    """The SFT row of a reject or correction (module docstring): no kept thought contradicts
-    the verdict `label`.
-
-    >>> from agent.protocol import TOOL_NAME
-    >>> from agent.trajectory import Step, Trajectory
     >>> call = {"name": TOOL_NAME, "arguments": {"wavelength_range": [8150, 8240],
     ...     "label": "Na I doublet"}}
     >>> t = Trajectory(id="c1", task="m_giant", verdict="YES", steps=[
     ...     Step(thought="Na I weak: a giant.", tool_call=call, raw="A"),
-    ...     Step(thought="A giant.", answer="YES", raw="B")])
-    >>> row = sft_correction(t, "NO", None)
+    ...     Step(thought="Na I weak again.", tool_call=call, raw="B"),
+    ...     Step(thought="A giant.", answer="YES", raw="C")])
+    >>> row = corrected_trajectory(t, "NO", None)
     >>> [s.thought for s in row.steps]  # doctest: +NORMALIZE_WHITESPACE
     ['I zoom into 8150-8240 Å to inspect the Na I doublet.',
+     'I zoom into 8150-8240 Å to inspect the Na I doublet.',
      'On inspection the zoomed windows do not show the features that identify an M giant.']
-    >>> [s.thought for s in sft_correction(t, "NO", "Na I is strong: a dwarf.", 1).steps]
-    ['Na I weak: a giant.', 'Na I is strong: a dwarf.']
+    >>> [s.thought for s in corrected_trajectory(t, "NO", "Na I is strong: a dwarf.", 1).steps]
+    ['I zoom into 8150-8240 Å to inspect the Na I doublet.', 'Na I is strong: a dwarf.']
+    >>> [s.raw for s in corrected_trajectory(t, "YES", "TiO and weak Na I.", 2).steps[:-1]]
+    ['A', 'B']
     """
     _check(label)
     text = (explanation or "").strip() or neutral_explanation(agent.task, label)
-    steps = _zoom_steps(agent, wrong_step)
-    if wrong_step is None:
-        for s in steps:
-            s.thought = neutral_thought(s)
-            s.raw = ""  # rewritten from the neutral thought
-    return _finish(agent, steps, label, text, "sft")
+    steps, _ = _rewritten(agent, label, wrong_step)
+    steps.append(final_step(label, text))
+    how = "corrected" if (explanation or "").strip() else "rejected"
+    return dataclasses.replace(
+        agent,
+        steps=steps,
+        verdict=label,  # type: ignore[arg-type]
+        confidence=label_p_yes(label),
+        explanation=text,
+        format_ok=True,
+        state="done",
+        error=None,
+        params={**agent.params, "corrected": how},
+    )
+
+
+def rejected_side(agent: Trajectory, label: str, wrong_step: int | None = None) -> Trajectory:
+    """The agent's run as the rejected side of a pair: its kept steps rewritten as in
+    `corrected_trajectory`, then its own turns after the last kept one.
+
+    >>> from agent.protocol import TOOL_NAME
+    >>> call = {"name": TOOL_NAME, "arguments": {"wavelength_range": [1, 2]}}
+    >>> t = Trajectory(id="c1", task="wd", verdict="YES", steps=[
+    ...     Step(thought="broad", tool_call=call, raw="A"),
+    ...     Step(thought="broader", tool_call=call, raw="B"),
+    ...     Step(thought="a WD", answer="YES", raw="C")])
+    >>> [(s.thought, s.raw[:7]) for s in rejected_side(t, "NO", 1).steps]
+    [('I zoom into 1-2 Å.', '<think>'), ('broader', 'B'), ('a WD', 'C')]
+    """
+    _check(label)
+    steps, kept = _rewritten(agent, label, wrong_step)
+    after = (kept[-1] + 1) if kept else (wrong_step or 0)
+    rest = [Step.from_dict(s.to_dict()) for s in agent.steps[after:]]
+    return dataclasses.replace(agent, steps=steps + rest)

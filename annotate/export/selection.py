@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from typing import Any
 
 from agent.trajectory import Trajectory
 from annotate.authoring import authored_to_trajectory
-from annotate.export.correction import corrected_trajectory, sft_correction
+from annotate.export.correction import contradictions, corrected_trajectory, rejected_side
 from annotate.export.record import SPLIT_ORDER, ExportRecord
 
 # A source's rank when several offer one object+task: higher wins.
@@ -36,6 +37,7 @@ SOURCE_RANK = {
 # For pairs a correction is preferred: it shares the agent's steps up to the wrong one, a
 # cleaner contrast; an unexplained reject's neutral answer comes last.
 PAIR_RANK = {"corrected": 3, "authored": 2, "rejected": 1}
+log = logging.getLogger(__name__)
 
 
 def hash_split(object_id: str, test_fraction: float, salt: str = "loupe") -> str:
@@ -222,7 +224,23 @@ def _collect(store: Any, kind: str, include_auto: bool) -> Collected:
                 recency=a.id,
             )
         )
+    records = _consistent(records, skipped)
     return Collected(records, dict(skipped), existing, grades(all_reviews))
+
+
+def _consistent(records: list[ExportRecord], skipped: Counter) -> list[ExportRecord]:
+    """The records whose row to train on passes the contradiction table
+    (`correction.contradictions`); each refused one is counted in `skipped` by what broke."""
+    kept = []
+    for r in records:
+        bad = contradictions(r.trajectory, r.label) if r.trajectory is not None else []
+        if bad:
+            log.warning("%s: row refused, it contradicts its verdict %s: %s", r.row_id, r.label,
+                        "; ".join(bad))  # fmt: skip
+            skipped[f"row contradicts its verdict {r.label}: {'; '.join(bad)}"] += 1
+        else:
+            kept.append(r)
+    return kept
 
 
 def _rl_record(c: Any, label: str, source: str) -> ExportRecord:
@@ -240,8 +258,14 @@ def _rl_record(c: Any, label: str, source: str) -> ExportRecord:
 
 def _reason(review: Any) -> str:
     """The reasoning the model should learn from a review (not its comment, a note to
-    other experts that is never trained on)."""
-    return (getattr(review, "explanation", None) or "").strip()
+    other experts that is never trained on). An imported review whose explanation is its
+    comment word for word holds no reason: earlier `import-labels` copied an empty
+    `reason` column's comment there."""
+    reason = (getattr(review, "explanation", None) or "").strip()
+    comment = (getattr(review, "comment", None) or "").strip()
+    if reason and reason == comment and getattr(review, "source", None) == "import":
+        return ""
+    return reason
 
 
 def _review_record(
@@ -272,15 +296,14 @@ def _review_record(
         agent = traj(r.trajectory_id)
         reason = _reason(r)
         try:
-            if kind == "pairs":
-                fixed = corrected_trajectory(agent, label, reason, r.wrong_step)
-            else:
-                fixed = sft_correction(agent, label, reason, r.wrong_step)
+            fixed = corrected_trajectory(agent, label, reason, r.wrong_step)
+            # pairs: the agent's side reads the same rewritten steps up to where they part
+            rejected = rejected_side(agent, label, r.wrong_step) if kind == "pairs" else agent
         except ValueError as exc:
             return None, f"correction not applicable ({exc})"
         source = "corrected" if reason else "rejected"
         return (
-            ExportRecord(**base, source=source, trajectory=fixed, rejected=agent, recency=r.id),
+            ExportRecord(**base, source=source, trajectory=fixed, rejected=rejected, recency=r.id),
             None,
         )
     if kind == "pairs":
