@@ -59,7 +59,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Refit the rule-based inspector's calibration from expert labels in the store.",
     ),
     "audit": (
-        "annotate.audit_cli",
+        "commands.audit",
         "Draw the random audit sample; print each task's weighted precision and intervals.",
     ),
     "degrade": (
