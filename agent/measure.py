@@ -284,6 +284,13 @@ class Profile:
     shape: str  # "lorentzian" (pressure-broadened wings) or "gaussian"
     limited: bool  # the width ran to the widest profile tried (a lower limit)
     sig: float  # the depth over its standard error from the fit's residuals
+    error: float = float("nan")  # the depth's standard error (a limit on an absent line)
+
+    @property
+    def at_bound(self) -> bool:
+        """The width ran to the narrowest or widest profile tried: no width was measured,
+        only a limit (a blanketed continuum reads as a line as wide as the span)."""
+        return self.limited or self.fwhm <= _FIT_WIDTHS[0]
 
 
 _FIT_WIDTHS = np.geomspace(3.0, 240.0, 44)
@@ -325,6 +332,7 @@ def fit_profile(
     u2 = ((w[None, None, :] - centers[None, :, None]) / (0.5 * _FIT_WIDTHS[:, None, None])) ** 2
     n, sv, svv, sx, svx = w.size, v.sum(), (v * v).sum(), x.sum(), (v * x).sum()
     best: tuple[float, str, int, int, np.ndarray, np.ndarray] | None = None
+    systems = []
     for shape, t in (("lorentzian", 1.0 / (1.0 + u2)), ("gaussian", np.exp(-math.log(2.0) * u2))):
         st, svt, stt, stx = t.sum(-1), (t * v).sum(-1), (t * t).sum(-1), (t * x).sum(-1)
         a = np.empty(st.shape + (3, 3))
@@ -340,13 +348,23 @@ def fit_profile(
             ok = np.abs(np.linalg.det(a)) > 1e-12
             p = np.linalg.solve(np.where(ok[..., None, None], a, np.eye(3)), b[..., None])[..., 0]
             p[~ok] = np.nan
+        systems.append((a, b, p))
         # Residual sum of squares of a linear fit: sum(x^2) - p . b.
         rss = np.where(p[..., 2] > 0, (x * x).sum() - (p * b).sum(-1), np.inf)
         i, j = np.unravel_index(int(np.argmin(rss)), rss.shape)
         if np.isfinite(rss[i, j]) and (best is None or rss[i, j] < best[0]):
             best = (float(rss[i, j]), shape, int(i), int(j), p[i, j], a[i, j])
     if best is None:
-        return Profile(0.0, float("nan"), rest, "none", False, 0.0)
+        # No absorption fits; the error of a typical (40 A Lorentzian) depth still says how
+        # deep a line could hide in this noise, which an absence needs.
+        i, j = int(np.argmin(np.abs(_FIT_WIDTHS - 40.0))), len(centers) // 2
+        a0, b0, p0 = (q[i, j] for q in systems[0])
+        err = float("nan")
+        if np.all(np.isfinite(p0)) and 1.0 - p0[0] > 0:
+            rss0 = max(float((x * x).sum() - p0 @ b0), 0.0)
+            err = math.sqrt(rss0 / max(w.size - 3, 1) * float(np.linalg.inv(a0)[2, 2]))
+            err /= 1.0 - p0[0]
+        return Profile(0.0, float("nan"), rest, "none", False, 0.0, err)
     rss_min, shape, i, j, (c0, c1, d), a_best = best
     sigma = math.sqrt(max(rss_min, 0.0) / max(w.size - 3, 1)) * math.sqrt(
         float(np.linalg.inv(a_best)[2, 2])
@@ -361,6 +379,7 @@ def fit_profile(
         shape,
         i == len(_FIT_WIDTHS) - 1,
         float(d / sigma) if sigma > 0 else float("inf"),
+        float(sigma / level) if level > 0 else float("nan"),
     )
 
 

@@ -1,7 +1,7 @@
 """Re-scoring pending verdicts with another inspector version, without rerunning the agent.
 
 The rules inspector stores with every verdict what a fitted model reads: in its final step's
-measurements, `calibration_input` (`Verdict.x`), `capped` (1 where a decisive reading held
+measurements, `calibration_input` (`Reading.x`), `capped` (1 where a decisive reading held
 P(YES) at the veto cap), `p_rules` (the plain rules' P(YES)) and the measurements a combiner
 leans on. `rescore` evaluates a model on those stored values for many candidates at once
 (numpy, one pass per task), giving the same P(YES) as `TaskModel.p_yes` one at a time. A

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import csv
+import os
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED_SPECTRA = REPO.parent / "shared" / "spectra"
+SHARED_SPECTRA = Path(os.environ.get("LOUPE_SPECTRA") or REPO.parent / "shared" / "spectra")
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 
@@ -12,7 +11,7 @@ from agent.formats import load_one
 from training import benchmark
 from training.benchmark.sources import _observe_source
 
-SPECTRA = Path(__file__).resolve().parents[2] / "shared" / "spectra"
+SPECTRA = benchmark.DEFAULT_SPECTRA
 pytestmark = pytest.mark.skipif(
     not (SPECTRA / "manifest.csv").exists(), reason="../shared/spectra is not available"
 )
@@ -31,10 +30,31 @@ def test_hard_negatives_named_by_the_paper_are_planned():
     assert "m_giant" in neg["s_type"] and "m_giant" in neg["carbon"]
     assert {"emission_star", "m_dwarf", "qso"} <= neg["cv"]
     assert {"qso", "galaxy"} <= neg["carbon"]
-    # K giants, not F/G supergiants, stand in as the M giants' warm contaminant.
-    for s in sources:
-        if s.label == "fgk_giant" and ("m_giant", "NO") in tasks.get(s.key, []):
-            assert "K" in s.spectral_type.upper()
+    # The stars a survey is made of are negatives for every task, every one of them.
+    ordinary = [s for s in sources if s.label in ("a_star", "fgk_dwarf", "fgk_giant")]
+    assert len({s.obj for s in ordinary if s.label == "fgk_dwarf"}) > 100
+    for s in ordinary:
+        assert {t for t, lbl in tasks[s.key] if lbl == "NO"} == set(benchmark.TASK_NAMES)
+        pairs = benchmark.observations(s, benchmark.SNRS, benchmark.LAYOUTS)
+        assert [snr for _, snr in pairs] == list(benchmark.SNRS)  # once per SNR, one layout
+
+
+def test_ordinary_stars_are_named_by_type_and_counted_in_the_survey_report():
+    from training.benchmark.report import Row, survey_stats
+    from training.evaluate import Scored
+
+    assert benchmark.ordinary_class("fgk_giant", "HD216174 K1 III") == "K giant"
+    assert benchmark.ordinary_class("fgk_dwarf", "sdF5") == "F dwarf"
+    assert benchmark.ordinary_class("ob_star", "B2V") == ""
+    rows = [Row(Scored("wd", True, i < 8, None), "sdss", "8", f"p{i}", "wd") for i in range(10)]
+    rows += [
+        Row(Scored("wd", False, i < 2, None), "sdss", "8", f"n{i}", "fgk_dwarf", "K dwarf")
+        for i in range(100)
+    ]
+    s = survey_stats(rows)["wd"]
+    assert s["fgk_fpr"] == 0.02 and s["n_fgk"] == 100
+    # 1 in 100: 0.8 / (0.8 + 99 x 0.02)
+    assert s["precision"][100] == pytest.approx(0.8 / (0.8 + 0.99 * 2.0), rel=1e-6)
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +81,7 @@ def test_small_build_has_every_layout_and_splits_by_object(small):
 def test_extragalactic_templates_are_observed_redshifted(tmp_path):
     sources = benchmark.load_sources(SPECTRA)
     qso = next(s for s in sources if s.label == "qso" and s.template)
-    job = (qso, SPECTRA, tmp_path, "test", [("wd", "NO")], ("sdss",), (20.0,), 2, 0)
+    job = (qso, SPECTRA, tmp_path, "test", [("wd", "NO")], [("sdss", 20.0)], 2, 0)
     rows, problems = _observe_source(job)
     assert not problems and len(rows) == 2
     for r in rows:

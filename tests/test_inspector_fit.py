@@ -59,19 +59,19 @@ def test_model_round_trips_and_bad_files_are_refused(tmp_path):
 
 
 def test_platt_model_changes_p_yes_but_not_the_quoted_evidence():
-    from agent.policies.rules import Evidence, Verdict
+    from agent.policies.rules import Evidence, Reading
 
     ev = Evidence()
     ev.add(2.0, "TiO bands (TiO5 index 0.50): an M-type star")
     ev.checked = 1
-    v = Verdict("m_giant", 0.9, ev, {"tio5": 0.5})
+    v = Reading("m_giant", 0.9, ev, {"tio5": 0.5})
     model = InspectorModel(2, {"m_giant": TaskModel("platt", a=0.1, b=-1.0)})
     out = model.apply(v)
     assert out.p_yes < 0.5 and out.evidence.notes[0].startswith("TiO bands")
 
 
 def test_a_fitted_model_cannot_undo_the_veto_or_the_noise():
-    from agent.policies.rules import Evidence, Verdict, inspect
+    from agent.policies.rules import Evidence, Reading, inspect
     from agent.policies.rules.calibration import VETO_CAP
     from agent.spectrum import Spectrum
 
@@ -79,16 +79,20 @@ def test_a_fitted_model_cannot_undo_the_veto_or_the_noise():
     ev = Evidence()
     ev.add(3.0, "TiO bands (TiO5 index 0.50): an M-type star")
     ev.checked = 1
-    capped = Verdict("m_giant", VETO_CAP, ev, {}, capped="a decisive reading speaks against it")
+    capped = Reading("m_giant", VETO_CAP, ev, {}, capped="a decisive reading speaks against it")
     capped.x = 3.0
     assert steep.apply(capped).p_yes <= VETO_CAP
-    # Pure noise (SNR 2): the rules shrink the evidence to nothing, and the model reads that.
+    # Pure noise (SNR 2): the rules shrink the evidence to the task's prior (not to even
+    # odds), and the model reads that.
+    from agent.policies.rules.calibration import calibration_input, sigmoid
+
     rng = np.random.default_rng(0)
     w = np.linspace(3800, 9000, 4000)
     noise = Spectrum(w, 1 + rng.normal(0, 0.5, w.size), ivar=np.full(w.size, 4.0))
     v = inspect(noise, "m_giant")
-    assert v.x == 0.0
-    assert steep.apply(v).p_yes == pytest.approx(0.5)
+    assert v.x == pytest.approx(calibration_input(v.evidence.prior, v.evidence.coverage))
+    assert v.x < 0
+    assert steep.apply(v).p_yes == pytest.approx(sigmoid(5.0 * v.x))
 
 
 @pytest.mark.slow

@@ -299,13 +299,13 @@ def test_every_task_has_an_inspector_module_with_all_its_parts():
 
 def test_a_capped_verdict_says_so_in_one_clean_sentence():
     from agent.policies.rules.features import Evidence
-    from agent.policies.rules.policy import Verdict, final_thought
+    from agent.policies.rules.policy import Reading, final_thought
 
     ev = Evidence()
     ev.add(3.0, "TiO bands: an M-type star")
     ev.add(-2.5, "Na I 8183/8195 EW 2.1 Å: strong, as in a dwarf", decisive=True)
     note = "a decisive reading speaks against it (Na I 8183/8195 EW 2.1 Å: strong, as in a dwarf)"
-    th = final_thought(Verdict("m_giant", 0.3, ev, {"snr": 30.0}, capped=note), None)
+    th = final_thought(Reading("m_giant", 0.3, ev, {"snr": 30.0}, capped=note), None)
     assert "dwarf), so P(YES) is held at 0.3 or below" in th, th
     assert ")., so" not in th, th
 

@@ -2,9 +2,11 @@
 
     python -m training.benchmark --out data/bench --report docs/accuracy.md
 
-reads ../shared/spectra/manifest.csv, picks for each task its positives and the hard
+reads ../shared/spectra/manifest.csv (or $LOUPE_SPECTRA), picks for each task its positives,
+the stars a survey is mostly made of (every A, F, G and K dwarf and giant in the library, a
+negative for every task, each observed once per SNR in one layout) and the hard
 negatives the paper names (K giants, M dwarfs and S stars for M giants; OB stars, hot
-subdwarfs, A/B stars and QSOs for white dwarfs; M giants for S and carbon stars;
+subdwarfs and QSOs for white dwarfs; M giants for S and carbon stars;
 Be/emission-line stars, M dwarfs and QSOs for CVs; redshifted QSOs and galaxies for CVs,
 white dwarfs and carbon stars), and observes every source object as each survey would
 (`training.sim.surveys`): in the LAMOST, SDSS/BOSS and DESI layouts (their grids,
@@ -18,7 +20,9 @@ one split only, and objects whose labels disagree between libraries are left out
 
 `--report` scores the policies on both splits and writes the report: per layout and per
 SNR, with object-level bootstrap confidence intervals, the demo's numbers beside it, and
-how many distinct objects stand behind each positive class. `--fit-calibration` refits
+how many distinct objects stand behind each positive class, and a second report on the
+ordinary stars: precision at 1-in-100 and 1-in-1,000 base rates and the false-positive
+rate per ordinary class. `--fit-calibration` refits
 the inspector's per-task logistic calibration on the tune split and prints the constants.
 
 Sources whose positives are templates rather than single observed stars are flagged
@@ -31,21 +35,29 @@ document), `calibration` (refitting the inspector's calibration) and `__main__` 
 from training.benchmark.sources import (
     DEFAULT_SPECTRA,
     LAYOUTS,
+    ORDINARY,
     SNRS,
+    TASK_NAMES,
     Source,
     assign_splits,
     build,
     load_sources,
+    observations,
+    ordinary_class,
     plan,
 )
 
 __all__ = [
     "DEFAULT_SPECTRA",
     "LAYOUTS",
+    "ORDINARY",
     "SNRS",
+    "TASK_NAMES",
     "Source",
     "assign_splits",
     "build",
     "load_sources",
+    "observations",
+    "ordinary_class",
     "plan",
 ]

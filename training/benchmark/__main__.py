@@ -28,6 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-build", action="store_true", help="Reuse an existing --out.")
+    ap.add_argument(
+        "--split",
+        choices=("tune", "test"),
+        help="Build only this split (set rules on tune before the test split is built).",
+    )
     ap.add_argument("--fit-calibration", action="store_true", help="Print refitted CALIBRATION.")
     ap.add_argument(
         "--report", help="Evaluate `rules` on both splits and write this markdown file."
@@ -47,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
             realisations=args.realisations,
             seed=args.seed,
             workers=args.workers,
+            splits=(args.split,) if args.split else ("tune", "test"),
         )
         for sp, p in paths.items():
             print(f"benchmark: {sp}: {p}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import os
 import re
 import shutil
 import sys
@@ -19,8 +20,10 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
-DEFAULT_SPECTRA = REPO.parent / "shared" / "spectra"
+# LOUPE_SPECTRA points elsewhere, e.g. from a checkout that is not beside ../shared.
+DEFAULT_SPECTRA = Path(os.environ.get("LOUPE_SPECTRA") or REPO.parent / "shared" / "spectra")
 SNRS = (5.0, 8.0, 12.0, 20.0, 35.0)
+TASK_NAMES = ("cv", "carbon", "s_type", "m_giant", "wd")
 LAYOUTS = ("lamost", "sdss", "desi")
 
 # Manifest label -> tasks it is a positive for / a hard negative for.
@@ -32,8 +35,11 @@ POSITIVE: dict[str, tuple[str, ...]] = {
     "s_type": ("s_type",),
     "m_giant": ("m_giant",),
 }
+# The stars a survey is mostly made of: negatives for every task, every source of them
+# (no cap), each observed once per SNR in one layout (`observations`), so they add many
+# objects without multiplying the build.
+ORDINARY = ("a_star", "fgk_dwarf", "fgk_giant")
 NEGATIVE: dict[str, tuple[str, ...]] = {
-    "a_star": ("wd",),
     "ob_star": ("wd",),
     "hot_subdwarf": ("wd",),
     "emission_star": ("cv",),
@@ -41,7 +47,6 @@ NEGATIVE: dict[str, tuple[str, ...]] = {
     "galaxy": ("cv", "wd", "carbon"),
     "m_dwarf": ("cv", "m_giant"),
     "m_star": ("cv", "m_giant"),
-    "fgk_giant": ("carbon", "m_giant"),
     "m_giant": ("carbon", "s_type"),
     "s_type": ("carbon", "m_giant"),
     "carbon": ("s_type", "m_giant"),
@@ -52,8 +57,8 @@ EXTRAGALACTIC = {
     ("qso_pca_component", "0"): ("qso", (0.3, 2.6)),
     ("galaxy_pca_component", "0"): ("galaxy", (0.02, 0.4)),
 }
-# At most this many source objects per (negative label, task), so one plentiful class
-# does not swamp a task.
+# At most this many source objects per (hard-negative label, task), so one plentiful
+# class does not swamp a task; ordinary stars are not capped.
 MAX_NEG_SOURCES = 16
 # Approximate resolving power of each library (None: much higher than the surveys').
 SOURCE_R = {
@@ -103,8 +108,30 @@ def _object_id(r: dict[str, str]) -> str:
     return f"{lib}:{Path(r['file']).name}:{r['row']}"
 
 
-def _k_giant(s: Source) -> bool:
-    return s.label != "fgk_giant" or bool(re.search(r"(^|\s)K\d", s.spectral_type.upper()))
+def ordinary_class(label: str, spectral_type: str) -> str:
+    """The report's name for an ordinary star: "A star", "G dwarf", "K giant" ("" otherwise).
+
+    >>> ordinary_class("fgk_dwarf", "STAR K7"), ordinary_class("fgk_giant", "HD216174 K1 III")
+    ('K dwarf', 'K giant')
+    """
+    if label not in ORDINARY:
+        return ""
+    if label == "a_star":
+        return "A star"
+    m = re.search(r"([FGK])\d", re.sub(r"HD\s?\d+", "", spectral_type.upper()))
+    kind = "dwarf" if label == "fgk_dwarf" else "giant"
+    return f"{m.group(1)} {kind}" if m else f"F/G/K {kind}"
+
+
+def observations(
+    s: Source, snrs: tuple[float, ...], layouts: tuple[str, ...]
+) -> list[tuple[str, float]]:
+    """(layout, SNR) pairs a source is observed at: every pair, or for an ordinary star one
+    layout per SNR, turning with the source so each layout gets its share."""
+    if s.label not in ORDINARY:
+        return [(lay, snr) for lay in layouts for snr in snrs]
+    k = _h("layout:" + s.key)
+    return [(layouts[(k + i) % len(layouts)], snr) for i, snr in enumerate(snrs)]
 
 
 def load_sources(spectra: Path) -> list[Source]:
@@ -117,7 +144,7 @@ def load_sources(spectra: Path) -> list[Source]:
         z_range = None
         if (lbl, r["row"]) in EXTRAGALACTIC:
             lbl, z_range = EXTRAGALACTIC[(lbl, r["row"])]
-        elif lbl not in POSITIVE and lbl not in NEGATIVE:
+        elif lbl not in POSITIVE and lbl not in NEGATIVE and lbl not in ORDINARY:
             continue
         if lbl == "cv_pca_component" and r["row"] not in ("0",):
             continue  # eigenvectors (negative flux) are not spectra; row 0 is the mean CV
@@ -176,9 +203,9 @@ def plan(sources: list[Source]) -> dict[str, list[tuple[str, str]]]:
     for s in sorted(sources, key=lambda s: _h(s.key)):
         for t in POSITIVE.get(s.label, ()):
             tasks[s.key].append((t, "YES"))
+        if s.label in ORDINARY:
+            tasks[s.key] += [(t, "NO") for t in TASK_NAMES]
         for t in NEGATIVE.get(s.label, ()):
-            if t == "m_giant" and not _k_giant(s):
-                continue  # the M-giant contaminant among giants is the K giant
             if neg_count[(s.label, t)] < MAX_NEG_SOURCES:
                 neg_count[(s.label, t)] += 1
                 tasks[s.key].append((t, "NO"))
@@ -202,56 +229,56 @@ def _observe_source(job: tuple) -> tuple[list[dict], list[str]]:
     from agent.formats import load_one
     from training.sim.surveys import observe_survey, write_survey
 
-    s, spectra, out, split, tasks, layouts, snrs, realisations, seed = job
+    s, spectra, out, split, tasks, pairs, realisations, seed = job
     rows: list[dict] = []
     try:
         spec = load_one(spectra / s.file, hdu=s.hdu, row=s.row)
     except Exception as exc:
         return rows, [f"{s.file}[{s.row}]: {exc}"]
-    for layout in layouts:
-        for snr in snrs:
-            for k in range(realisations):
-                tag = f"{seed}:{s.key}:{layout}:{snr}:{k}"
-                rng = np.random.default_rng(_h(tag))
-                z, rv = 0.0, 0.0
-                if s.z_range:
-                    z = float(rng.uniform(*s.z_range))
-                else:
-                    rv = float(rng.uniform(-300.0, 300.0))
-                try:
-                    obs = observe_survey(
-                        spec,
-                        layout,
-                        snr=snr,
-                        rng=rng,
-                        rv_kms=rv,
-                        redshift=z,
-                        source_resolution=SOURCE_R.get(s.library),
-                    )
-                except ValueError as exc:
-                    return rows, [f"{s.file}[{s.row}] {layout}: {exc}"]
-                name = f"b{_h(tag):08x}"
-                rel = Path(layout) / f"snr{int(snr)}" / _file_name(layout, name)
-                write_survey(obs, out / split / rel, name)
-                for task, label in tasks:
-                    rows.append(
-                        {
-                            "path": str(rel),
-                            "task": task,
-                            "id": f"{name}:{task}",
-                            "label": label,
-                            "layout": layout,
-                            "snr": int(snr),
-                            "source": s.file,
-                            # Not "row": a catalogue's row column picks a spectrum in the file.
-                            "source_row": "" if s.row is None else s.row,
-                            "class": s.label,
-                            "object": s.obj,
-                            "template": int(s.template),
-                            "rv_kms": round(rv, 1),
-                            "z": round(z, 4),
-                        }
-                    )
+    for layout, snr in pairs:
+        for k in range(realisations):
+            tag = f"{seed}:{s.key}:{layout}:{snr}:{k}"
+            rng = np.random.default_rng(_h(tag))
+            z, rv = 0.0, 0.0
+            if s.z_range:
+                z = float(rng.uniform(*s.z_range))
+            else:
+                rv = float(rng.uniform(-300.0, 300.0))
+            try:
+                obs = observe_survey(
+                    spec,
+                    layout,
+                    snr=snr,
+                    rng=rng,
+                    rv_kms=rv,
+                    redshift=z,
+                    source_resolution=SOURCE_R.get(s.library),
+                )
+            except ValueError as exc:
+                return rows, [f"{s.file}[{s.row}] {layout}: {exc}"]
+            name = f"b{_h(tag):08x}"
+            rel = Path(layout) / f"snr{int(snr)}" / _file_name(layout, name)
+            write_survey(obs, out / split / rel, name)
+            for task, label in tasks:
+                rows.append(
+                    {
+                        "path": str(rel),
+                        "task": task,
+                        "id": f"{name}:{task}",
+                        "label": label,
+                        "layout": layout,
+                        "snr": int(snr),
+                        "source": s.file,
+                        # Not "row": a catalogue's row column picks a spectrum in the file.
+                        "source_row": "" if s.row is None else s.row,
+                        "class": s.label,
+                        "ordinary": ordinary_class(s.label, s.spectral_type),
+                        "object": s.obj,
+                        "template": int(s.template),
+                        "rv_kms": round(rv, 1),
+                        "z": round(z, 4),
+                    }
+                )
     return rows, []
 
 
@@ -264,11 +291,13 @@ def build(
     layouts: tuple[str, ...] = LAYOUTS,
     max_objects: int | None = None,
     workers: int = 1,
+    splits: tuple[str, ...] = ("tune", "test"),
 ) -> dict[str, Path]:
     """Observe every chosen source; write `out/{tune,test}/catalog.csv` plus survey files.
 
     `max_objects` keeps at most that many source objects per (task, label) (a small,
-    fast subset for tests).
+    fast subset for tests); `splits` builds only those (the tune split alone while rules
+    are being set).
     """
     sources = load_sources(spectra)
     split = assign_splits(sources)
@@ -283,14 +312,23 @@ def build(
                     k.add(s.obj)
                     want.append((t, lbl))
             tasks[s.key] = want
-    for sp in ("tune", "test"):
+    for sp in splits:
         shutil.rmtree(out / sp, ignore_errors=True)
     jobs = [
-        (s, spectra, out, split[s.obj], tasks[s.key], layouts, snrs, realisations, seed)
+        (
+            s,
+            spectra,
+            out,
+            split[s.obj],
+            tasks[s.key],
+            observations(s, snrs, layouts),
+            realisations,
+            seed,
+        )
         for s in sources
-        if tasks.get(s.key)
+        if tasks.get(s.key) and split[s.obj] in splits
     ]
-    rows: dict[str, list[dict]] = {"tune": [], "test": []}
+    rows: dict[str, list[dict]] = {sp: [] for sp in splits}
     skipped: list[str] = []
     if workers > 1:
         from concurrent.futures import ProcessPoolExecutor

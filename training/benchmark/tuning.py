@@ -103,7 +103,7 @@ def fit_slope(x: np.ndarray, y: np.ndarray, iters: int = 100) -> float:
 
 def fit_calibration(catalog: Path, min_objects: int = 5) -> dict[str, tuple[float, float]]:
     """Per-task (a, b) for p = sigmoid(a x + b), x the calibration's input as the inspector
-    computes it (`Verdict.x`: the score after any cap, shrunk by noise and missing coverage).
+    computes it (`Reading.x`: the score after any cap, shrunk by noise and missing coverage).
 
     The decision threshold stays at the physics (score 0, b = 0): with one to three
     positive objects per task in the tune split an intercept would be fitted to single

@@ -34,8 +34,8 @@ from __future__ import annotations
 from agent.policies.rules.features import Evidence, Item, Measurements, measure_all
 from agent.policies.rules.policy import (
     TASK_PARTS,
+    Reading,
     RulesPolicy,
-    Verdict,
     describe,
     inspect,
     resolve,
@@ -48,7 +48,7 @@ __all__ = [
     "Item",
     "Measurements",
     "RulesPolicy",
-    "Verdict",
+    "Reading",
     "describe",
     "inspect",
     "measure_all",

@@ -18,9 +18,9 @@ from agent.policies.rules.narration import Zoom, say_head, say_tio
 
 TARGET = "a carbon star"
 HYPOTHESIS = "I will look for C2 Swan band heads and CN, and check for TiO of an M giant."
-# p = sigmoid(a * x + b), x = Verdict.x (the score after caps, shrunk by noise and coverage);
+# p = sigmoid(a * x + b), x = Reading.x (the score after caps, shrunk by noise and coverage);
 # see agent.policies.rules.calibration.
-CALIBRATION = (1.575, 0.0)
+CALIBRATION = (1.818, 0.0)
 
 
 def evidence(m: dict[str, float]) -> Evidence:

@@ -21,8 +21,15 @@ AGAINST: dict[str, tuple[str, ...]] = {
         "CaH as strong as a dwarf's",
         "as only a dwarf shows",
         "as only a high-gravity M dwarf shows",
+        "an S star, not an ordinary M giant",
     ),
-    "wd": ("narrow, as in an A/B star", "too narrow for a white dwarf"),
+    "wd": (
+        "narrow, as in an A/B star",
+        "too narrow for a white dwarf",
+        "no higher-series partner at that width",
+        "not a DZ white dwarf",
+        "not the lines tens of Å wide of a DB white dwarf",
+    ),
     "s_type": ("ZrO no stronger",),
     "carbon": ("TiO bands present",),
 }

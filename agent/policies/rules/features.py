@@ -63,6 +63,9 @@ _NARROW: list[tuple[str, str, float, list[tuple[float, float]]]] = [
 _BROAD: list[tuple[str, str, float, list[tuple[float, float]]]] = [
     ("hb_w", "H-beta", 150.0, [(-242, -202), (218, 258)]),
     ("hg_w", "H-gamma", 100.0, [(-152, -127), (138, 178)]),
+    # H-delta sits 132 A from H-epsilon and 239 A from H-gamma: its continuum is read
+    # midway to each, and the span is too short for a blanketed stretch to pass as a line.
+    ("hd_w", "H-delta", 50.0, [(-75, -55), (105, 130)]),
     ("ha_w", "H-alpha", 150.0, [(-215, -165), (185, 235)]),
 ]
 BROAD_NAMES = frozenset(n for n, *_ in _BROAD)
@@ -189,11 +192,25 @@ def measure_all(spectrum: Spectrum) -> Measurements:
         if name in BROAD_NAMES:
             # A white dwarf's width decides its verdict: take it from a fitted profile,
             # which noise does not pinch as it does a half-depth width read off pixels.
-            prof = fit_profile(arr, c, windows) if ln is not None and not ln.emission else None
+            # Fitted even where the pixels read as emission (He I lines in a DB's sidebands
+            # lift the window's centre): an absent line's limit needs the fit's error.
+            prof = fit_profile(arr, c, windows) if ln is not None else None
             m[f"{name}_fitsig"] = prof.sig if prof else NAN
             m[f"{name}_fitdepth"] = prof.depth if prof else NAN
-            if prof and prof.depth > 0 and math.isfinite(prof.fwhm):
+            m[f"{name}_fiterr"] = prof.error if prof else NAN
+            m[f"{name}_fitbound"] = float(prof.at_bound) if prof else NAN
+            if prof and not ln.emission and prof.depth > 0 and math.isfinite(prof.fwhm):
                 ln = replace(ln, depth=prof.depth, fwhm=prof.fwhm, fwhm_limited=prof.limited)
+            if prof and not ln.emission and prof.sig >= 3.0 and prof.at_bound:
+                # A width that ends at the fit's bound is no measurement: near H-gamma the
+                # G band and metal-line blanketing pull down a stretch as wide as the span.
+                m.unreliable[name] = (
+                    f"the fitted width ran to the {prof.fwhm:.0f} Å bound of the fit, so no "
+                    "width was measured"
+                )
+                for k in ("ew", "depth", "peak", "fwhm", "em", "sig"):
+                    m[f"{name}_{k}"] = NAN
+                continue
         problem = None
         if ln is not None:
             # The continuum's SNR over line and sidebands: a deep line's core is always noisier.
@@ -323,6 +340,9 @@ class Evidence:
     missing: list[str] = field(default_factory=list)
     checked: int = 0
     unused: list[Item] = field(default_factory=list)
+    # Readings made for a star at rest, set aside once emission lines or a template put
+    # the spectrum at an extragalactic redshift (they fall on other lines there).
+    at_rest: list[Item] = field(default_factory=list)
     required: tuple[str, ...] = ()  # a YES needs a "for" item resting on one of these keys
 
     def add(
@@ -403,6 +423,39 @@ def no_line_text(m: dict[str, float], n: str, lbl: str) -> str:
         f"{lbl}: no line above the noise (fitted depth {m[f'{n}_fitdepth']:.2f} "
         f"at {m[f'{n}_fitsig']:.1f} sigma)"
     )
+
+
+# Balmer lines a hydrogen-free (DB, DZ) white dwarf must be seen to lack. A line is there
+# when its fit stands 3 sigma clear at a depth of PRESENT_DEPTH or more; its absence is
+# measured only where the noise could not hide a line of ABSENT_BELOW (3 sigma), as deep
+# as an A/F/G star's narrow Balmer lines at the surveys' resolution.
+ABSENCE_LINES = (("hb_w", "H-beta"), ("hg_w", "H-gamma"), ("hd_w", "H-delta"))
+PRESENT_DEPTH, ABSENT_BELOW = 0.1, 0.3
+
+
+def balmer_absence(m: dict[str, float]) -> tuple[bool, str, tuple[str, ...]]:
+    """Whether H-beta, H-gamma and H-delta were each looked at and none is there at the
+    SNR in hand: (absent, the sentence that says so or names the line that is not absent,
+    the keys it rests on)."""
+    said, keys = [], []
+    for n, lbl in ABSENCE_LINES:
+        d, err = m.get(f"{n}_fitdepth"), m.get(f"{n}_fiterr")
+        if not (finite(d) and finite(err)):
+            return (
+                False,
+                f"{lbl} could not be looked at, so no absence of hydrogen is measured",
+                (n,),
+            )
+        limit = max(d, 0.0) + 3.0 * err
+        # A fit at its width bound is a depressed stretch of continuum, not a Balmer line.
+        if not below_noise(m, n) and d >= PRESENT_DEPTH and m.get(f"{n}_fitbound") != 1.0:
+            why = f"{lbl} is there (fitted depth {d:.2f} at {m[f'{n}_fitsig']:.0f} sigma)"
+            return False, why, (n,)
+        if limit >= ABSENT_BELOW:
+            return False, f"{lbl} is too noisy to rule out a line of depth {limit:.2f}", (n,)
+        said.append(f"{lbl} depth < {limit:.2f}")
+        keys.append(n)
+    return True, "no hydrogen: " + ", ".join(said), tuple(keys)
 
 
 def balmer_wd(m: dict[str, float]) -> tuple[float, float, str, str] | None:

@@ -4,7 +4,7 @@ Per task, one of:
 
 - `rules`: the inspector's own calibration (nothing learned beat it under cross-validation);
 - `platt`: p = sigmoid(a x + b) on the input of the inspector's own calibration, x =
-  score * (0.4 + 0.6 coverage) after its caps and its noise shrinkage (`Verdict.x`);
+  score * (0.4 + 0.6 coverage) after its caps and its noise shrinkage (`Reading.x`);
 - `isotonic`: p = a monotone step function of x (interpolated between fitted knots);
 - `combiner`: the rules prior plus a learned correction over the inspector's own
   measurements, logit = a x + b + sum_j w_j (m_j - mean_j) / scale_j, missing

@@ -4,23 +4,26 @@ from __future__ import annotations
 
 from agent.policies.rules.features import Evidence, depth_points, finite, has
 from agent.policies.rules.narration import Zoom, say_cat, say_head, say_tio, unmeasured
+from agent.policies.rules.s_type import zro_excess
 
 TARGET = "an M giant"
 HYPOTHESIS = (
     "I will confirm TiO and then test gravity with CaH, Na I 8183/8195 and the Ca II triplet."
 )
-# p = sigmoid(a * x + b), x = Verdict.x (the score after caps, shrunk by noise and coverage);
+# p = sigmoid(a * x + b), x = Reading.x (the score after caps, shrunk by noise and coverage);
 # see agent.policies.rules.calibration.
-CALIBRATION = (1.139, 0.0)
+CALIBRATION = (1.446, 0.0)
 
 
 TIO = ("tio5", "tio_7054")
 
 
 def evidence(m: dict[str, float]) -> Evidence:
-    # No `required` reading: where gravity cannot be judged (a library spectrum ending at
-    # 7400 A, ambiguous CaH) TiO alone leaves the prior for M giant candidates.
-    e = Evidence()
+    # An M giant is an M star: a YES must rest on TiO, however giant-like the gravity of an
+    # F/G/K star reads. Where gravity cannot be judged (a library spectrum ending at 7400 A,
+    # ambiguous CaH) TiO alone leaves the prior, and most M stars in a survey are dwarfs.
+    e = Evidence(required=TIO)
+    e.prior = -0.5
     t5, j = m.get("tio5"), m.get("tio_7054")
     m_type = no_tio = False
     if not (finite(t5) or finite(j)):
@@ -115,6 +118,18 @@ def evidence(m: dict[str, float]) -> Evidence:
             -3.0,
             f"C2 Swan 5165 head depth {depth_points(c2):.2f}: a carbon star, not an M giant",
             ("c2_5165",),
+            decisive=True,
+        )
+    zx, heads = zro_excess(m)
+    if finite(zx) and zx > 2.5:
+        # ZrO beyond what TiO explains marks an S star (as the s_type task reads it): its
+        # giant-like gravity and TiO must not make it an ordinary M giant.
+        k, jump, _ = next((h for h in heads if h[0] == "zro_6474"), heads[0])
+        e.add(
+            -3.0,
+            f"ZrO {k[4:]} head depth {depth_points(jump):.2f}, {zx:.1f} sigma above an M "
+            "giant of the same TiO: an S star, not an ordinary M giant",
+            (k,),
             decisive=True,
         )
     # Gravity only matters for an M star: without TiO the answer is no, however giant-like.

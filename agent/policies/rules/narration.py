@@ -46,9 +46,12 @@ def global_thought(m: dict[str, float], hypothesis: str, redshift=None) -> str:
             parts.append(f"The continuum is red (log F4600/F6100 = {br:.2f}): a cool object.")
         else:
             parts.append(f"The continuum is moderate in colour (log F4600/F6100 = {br:.2f}).")
-    if finite(ct) and ct > 0.35:
+    # Molecular bands are read at rest: at an extragalactic redshift the same dips are other
+    # features and the plot shows no bands; TiO needs a cool star, not a blue continuum.
+    at_rest = not getattr(redshift, "extragalactic", False)
+    if at_rest and not (finite(br) and br > 0.15) and finite(ct) and ct > 0.35:
         parts.append("Saw-tooth bands in the red suggest TiO.")
-    if finite(c2) and c2 > 0.12:
+    if at_rest and finite(c2) and c2 > 0.12:
         parts.append("Sharp band edges in the green suggest C2.")
     if redshift is not None:
         parts.append(redshift.describe())

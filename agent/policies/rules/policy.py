@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import logging
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cache
@@ -26,6 +27,8 @@ from agent.protocol import format_turn
 from agent.redshift import NONE, Redshift
 from agent.spectrum import Spectrum
 from agent.tasks import TASKS, task_name
+
+log = logging.getLogger(__name__)
 
 # What a task module holds; tests check every task in agent.tasks has all of it.
 TASK_PARTS = ("evidence", "ZOOMS", "CALIBRATION", "HYPOTHESIS", "TARGET")
@@ -56,7 +59,10 @@ def describe(label: str, m: dict[str, float]) -> str:
 
 
 @dataclass
-class Verdict:
+class Reading:
+    """What the rules read in one spectrum for one task: P(YES), the evidence behind it and
+    the windows drawn (the answer, YES or NO, is `protocol.Verdict`)."""
+
     task: str
     p_yes: float
     evidence: Evidence
@@ -81,7 +87,7 @@ def inspect(
     task: str,
     measurements: dict[str, float] | None = None,
     max_zooms: int = 5,
-) -> Verdict:
+) -> Reading:
     """The inspector's verdict on one spectrum for one task, without the conversation.
 
     The evidence is restricted to what the zoom plan draws: an item whose feature lies in no
@@ -93,6 +99,10 @@ def inspect(
     arr = arrays_of(spectrum)
     z = getattr(m, "redshift", None) or redshift.estimate(spectrum, arr)
     ev = mod.evidence(m)
+    if measured_away(z):
+        for item in [i for i in ev.items if "redshift" not in i.keys]:
+            ev.items.remove(item)
+            ev.at_rest.append(item)
     zooms, skipped = plan_zooms(mod.ZOOMS, ev, arr, z, max_zooms)
     for item in list(ev.items):
         if not all(
@@ -100,7 +110,26 @@ def inspect(
         ):
             ev.drop(item)
     p, doubt, capped, x = verdict_probability(mod.CALIBRATION, ev, m)
-    return Verdict(t, p, ev, m, zooms, skipped, z, doubt, capped, x=x)
+    return Reading(t, p, ev, m, zooms, skipped, z, doubt, capped, x=x)
+
+
+def measured_away(z: Redshift) -> bool:
+    """Emission lines or a template put the spectrum at an extragalactic redshift."""
+    return z.extragalactic and z.source in ("emission lines", "cross-correlation")
+
+
+def say_window(zoom: Zoom, v: Reading) -> str:
+    """What a window showed: its own sentence, or for a spectrum measured at an extragalactic
+    redshift, that a star's reading at rest does not apply there."""
+    z = v.redshift
+    if not measured_away(z) or "redshift" in zoom.keys:
+        return zoom.describe(v.measurements)
+    lo, hi = (w / (1.0 + z.z) for w in zoom.window)
+    return (
+        f"At z = {z.z:.3f} this window holds the {z.kind}'s rest-frame {lo:.0f}-{hi:.0f} Å: "
+        f"what a star at rest would show here ({zoom.label}) does not apply, so I read "
+        "nothing from it."
+    )
 
 
 def verdict_probability(
@@ -120,9 +149,10 @@ def verdict_probability(
             score = -1.0
             capped = "none of the readings a YES must rest on speaks for it"
     # Below SNR ~7 per pixel every measured line is partly noise: the evidence shrinks
-    # towards nothing, so P(YES) moves to 0.5 and the hand-off queue catches the candidate.
+    # towards the task's prior (how rare the target is among candidates), not towards even
+    # odds, which would call a noisy ordinary star a coin toss.
     trust = 1.0 if not finite(snr) else min(1.0, max(0.0, (snr - 3.0) / 4.0))
-    x = calibration_input(score * trust, ev.coverage)
+    x = calibration_input(ev.prior + (score - ev.prior) * trust, ev.coverage)
     p = calibrated(constants, x)
     doubt = ""
     if trust < 1.0:
@@ -210,7 +240,7 @@ def item_zoom(item: Item) -> Zoom:
 class _Plan:
     zooms: list[Zoom]
     skipped: list[str]
-    verdict: Verdict
+    reading: Reading
     p_rules: float  # the plain rules' P(YES), before any fitted model
 
 
@@ -260,11 +290,11 @@ class RulesPolicy:
         if plan is not None:
             return plan
         limit = max(0, min(self.max_zooms, ep.max_turns - 1))
-        verdict = inspect(ep.spectrum, resolve(ep.task), self._measure(ep), max_zooms=limit)
-        p_rules = verdict.p_yes
+        reading = inspect(ep.spectrum, resolve(ep.task), self._measure(ep), max_zooms=limit)
+        p_rules = reading.p_yes
         if self.learned is not None:
-            verdict = self.learned.apply(verdict)
-        plan = _Plan(verdict.zooms, verdict.skipped, verdict, p_rules)
+            reading = self.learned.apply(reading)
+        plan = _Plan(reading.zooms, reading.skipped, reading, p_rules)
         self._cache[key] = plan
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
@@ -276,12 +306,15 @@ class RulesPolicy:
             try:
                 out.append(self._act_one(ep))
             except Exception as exc:  # one bad spectrum never ends a batch
+                # The reply carries the error into the trajectory; the log keeps the traceback
+                # so a bug is not mistaken for a bad spectrum.
+                log.exception("rules: inspecting %s for %s failed", ep.candidate_id, ep.task)
                 out.append(Reply(text="", error=f"rules: {type(exc).__name__}: {exc}"))
         return out
 
     def _act_one(self, ep: Episode) -> Reply:
         plan = self._plan(ep)
-        v = plan.verdict
+        v = plan.reading
         m = v.measurements
         i = sum(1 for s in ep.steps if s.tool_call is not None)
         prev = plan.zooms[i - 1] if 0 < i <= len(plan.zooms) else None
@@ -293,7 +326,7 @@ class RulesPolicy:
                 if plan.skipped:
                     thought += " Not covered by the data: " + "; ".join(plan.skipped) + "."
             else:
-                thought = prev.describe(m) if prev else ""
+                thought = say_window(prev, v) if prev else ""
             thought += f" Next I zoom into {zoom.label}."
             keys = prev.keys if prev else []
             meas = {k: float(m[k]) for k in keys if finite(m.get(k))}
@@ -322,11 +355,11 @@ def _sentence(note: str) -> str:
     return note[:1].upper() + note[1:].rstrip(".") + "."
 
 
-def final_thought(v: Verdict, prev: Zoom | None) -> str:
+def final_thought(v: Reading, prev: Zoom | None) -> str:
     """What the last window showed, then the evidence for and against, then P(YES)."""
     ev, m = v.evidence, v.measurements
     target = task_module(v.task).TARGET
-    parts = [prev.describe(m)] if prev else []
+    parts = [say_window(prev, v)] if prev else []
     for direction, head in (("for", "For"), ("against", "Against")):
         sel = [i for i in ev.items if i.direction == direction and i.note]
         if sel:
@@ -336,7 +369,8 @@ def final_thought(v: Verdict, prev: Zoom | None) -> str:
     unreliable = {
         k: why
         for k, why in getattr(m, "unreliable", {}).items()
-        if (a := ANCHORS.get(k)) is not None
+        if not measured_away(v.redshift)
+        and (a := ANCHORS.get(k)) is not None
         and any(zz.window[0] <= a <= zz.window[1] for zz in v.zooms)
     }
     if unreliable:
@@ -345,6 +379,11 @@ def final_thought(v: Verdict, prev: Zoom | None) -> str:
             + "; ".join(f"{feature_label(k)} ({why})" for k, why in sorted(unreliable.items()))
             + "."
         )
+    if ev.at_rest:
+        parts.append(
+            f"{len(ev.at_rest)} reading(s) made for a star at rest are set aside: at "
+            f"z = {v.redshift.z:.3f} they fall on other parts of the {v.redshift.kind}'s spectrum."
+        )
     if ev.unused:
         parts.append(
             f"{len(ev.unused)} further reading(s) fell outside the windows I drew and are not used."
@@ -352,12 +391,18 @@ def final_thought(v: Verdict, prev: Zoom | None) -> str:
     if ev.missing:
         parts.append("Outside the coverage: " + ", ".join(ev.missing) + ", so I am less certain.")
     if v.doubt:
-        # A noisy spectrum shrinks the evidence; only where that leaves P(YES) near the
-        # prior may the thought say so, or it would contradict a clear answer.
+        # A noisy spectrum shrinks the evidence towards the prior; only where that leaves
+        # P(YES) near even odds or near the prior may the thought say so, or it would
+        # contradict a clear answer.
         if HEDGE_LOW < v.p_yes < HEDGE_HIGH:
             parts.append(
                 _sentence(v.doubt) + " The data cannot tell, so my answer stays near even odds "
                 "for an expert to check."
+            )
+        elif v.p_yes < 0.5 and at_prior(v):
+            parts.append(
+                _sentence(v.doubt) + f" The data cannot tell, so my answer falls back to how "
+                f"seldom {target} turns up among candidates, for an expert to check."
             )
         else:
             parts.append(
@@ -376,7 +421,14 @@ def final_thought(v: Verdict, prev: Zoom | None) -> str:
     return " ".join(parts)
 
 
-def explanation(v: Verdict) -> str:
+def at_prior(v: Reading) -> bool:
+    """Noise has left P(YES) about where the task's prior puts it (within 0.5 in log-odds)."""
+    x_prior = calibration_input(v.evidence.prior, v.evidence.coverage)
+    a, _ = task_module(v.task).CALIBRATION
+    return abs(a * (v.x - x_prior)) < 0.5
+
+
+def explanation(v: Reading) -> str:
     """The verdict in one line, its confidence worded as P(YES), and the evidence it rests on."""
     target = task_module(v.task).TARGET
     p = v.p_yes
@@ -388,6 +440,13 @@ def explanation(v: Verdict) -> str:
         key = v.evidence.strongest("for")
         return (
             f"Consistent with {target} (P(YES) = {p:.2f}): {key.note if key else 'the evidence'}."
+        )
+    if v.doubt and p < 0.5 and at_prior(v):
+        key = v.evidence.strongest("against")
+        why = f"; the strongest reading: {key.note}" if key else ""
+        return (
+            f"Not {target} as far as this spectrum can tell (P(YES) = {p:.2f}, about how "
+            f"seldom it turns up among candidates): {v.doubt}{why}."
         )
     key = v.evidence.strongest("against")
     reason = key.note if key else "no diagnostic feature of it was seen"
@@ -403,6 +462,7 @@ _FEATURE_LABELS = {
     "ha_w": "H-alpha profile",
     "hb_w": "H-beta profile",
     "hg_w": "H-gamma profile",
+    "hd_w": "H-delta profile",
     "cak": "Ca II K",
     "nad": "Na I D",
     "na8190": "Na I 8183/8195",

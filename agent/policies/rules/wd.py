@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from agent.policies.rules.features import (
     Evidence,
+    balmer_absence,
     balmer_wd,
     below_noise,
     depth_points,
@@ -16,9 +17,9 @@ TARGET = "a white dwarf"
 HYPOTHESIS = (
     "I will measure the Balmer line widths and check the A/B-star and subdwarf alternatives."
 )
-# p = sigmoid(a * x + b), x = Verdict.x (the score after caps, shrunk by noise and coverage);
+# p = sigmoid(a * x + b), x = Reading.x (the score after caps, shrunk by noise and coverage);
 # see agent.policies.rules.calibration.
-CALIBRATION = (2.432, 0.0)
+CALIBRATION = (2.342, 0.0)
 
 
 def evidence(m: dict[str, float]) -> Evidence:
@@ -37,8 +38,31 @@ def evidence(m: dict[str, float]) -> Evidence:
         keys = (f"{n}_fwhm", f"{n}_depth", f"{n}_ew")
         if d >= 0.12 and f >= 35:
             strong_balmer = True
-            balmer = min(4.0, 2.5 + (f - 35) / 15)
-            e.add(balmer, f"{txt}: pressure broadening of a DA white dwarf", keys)
+            partner, others = series_partner(m, n, f)
+            if partner:
+                balmer = min(4.0, 2.5 + (f - 35) / 15)
+                e.add(
+                    balmer,
+                    f"{txt}, and {partner[0]}: pressure broadening of a DA white dwarf",
+                    keys + (f"{partner[1]}_fwhm",),
+                )
+            elif others:
+                # A DA's lines are all broad: one wide "line" beside narrow partners is a
+                # depressed stretch of continuum (the G band, metal-line blanketing).
+                e.add(
+                    -1.5,
+                    f"{txt}, but {others[0][0]}: no higher-series partner at that width, "
+                    "so not the pressure broadening of a DA white dwarf",
+                    keys + (f"{others[0][1]}_fwhm",),
+                )
+            else:
+                balmer = 2.0
+                e.add(
+                    balmer,
+                    f"{txt}: broad, as in a DA white dwarf, though no other Balmer line "
+                    "could be measured to confirm the width",
+                    keys,
+                )
         elif d >= 0.2:
             strong_balmer = True
             if f >= 28:
@@ -80,11 +104,20 @@ def evidence(m: dict[str, float]) -> Evidence:
                     ("cak_ew",),
                 )
             elif hot:
-                e.add(
-                    3.0,
-                    f"Ca II K EW {cak:.1f} Å on a blue continuum with no hydrogen: a DZ white dwarf",
-                    ("cak_ew",),
-                )
+                absent, why, hkeys = balmer_absence(m)
+                if absent:
+                    e.add(
+                        3.0,
+                        f"Ca II K EW {cak:.1f} Å on a blue continuum with {why}: a DZ white dwarf",
+                        ("cak_ew",) + hkeys,
+                    )
+                else:
+                    e.add(
+                        -1.0,
+                        f"Ca II K EW {cak:.1f} Å on a blue continuum, but {why}: the metal "
+                        "line of an A/F/G star, not a DZ white dwarf",
+                        ("cak_ew",) + hkeys,
+                    )
     if not strong_balmer:
         he_keys = [
             k
@@ -103,6 +136,13 @@ def evidence(m: dict[str, float]) -> Evidence:
             and he2_sig > 3
         )
         he_used = tuple(f"{k}_ew" for k, x in zip(he_keys, he) if x > 1.0)
+        # A DB's He I lines are tens of Å wide and deep; an OB star's are 1-1.5 Å of EW.
+        he_strong = [
+            k
+            for k in he_keys
+            if m[f"{k}_ew"] >= DB_HE_EW and m.get(f"{k}_depth", 0.0) >= DB_HE_DEPTH
+        ]
+        absent, why, hkeys = balmer_absence(m)
         if he and sum(1 for x in he if x > 1.0) >= 2 and hot:
             if he2_abs:
                 e.add(
@@ -120,11 +160,25 @@ def evidence(m: dict[str, float]) -> Evidence:
                     "which has no hydrogen",
                     he_used + (f"{bw[3]}_depth",),
                 )
-            else:
+            elif len(he_strong) >= 2 and absent:
                 e.add(
                     3.0,
-                    f"He I absorption ({', '.join(f'EW {x:.1f} Å' for x in he)}) with no Balmer lines "
-                    "and no He II: a DB white dwarf",
+                    f"strong, broad He I absorption ({', '.join(f'EW {x:.1f} Å' for x in he)}) "
+                    f"with {why} and no He II: a DB white dwarf",
+                    tuple(f"{k}_ew" for k in he_strong) + hkeys,
+                )
+            elif len(he_strong) >= 2:
+                e.add(
+                    -0.5,
+                    f"strong He I absorption ({', '.join(f'EW {x:.1f} Å' for x in he)}), but "
+                    f"{why}: a DB white dwarf has no hydrogen",
+                    tuple(f"{k}_ew" for k in he_strong) + hkeys,
+                )
+            else:
+                e.add(
+                    -0.5,
+                    f"He I absorption ({', '.join(f'EW {x:.1f} Å' for x in he)}) weak and "
+                    f"narrow: a hot star's, not the lines tens of Å wide of a DB white dwarf",
                     he_used,
                 )
         c2 = m.get("c2_5165")
@@ -142,7 +196,8 @@ def evidence(m: dict[str, float]) -> Evidence:
             for k in ("hb", "hg", "hei4473", "hei5877", "cak")
             if finite(m.get(f"{k}_ew"))
         ]
-        lines_seen = [ew for ew, sig in narrow if ew > 2.0 and sig > 4.0]
+        # Any line clearly there is a feature: an O star's He I of EW 1.5 Å is no DC.
+        lines_seen = [ew for ew, sig in narrow if ew > 1.0 and sig > 4.0]
         if (
             broad
             and len(narrow) >= 3
@@ -154,7 +209,7 @@ def evidence(m: dict[str, float]) -> Evidence:
             e.add(
                 2.5,
                 f"a featureless blue continuum: Balmer lines shallower than {max(broad):.2f} of the continuum "
-                "and no He I or Ca II line of EW above 2 Å, as in a DC white dwarf",
+                "and no He I or Ca II line of EW above 1 Å, as in a DC white dwarf",
                 tuple(k for k in ("hb_w_depth", "hg_w_depth") if finite(m.get(k))),
             )
     if finite(br):
@@ -169,6 +224,29 @@ def evidence(m: dict[str, float]) -> Evidence:
         e.add(-2.0, f"TiO bands (TiO5 = {m['tio5']:.2f}): an M star dominates", ("tio5",))
     e.prior = -1.0  # most candidates are not white dwarfs
     return e
+
+
+# A DB white dwarf's He I: at least two lines this strong (EW, Å) and this deep.
+DB_HE_EW, DB_HE_DEPTH = 2.5, 0.1
+
+
+def series_partner(
+    m: dict[str, float], lead: str, fwhm: float
+) -> tuple[tuple[str, str] | None, list[tuple[str, str]]]:
+    """Another of H-beta / H-gamma / H-delta as broad as a DA's lines are: (the first such
+    partner as (sentence, feature), the clearly measured ones that are narrow). A partner's
+    fitted depth is not compared: H-delta's short span lets the continuum take part of it."""
+    good, bad = [], []
+    for n, lbl in (("hb_w", "H-beta"), ("hg_w", "H-gamma"), ("hd_w", "H-delta")):
+        f, d = m.get(f"{n}_fwhm"), m.get(f"{n}_depth")
+        if n == lead or not (finite(f) and finite(d)) or below_noise(m, n):
+            continue
+        said = f"{lbl} FWHM {f:.0f} Å, depth {d:.2f}"
+        if f >= 28.0:
+            good.append((said, n))
+        elif m.get(f"{n}_fitsig", 0.0) >= 5.0:
+            bad.append((said, n))  # a narrow line measured clearly, not noise pinching it
+    return (good[0] if good else None), bad
 
 
 def say_balmer(m: dict[str, float], name: str, lbl: str) -> str:
@@ -199,10 +277,10 @@ ZOOMS = [
         lambda m: say_balmer(m, "hb", "H-beta"),
     ),
     Zoom(
-        (4150.0, 4500.0),
-        "H-gamma profile",
-        ["hg_w_fwhm", "hg_w_depth", "hg_w_ew"],
-        lambda m: say_balmer(m, "hg", "H-gamma"),
+        (4040.0, 4500.0),
+        "H-delta and H-gamma profiles",
+        ["hg_w_fwhm", "hg_w_depth", "hg_w_ew", "hd_w_fwhm", "hd_w_depth"],
+        lambda m: say_balmer(m, "hg", "H-gamma") + " " + say_balmer(m, "hd", "H-delta"),
     ),
     Zoom(
         (3760.0, 4000.0),

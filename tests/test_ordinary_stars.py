@@ -1,0 +1,151 @@
+"""The stars a survey is made of are never rare objects: one regression test per failure
+mode seen on real survey spectra, each on a single spectrum of that kind (synthetic, or a
+library star from ../shared/spectra where that folder exists)."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+from agent.measure import arrays_of, fit_profile
+from agent.policies.rules import RulesPolicy, inspect, measure_all
+from agent.policies.rules.contradiction import found
+from agent.spectrum import Spectrum
+from training.degrade import degrade
+
+W = np.arange(3600.0, 9300.0, 0.5)
+BALMER = (6564.6, 4862.7, 4341.7, 4102.9, 3971.2, 3890.2, 3836.5, 3799.0)
+
+
+def _g(center, fwhm, amp):
+    return amp * np.exp(-0.5 * ((W - center) / (fwhm / 2.3548)) ** 2)
+
+
+def _survey(flux, snr=30, seed=0):
+    return degrade(Spectrum(W, flux), snr=snr, rv_kms=40.0, flux_cal_error=0.05, rng=seed)
+
+
+def _lines(f, widths, depth, centres=BALMER):
+    for c, w in zip(centres, widths):
+        f = f * (1 - _g(c, w, depth))
+    return f
+
+
+def g_dwarf():
+    """A G dwarf: narrow Balmer lines, Ca II H and K, and the G band with metal-line
+    blanketing pulling down a 300 Å stretch of continuum around H-gamma."""
+    f = (W / 5000.0) ** 0.5 * _lines(np.ones_like(W), [6.0] * 8, 0.3)
+    f *= 1 - _g(4340.0, 300.0, 0.2)
+    return f * (1 - _g(3934.8, 12.0, 0.7)) * (1 - _g(3969.6, 12.0, 0.6))
+
+
+def test_a_width_fit_at_its_bound_is_no_measurement_and_no_da():
+    spec = _survey(g_dwarf(), snr=20)
+    prof = fit_profile(arrays_of(spec), 4341.7, [(4189.7, 4214.7), (4479.7, 4519.7)])
+    assert prof is not None and prof.at_bound and prof.sig > 3, prof
+    m = measure_all(spec)
+    assert "bound" in m.unreliable.get("hg_w", ""), m.unreliable
+    v = inspect(spec, "wd", m)
+    assert v.answer == "NO" and v.p_yes < 0.2, v.evidence.notes
+    assert not any("pressure broadening" in n for n in v.evidence.notes), v.evidence.notes
+
+
+def test_one_broad_balmer_line_without_broad_partners_is_no_da():
+    # H-gamma 70 Å wide, H-beta and H-delta 7 Å: no DA has one broad line among narrow ones.
+    widths = [7.0, 7.0, 70.0, 7.0, 7.0, 7.0, 7.0, 7.0]
+    v = inspect(_survey((W / 5000.0) ** -2.5 * _lines(np.ones_like(W), widths, 0.5)), "wd")
+    assert v.answer == "NO", v.evidence.notes
+    assert any("no higher-series partner" in n for n in v.evidence.notes), v.evidence.notes
+    # the same star with every Balmer line that broad is a DA, and says which partner agrees
+    da = inspect(_survey((W / 5000.0) ** -2.5 * _lines(np.ones_like(W), [70.0] * 8, 0.5)), "wd")
+    assert da.answer == "YES" and "and H-" in da.evidence.strongest("for").note
+
+
+def test_ca_k_beside_balmer_lines_is_no_dz_and_a_dz_measures_their_absence():
+    hot = (W / 5000.0) ** -1.5
+    k = 1 - _g(3934.8, 8.0, 0.6)
+    f_star = inspect(_survey(hot * k * _lines(np.ones_like(W), [9.0] * 8, 0.3)), "wd")
+    assert f_star.answer == "NO", f_star.evidence.notes
+    assert not any("a DZ white dwarf" in n and "not a DZ" not in n for n in f_star.evidence.notes)
+    dz = inspect(_survey(hot * k, snr=30), "wd")
+    assert dz.answer == "YES", dz.evidence.notes
+    note = dz.evidence.strongest("for").note
+    assert all(f"{h} depth <" in note for h in ("H-beta", "H-gamma", "H-delta")), note
+
+
+def test_weak_narrow_he_i_of_an_ob_star_is_no_db():
+    f = (W / 5000.0) ** -3.0
+    for c in (4472.7, 4923.3, 5877.3, 4027.3):
+        f = f * (1 - _g(c, 3.5, 0.4))  # EW ~1.5 Å, as an OB star's
+    f = _lines(f, [6.0] * 8, 0.06)  # Balmer lines under the DA reading's depth
+    v = inspect(_survey(f, snr=35), "wd")
+    assert v.answer == "NO", v.evidence.notes
+    assert not any("a DB white dwarf" in n and "not" not in n for n in v.evidence.notes)
+
+
+def test_zro_of_an_s_star_vetoes_an_m_giant_yes():
+    from agent.policies.rules.features import Measurements
+    from agent.policies.rules.m_giant import evidence
+
+    giant = {"tio5": 0.55, "tio_7054": 0.5, "cah3": 0.95, "cah2": 0.7, "snr": 30.0}
+    m = Measurements({**giant, "zro_6474": 0.07})
+    assert evidence(m).score > 0  # an ordinary M giant stands
+    s = Measurements({**giant, "zro_6474": 0.45})
+    ev = evidence(s)
+    veto = [i for i in ev.items if "S star" in i.note]
+    assert veto and veto[0].decisive and veto[0].keys == ("zro_6474",), ev.notes
+
+
+def _played(spec, task):
+    """The whole conversation through the real loop: (trajectory, all its words)."""
+    from agent.loop import run_batch
+
+    t = run_batch([(spec, task)], RulesPolicy())[0]
+    assert t.state == "done" and t.format_ok
+    return t, " ".join(s.thought or "" for s in t.steps) + " " + (t.explanation or "")
+
+
+def test_a_noisy_ordinary_star_falls_back_to_the_prior_not_even_odds():
+    spec = _survey(g_dwarf(), snr=3.5, seed=2)
+    v = inspect(spec, "wd")
+    # 48 of 935 can't-tell answers sat at 0.50-0.55 and only 4% of them were positives
+    assert v.doubt and v.p_yes < 0.2, (v.p_yes, v.evidence.notes)
+    t, text = _played(spec, "wd")
+    assert "falls back to how seldom a white dwarf turns up" in text, text
+    assert not found("wd", t.confidence, text)
+
+
+@pytest.mark.parametrize("seed,index", [(0, 3), (0, 17), (1, 51)])
+def test_the_demos_z_1_5_quasars_are_not_narrated_as_stars(seed, index):
+    from training.sim.demo import simulate
+
+    # Once: "saw-tooth bands... TiO" on its blue continuum, and "H-beta in absorption,
+    # EW 9.6 Å" quoted from a flat zoom after the thought had named it a quasar.
+    spec, info = simulate("qso", (seed, index), spec_id=f"sim-{seed}-{index:04d}")
+    assert info["z"] > 1.4
+    for task in ("cv", "wd", "carbon"):
+        t, text = _played(spec, task)
+        assert "suggest TiO" not in text and "in absorption" not in text, text
+        assert t.verdict == "NO" and not found(task, t.confidence, text)
+
+
+@pytest.mark.realdata
+def test_library_g_and_k_dwarfs_are_no_rare_objects(shared_spectra, tmp_path):
+    from agent.formats import load_one
+    from training.sim.surveys import observe_survey, write_survey
+
+    with open(shared_spectra / "manifest.csv", newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["label"] == "fgk_dwarf"]
+    picks = [r for r in rows if r["file"].startswith("miles/")][:3]
+    for r in picks:
+        spec = load_one(shared_spectra / r["file"])
+        obs = observe_survey(spec, "sdss", snr=12, rng=np.random.default_rng(0), rv_kms=30.0)
+        path = tmp_path / f"{len(list(tmp_path.iterdir()))}.fits"
+        write_survey(obs, path, path.stem)
+        obs = load_one(path)
+        m = measure_all(obs)
+        for task in ("wd", "cv", "carbon", "s_type", "m_giant"):
+            v = inspect(obs, task, m)
+            assert v.answer == "NO", (r["file"], task, v.evidence.notes)
