@@ -62,8 +62,10 @@ def in_words(model: InspectorModel, top: int = 2) -> list[str]:
     """One sentence per task the model changes: the rules' input against the rules' own
     slope, and a combiner's weightiest measurements (log-odds per standard deviation).
 
+    >>> from agent.policies.rules import task_module
     >>> from agent.policies.rules.learned import TaskModel
-    >>> m = InspectorModel(3, {"wd": TaskModel("combiner", a=4.864, b=0.1,
+    >>> twice = 2 * task_module("wd").CALIBRATION[0]
+    >>> m = InspectorModel(3, {"wd": TaskModel("combiner", a=twice, b=0.1,
     ...     features=["hg_w_fwhm", "cak_ew"], mean=[0, 0], scale=[1, 1], weights=[0.9, -0.2]),
     ...     "cv": TaskModel("rules")})
     >>> in_words(m)

@@ -3,6 +3,7 @@ version's effect on pending verdicts in words."""
 
 from __future__ import annotations
 
+from agent.policies.rules import task_module
 from agent.policies.rules.learned import InspectorModel, TaskModel
 from annotate.inspector_versions import learning_curve, proposal, versions
 from tests.store_factory import seeded, traj
@@ -35,4 +36,5 @@ def test_versions_make_a_learning_curve_and_a_proposal_counts_its_flips(mem_stor
     out = proposal(mem_store, got[-1])  # a negative slope turns both stored verdicts
     assert (out["rescored"], out["kept"], out["flips"]) == (2, 1, 2)
     assert out["flips_by_task"] == {"wd": 2}
-    assert out["in_words"] == ["wd: the rules' evidence weighs -0.8x the rules' default"]
+    ratio = -2.0 / task_module("wd").CALIBRATION[0]
+    assert out["in_words"] == [f"wd: the rules' evidence weighs {ratio:.1f}x the rules' default"]
