@@ -60,7 +60,8 @@ def fleiss_kappa(items: Iterable[Sequence[Hashable]]) -> float:
 
     Items may have different numbers of raters (the usual generalisation: each item's
     agreement is averaged over its own rater pairs); items with fewer than two ratings
-    carry no agreement information and are ignored. nan when undefined.
+    carry no agreement information and are ignored. nan when undefined, and for a single
+    item (one item's two raters who differ are no evidence of chance-level agreement).
 
     >>> # 3 items, 3 raters each: P-bar = 7/9, Pe = (5/9)^2 + (4/9)^2 = 41/81
     >>> round(fleiss_kappa([["YES"] * 3, ["NO"] * 3, ["YES", "YES", "NO"]]), 4)
@@ -70,9 +71,11 @@ def fleiss_kappa(items: Iterable[Sequence[Hashable]]) -> float:
     >>> # with two raters per item and the same marginals it is close to Cohen's
     >>> round(fleiss_kappa([["YES", "NO"], ["NO", "YES"]]), 4)
     -1.0
+    >>> fleiss_kappa([["YES", "NO"]])  # one item: shown as n/a
+    nan
     """
     rated = [list(labels) for labels in items if len(labels) >= 2]
-    if not rated:
+    if len(rated) < 2:
         return math.nan
     totals: Counter = Counter()
     p_items = []

@@ -1,5 +1,7 @@
-"""`launch.py calibrate`: refit the inspector on the store's labels, or, with `--run`, the
-confidence of one model run (hf/vllm/openai) against the experts' decisions."""
+"""Refit the inspector's calibration on the store's expert labels (or a model run's, --run).
+
+`launch.py calibrate` refits the rule-based inspector on the store's labels, or, with
+`--run`, the confidence of one model run (hf/vllm/openai) against the experts' decisions."""
 
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ def main(args: argparse.Namespace) -> int:
     if getattr(args, "run", None) is not None:  # a model run's P(YES), not the inspector
         return calibrate_run(args)
 
-    store = Store(args.db)
+    store = Store(args.db, create=False)
     try:
         done = calibrate_store(
             store, args.out, min_labels=args.min_labels, folds=args.folds, seed=args.seed

@@ -166,7 +166,7 @@ def main(args: argparse.Namespace) -> int:
     """Create or update the account. A refusal (no password on stdin, the passwords differ,
     a bad role or name) is a `StoreError`: launch.py prints it on one line and exits 2."""
     password = _read_password(args)
-    store = Store(args.db)
+    store = Store(args.db, create=False)
     try:
         print(_add_or_update(store, args, password))
     finally:

@@ -16,19 +16,38 @@ given, and even then it is created only when a row is recorded: a refused file, 
 whose every row is refused, leaves the store as it was.
 
     python launch.py import-labels prospect_results.csv --expert ada --db loupe.db
+
+Loupe's own VI CSV (`export vi`, any `--layout`) is read back as the decisions it holds:
+its `action`, `verdict`, `grade`, `redshift` and `redshift_source`, `reason` (a reject's),
+`reasoning` and `wrong_step` (a correction's), `comment`, `seconds` and `time`, each row
+as the decision of its `expert` (`--expert` then names the expert of rows that name none).
+Prospect's and Marz's names are read as Loupe's (`VI_scanner`, `VI_quality`, `VI_z`,
+`VI_comment`, `TARGETID`; `Name`, `QOP`, `FinZ`, `Comment`, a `#` header line); a row with
+no YES/NO verdict (a Prospect or Marz file says what the object is, not whether it is the
+task's class) is refused with that reason.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import datetime as dt
+import io
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agent.formats.catalogue import LABEL_ALIASES
+from annotate.export.vi import TIME_FORMAT
 from annotate.review import decide
+from db.models import DECISIONS
 from db.store import DEFAULT_DB, Store, StoreError
+
+# Column names of Loupe's VI CSV in other layouts (and Loupe's `verdict`), read as these.
+ALIASES = {"verdict": "label", "vi_scanner": "expert", "vi_quality": "grade", "qop": "grade",
+           "vi_z": "redshift", "finz": "redshift", "vi_comment": "comment",
+           "targetid": "object_id", "name": "id"}  # fmt: skip
 
 
 @dataclass
@@ -44,15 +63,16 @@ class ImportReport:
 def import_labels(
     store: Store,
     path: str | Path,
-    expert: str,
+    expert: str | None,
     *,
     create_expert: bool = False,
     source: str = "import",
 ) -> ImportReport:
-    """Record every good row of the CSV at `path` as `expert`'s review."""
+    """Record every good row of the CSV at `path` as `expert`'s review (or, where the file
+    has an `expert` column, as the review of the expert it names)."""
     path = Path(path)
     report = ImportReport()
-    if store.expert(expert) is None and not create_expert:
+    if expert is not None and store.expert(expert) is None and not create_expert:
         # A typo must not become a phantom expert holding a whole campaign's reviews.
         raise StoreError(
             f"no expert {expert!r} (create it with `launch.py add-expert`, or pass --create-expert)"
@@ -63,20 +83,24 @@ def import_labels(
         raise StoreError(f"{path}: cannot open ({err.strerror or err})") from None
     with fh:
         try:
-            reader = csv.DictReader(fh)
-            header = {str(c).strip().lower() for c in reader.fieldnames or []}
-            if "label" not in header:
-                raise StoreError(f"{path}: no 'label' column (header: {sorted(header)})")
-            if "id" not in header and not {"path", "task"} <= header:
-                raise StoreError(f"{path}: needs an 'id' column or 'path' and 'task' columns")
-            rows = list(reader)
+            names, rows = _read_rows(fh)
         except (csv.Error, UnicodeDecodeError) as err:
             raise StoreError(f"{path}: unreadable CSV ({err})") from None
+    header = set(names)
+    if not header & {"label", "action", "grade"}:
+        raise StoreError(f"{path}: no 'label' column (header: {sorted(header)})")
+    if not header & {"id", "object_id"} and not {"path", "task"} <= header:
+        raise StoreError(f"{path}: needs an 'id' column or 'path' and 'task' columns")
     base = path.resolve().parent
-    for line, raw in enumerate(rows, start=2):
-        rec = {str(k).strip().lower(): (v or "").strip() for k, v in raw.items() if k}
+    for line, rec in rows:
         try:
-            changed = _import_row(store, rec, expert, base, source, create_expert)
+            _label(rec)
+            who = rec.get("expert") or expert
+            if not who:
+                raise StoreError("no expert: the row names none and --expert is not given")
+            if store.expert(who) is None and not create_expert:
+                raise StoreError(f"no expert {who!r} (pass --create-expert to create it)")
+            changed = _import_row(store, rec, who, base, source, create_expert)
         except (StoreError, PermissionError) as err:
             report.errors.append((line, str(err)))
             continue
@@ -87,19 +111,105 @@ def import_labels(
     return report
 
 
+def _read_rows(fh: io.TextIOBase) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    """(the header with Loupe's lower-case names, [(line, row)]). A Marz results file puts
+    its header on the last of its leading '#' lines."""
+    lines = fh.read().splitlines()
+    start = 0
+    while start < len(lines) and lines[start].startswith("#"):
+        start += 1
+    if start:  # the header is the last '#' line
+        start -= 1
+        lines[start] = lines[start].lstrip("#")
+    reader = csv.reader(lines[start:])
+    names = [str(c).strip().lower() for c in next(reader, [])]
+    if "qop" in names:  # Marz: ID is its running number, Name the object's id
+        names = ["marz_id" if n == "id" else n for n in names]
+    # another tool's name for a column, unless the file also has Loupe's own
+    names = [n if ALIASES.get(n, n) in names else ALIASES.get(n, n) for n in names]
+    rows = []
+    for i, values in enumerate(reader):
+        if any(v.strip() for v in values):
+            rows.append((start + i + 2, {n: v.strip() for n, v in zip(names, values) if n}))
+    return names, rows
+
+
+def _number(rec: dict[str, str], name: str, cast: type = float) -> Any:
+    v = rec.get(name, "")
+    if v in ("", "-1") and name == "grade":
+        return None  # Prospect's "no quality given"
+    if v == "":
+        return None
+    try:
+        return cast(float(v)) if cast is int else cast(v)
+    except ValueError:
+        raise StoreError(f"{name} {v!r} is not a number") from None
+
+
+def _decision(rec: dict[str, str], label: str | None, verdict: str | None) -> dict[str, Any]:
+    """The review the row records: as Loupe's VI CSV wrote it (an `action` column), else
+    from the label against the agent's verdict."""
+    grade = _number(rec, "grade", int)
+    if grade == 0:
+        grade = None  # VI quality 0, Marz QOP 0: nothing there / not inspected
+    extras: dict[str, Any] = {
+        "grade": grade,
+        "redshift": _number(rec, "redshift"),
+        "redshift_source": rec.get("redshift_source") or None,
+        "seconds": _number(rec, "seconds"),
+        "comment": rec.get("comment") or None,
+    }
+    if extras["redshift"] is not None and not extras["redshift_source"]:
+        extras["redshift_source"] = "expert"
+    action = rec.get("action", "").lower()
+    if action:
+        if action not in DECISIONS:
+            raise StoreError(f"action {action!r} is not a decision ({', '.join(DECISIONS)})")
+        step = _number(rec, "wrong_step", int)
+        return {
+            "action": action,
+            "label": label if action == "correct" else None,
+            "explanation": (rec.get("reason") if action == "reject" else
+                            rec.get("reasoning") if action == "correct" else None) or None,
+            "wrong_step": None if step is None else step - 1,  # written 1-based
+            **extras,
+        }  # fmt: skip
+    if label is None:
+        raise StoreError(f"label {rec.get('label', '')!r} is not YES or NO")
+    if verdict is None:
+        action = "correct"
+    else:
+        action = "accept" if label == verdict else "reject"
+    # A reason is trained on only where the label overrules the agent; a comment never is
+    # (a note to other experts, not the model's reasoning).
+    reason = rec.get("reason", "") if action != "accept" else ""
+    return {"action": action, "label": label if action == "correct" else None,
+            "explanation": reason or None, "wrong_step": None, **extras}  # fmt: skip
+
+
+def _label(rec: dict[str, str]) -> str | None:
+    label = LABEL_ALIASES.get(rec.get("label", "").lower())
+    if label is None and not rec.get("action"):
+        raise StoreError(
+            f"label {rec.get('label', '')!r} is not YES or NO"
+            if "label" in rec
+            else "no YES/NO verdict (a 'label' or 'verdict' column)"
+        )
+    return label
+
+
 def _import_row(
     store: Store, rec: dict[str, str], expert: str, base: Path, source: str, create: bool
 ) -> bool:
-    label = LABEL_ALIASES.get(rec.get("label", "").lower())
-    if label is None:
-        raise StoreError(f"label {rec.get('label', '')!r} is not YES or NO")
+    label = _label(rec)
     task = rec.get("task") or None
     info = None
-    if rec.get("id"):
-        info = store.find_candidate(rec["id"], task)
+    key = rec.get("id") or rec.get("object_id")
+    if key and not rec.get("path"):
+        info = store.find_candidate(key, task)
         if info is None:
             raise StoreError(
-                f"no candidate with id {rec['id']!r}" + (f" for task {task!r}" if task else "")
+                f"no candidate with id {key!r}" + (f" for task {task!r}" if task else "")
             )
     elif rec.get("path"):
         if not task:
@@ -112,42 +222,31 @@ def _import_row(
             raise StoreError(f"no candidate for path {rec['path']!r} and task {task!r}")
     else:
         raise StoreError("empty id and path")
-    if info.verdict is None:
-        action = "correct"
-    else:
-        action = "accept" if label == info.verdict else "reject"
-    # A reason is trained on only where the label overrules the agent; a comment never is
-    # (a note to other experts, not the model's reasoning).
-    reason = rec.get("reason", "") if action != "accept" else ""
+    decision = _decision(rec, label, info.verdict)
+    when = None
+    if rec.get("time"):
+        try:
+            when = dt.datetime.strptime(rec["time"], TIME_FORMAT)
+        except ValueError:
+            raise StoreError(f"time {rec['time']!r} is not {TIME_FORMAT}") from None
     if create and store.expert(expert) is None:
         store.ensure_expert(expert)  # only now: the row is good and about to be recorded
     before = _current(store, info.id, expert)
-    # the reason a reject or correct carries is its explanation
-    review = decide(
-        store,
-        expert,
-        info.id,
-        action,
-        label=label,
-        explanation=reason or None,
-        comment=rec.get("comment") or None,
-        source=source,
-    )
-    return before is None or before != (
-        review.revision,
-        review.action,
-        review.label,
-        review.comment,
-        review.explanation,
-    )
+    # the reason a reject carries, or a correction's reasoning, is its explanation
+    review = decide(store, expert, info.id, source=source, **decision)
+    if when is not None:
+        review = store.set_review_time(review.id, when)  # when the decision was made
+    return before is None or before != _state(review)
+
+
+def _state(r: Any) -> tuple:
+    return (r.revision, r.action, r.label, r.comment, r.explanation, r.wrong_step, r.grade,
+            r.redshift, r.redshift_source, r.updated)  # fmt: skip
 
 
 def _current(store: Store, candidate_id: int, expert: str):
     rows = store.reviews(candidate_id=candidate_id, expert=expert)
-    if not rows:
-        return None
-    r = rows[0]
-    return (r.revision, r.action, r.label, r.comment, r.explanation)
+    return _state(rows[0]) if rows else None
 
 
 def _path_forms(path: str, base: Path) -> list[str]:
@@ -164,7 +263,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "csv", metavar="FILE.csv", help="CSV with id (or path,task), label, reason, comment."
     )
-    parser.add_argument("--expert", required=True, help="Whose reviews these become.")
+    parser.add_argument(
+        "--expert",
+        default=None,
+        help="Whose reviews these become (rows of a VI CSV's `expert` column are that "
+        "expert's); needed when the file names no expert.",
+    )
     parser.add_argument(
         "--create-expert",
         action="store_true",
@@ -177,7 +281,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """Exit 1 when some rows were refused (each named; the rest are recorded). An unknown
     expert or an unreadable file is a `StoreError`: launch.py prints it and exits 2."""
-    store = Store(args.db)
+    store = Store(args.db, create=False)
     try:
         report = import_labels(
             store, args.csv, args.expert, create_expert=getattr(args, "create_expert", False)

@@ -167,7 +167,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from db.store import Store
 
-    store = Store(args.db)
+    store = Store(args.db, create=False)
     try:
         entry = calibrate_run(store, args.run, args.folds, args.seed)
     except CalibrationError as exc:

@@ -47,8 +47,7 @@
   };
   const onVetPage = () => visible(document.getElementById("btn-accept"));
 
-  // r: a one-line reason for the reject; Enter saves it (the box's submit), Esc saves the
-  // reject without one.
+  // r: a one-line reason for the reject; Enter saves it (the box's submit), Esc cancels.
   // Gradio scopes the page's CSS under its container, so panels are shown inline.
   const show = (id, on) => {
     const el = document.getElementById(id);
@@ -84,6 +83,52 @@
     if (box) box.focus();
   };
   const closeCorrect = () => show("correct-panel", false);
+
+  // Text the expert wrote and has not saved: a correction's reasoning or note, or a reject's
+  // reason, in a panel that is open. While there is some, no key decides the candidate (the
+  // focus may have left the box: after a dropdown, Enter leaves it on the page body), and
+  // moving on asks first.
+  const shown = (id) => {
+    const el = document.getElementById(id);
+    return !!el && el.style.display === "flex" && visible(el);
+  };
+  const filled = (sel) =>
+    [...document.querySelectorAll(sel)].some((b) => (b.value || "").trim() !== "");
+  const unsaved = () =>
+    (shown("correct-panel") &&
+      filled("#correct-explanation textarea, #correct-note textarea, #correct-note input")) ||
+    (shown("reject-reason-row") && filled("#reject-reason input, #reject-reason textarea"));
+  const holdText = () => {
+    const box = shown("correct-panel")
+      ? document.querySelector("#correct-explanation textarea")
+      : document.querySelector("#reject-reason input, #reject-reason textarea");
+    const msg = document.getElementById("vet-message");
+    if (msg)
+      msg.innerText = shown("correct-panel")
+        ? "Unsaved correction: Ctrl+Enter saves it, Esc discards it."
+        : "Unsaved reason: Enter saves the reject, Esc discards it.";
+    if (box) box.focus();
+  };
+  window.loupeUnsaved = unsaved;
+  const leaveOk = () =>
+    !unsaved() || window.confirm("Your unsaved text will be lost. Leave this candidate?");
+  // A click that decides or moves on (not the keys' own presses) asks too.
+  document.addEventListener(
+    "click",
+    (ev) => {
+      const btn = ev.target && ev.target.closest && ev.target.closest("#vet-actions button");
+      if (!btn || !ev.isTrusted || leaveOk()) return;
+      ev.preventDefault();
+      ev.stopImmediatePropagation();
+    },
+    true
+  );
+  window.addEventListener("beforeunload", (ev) => {
+    if (unsaved()) {
+      ev.preventDefault();
+      ev.returnValue = "";
+    }
+  });
 
   // Reasoning the model learns is about the spectrum; say so when it reads like a note
   // about the agent (the server says it again when the correction is saved).
@@ -141,7 +186,19 @@
     shownVisible = document.visibilityState === "visible";
     if (shownVisible) lastInput = performance.now(); // back at the desk
   });
+  // A decision draws the next candidate at its key press, which restarts the clock before
+  // the decision's request reads it: the key holds the count for that request.
+  let heldActive = null;
+  const holdActive = () => {
+    tick();
+    heldActive = Math.round(activeMs) / 1000;
+  };
   window.loupeActive = () => {
+    if (heldActive !== null) {
+      const v = heldActive;
+      heldActive = null;
+      return v;
+    }
     tick();
     return Math.round(activeMs) / 1000;
   };
@@ -188,6 +245,21 @@
   let ahead = null;
   let busyUntil = 0;
   const waiting = [];
+  // Decisions pressed and not yet answered by the server, on the status line.
+  const DECIDES = ["a", "s", "f"];
+  let sending = 0;
+  const sent = (n) => {
+    sending = Math.max(0, sending + n);
+    let el = document.getElementById("loupe-pending");
+    if (!el) {
+      el = document.createElement("div");
+      el.id = "loupe-pending";
+      el.setAttribute("role", "status");
+      document.body.appendChild(el);
+    }
+    el.textContent = sending ? `saving ${sending} decision${sending > 1 ? "s" : ""}…` : "";
+  };
+  window.loupeSending = () => sending;
   const busy = () => performance.now() < busyUntil;
   // A request that answers with the session's state (a grade) ends here: keys pressed
   // meanwhile waited, so its answer cannot overwrite a later decision's state.
@@ -196,6 +268,10 @@
     while (waiting.length && !busy()) waiting.shift()();
   };
   window.loupeAhead = (v) => {
+    if (answering) {
+      answering = false;
+      sent(-1);
+    }
     try {
       ahead = v ? JSON.parse(v) : null;
     } catch (e) {
@@ -211,6 +287,12 @@
     const t = drawnToken;
     drawnToken = "";
     return t;
+  };
+  // Set by a decision's request (app/ui/vet.py): its answer, then what comes next, end it.
+  let answering = false;
+  window.loupeDeciding = () => {
+    answering = true;
+    return window.loupeDrawn();
   };
   const drawAhead = (which) => {
     const item = ahead && ahead.for === headId() ? ahead[which] : null;
@@ -260,17 +342,12 @@
         return;
       }
       if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
-      if (ev.key === "Escape" && inside(ev, "reject-reason")) {
+      if (ev.key === "Escape" && (inside(ev, "reject-reason") || shown("reject-reason-row"))) {
+        // Esc cancels: nothing is decided (Enter saves the reject, with or without a reason)
         ev.preventDefault();
-        ev.target.blur();
+        if (typing(ev)) ev.target.blur();
         closeReason();
         clearReason();
-        const reject = () => {
-          busyUntil = performance.now() + 5000;
-          press("btn-reject"); // the reject, without a reason
-        };
-        if (busy()) waiting.push(reject);
-        else reject();
         return;
       }
       if (ev.key === "Enter" && inside(ev, "reject-reason")) {
@@ -280,18 +357,23 @@
         // on the screen, not the one the server last answered for.
         const box = ev.target;
         setTimeout(closeReason, 0);
+        sent(1);
         if (busy()) {
           ev.preventDefault();
           waiting.push(() => {
             busyUntil = performance.now() + 5000;
+            holdActive();
+            drawAhead("next");
             box.dispatchEvent(new KeyboardEvent("keypress", { key: "Enter", bubbles: true }));
           });
         } else {
           busyUntil = performance.now() + 5000;
+          holdActive();
+          drawAhead("next");
         }
         return;
       }
-      if (ev.key === "Escape" && inside(ev, "correct-panel")) {
+      if (ev.key === "Escape" && (inside(ev, "correct-panel") || shown("correct-panel"))) {
         ev.preventDefault();
         if (typing(ev)) ev.target.blur();
         closeCorrect();
@@ -309,6 +391,16 @@
         return;
       }
       const key = ev.key.toLowerCase();
+      if (onVetPage() && unsaved() && ["a", "s", "f", "u", "r", "c", "1", "2", "3", "4"].includes(key)) {
+        // the open panel's text is saved or discarded first
+        ev.preventDefault();
+        holdText();
+        return;
+      }
+      if (onVetPage() && (key === "j" || key === "k") && !leaveOk()) {
+        ev.preventDefault();
+        return;
+      }
       if (onVetPage() && key === "r") {
         ev.preventDefault();
         openReason();
@@ -332,17 +424,28 @@
       }
       const id = KEYS[key];
       if (!id) return;
+      const deciding = DECIDES.includes(key);
       // Only on the vet page: hidden buttons (another tab is open) are not pressed.
       const go = () => {
         const btn = document.getElementById(id);
-        if (!visible(btn) || btn.disabled) return;
-        // drawn before the click, whose request carries what was drawn
+        if (!visible(btn) || btn.disabled) {
+          if (deciding) sent(-1);
+          return;
+        }
+        // -- vet speed: j, k and a decision draw what they bring before the click, whose
+        // request carries what was drawn; the decision is saved meanwhile, and a refusal
+        // brings its candidate back with the reason (the server's answer redraws it)
         if (key === "j" || key === "k") drawAhead(key === "j" ? "next" : "prev");
+        else if (deciding) {
+          holdActive();
+          drawAhead("next");
+        }
         busyUntil = performance.now() + 5000; // until the answer and what follows arrive
         btn.click();
       };
       if (!onVetPage()) return;
       ev.preventDefault();
+      if (deciding) sent(1);
       if (busy()) waiting.push(go);
       else go();
     },
@@ -401,6 +504,28 @@
     (ev) => {
       if (ev.ctrlKey || ev.metaKey || ev.altKey || typing(ev)) return;
       const key = ev.key;
+      if (key === "0" && window.Plotly) {
+        // every plot of the page back to its full range
+        const plots = document.querySelectorAll("#vet-global .js-plotly-plot, #vet-zooms .js-plotly-plot");
+        if (!plots.length || !visible(plots[0])) return;
+        ev.preventDefault();
+        plots.forEach((gd) => {
+          // as Plotly's own "reset axes": the range each axis was drawn with
+          const axes = {};
+          const full = gd._fullLayout || {};
+          Object.keys(full).forEach((k) => {
+            if (!/^[xy]axis\d*$/.test(k)) return;
+            const ax = full[k];
+            if (ax._rangeInitial0 !== undefined)
+              axes[`${k}.range`] = [ax._rangeInitial0, ax._rangeInitial1];
+            else if (ax._rangeInitial) axes[`${k}.range`] = ax._rangeInitial.slice();
+            else if (ax._autorangeInitial !== undefined) axes[`${k}.autorange`] = ax._autorangeInitial;
+            else axes[`${k}.autorange`] = true;
+          });
+          window.Plotly.relayout(gd, axes);
+        });
+        return;
+      }
       if (key === "z") {
         // Focus the redshift box and select its value: type "1.27", Enter, and it is drawn.
         const box = document.querySelector("#desk-z input[type=number]");
@@ -443,6 +568,13 @@
     zSent = box.value;
     window.loupeTypedZ = box.value;
     go.click();
+  };
+  // After the server's answer to a typed z: the box shows the z in force (the slider's),
+  // so a refused value does not stay in it as if it were recorded.
+  window.loupeZBack = () => {
+    const range = document.querySelector("#desk-z input[type=range]");
+    const box = document.querySelector("#desk-z input[type=number]");
+    if (range && box && document.activeElement !== box) box.value = range.value;
   };
   document.addEventListener("focusin", (ev) => { if (zBox(ev.target)) zSent = null; }, true);
   for (const type of ["input", "blur", "pointerup", "change"]) {

@@ -3,8 +3,10 @@
     python launch.py                              # demo database, http://127.0.0.1:7860
     python launch.py serve --db postgresql+psycopg://... --host 0.0.0.0 --login
 
-With no candidates in the database, the demo set is generated, ingested and vetted by
-the `--policy` agent first, so the first page already shows real trajectories.
+On its default database (created if absent), or with `--seed-demo`, an empty store is
+first seeded: the demo set is generated, ingested and vetted by the `--policy` agent, so the
+first page already shows real trajectories. Any other `--db` must already exist (`ingest`
+or `demo` create one): a mistyped path is refused, not made into a new, empty store.
 """
 
 from __future__ import annotations
@@ -82,6 +84,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-seed", action="store_true", help="Do not seed an empty database with the demo set."
     )
     parser.add_argument(
+        "--seed-demo",
+        action="store_true",
+        help="Create --db if absent and seed it with the demo set when empty (done anyway on "
+        "the default database).",
+    )
+    parser.add_argument(
         "--session-hours",
         type=float,
         default=DEFAULTS.session_hours,
@@ -122,16 +130,15 @@ def make_context(
     export_dir: str = "exports",
     settings: ServeSettings = DEFAULTS,
     templates: str | None = None,
+    create: bool = True,
 ):
     from app.context import Context
     from db.store import Store
 
-    if db.startswith("sqlite:///") and not db.startswith("sqlite:///:memory:"):
-        Path(db.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     roots = [Path(r).resolve() for r in (data_roots or ["data"])]
     for r in roots:
         r.mkdir(parents=True, exist_ok=True)
-    store = Store(db)
+    store = Store(db, create=create)
     ctx = Context(
         store=store,
         login=login,
@@ -321,8 +328,10 @@ def main(args: argparse.Namespace) -> int:
         max_upload_bytes=int(args.max_upload_mb * 1024 * 1024),
         session_seconds=args.session_hours * 3600,
     )
+    seeding = args.seed_demo or args.db == DEFAULT_DB
     ctx = make_context(
         args.db,
+        create=seeding,
         login=args.login,
         data_roots=args.data_root,
         policy=args.policy,
@@ -330,7 +339,7 @@ def main(args: argparse.Namespace) -> int:
         settings=settings,
         templates=args.templates,
     )
-    if not args.no_seed and ctx.read.count_candidates() == 0:
+    if seeding and not args.no_seed and ctx.read.count_candidates() == 0:
         print("empty database: generating, ingesting and vetting the demo set ...")
         t0 = time.time()
         n = seed_demo(ctx, ctx.data_roots[0] / "demo", policy=args.policy)

@@ -77,14 +77,19 @@ def marker_shapes(
     frame: Frame,
     xr: tuple[float, float],
     width_px: int = PLOT_WIDTH_PX,
+    z: float | None = None,
 ) -> tuple[list[dict], list[dict]]:
+    """The markers' shapes and labels within `xr`; drawn for an object at redshift `z` (the
+    one the page shows), where the spectrum's own frame is at `spec.redshift`."""
     shapes: list[dict] = []
     notes: list[dict] = []
     lo, hi = xr
     labels: list[tuple[float, str, str]] = []  # (x, name, colour)
+    # a line at rest wavelength w, seen from an object at z, in the spectrum's rest frame
+    scale = 1.0 if z is None else (1.0 + float(z)) / (1.0 + float(spec.redshift))
     for m in markers:
-        a = float(to_frame(spec, m.wave, frame))
-        b = float(to_frame(spec, m.end, frame)) if m.end is not None else None
+        a = float(to_frame(spec, m.wave * scale, frame))
+        b = float(to_frame(spec, m.end * scale, frame)) if m.end is not None else None
         colour = MARKER_COLOURS.get(m.kind, MARKER_COLOURS["line"])
         if b is None:
             if not lo <= a <= hi:

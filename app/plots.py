@@ -94,8 +94,11 @@ def global_figure(
     normalised: bool = False,
     template: Any = None,
     template_z: float = 0.0,
+    marker_z: float | None = None,
 ) -> dict[str, Any]:
     """The whole spectrum with every zoom window shaded and numbered (1 = first zoom).
+    Line markers are drawn for an object at `marker_z` (the page's shown redshift; None:
+    the spectrum's own).
 
     `windows` overrides the trajectory's windows (the author page's draft steps);
     `select=True` makes dragging select an x range instead of zooming; `normalised` divides
@@ -122,7 +125,15 @@ def global_figure(
         if tr is not None:
             traces.append(tr)
             layout["showlegend"] = True
-            layout["legend"] = {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.12}
+            # inside the plot's top right, under Plotly's toolbar (which sits above it)
+            layout["legend"] = {
+                "orientation": "h",
+                "x": 1,
+                "xanchor": "right",
+                "y": 0.98,
+                "yanchor": "top",
+                "bgcolor": "rgba(255,255,255,0.7)",
+            }
         else:
             layout["title"]["text"] += f" · {template.name} at z = {template_z:.3f} is off the data"
     xr = (float(x[0]), float(x[-1]))
@@ -150,7 +161,7 @@ def global_figure(
             }
         )  # fmt: skip
     if markers:
-        s2, n2 = marker_shapes(spec, markers, frame, xr)
+        s2, n2 = marker_shapes(spec, markers, frame, xr, z=marker_z)
         shapes += s2
         notes += n2
     layout["shapes"] = shapes
@@ -173,6 +184,7 @@ def window_figure(
     height: int = PANEL_HEIGHT,
     max_points: int | None = ZOOM_POINTS,
     normalised: bool = False,
+    marker_z: float | None = None,
 ) -> dict[str, Any]:
     """One window (rest-frame Angstrom) at full resolution (up to `max_points`)."""
     if normalised:
@@ -201,7 +213,7 @@ def window_figure(
             }
         ]  # fmt: skip
     if markers:
-        s2, n2 = marker_shapes(spec, markers, frame, (a, b), ZOOM_WIDTH_PX)
+        s2, n2 = marker_shapes(spec, markers, frame, (a, b), ZOOM_WIDTH_PX, z=marker_z)
         layout["shapes"] = s2
         layout["annotations"] = layout.get("annotations", []) + n2
     return {"data": traces, "layout": layout}
@@ -224,6 +236,7 @@ def step_figures(
     smooth_width: int = 0,
     show_error: bool = True,
     normalised: bool = False,
+    marker_z: float | None = None,
 ) -> list[tuple[Step, dict[str, Any] | None]]:
     """Each step with its window panel (None for a step with no window: the answer, errors)."""
     out: list[tuple[Step, dict[str, Any] | None]] = []
@@ -235,6 +248,7 @@ def step_figures(
         fig = window_figure(
             spec, step.window, title=step_title(n, step), markers=markers, frame=frame,
             smooth_width=smooth_width, show_error=show_error, normalised=normalised,
+            marker_z=marker_z,
         )  # fmt: skip
         out.append((step, fig))
         n += 1

@@ -11,7 +11,9 @@ A fresh demo database (generated, ingested and vetted by `rules`), then:
 - http: the same through the running app with `gradio_client` (adds Gradio and transport);
 - browser: key press (j) to the next candidate's whole-spectrum panel drawn (drawn at the
   key press from what the page was handed ahead), and opening the page (a new browser
-  context: nothing cached) to the first panel drawn, in Chromium (skipped if absent).
+  context: nothing cached) to the first panel drawn, in Chromium (skipped if absent);
+- browser_a: the same for `a` (accept: the decision is saved in the background while the
+  next candidate is drawn), checking at the end that every press was stored once.
 Timings on a loaded machine are noise: the load average is printed first.
 Prints p50/p95 of each; the last line is the server p95.
 """
@@ -96,7 +98,7 @@ def bench_http(ctx, n: int) -> list[float]:
         srv.close()
 
 
-def bench_browser(ctx, n: int) -> list[float] | None:
+def bench_browser(ctx, n: int, key: str = "j") -> list[float] | None:
     if not os.path.exists(CHROMIUM):
         print(f"browser: skipped ({CHROMIUM} absent)")
         return None
@@ -118,18 +120,27 @@ def bench_browser(ctx, n: int) -> list[float] | None:
                 page.goto(srv.url, wait_until="commit")
                 page.wait_for_function(DRAWN, arg="", timeout=60_000, polling="raf")
                 opened.append((time.perf_counter() - t0) * 1000)
-            report("open", opened[1:])
-            print(f"open (cold) {opened[0]:.0f} ms")
+            if key == "j":
+                report("open", opened[1:])
+                print(f"open (cold) {opened[0]:.0f} ms")
             for _ in range(n):
                 old = page.inner_text("#vet-header .loupe-head .id").strip()
                 page.wait_for_timeout(300)  # the expert reads
                 t0 = time.perf_counter()
-                page.keyboard.press("j")
+                page.keyboard.press(key)
                 try:
                     page.wait_for_function(DRAWN, arg=old, timeout=20_000, polling="raf")
                 except Exception:
+                    print(f"{key}: no new panel after {len(out)} presses; the page says: "
+                          f"{page.inner_text('#vet-message')[:200]!r}")  # fmt: skip
                     break
                 out.append((time.perf_counter() - t0) * 1000)
+            if key == "a":  # every decision stored, once
+                deadline = time.time() + 30
+                while time.time() < deadline and len(ctx.store.reviews()) < len(out):
+                    time.sleep(0.1)
+                stored = len([r for r in ctx.store.reviews() if r.action == "accept"])
+                print(f"browser_a: {len(out)} presses, {stored} accepts stored")
             b.close()
     finally:
         srv.close()
@@ -140,6 +151,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=100, help="candidates to step through per measure")
     ap.add_argument("--no-browser", action="store_true", help="skip the Chromium measure")
+    ap.add_argument("--only", nargs="+", default=None, metavar="MEASURE",
+                    help="run only these: server ahead http browser browser_a")  # fmt: skip
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         results = {}
@@ -149,9 +162,12 @@ def main() -> int:
             "ahead": lambda ctx, n: bench_server(ctx, n, ahead=True),
             "http": bench_http,
             "browser": bench_browser,
+            "browser_a": lambda ctx, n: bench_browser(ctx, n, "a"),
         }
         for name, fn in fns.items():
-            if name == "browser" and args.no_browser:
+            if (name.startswith("browser") and args.no_browser) or (
+                args.only and name not in args.only
+            ):
                 continue
             root = Path(tmp) / name
             ctx = fresh(root, args.n)
@@ -160,8 +176,8 @@ def main() -> int:
             if ms:
                 results[name] = ms
                 report(name, ms)
-        server = results["server"]
-        print(f"next_item_server_p95_ms: {pct(server, 0.95):.1f}")
+        if "server" in results:
+            print(f"next_item_server_p95_ms: {pct(results['server'], 0.95):.1f}")
     return 0
 
 

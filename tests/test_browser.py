@@ -24,6 +24,9 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+# Opening the page: a 2-core machine shared by other work takes its time (a first panel
+# over 30 s was seen at a load average of 20); how fast is for bench/app_latency.py.
+OPEN_MS = 120_000
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +41,8 @@ def browser():
 
 
 def _open(page, url: str) -> None:
-    page.goto(url, wait_until="load")
-    page.wait_for_selector("#vet-header .loupe-head", timeout=30_000)
+    page.goto(url, wait_until="load", timeout=OPEN_MS)
+    page.wait_for_selector("#vet-header .loupe-head", timeout=OPEN_MS)
 
 
 @contextmanager
@@ -51,7 +54,7 @@ def _desk(browser, tmp_path_factory, tmp_path):
     try:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         _open(page, srv.url)
-        page.wait_for_function(DRAWN, arg="", timeout=30_000)
+        page.wait_for_function(DRAWN, arg="", timeout=OPEN_MS)
         yield ctx, srv, page
     finally:
         srv.close()
@@ -81,7 +84,7 @@ def test_vet_correct_and_author_in_the_browser(browser, tmp_path_factory, tmp_pa
     try:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         _open(page, srv.url)
-        page.wait_for_selector("#vet-global .js-plotly-plot", timeout=30_000)
+        page.wait_for_selector("#vet-global .js-plotly-plot", timeout=OPEN_MS)
         page.wait_for_timeout(500)
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "vet_page.png"), full_page=True)
@@ -94,6 +97,7 @@ def test_vet_correct_and_author_in_the_browser(browser, tmp_path_factory, tmp_pa
         page.keyboard.press("a")
         second = _wait_key_change(page, first)
         info = ctx.store.find_candidate(first)
+        _stored(ctx, first)
         (r,) = ctx.store.reviews(candidate_id=info.id)
         assert r.action == "accept" and r.seconds is not None
 
@@ -168,12 +172,12 @@ def test_model_script_is_inert_with_login(browser, tmp_path_factory, tmp_path):
     srv = serve(ctx)
     try:
         page = browser.new_page()
-        page.goto(srv.url, wait_until="load")
+        page.goto(srv.url, wait_until="load", timeout=OPEN_MS)
         assert "/login" in page.url
         page.fill("input[name=username]", "ada")
         page.fill("input[name=password]", "pw-ada-123")
         page.click("button[type=submit]")
-        page.wait_for_selector("#vet-header .loupe-head", timeout=30_000)
+        page.wait_for_selector("#vet-header .loupe-head", timeout=OPEN_MS)
         page.fill("#jump-id textarea, #jump-id input", c.key)
         page.keyboard.press("Enter")
         page.wait_for_function(
@@ -212,6 +216,15 @@ def _reviews_of(ctx, key: str) -> list:
     return [r for r in ctx.store.reviews() if ctx.store.candidate(r.candidate_id).key == key]
 
 
+def _stored(ctx, key: str, until=lambda rs: len(rs) >= 1, timeout: float = 20.0) -> list:
+    """The candidate's reviews once `until` holds: a decision draws the next candidate at
+    the key press and is saved in the background."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and not until(_reviews_of(ctx, key)):
+        time.sleep(0.1)
+    return _reviews_of(ctx, key)
+
+
 def test_the_experts_desk_in_the_browser(browser, tmp_path_factory, tmp_path):
     """Keys j/k, 1-4, u, r, c on the vet page: what the page shows and what the store holds."""
     with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
@@ -242,7 +255,7 @@ def test_the_experts_desk_in_the_browser(browser, tmp_path_factory, tmp_path):
                                ".includes('Grade 2 kept')", timeout=10_000)  # fmt: skip
         assert page.is_checked("#vet-grade input[value='2']")
         _drawn_after(page, "a")
-        (r,) = _reviews_of(ctx, key)
+        (r,) = _stored(ctx, key)
         assert (r.action, r.grade) == ("accept", 2) and r.seconds is not None
 
         # u takes it back and shows that candidate again
@@ -258,15 +271,21 @@ def test_the_experts_desk_in_the_browser(browser, tmp_path_factory, tmp_path):
         old = _current_key(page)
         page.keyboard.press("Enter")
         page.wait_for_function(DRAWN, arg=old, timeout=20_000)
+        _stored(ctx, old, lambda rs: rs and rs[0].action == "reject")
         r = ctx.store.review(r.id)
         assert (r.action, r.explanation) == ("reject", "An M giant: TiO bands and no CN, so NO")
-        # ... and Esc saves the reject without one
+        # ... Esc cancels, and Enter in the empty box saves the reject without one
         key2 = _current_key(page)
         page.keyboard.press("r")
         page.wait_for_selector("#reject-reason", state="visible", timeout=5_000)
         page.keyboard.press("Escape")
+        page.wait_for_selector("#reject-reason", state="hidden", timeout=5_000)
+        assert _reviews_of(ctx, key2) == []
+        page.keyboard.press("r")
+        page.wait_for_selector("#reject-reason", state="visible", timeout=5_000)
+        page.keyboard.press("Enter")
         page.wait_for_function(DRAWN, arg=key2, timeout=20_000)
-        (r2,) = _reviews_of(ctx, key2)
+        (r2,) = _stored(ctx, key2)
         assert (r2.action, r2.explanation) == ("reject", None)
 
         # c: the panel opens in view and focused, empty; warns on a note about the agent;
@@ -328,7 +347,7 @@ def test_panels_keep_up_with_the_keyboard(browser, tmp_path_factory, tmp_path):
     with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
         page2 = browser.new_page(viewport={"width": 1400, "height": 1000})
         page2.goto(srv.url, wait_until="commit")
-        page2.wait_for_function(DRAWN, arg="", timeout=30_000, polling="raf")
+        page2.wait_for_function(DRAWN, arg="", timeout=OPEN_MS, polling="raf")
         page2.close()
         seen = [_current_key(page)]
         ms = []
@@ -350,11 +369,11 @@ def test_log_out_from_the_page(browser, tmp_path_factory, tmp_path):
     srv = serve(ctx)
     try:
         page = browser.new_page()
-        page.goto(srv.url, wait_until="load")
+        page.goto(srv.url, wait_until="load", timeout=OPEN_MS)
         page.fill("input[name=username]", "ada")
         page.fill("input[name=password]", "pw-ada-123")
         page.click("button[type=submit]")
-        page.wait_for_selector("#whoami a[href='/logout']", timeout=30_000)
+        page.wait_for_selector("#whoami a[href='/logout']", timeout=OPEN_MS)
         (cookie,) = [c for c in page.context.cookies() if c["name"] == "loupe_session"]
         assert ctx.store.session_expert(cookie["value"]) == "ada"
         with page.expect_popup() as opened:  # Gradio opens Markdown links in a new tab
@@ -431,7 +450,7 @@ def test_a_typed_redshift_is_stored_with_the_decision(browser, tmp_path_factory,
         page.keyboard.press("Enter")
         page.wait_for_selector("#desk-z-info:has-text('yours: 1.2700')", timeout=20_000)
         _drawn_after(page, "a")
-        (r,) = _reviews_of(ctx, key)
+        (r,) = _stored(ctx, key)
         assert (r.action, r.redshift, r.redshift_source) == ("accept", 1.27, "expert")
 
 

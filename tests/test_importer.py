@@ -71,7 +71,7 @@ def test_bad_rows_reported_good_rows_kept(store, tmp_path):
 
 def test_bad_files_are_refused_whole(store, tmp_path):
     f = tmp_path / "x.csv"
-    f.write_text("name,verdict\na,YES\n")
+    f.write_text("name,answer\na,YES\n")
     with pytest.raises(StoreError, match="no 'label' column"):
         import_labels(store, f, "ada")
     f.write_text("label\nYES\n")
@@ -150,7 +150,7 @@ def test_a_reason_overruling_the_agent_is_trained_on(store, tmp_path):
 def test_a_refused_import_creates_no_expert(store, tmp_path):
     """--create-expert creates the expert only when a row is recorded."""
     f = tmp_path / "vi.csv"
-    f.write_text("name,verdict\nc0,YES\n")  # refused whole: no label column
+    f.write_text("name,answer\nc0,YES\n")  # refused whole: no label column
     with pytest.raises(StoreError, match="no 'label' column"):
         import_labels(store, f, "carol", create_expert=True)
     assert store.expert("carol") is None

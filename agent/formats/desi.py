@@ -114,6 +114,7 @@ def read(path: Path, hdul: fits.HDUList, row: int | None = None) -> list[Spectru
                     "z": rec[rc["Z"]] if "Z" in rc else None,
                     "class": str(rec[rc["SPECTYPE"]]).strip() if "SPECTYPE" in rc else None,
                     "subclass": str(rec[rc["SUBTYPE"]]).strip() if "SUBTYPE" in rc else None,
+                    "DELTACHI2": rec[rc["DELTACHI2"]] if "DELTACHI2" in rc else None,
                 }
 
     def field(i: int, *names: str):
@@ -122,6 +123,19 @@ def read(path: Path, hdul: fits.HDUList, row: int | None = None) -> list[Spectru
                 v = fibermap[i][fcols[n]]
                 return v
         return None
+
+    # What a DESI VI file (Prospect's) records of the observation and the pipeline's run:
+    # from the fibermap row, else the primary header.
+    primary = hdul[0].header
+
+    def observed(i: int) -> dict[str, str]:
+        out = {}
+        for key in ("TARGETID", "EXPID", "NIGHT", "TILEID", "SPECPROD", "RRVER", "TEMNAM"):
+            v = field(i, key)
+            v = primary.get(key) if v is None else v
+            if v is not None:
+                out[key] = str(v).strip()
+        return out
 
     spectra = []
     for i in rows_to_read(path, row, nspec, "FIBERMAP"):
@@ -160,7 +174,17 @@ def read(path: Path, hdul: fits.HDUList, row: int | None = None) -> list[Spectru
                 dec=float(dec) if dec is not None else None,
                 survey_class=rz.get("class"),
                 survey_subclass=rz.get("subclass"),
-                extra={"arms": list(arrays)},
+                extra={
+                    "arms": list(arrays),
+                    "desi": {
+                        **observed(i),
+                        **(
+                            {}
+                            if rz.get("DELTACHI2") is None
+                            else {"DELTACHI2": f"{float(rz['DELTACHI2']):.2f}"}
+                        ),
+                    },
+                },  # fmt: skip
             )
         )
     if not spectra:

@@ -149,7 +149,7 @@ def main(args: argparse.Namespace) -> int:
         return catalogue.main(args)
     try:
         result = run_export(
-            args.db,
+            Store(args.db, create=False),
             args.kind,
             args.out,
             renderer=args.renderer,

@@ -215,6 +215,26 @@ def audit_choices(ctx: Context, ex: Viewer | None) -> list[tuple[str, str]]:
     return out
 
 
+def my_drafts(ctx: Context, ex: Viewer | None) -> str:
+    """The author's own drafts and sent-back trajectories (with the auditor's comment),
+    newest first, as a Markdown table: load one by its candidate id to go on with it."""
+    if ex is None or ctx.read.expert(ex.name) is None:
+        return ""
+    rows = [a for a in ctx.read.list_authored(author=ex.name)
+            if a.status in ("draft", "rejected")]  # fmt: skip
+    if not rows:
+        return "You have no drafts and nothing sent back."
+    out = ["| # | candidate | task | status | steps | last change | auditor's comment |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for a in sorted(rows, key=lambda a: a.updated, reverse=True):
+        c = ctx.read.candidate(a.candidate_id)
+        status = "sent back" if a.status == "rejected" else a.status
+        comment = escape(a.reviewer_comment or "").replace("|", "\\|").replace("\n", " ")
+        out.append(f"| {a.id} | {escape(c.key)} | {escape(c.task)} | {status} | "
+                   f"{len(a.steps or [])} | {a.updated:%Y-%m-%d %H:%M} | {comment} |")  # fmt: skip
+    return "\n".join(out)
+
+
 def audit_note(ctx: Context, ex: Viewer | None, choices: list[tuple[str, str]]) -> str:
     """Why the audit list holds what it holds; above all why it is empty, since an author
     cannot approve their own trajectory and single-user mode has only one expert."""

@@ -184,10 +184,30 @@ def chosen_z(state: dict | None) -> tuple[float | None, str | None]:
     return None, None
 
 
-def next_template(ctx: Context, current: str | None, step: int = 1) -> str:
+# The built-in templates a task's candidates are judged against: its own class, then what
+# usually masquerades as it. `t` offers these first.
+TASK_TEMPLATES: dict[str, tuple[str, ...]] = {
+    "cv": ("cataclysmic variable", "M dwarf", "QSO"),
+    "carbon": ("carbon star", "S star", "M giant"),
+    "s_type": ("S star", "M giant", "carbon star"),
+    "m_giant": ("M giant", "M dwarf", "K giant", "S star"),
+    "wd": ("DA white dwarf", "DB white dwarf", "A star", "QSO"),
+}
+
+
+def next_template(ctx: Context, current: str | None, step: int = 1, task: str | None = None) -> str:
+    """The template after `current` (`t`): the task's own classes first, then the rest."""
     names = template_names(ctx)
+    first = [n for n in TASK_TEMPLATES.get(task or "", ()) if n in names]
+    names = ["none", *first, *(n for n in names[1:] if n not in first)]
     i = names.index(current) if current in names else 0
     return names[(i + step) % len(names)]
+
+
+def task_of(ctx: Context, state: dict | None) -> str | None:
+    """The task of the candidate shown."""
+    cid = (state or {}).get("current")
+    return None if cid is None else ctx.read.candidate(cid).task
 
 
 def adopt_z(ctx: Context, state: dict | None) -> float | None:

@@ -64,19 +64,28 @@ def run_export(ctx: Context, ex: Viewer | None, kind: str) -> ExportView:
 
 
 def vi_download(ctx: Context, ex: Viewer | None, layout: str = "loupe") -> tuple[str, list[str]]:
-    """The decisions as VI CSVs, one per campaign (admins only): a message and the files."""
+    """The decisions as VI CSVs, one per campaign: a message and the files. Admins get
+    every expert's; an expert their own, written outside the admins' export folder (which
+    only admins may read) so that the page can hand it to them."""
+    import tempfile
+
     from annotate.export import vi
 
     try:
-        require(ex, admin=True)
+        require(ex)
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        folder = ctx.export_dir / f"vi-{stamp}-{secrets.token_hex(8)}"  # unguessable, as above
-        paths = vi.write_per_campaign(ctx.store, folder, layout=layout)
+        if ex.admin:
+            folder = ctx.export_dir / f"vi-{stamp}-{secrets.token_hex(8)}"  # unguessable
+            paths = vi.write_per_campaign(ctx.store, folder, layout=layout)
+        else:
+            folder = Path(tempfile.mkdtemp(prefix=f"loupe-vi-{stamp}-"))
+            paths = vi.write_per_campaign(ctx.store, folder, layout=layout, expert=ex.name)
     except (AccessError, ValueError) as e:
         return f"Refused: {escape(e)}", []
     if not paths:
         return "No decisions yet: nothing to write.", []
-    return (f"VI CSV: {len(paths)} campaign(s) in `{escape(folder)}` ({escape(layout)} "
+    whose = "" if ex.admin else " of your decisions"
+    return (f"VI CSV{whose}: {len(paths)} campaign(s) in `{escape(folder)}` ({escape(layout)} "
             "columns; see docs/vi_csv.md).", [str(p) for p in paths])  # fmt: skip
 
 

@@ -186,7 +186,7 @@ def _build_panels(
     template, tz = desk.overlay(ctx, display, info["id"], spec, traj)
     gfig = plots.global_figure(
         spec, traj, markers=markers, frame=frame, smooth_width=smooth, show_error=display.error,
-        normalised=display.normalised, template=template, template_z=tz,
+        normalised=display.normalised, template=template, template_z=tz, marker_z=tz,
     )  # fmt: skip
     steps: list[StepView] = []
     choices = ["none"]
@@ -202,6 +202,7 @@ def _build_panels(
                 smooth_width=smooth,
                 show_error=display.error,
                 normalised=display.normalised,
+                marker_z=tz,  # the lines where the shown z puts them
             )  # fmt: skip
         ):
             choices.append(str(i + 1))

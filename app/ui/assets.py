@@ -35,6 +35,8 @@ CSS = """
   border:1px solid #ddd}
 .loupe-answer {border-left:4px solid #1f3b73; padding:6px 12px; background:#f5f7fb}
 #vet-actions button {min-width:90px}
+#loupe-pending {position:fixed; left:12px; bottom:8px; font-size:13px; color:#555; z-index:50}
+#loupe-pending:empty {display:none}
 /* -- author: the audit view (app.pages.author.audit_view) -- */
 .loupe-audit-step {display:grid; grid-template-columns:minmax(0,2fr) minmax(0,3fr); gap:14px;
   align-items:start; padding:8px 0; border-top:1px solid #e4e7ee; font-size:14px}
@@ -54,7 +56,7 @@ CHEATSHEET = """
 <table>
 <tr><td><kbd>a</kbd></td><td>accept the agent's verdict</td></tr>
 <tr><td><kbd>r</kbd></td><td>reject it (the label flips): type what the model should have
-concluded, <kbd>Enter</kbd> saves, <kbd>Esc</kbd> saves without a reason</td></tr>
+concluded, <kbd>Enter</kbd> saves (the reason may be empty), <kbd>Esc</kbd> cancels</td></tr>
 <tr><td><kbd>c</kbd></td><td>correct: choose the label, write the reasoning, mark the wrong step;
 <kbd>Ctrl</kbd>+<kbd>Enter</kbd> saves, <kbd>Esc</kbd> cancels</td></tr>
 <tr><td><kbd>1</kbd>-<kbd>4</kbd></td><td>grade: 4 certain, 3 probable, 2 possible, 1 a guess</td></tr>
@@ -62,11 +64,20 @@ concluded, <kbd>Enter</kbd> saves, <kbd>Esc</kbd> saves without a reason</td></t
 <tr><td><kbd>s</kbd></td><td>skip (recorded)</td></tr>
 <tr><td><kbd>f</kbd></td><td>flag for discussion</td></tr>
 <tr><td><kbd>j</kbd> / <kbd>k</kbd></td><td>next / previous candidate (records nothing)</td></tr>
+<tr><td><kbd>z</kbd></td><td>type a redshift (<kbd>Enter</kbd> draws it; -0.01 to 7)</td></tr>
+<tr><td><kbd>[</kbd> <kbd>]</kbd> / <kbd>{</kbd> <kbd>}</kbd></td><td>nudge the redshift by
+0.001 / 0.05</td></tr>
+<tr><td><kbd>=</kbd></td><td>adopt the agent's redshift</td></tr>
+<tr><td><kbd>t</kbd></td><td>next template (the task's own classes first)</td></tr>
+<tr><td><kbd>n</kbd></td><td>continuum-normalised view</td></tr>
+<tr><td><kbd>m</kbd></td><td>all line markers, not only the task's</td></tr>
+<tr><td><kbd>0</kbd></td><td>reset the zoom of every plot</td></tr>
 <tr><td><kbd>?</kbd></td><td>show or hide this sheet</td></tr>
 <tr><td><kbd>Esc</kbd></td><td>close it, leave a text box</td></tr>
 </table>
 <p style="color:#555;margin-bottom:0">Every decision is saved at once. Keys are off while you
-type. Seconds on an item count active time only: the clock pauses while the tab is hidden or
+type, and while a correction or a reason holds unsaved text no key decides (moving on asks
+first). Seconds on an item count active time only: the clock pauses while the tab is hidden or
 after 60 s without a key, click or mouse move.</p>
 </div>
 """

@@ -59,6 +59,8 @@ def tab(ctx: context.Context, state: gr.State) -> Callable[[gr.Blocks], None]:
             a_submit = gr.Button("Submit for audit", variant="primary",
                                  elem_id="btn-author-submit")  # fmt: skip
         a_msg = gr.Markdown(elem_id="author-message")
+        gr.Markdown("### Your drafts and sent-back trajectories")
+        a_mine = gr.Markdown(elem_id="author-mine")
         gr.Markdown("### Audit: trajectories written by others")
         with gr.Row(equal_height=True):
             au_pick = gr.Dropdown([], label="submitted trajectory", scale=3,
@@ -128,9 +130,16 @@ def tab(ctx: context.Context, state: gr.State) -> Callable[[gr.Blocks], None]:
 
             return fn
 
-        a_save.click(finish("save"), [astate, a_verdict, a_expl], a_outs, api_name="author_save")
+        def on_mine(request: gr.Request):
+            return author_page.my_drafts(ctx, context.expert_for(ctx, request))
+
+        # the author's list follows what was just saved or submitted
+        a_save.click(finish("save"), [astate, a_verdict, a_expl], a_outs,
+                     api_name="author_save").then(on_mine, None, a_mine, api_name=False,
+                                                  show_progress="hidden")  # fmt: skip
         a_submit.click(finish("submit"), [astate, a_verdict, a_expl], a_outs,
-                       api_name="author_submit")  # fmt: skip
+                       api_name="author_submit").then(on_mine, None, a_mine, api_name=False,
+                                                      show_progress="hidden")  # fmt: skip
 
         # -- author: audit view. The list fills when the tab opens, with a note that says
         # why it is empty (single-user mode has one expert, who cannot approve their own).
@@ -144,6 +153,7 @@ def tab(ctx: context.Context, state: gr.State) -> Callable[[gr.Blocks], None]:
 
         au_refresh.click(on_audit_list, None, [au_pick, au_note], api_name="audit_list")
         author_tab.select(on_audit_list, None, [au_pick, au_note], api_name=False)
+        author_tab.select(on_mine, None, a_mine, api_name=False, show_progress="hidden")
         # -- end author: audit view
 
         def on_audit_view(pick, request: gr.Request):

@@ -17,7 +17,7 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
     """The tab's components; returns the function that wires their events, which
     `app.ui.build` calls once every tab is laid out (so the events keep their order)."""
     tasks = ["all", *TASKS]
-    with gr.Tab("Dashboard", id="dashboard"):
+    with gr.Tab("Dashboard", id="dashboard") as d_tab:
         with gr.Row():
             d_task = gr.Dropdown(tasks, value="all", label="task")
             d_prec = gr.Slider(0.5, 1.0, value=0.95, step=0.01, label="target precision")
@@ -69,6 +69,8 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
         d_go.click(on_dash, [d_task, d_prec], d_outs, api_name="dashboard")
         # The dashboard opens filled, not as empty frames waiting for Refresh.
         demo.load(on_dash, [d_task, d_prec], d_outs, api_name=False, show_progress="hidden")
+        # ... and shows the decisions made since whenever it is opened again.
+        d_tab.select(on_dash, [d_task, d_prec], d_outs, api_name=False, show_progress="hidden")
 
         # -- dashboard: the inspector's versions and calibration
         def on_versions(task, request: gr.Request):

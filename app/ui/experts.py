@@ -16,7 +16,7 @@ from app.pages import upload as upload_page
 def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
     """The tab's components; returns the function that wires their events, which
     `app.ui.build` calls once every tab is laid out (so the events keep their order)."""
-    with gr.Tab("Experts", id="experts"):
+    with gr.Tab("Experts", id="experts") as x_tab:
         x_note = gr.Markdown(elem_id="experts-note")
         x_list = gr.Dataframe(
             value={"headers": experts_page.HEADERS, "data": []},
@@ -24,7 +24,7 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
             interactive=False,
             elem_id="experts-list",
         )
-        with gr.Row():
+        with gr.Row(elem_id="experts-add") as x_controls:
             x_name = gr.Textbox(label="name")
             x_role = gr.Radio(["expert", "admin"], value="expert", label="role")
             x_pw = gr.Textbox(label="password", type="password")
@@ -58,9 +58,16 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
         u_go.click(on_ingest, [u_files, u_task, u_path], u_msg, api_name="ingest")
 
         def on_experts_tab(request: gr.Request):
+            # the accounts and their controls are for admins: others see the note only
             ex = context.expert_for(ctx, request)
-            return experts_page.experts_note(ex), experts_page.expert_table(ctx, ex)
+            admin = ex is not None and ex.admin
+            return (experts_page.experts_note(ex),
+                    gr.update(value=experts_page.expert_table(ctx, ex), visible=admin),
+                    gr.update(visible=admin))  # fmt: skip
 
-        demo.load(on_experts_tab, None, [x_note, x_list], api_name=False)
+        x_outs = [x_note, x_list, x_controls]
+        demo.load(on_experts_tab, None, x_outs, api_name=False)
+        # opened again: the counts as they are now, not as the page load found them
+        x_tab.select(on_experts_tab, None, x_outs, api_name=False, show_progress="hidden")
 
     return wire

@@ -15,15 +15,16 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
     """The tab's components; returns the function that wires their events, which
     `app.ui.build` calls once every tab is laid out (so the events keep their order)."""
     with gr.Tab("Export", id="export"):
-        gr.Markdown("Exports include only what is new since the last batch of that kind.")
-        with gr.Row():
+        e_note = gr.Markdown("Exports include only what is new since the last batch of that "
+                             "kind.", elem_id="export-note")  # fmt: skip
+        with gr.Row(elem_id="export-controls") as e_controls:
             e_kind = gr.Radio(["sft", "rl", "pairs"], value="sft", label="export")
             e_go = gr.Button("Run export", variant="primary", elem_id="btn-export")
         e_counts = gr.Markdown()
         e_manifest = gr.JSON(label="manifest")
         e_files = gr.File(label="download", file_count="multiple", interactive=False)
         # -- VI CSV download (annotate.export.vi)
-        with gr.Row():
+        with gr.Row(elem_id="export-vi-controls"):
             e_vi_layout = gr.Radio(["loupe", "prospect", "marz"], value="loupe",
                                    label="VI CSV columns")  # fmt: skip
             e_vi_go = gr.Button("Download decisions as VI CSV", elem_id="btn-export-vi")
@@ -65,11 +66,21 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
         e_cat_go.click(on_catalogue, None, [e_cat_msg, e_cat_files], api_name="export_catalogue")
 
         def on_export_tab(request: gr.Request):
+            # Exports are for admins: others see a note, not controls that refuse them.
             ex = context.expert_for(ctx, request)
-            if ex is None or not ex.admin:
-                return {"headers": export_page.HISTORY_HEADERS, "data": []}
-            return export_page.export_history(ctx, ex)
+            admin = ex is not None and ex.admin
+            hist = (export_page.export_history(ctx, ex) if admin
+                    else {"headers": export_page.HISTORY_HEADERS, "data": []})  # fmt: skip
+            note = (
+                "Exports include only what is new since the last batch of that kind."
+                if admin
+                else "Training-data exports are run by the team's admins; your own "
+                "decisions download below as a VI CSV."
+            )
+            shown = gr.update(visible=admin)
+            return [note, hist, shown, shown, shown, shown]
 
-        demo.load(on_export_tab, None, e_hist, api_name=False, show_progress="hidden")
+        demo.load(on_export_tab, None, [e_note, e_hist, e_controls, e_counts, e_manifest,
+                                        e_files], api_name=False, show_progress="hidden")  # fmt: skip
 
     return wire

@@ -110,7 +110,7 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
         with gr.Row(elem_id="reject-reason-row"):
             reason = gr.Textbox(
                 label="reject: what should the model have concluded? (Enter saves, "
-                "Esc saves without a reason)", lines=1, max_lines=1, max_length=MAX_TEXT,
+                "Esc cancels)", lines=1, max_lines=1, max_length=MAX_TEXT,
                 elem_id="reject-reason",
             )  # fmt: skip
         # a Column, not a Group: Gradio gives a Group's id to two nested elements
@@ -316,11 +316,14 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
             return (f"(...a) => {{ a = a.slice(0, {n_inputs}); a[{n_inputs - 1}] = "
                     "window.loupeActive ? window.loupeActive() : -1; return a; }")  # fmt: skip
 
-        act_ins = [state, *filters, *display, active]
+        # -- vet speed: a decision carries the token of the next candidate keys.js drew at
+        # the key press (vet-drawn), as j does
+        act_ins = [state, *filters, *display, active, drawn_box]
 
         def act(action: str):
             def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im, secs,
-                   request: gr.Request, reason_text: str | None = None):  # fmt: skip
+                   drawn: str | None = None, request: gr.Request = None,
+                   reason_text: str | None = None):  # fmt: skip
                 ex = context.expert_for(ctx, request)
                 f, d = (
                     views.QueueFilters(tk, band, status, survey, split),
@@ -328,22 +331,29 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                 )
                 st, view = vet_page.vet_act(ctx, ex, st, action, f, d, active_seconds=secs,
                                             explanation=reason_text)  # fmt: skip
-                return show(st, view)
+                return show(st, view, drawn)
 
             return fn
+
+        def deciding(n_inputs: int) -> str:
+            # the active seconds, then the drawn token, in the last two inputs
+            return (f"(...a) => {{ a = a.slice(0, {n_inputs}); a[{n_inputs - 2}] = "
+                    "window.loupeActive ? window.loupeActive() : -1; "
+                    f"a[{n_inputs - 1}] = window.loupeDeciding ? window.loupeDeciding() : ''; "
+                    "return a; }")  # fmt: skip
 
         for btn, name in [(b_accept, "accept"), (b_reject, "reject"), (b_skip, "skip"),
                           (b_flag, "flag")]:  # fmt: skip
             then_ahead(btn.click(act(name), act_ins, view_outs, api_name=name,
-                                 js=with_active(len(act_ins)), **FAST))  # fmt: skip
+                                 js=deciding(len(act_ins)), **FAST))  # fmt: skip
 
         def on_reason(text, st, tk, band, status, survey, split, mk, err, sm, fr, im, secs,
-                      request: gr.Request):  # fmt: skip
+                      drawn: str | None = None, request: gr.Request = None):  # fmt: skip
             return act("reject")(st, tk, band, status, survey, split, mk, err, sm, fr, im, secs,
-                                 request, reason_text=text)  # fmt: skip
+                                 drawn, request, reason_text=text)  # fmt: skip
 
-        reason_ins = [reason, state, *filters, *display, active]
-        sent = with_active(len(reason_ins)).replace(
+        reason_ins = [reason, state, *filters, *display, active, drawn_box]
+        sent = deciding(len(reason_ins)).replace(
             "return a; }", "window.loupeReasonSent && window.loupeReasonSent(); return a; }"
         )
         then_ahead(reason.submit(on_reason, reason_ins, view_outs, api_name="reject_reason",
@@ -415,11 +425,15 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                 elif op == "adopt":
                     st = desk.set_z(st, desk.adopt_z(ctx, st), source="agent")
                 elif op == "template":
-                    st = desk.set_option(st, template=desk.next_template(ctx, tmpl))
+                    st = desk.set_option(st, template=desk.next_template(
+                        ctx, tmpl, task=desk.task_of(ctx, st)))  # fmt: skip
                 d = desk.display_with(st, views.Display(mk, err, sm, fr, im))
                 st, view = vet_page.vet_refresh(ctx, ex, st, d)
                 if refused:
                     view = desk.with_message(view, refused)
+                    # the box holds the refused text: send the z in force back into it
+                    st["_sent"] = {k: v for k, v in (st.get("_sent") or {}).items()
+                                   if k != "z"}  # fmt: skip
                 out = show(st, view)
                 if op == "template":
                     out.append(desk.desk_of(st)["template"])
@@ -440,7 +454,10 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
         z_typed_go.click(desk_op("typed"), typed_ins, view_outs, api_name="desk_z_typed",
                          js=f"(...a) => {{ a = a.slice(0, {len(typed_ins)}); a[2] = "
                             "String(window.loupeTypedZ ?? a[2] ?? ''); return a; }",
-                         trigger_mode="always_last", **FAST)  # fmt: skip
+                         trigger_mode="always_last", **FAST).then(
+            None, None, None, api_name=False,
+            js="() => { setTimeout(() => window.loupeZBack && window.loupeZBack(), 50); }",
+        )  # fmt: skip
         for btn, step in z_steps:
             btn.click(desk_op("nudge", step), desk_ins, view_outs, api_name=False, **FAST)
         z_adopt.click(desk_op("adopt"), desk_ins, view_outs, api_name="desk_adopt", **FAST)

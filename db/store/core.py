@@ -80,7 +80,10 @@ class CoreMixin:
         migrate: bool = True,
         busy_timeout_ms: int = 30000,
         echo: bool = False,
+        create: bool = True,
     ):
+        # create=False: a SQLite file that is not there is refused, not made (a mistyped
+        # --db must not become a new, empty store).
         url_s = str(url)
         if "://" not in url_s:
             url_s = f"sqlite:///{Path(url_s).expanduser()}"
@@ -100,6 +103,11 @@ class CoreMixin:
             kwargs.update(poolclass=StaticPool, connect_args={"check_same_thread": False})
         elif self.is_sqlite:
             folder = Path(self.url.database).expanduser().parent
+            if not create and not Path(self.url.database).expanduser().exists():
+                raise DatabaseError(
+                    f"{self._where()}: no database there (ingest, demo or serve on its "
+                    "default path create one)"
+                )
             try:
                 folder.mkdir(parents=True, exist_ok=True)
             except OSError as err:

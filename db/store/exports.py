@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import or_, select
 
 from db import models as m
+from db.store.errors import StoreError
 from db.store.records import CandidateInfo
 
 
@@ -105,3 +107,19 @@ class ExportsMixin:
             if kind is not None:
                 q = q.where(m.ExportBatch.kind == kind)
             return list(s.scalars(q.order_by(m.ExportBatch.id)))
+
+    def set_review_time(self, review_id: int, when: dt.datetime) -> m.Review:
+        """An imported decision keeps the time it was made (a VI file's `time`, UTC): the
+        review's `updated`, and its `created` while it has no earlier revision."""
+        with self._tx() as s:
+            r = s.get(m.Review, review_id)
+            if r is None:
+                raise StoreError(f"no review #{review_id}")
+            if r.updated != when:
+                r.updated = when
+                if r.revision == 1:
+                    r.created = when
+                self._audit(s, "import", "set_review_time", "review", r.id,
+                            {"time": when.isoformat()})  # fmt: skip
+            s.flush()
+            return r

@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             demo=not args.no_demo,
             fresh=not args.reuse_results,
         )
+        print(f"benchmark: wrote {args.report}")
     return 0
 
 

@@ -567,7 +567,6 @@ def write_report(
         md += cal_md
     md += CAVEATS
     report.write_text("\n".join(md))
-    print(f"benchmark: wrote {report}")
     return {"test": test_stats, "demo": demo_m, "calibrated": calibrated}
 
 

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import logging
 import os
 import re
 import shutil
-import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+log = logging.getLogger(__name__)
 
 REPO = Path(__file__).resolve().parents[2]
 # LOUPE_SPECTRA points elsewhere, e.g. from a checkout that is not beside ../shared.
@@ -350,5 +352,5 @@ def build(
             w.writerows(rs)
         paths[sp] = p
     for msg in skipped:
-        print(f"benchmark: skipped {msg}", file=sys.stderr)
+        log.warning("benchmark: skipped %s", msg)
     return paths

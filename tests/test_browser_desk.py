@@ -1,0 +1,317 @@
+"""In Chromium: nothing an expert does on the desk is lost or distorted (unsaved text is
+never replaced by a shortcut's decision, Esc cancels, an out-of-range redshift is refused
+aloud, the Dashboard and Experts tabs show what was just decided)."""
+
+from __future__ import annotations
+
+import re
+import time
+from contextlib import contextmanager
+
+import pytest
+
+from app.main import serve
+from tests.app_support import context
+from tests.test_browser import ARGS, CHROMIUM, DRAWN, _current_key, _drawn_after, _reviews_of
+
+OPEN_S = 120  # seconds to open the page (tests.test_browser.OPEN_MS)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    import os
+
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is absent (apt-get install chromium; .ci/run does)")
+    sync = pytest.importorskip("playwright.sync_api")
+    with sync.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@contextmanager
+def _desk(browser, tmp_path_factory, tmp_path):
+    """The demo app on a fresh store and a page with its first panel drawn."""
+    ctx = context(tmp_path_factory, tmp_path)
+    srv = serve(ctx)
+    try:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(srv.url, wait_until="load", timeout=OPEN_S * 1000)
+        page.wait_for_function(DRAWN, arg="", timeout=OPEN_S * 1000)
+        yield ctx, srv, page
+    finally:
+        srv.close()
+        ctx.store.close()
+
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+MESSAGE = "#vet-message"
+
+
+def _stored(ctx, key: str, n: int = 1, timeout: float = 20.0) -> list:
+    """The candidate's reviews once `n` are stored: a decision draws the next candidate at
+    the key press and is saved in the background."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and len(_reviews_of(ctx, key)) < n:
+        time.sleep(0.1)
+    return _reviews_of(ctx, key)
+
+
+def _settle(page, ms: int = 700) -> None:
+    """Long enough for a request a key might have sent to reach the store."""
+    page.wait_for_timeout(ms)
+
+
+def test_unsaved_correction_is_never_replaced_by_a_shortcut(browser, tmp_path_factory, tmp_path):
+    """c, reasoning typed, Shift+Tab to the wrong step, ArrowDown, Enter: the focus may drop
+    to the page body, and then s must not record a skip (nor a, f, u, r decide): the
+    reasoning stays. j asks before leaving it; Esc discards it and then s skips."""
+    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+        key = _current_key(page)
+        page.keyboard.press("c")
+        page.wait_for_selector("#correct-panel", state="visible", timeout=5_000)
+        page.keyboard.type("I see C2 Swan bands at 5165")
+        page.keyboard.press("Shift+Tab")
+        page.keyboard.press("ArrowDown")
+        page.keyboard.press("Enter")
+        page.evaluate("() => document.activeElement && document.activeElement.blur()")
+        assert page.evaluate("() => document.activeElement === document.body")
+        for k in ["s", "a", "f", "u", "r", "3"]:
+            page.evaluate("() => document.activeElement && document.activeElement.blur()")
+            page.keyboard.press(k)
+        _settle(page)
+        assert _reviews_of(ctx, key) == [] and _current_key(page) == key
+        assert page.is_visible("#correct-panel")
+        text = page.locator("#correct-explanation textarea").input_value()
+        assert text == "I see C2 Swan bands at 5165"
+        assert "Unsaved correction" in page.inner_text(MESSAGE)
+        # j asks first; declining stays on the candidate with the text
+        page.evaluate("() => document.activeElement && document.activeElement.blur()")
+        asked = []
+        page.once("dialog", lambda d: (asked.append(d.message), d.dismiss()))
+        page.keyboard.press("j")
+        _settle(page)
+        assert asked and "unsaved" in asked[0] and _current_key(page) == key
+        # a click on a decision button asks too
+        page.once("dialog", lambda d: (asked.append(d.message), d.dismiss()))
+        page.click("#btn-skip")
+        _settle(page)
+        assert len(asked) == 2 and _reviews_of(ctx, key) == []
+        # Esc discards it (the panel closes); now s is a skip
+        page.keyboard.press("Escape")
+        page.wait_for_selector("#correct-panel", state="hidden", timeout=5_000)
+        _drawn_after(page, "s")
+        (r,) = _stored(ctx, key)
+        assert r.action == "skip"
+
+
+def test_unsaved_reason_is_never_replaced_by_a_shortcut(browser, tmp_path_factory, tmp_path):
+    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+        key = _current_key(page)
+        page.keyboard.press("r")
+        page.wait_for_selector("#reject-reason", state="visible", timeout=5_000)
+        page.keyboard.type("TiO bands")
+        for k in ["s", "a", "f", "u"]:
+            page.evaluate("() => document.activeElement.blur()")
+            page.keyboard.press(k)
+            # refused, and the cursor is back in the box (the next letter types there)
+            assert page.evaluate("() => !!document.activeElement.closest('#reject-reason')")
+        _settle(page)
+        assert _reviews_of(ctx, key) == [] and _current_key(page) == key
+        assert "Unsaved reason" in page.inner_text(MESSAGE)
+        # Enter saves the reject with the reason, as typed
+        assert page.locator("#reject-reason input, #reject-reason textarea").input_value() == (
+            "TiO bands"
+        )
+        page.keyboard.press("Enter")
+        page.wait_for_function(DRAWN, arg=key, timeout=20_000)
+        (r,) = _stored(ctx, key)
+        assert (r.action, r.explanation) == ("reject", "TiO bands")
+
+
+def test_esc_always_cancels(browser, tmp_path_factory, tmp_path):
+    """Esc after r (with or without a reason typed) and after c decides nothing."""
+    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+        key = _current_key(page)
+        page.keyboard.press("r")
+        page.wait_for_selector("#reject-reason", state="visible", timeout=5_000)
+        page.keyboard.press("Escape")
+        page.wait_for_selector("#reject-reason", state="hidden", timeout=5_000)
+        page.keyboard.press("r")
+        page.wait_for_selector("#reject-reason", state="visible", timeout=5_000)
+        page.keyboard.type("half a reason")
+        page.keyboard.press("Escape")
+        page.wait_for_selector("#reject-reason", state="hidden", timeout=5_000)
+        page.keyboard.press("c")
+        page.wait_for_selector("#correct-panel", state="visible", timeout=5_000)
+        page.keyboard.press("Escape")
+        page.wait_for_selector("#correct-panel", state="hidden", timeout=5_000)
+        _settle(page, 1500)
+        assert _reviews_of(ctx, key) == [] and _current_key(page) == key
+        # the reason box was emptied: r opens it empty, Enter saves a reject without one
+        page.keyboard.press("r")
+        page.wait_for_selector("#reject-reason", state="visible", timeout=5_000)
+        assert page.locator("#reject-reason input, #reject-reason textarea").input_value() == ""
+        page.keyboard.press("Enter")
+        page.wait_for_function(DRAWN, arg=key, timeout=20_000)
+        (r,) = _stored(ctx, key)
+        assert (r.action, r.explanation) == ("reject", None)
+
+
+@pytest.mark.parametrize("typed", ["-5", "12"])
+def test_an_out_of_range_redshift_is_refused_aloud(browser, tmp_path_factory, tmp_path, typed):
+    """The box does not keep a value that was not recorded: it says why and shows the z in
+    force; the decision then carries no redshift of the expert's."""
+    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+        key = _current_key(page)
+        box = "#desk-z input[type=number]"
+        before = page.locator(box).input_value()
+        page.keyboard.press("z")
+        page.keyboard.type(typed)
+        page.keyboard.press("Enter")
+        page.wait_for_function(
+            "() => document.querySelector('#vet-message').innerText.includes('Redshift not "
+            "changed')", timeout=20_000)  # fmt: skip
+        msg = page.inner_text(MESSAGE)
+        assert typed in msg and "not a number from" in msg
+        page.wait_for_function(
+            "([s, v]) => parseFloat(document.querySelector(s).value) === parseFloat(v)",
+            arg=[box, before], timeout=10_000)  # fmt: skip
+        _drawn_after(page, "a")
+        (r,) = _stored(ctx, key)
+        assert r.redshift_source != "expert"
+
+
+def test_dashboard_and_experts_refresh_when_opened(browser, tmp_path_factory, tmp_path):
+    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+        page.click("button[role='tab']:has-text('Dashboard')")
+        page.wait_for_function(
+            "() => /\\b0\\*?\\*? reviewed/.test(document.querySelector('#dash-summary')"
+            ".innerText)", timeout=20_000)  # fmt: skip
+        page.click("button[role='tab']:has-text('Vet')")
+        page.wait_for_selector("#btn-accept", state="visible")
+        for k in ["a", "a"]:
+            _drawn_after(page, k)
+        deadline = time.time() + 10
+        while time.time() < deadline and len(ctx.store.reviews()) < 2:
+            time.sleep(0.1)
+        page.click("button[role='tab']:has-text('Dashboard')")
+        page.wait_for_function(
+            "() => /\\b2\\*?\\*? reviewed/.test(document.querySelector('#dash-summary')"
+            ".innerText)", timeout=20_000)  # fmt: skip
+        page.click("button[role='tab']:has-text('Experts')")
+        page.wait_for_function(
+            "() => /local\\s+admin\\s+yes\\s+2\\b/.test("
+            "document.querySelector('#experts-list').innerText)", timeout=20_000)  # fmt: skip
+
+
+def test_undo_brings_back_the_decision_before(browser, tmp_path_factory, tmp_path):
+    """3, a, k, then r with a reason, then u: the accept (grade 3) is back, the header says
+    so, and the VI CSV holds the accept, no undo row."""
+    import csv
+
+    from annotate.export import vi
+
+    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+        key = _current_key(page)
+        page.keyboard.press("3")
+        page.wait_for_function("() => document.querySelector('#vet-message').innerText"
+                               ".includes('Grade 3 kept')", timeout=10_000)  # fmt: skip
+        _drawn_after(page, "a")
+        _drawn_after(page, "k")
+        assert _current_key(page) == key
+        page.keyboard.press("r")
+        page.wait_for_selector("#reject-reason", state="visible", timeout=5_000)
+        page.keyboard.type("on second thoughts, no")
+        page.keyboard.press("Enter")
+        page.wait_for_function(DRAWN, arg=key, timeout=20_000)
+        deadline = time.time() + 20
+        while time.time() < deadline and _reviews_of(ctx, key)[0].action != "reject":
+            time.sleep(0.1)
+        assert _drawn_after(page, "u")[0] == key
+        (r,) = _reviews_of(ctx, key)
+        assert (r.action, r.grade) == ("accept", 3)
+        assert re.search(r"your review: accept", page.inner_text("#vet-header"))
+        out = tmp_path / "vi.csv"
+        vi.write_vi(ctx.store, out)
+        rows = list(csv.DictReader(out.open(encoding="utf-8")))
+        assert [x["action"] for x in rows if x["id"] == key] == ["accept"]
+
+
+def test_a_non_admin_sees_no_admin_controls(browser, tmp_path_factory, tmp_path):
+    """Export and account controls refuse a non-admin: they are not shown to one (an admin
+    sees them); the VI CSV download (of one's own decisions) is shown to both."""
+    from annotate.experts import create_expert
+
+    ctx = context(tmp_path_factory, tmp_path, login=True)
+    create_expert(ctx.store, "bea", "expert", "pw-bea-12345")
+    create_expert(ctx.store, "ada", "admin", "pw-ada-12345")
+    srv = serve(ctx)
+    try:
+        for name, admin in (("bea", False), ("ada", True)):
+            page = browser.new_context().new_page()
+            page.goto(srv.url, wait_until="load", timeout=OPEN_S * 1000)
+            page.fill("input[name=username]", name)
+            page.fill("input[name=password]", f"pw-{name}-12345")
+            page.click("button[type=submit]")
+            page.wait_for_function(DRAWN, arg="", timeout=OPEN_S * 1000)
+            page.click("button[role='tab']:has-text('Export')")
+            page.wait_for_selector("#export-note", state="visible", timeout=20_000)
+            page.wait_for_timeout(500)
+            assert page.is_visible("#btn-export") is admin
+            assert page.is_visible("#btn-export-vi")  # everyone's own decisions
+            page.click("button[role='tab']:has-text('Experts')")
+            page.wait_for_selector("#experts-note", state="visible", timeout=20_000)
+            page.wait_for_timeout(500)
+            assert page.is_visible("#experts-add") is admin
+            assert page.is_visible("#experts-list") is admin
+            page.context.close()
+    finally:
+        srv.close()
+        ctx.store.close()
+
+
+def test_a_refused_decision_brings_its_candidate_back(browser, tmp_path_factory, tmp_path):
+    """`a` draws the next candidate at once and saves in the background; when the store
+    refuses (here the expert was deactivated meanwhile), the candidate comes back with the
+    reason, and once allowed again `a` stores it exactly once."""
+    from annotate.experts import update_expert
+
+    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+        key = _current_key(page)
+        ready = ("k => ((document.querySelector('#vet-ahead textarea, #vet-ahead input') || {})"
+                 ".value || '').includes('\"for\":\"' + k + '\"')")  # fmt: skip
+        page.wait_for_function(ready, arg=key, timeout=OPEN_S * 1000)
+        update_expert(ctx.store, "local", active=False)
+        page.keyboard.press("a")
+        page.wait_for_function(DRAWN, arg=key, timeout=5_000, polling="raf")  # drawn at once
+        page.wait_for_function(
+            "k => document.querySelector('#vet-header .loupe-head .id').textContent.trim() "
+            "=== k && document.querySelector('#vet-message').innerText.includes('Not saved')",
+            arg=key, timeout=30_000)  # fmt: skip
+        assert "deactivated" in page.inner_text(MESSAGE)
+        assert _reviews_of(ctx, key) == []
+        page.wait_for_function("() => !(document.getElementById('loupe-pending') || {})"
+                               ".textContent", timeout=10_000)  # fmt: skip
+        update_expert(ctx.store, "local", active=True)
+        _drawn_after(page, "a")
+        (r,) = _stored(ctx, key)
+        _settle(page, 1500)
+        assert [x.revision for x in _reviews_of(ctx, key)] == [1] and r.action == "accept"
+
+
+def test_zero_resets_the_zoom(browser, tmp_path_factory, tmp_path):
+    """Zoomed in (as a drag would), `0` brings the whole-spectrum panel back to the range it
+    was drawn with."""
+    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+        rng = "() => document.querySelector('#vet-global .js-plotly-plot')._fullLayout.xaxis.range"
+        drawn = page.evaluate(rng)
+        page.evaluate("() => window.Plotly.relayout(document.querySelector("
+                      "'#vet-global .js-plotly-plot'), {'xaxis.range': [6500, 6600]})")  # fmt: skip
+        page.wait_for_function(f"() => ({rng})()[0] === 6500", timeout=10_000)
+        page.keyboard.press("0")
+        page.wait_for_function(f"d => Math.abs(({rng})()[0] - d[0]) < 1e-6", arg=drawn,
+                               timeout=10_000)  # fmt: skip
+        assert page.evaluate(rng) == pytest.approx(drawn)
