@@ -58,6 +58,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "annotate.calibrate_cli",
         "Refit the rule-based inspector's calibration from expert labels in the store.",
     ),
+    "audit": (
+        "commands.audit",
+        "Draw the random audit sample; print each task's weighted precision and intervals.",
+    ),
     "degrade": (
         "commands.degrade",
         "Turn library spectra into survey-like LAMOST files plus a catalogue.",

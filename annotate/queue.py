@@ -3,10 +3,11 @@
 Order: fewest reviews so far (every item gets its first look before any gets a second),
 then closest to the decision threshold (|P(YES) - threshold|, in bands of 0.05), and within
 a band the items where two policies or an expert and the agent disagree. Gold-standard
-items are mixed in at `gold_rate` to measure each expert; `overlap` k asks for k reviews of
-each item; items the agent is at least `auto_accept` sure of are not served; a served item
-is leased to its expert for `lease_seconds`, so two experts get the same item only when
-overlap asks for it. The selection runs in the store (one indexed query inside the lease
+items are mixed in at `gold_rate` to measure each expert, and items of the random audit
+sample at `audit_rate` (annotate.audit_sample); `overlap` k asks for k reviews of each item;
+items the agent is at least `auto_accept` sure of are not served (save the audit sample's);
+a served item is leased to its expert for `lease_seconds`, so two experts get the same item
+only when overlap asks for it. The selection runs in the store (one indexed query inside the lease
 transaction); this module holds the workflow rules around it (the team's settings, the
 lease a jump takes) and is what the app calls for every queue move.
 """
@@ -17,6 +18,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from annotate.audit_sample import AUDIT_RATE, AUDIT_RATE_SETTING, audit_turn
 from db.settings import DEFAULTS
 from db.store import CandidateInfo, Filters, QueueConfig, Store, queue_priority
 
@@ -39,6 +41,7 @@ class Queue:
                 "gold_rate": 0.0,
                 "auto_accept": None,
                 "lease_seconds": lease_seconds,
+                AUDIT_RATE_SETTING: AUDIT_RATE,
             }
         )
         cfg = QueueConfig(
@@ -46,6 +49,7 @@ class Queue:
             gold_rate=float(v["gold_rate"]),
             auto_accept=v["auto_accept"],
             lease_seconds=float(v["lease_seconds"]),
+            audit_rate=float(v[AUDIT_RATE_SETTING]),
         )
         return cls(store, cfg)
 
@@ -64,8 +68,19 @@ class Queue:
         """Lease the next item for `expert` other than those in `exclude` (the items the
         expert has just moved past); its store id, or None when nothing is left. The
         expert's lease on items in `keep` stays (the one shown while the next is drawn
-        ahead); their other leases end."""
-        return self.store.next_item(expert, self.config, filters, exclude=exclude, keep=keep)
+        ahead); their other leases end. One item in round(1/audit_rate) comes from the
+        audit sample, and so do the rest of it once nothing else is left
+        (annotate.audit_sample); it is reviewed like any other."""
+        rate, lease = self.config.audit_rate, self.config.lease_seconds
+        e = self.store.expert(expert) if rate > 0 else None
+        if e is not None and audit_turn(e.review_count, rate):
+            cid = self.store.next_audit_item(expert, lease, filters, exclude, keep)
+            if cid is not None:
+                return cid
+        cid = self.store.next_item(expert, self.config, filters, exclude=exclude, keep=keep)
+        if cid is None and rate > 0:
+            cid = self.store.next_audit_item(expert, lease, filters, exclude, keep)
+        return cid
 
     def hold(self, expert: str, candidate_id: int) -> bool:
         """Whether `expert` may decide this item now (their own review, their live lease,

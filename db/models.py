@@ -131,6 +131,9 @@ class Candidate(Base):
     adjudicated_label: Mapped[str | None] = mapped_column(String(3))
     adjudicator_id: Mapped[int | None] = mapped_column(ForeignKey("expert.id"))
     adjudication_comment: Mapped[str | None] = mapped_column(Text)
+    # In the random audit sample: the probability it was drawn with (estimates weight by
+    # 1/pi; annotate.audit_sample). NULL: not in the sample.
+    audit_inclusion: Mapped[float | None] = mapped_column(Float)
     created: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     updated: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 

@@ -46,12 +46,13 @@ def test_priority_function_orders_by_band_then_disagreement():
 
 def test_queue_reads_the_team_settings_with_defaults_for_the_rest(store):
     assert Queue.from_settings(store).config == QueueConfig(
-        overlap=1, gold_rate=0.0, auto_accept=None, lease_seconds=600.0
+        overlap=1, gold_rate=0.0, auto_accept=None, lease_seconds=600.0, audit_rate=0.05
     )
     store.set_setting("overlap", 2)
     store.set_setting("auto_accept", 0.97)
+    store.set_setting("audit_rate", 0.1)
     assert Queue.from_settings(store).config == QueueConfig(
-        overlap=2, gold_rate=0.0, auto_accept=0.97, lease_seconds=600.0
+        overlap=2, gold_rate=0.0, auto_accept=0.97, lease_seconds=600.0, audit_rate=0.1
     )
 
 

@@ -3,6 +3,7 @@
 python launch.py export sft   --db loupe.db --out exports/sft-1 --renderer speco3
 python launch.py export rl    --db loupe.db --out exports/rl-1
 python launch.py export pairs --db loupe.db --out exports/pairs-1
+python launch.py export catalogue --db loupe.db --out exports/catalogue-1  # YES lists, purity
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.errors import LoupeError
-from annotate.export import vi
+from annotate.export import catalogue, vi
 from annotate.export.manifest import folder_state, record_batch
 from annotate.export.pipeline import export_records
 from annotate.export.record import DEFAULT_RENDERER, KINDS, ExportResult
@@ -93,8 +94,9 @@ def run_export(
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "kind",
-        choices=(*KINDS, "vi"),
-        help="sft trajectories, rl labels, DPO pairs, or vi: the decisions as a VI CSV",
+        choices=(*KINDS, "vi", "catalogue"),
+        help="sft trajectories, rl labels, DPO pairs, vi: the decisions as a VI CSV, or "
+        "catalogue: each task's YES list as CSV and FITS with its estimated precision",
     )
     parser.add_argument("--db", default=DEFAULT_DB, help="database URL or SQLite file")
     parser.add_argument(
@@ -137,11 +139,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--actor", default="", help="who runs the export (recorded in the batch)")
     vi.add_arguments(parser)
+    catalogue.add_arguments(parser)
 
 
 def main(args: argparse.Namespace) -> int:
     if args.kind == "vi":
         return vi.main(args)
+    if args.kind == "catalogue":
+        return catalogue.main(args)
     try:
         result = run_export(
             Store(args.db, create=False),

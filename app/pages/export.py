@@ -1,5 +1,6 @@
 """The export page: admins run the SFT, RL and pairs exports (`annotate.export`) and
-download what they wrote, and download the decisions as VI CSVs (`annotate.export.vi`).
+download what they wrote, download the decisions as VI CSVs (`annotate.export.vi`) and the
+catalogue: each task's YES list with its estimated precision (`annotate.export.catalogue`).
 Only admins see the earlier batches (their folders) and the files."""
 
 from __future__ import annotations
@@ -86,3 +87,22 @@ def vi_download(ctx: Context, ex: Viewer | None, layout: str = "loupe") -> tuple
     whose = "" if ex.admin else " of your decisions"
     return (f"VI CSV{whose}: {len(paths)} campaign(s) in `{escape(folder)}` ({escape(layout)} "
             "columns; see docs/vi_csv.md).", [str(p) for p in paths])  # fmt: skip
+
+
+def catalogue_download(ctx: Context, ex: Viewer | None) -> tuple[str, list[str]]:
+    """Each task's YES list as CSV and FITS, with its precision (admins only): a message
+    quoting the precision per task, and the files."""
+    from annotate.export import catalogue
+
+    try:
+        require(ex, admin=True)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        folder = ctx.export_dir / f"catalogue-{stamp}-{secrets.token_hex(8)}"  # as above
+        cat = catalogue.write_catalogue(ctx.store, folder)
+    except (AccessError, ValueError) as e:
+        return f"Refused: {escape(e)}", []
+    quotes = [escape(t["quote"]) for t in cat.manifest["tasks"].values()]
+    if not quotes:
+        return "No task yet: nothing to write.", []
+    return ("Catalogue (see docs/audit.md): " + "; ".join(quotes) + ".",
+            [str(p) for p in cat.files])  # fmt: skip

@@ -1,4 +1,5 @@
-"""The export tab: training-data batches (sft, rl, pairs) and the VI CSV download."""
+"""The export tab: training-data batches (sft, rl, pairs), the VI CSV download and the
+catalogue (each task's YES list with its estimated precision)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,11 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
         e_vi_files = gr.File(label="VI CSV", file_count="multiple", interactive=False,
                              elem_id="export-vi-files")  # fmt: skip
         # -- end VI CSV
+        # -- catalogue (annotate.export.catalogue)
+        e_cat_go = gr.Button("Write the catalogue (CSV + FITS)", elem_id="btn-export-catalogue")
+        e_cat_msg = gr.Markdown(elem_id="export-catalogue-message")
+        e_cat_files = gr.File(label="catalogue", file_count="multiple", interactive=False,
+                              elem_id="export-catalogue-files")  # fmt: skip
         e_hist = gr.Dataframe(
             value={"headers": export_page.HISTORY_HEADERS, "data": []},
             label="earlier batches",
@@ -52,6 +58,12 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
             return export_page.vi_download(ctx, ex, layout)
 
         e_vi_go.click(on_vi, e_vi_layout, [e_vi_msg, e_vi_files], api_name="export_vi")
+
+        def on_catalogue(request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            return export_page.catalogue_download(ctx, ex)
+
+        e_cat_go.click(on_catalogue, None, [e_cat_msg, e_cat_files], api_name="export_catalogue")
 
         def on_export_tab(request: gr.Request):
             # Exports are for admins: others see a note, not controls that refuse them.

@@ -31,12 +31,15 @@ Public methods (all take/return plain values, dataclasses or detached rows):
   `review_authored`, `authored`, `list_authored`
 - exports: `labelled_candidates`, `exported_items`, `record_export`, `export_batches`
 - dashboard: `dashboard_stats(task)` -> DashboardStats (aggregated in the database)
+- campaign: `audit_population`, `mark_audit`, `next_audit_item` (the audit sample),
+  `catalogue_rows`, `stored_scores` (what re-scoring reads)
 - audit: `audit_events`, `integrity_check`
 
 Layout: `core` (engine, locks, transactions, audit, migrations, settings), one module per
 resource (`candidates`, `runs`, `accounts` with the hashing in `auth`, `queue`, `reviews`,
-`authored`, `dashboard`, `exports`), the plain `records` handed out, the pure `rules`
-(queue priority, majority label) and the `errors`. `Store` mixes the resources into one object.
+`authored`, `dashboard`, `exports`, `campaign`), the plain `records` handed out, the pure
+`rules` (queue priority, majority label) and the `errors`. `Store` mixes the resources into
+one object.
 
 Errors: `StoreError` (bad input, names the item), `DatabaseError` (the database cannot be
 opened or used; names it, not the flag that chose it), `NotFound`, `StorePermissionError`
@@ -48,6 +51,7 @@ from __future__ import annotations
 from db.store.accounts import AccountsMixin
 from db.store.auth import ARGON2_PARAMS, hash_password, verify_password_hash
 from db.store.authored import AuthoredMixin
+from db.store.campaign import CampaignMixin, PopulationRow
 from db.store.candidates import SURVEY_META, CandidatesMixin
 from db.store.core import DEFAULT_DB, MIGRATIONS, REPO, CoreMixin, code_version, file_hash
 from db.store.dashboard import DashboardMixin
@@ -72,6 +76,7 @@ __all__ = [
     "DatabaseError",
     "Filters",
     "NotFound",
+    "PopulationRow",
     "QueueConfig",
     "Store",
     "StoreError",
@@ -97,5 +102,6 @@ class Store(
     AuthoredMixin,
     DashboardMixin,
     ExportsMixin,
+    CampaignMixin,
 ):
     """Loupe's database. `url` is any SQLAlchemy URL or a plain file path (SQLite)."""

@@ -124,9 +124,13 @@ class QueueConfig:
     gold_rate: share of served items drawn from the gold-standard set (0 = none).
     auto_accept: items whose agent certainty max(p, 1-p) reaches this are not served.
     lease_seconds: how long a served item stays reserved for its expert.
+    audit_rate: share of confident verdicts drawn into the random audit, and of served
+        items taken from that sample (0 = none; the team's default is
+        `annotate.audit_sample.AUDIT_RATE`).
     """
 
     overlap: int = 1
     gold_rate: float = 0.0
     auto_accept: float | None = None
     lease_seconds: float = DEFAULTS.lease_seconds
+    audit_rate: float = 0.0

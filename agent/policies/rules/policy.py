@@ -241,6 +241,7 @@ class _Plan:
     zooms: list[Zoom]
     skipped: list[str]
     reading: Reading
+    p_rules: float  # the plain rules' P(YES), before any fitted model
 
 
 class RulesPolicy:
@@ -290,9 +291,10 @@ class RulesPolicy:
             return plan
         limit = max(0, min(self.max_zooms, ep.max_turns - 1))
         reading = inspect(ep.spectrum, resolve(ep.task), self._measure(ep), max_zooms=limit)
+        p_rules = reading.p_yes
         if self.learned is not None:
             reading = self.learned.apply(reading)
-        plan = _Plan(reading.zooms, reading.skipped, reading)
+        plan = _Plan(reading.zooms, reading.skipped, reading, p_rules)
         self._cache[key] = plan
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
@@ -338,6 +340,11 @@ class RulesPolicy:
         meas = {k: float(val) for k, val in m.items() if finite(val)}
         meas["score"] = float(v.evidence.score)
         meas["coverage"] = float(v.evidence.coverage)
+        # What a fitted model reads (`learned.TaskModel.p_yes`), so another inspector version
+        # can re-score this verdict from the store without rerunning the agent.
+        meas["calibration_input"] = float(v.x)
+        meas["capped"] = float(bool(v.capped))
+        meas["p_rules"] = float(plan.p_rules)
         meas.update(redshift.to_measurements(v.redshift))
         if self.learned is not None:
             meas["inspector_version"] = float(self.learned.version)

@@ -1,0 +1,233 @@
+"""The campaign's product: per task, the final YES list as CSV and as a FITS binary table,
+with the audit's estimate of its precision (purity) in the FITS header and the manifest.
+
+    python launch.py export catalogue --db loupe.db --out exports/catalogue-1
+
+One row per candidate whose resolved label is YES (an expert's decision, an adjudication,
+or the agent's verdict where auto-accepted): `id` (the candidate id), `survey`,
+`object_id`, `ra`/`dec` (deg; NaN where the file has none), `redshift` (the expert's where
+one was given, else the agent's; NaN where neither), `p_yes` (the agent's P(YES)),
+`decided_by` ("expert", "adjudicated", or the agent version that auto-accepted it:
+"inspector-vN", "rules", "policy:model"), `grade` (the lowest grade of the experts' YES
+decisions, 1 a guess .. 4 certain; 0 none) and `audit_weight` (1/pi for an item of the
+random audit sample, 0 otherwise). docs/audit.md says how to read and quote the precision.
+Files: `<task>.csv`, `<task>.fits`, `manifest.json`, written under a staging name and renamed
+into `--out` only when complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from annotate.audit_sample import TaskEstimates, store_estimates, task_estimates
+from annotate.export.manifest import content_hash, file_hashes, staged
+
+COLUMNS = ("id", "survey", "object_id", "ra", "dec", "redshift", "p_yes", "decided_by",
+           "grade", "audit_weight")  # fmt: skip
+FLOATS = ("ra", "dec", "redshift", "p_yes", "audit_weight")
+UNITS = {"ra": "deg", "dec": "deg"}
+CONFIDENCE = 0.95
+
+
+class CatalogueError(ValueError):
+    """The catalogue could not be written as asked; the message says why."""
+
+
+@dataclass
+class Catalogue:
+    out: Path
+    manifest: dict[str, Any]
+
+    @property
+    def files(self) -> list[Path]:
+        return sorted(p for p in self.out.iterdir() if p.is_file())
+
+
+def _float(v: Any) -> float:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return math.nan
+    return f if math.isfinite(f) else math.nan
+
+
+def decided_by(row: dict[str, Any]) -> str:
+    """Who set the YES: an expert, an adjudicator, or the agent version that was sure.
+
+    >>> decided_by({"label_source": "review"}), decided_by({"label_source": "adjudication"})
+    ('expert', 'adjudicated')
+    >>> decided_by({"label_source": "auto", "policy": "rules", "model": "x.json",
+    ...             "params": {"inspector_version": 3}, "measurements": {}})
+    'inspector-v3'
+    >>> decided_by({"label_source": "auto", "policy": "hf", "model": "qwen", "params": {},
+    ...             "measurements": {}})
+    'hf:qwen'
+    """
+    source = row.get("label_source")
+    if source != "auto":
+        return "adjudicated" if source == "adjudication" else "expert"
+    v = (row.get("params") or {}).get("inspector_version")
+    if v is None:
+        v = (row.get("measurements") or {}).get("inspector_version")
+    if v is not None:
+        return f"inspector-v{int(v)}"
+    policy, model = row.get("policy") or "agent", row.get("model")
+    return f"{policy}:{model}" if model else policy
+
+
+def catalogue_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A store row (`Store.catalogue_rows`) as the catalogue's columns."""
+    grades = [g for g, _, _ in row["reviews"] if g is not None]
+    z_expert = [z for _, z, _ in row["reviews"] if z is not None]
+    z = z_expert[0] if z_expert else (row["measurements"] or {}).get("redshift")
+    incl = row.get("audit_inclusion")
+    return {
+        "id": row["key"],
+        "survey": row.get("survey") or "",
+        "object_id": row["object_id"],
+        "ra": _float(row.get("ra")),
+        "dec": _float(row.get("dec")),
+        "redshift": _float(z),
+        "p_yes": _float(row.get("p_yes")),
+        "decided_by": decided_by(row),
+        "grade": int(min(grades)) if grades else 0,
+        "audit_weight": 1.0 / incl if incl else 0.0,
+    }
+
+
+def quote(e: TaskEstimates) -> str:
+    """The sentence to quote: the precision, its interval, and what the audit rests on."""
+    p = e.precision
+    if p.value is None:
+        return f"{e.task}: precision not estimated ({p.note}); {e.yes_list} objects listed"
+    return (
+        f"{e.task}: precision {p.value:.3f} (95% interval {p.low:.3f}-{p.high:.3f}) from "
+        f"{e.audited} audited of {e.drawn} drawn; {e.yes_list} objects listed "
+        f"({e.yes_by_expert} decided by experts, {e.yes_by_agent} by the agent alone)"
+    )
+
+
+def header_cards(e: TaskEstimates) -> list[tuple[str, Any, str]]:
+    """FITS header keywords (8 characters at most) for a task's YES list."""
+    cards: list[tuple[str, Any, str]] = [
+        ("TASK", e.task, "Loupe task of this YES list"),
+        ("NYES", e.yes_list, "objects in the YES list"),
+        ("NYES_EXP", e.yes_by_expert, "YES decided by an expert"),
+        ("NYES_AGT", e.yes_by_agent, "YES decided by the agent alone"),
+        ("AUD_DRWN", e.drawn, "items drawn into the random audit"),
+        ("AUD_REV", e.audited, "of them reviewed by an expert"),
+        ("CONFLEV", CONFIDENCE, "confidence level of the intervals"),
+    ]
+    for key, lo, hi, est, what in (
+        ("PRECISN", "PREC_LO", "PREC_HI", e.precision, "precision (purity) of the YES list"),
+        ("COMPLETE", "COMP_LO", "COMP_HI", e.completeness, "completeness among decided"),
+    ):
+        if est.value is None:
+            cards.append((key[:4] + "NOTE", est.note[:40], "why it is not estimated"))
+            continue
+        cards += [
+            (key, est.value, what),
+            (lo, est.low, "lower end of its 95% interval"),
+            (hi, est.high, "upper end of its 95% interval"),
+        ]
+        if key == "PRECISN":
+            cards += [
+                ("PREC_N", est.n, "audited items the precision rests on"),
+                ("PREC_NEF", round(est.n_eff, 3), "their effective number (Kish)"),
+            ]
+    return cards
+
+
+def write_task(folder: Path, task: str, rows: list[dict[str, Any]], e: TaskEstimates) -> None:
+    from astropy.io import fits
+    from astropy.table import Table
+
+    with (folder / f"{task}.csv").open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(COLUMNS)
+        for r in rows:
+            w.writerow([repr(r[c]) if c in FLOATS else r[c] for c in COLUMNS])
+    t = Table(
+        {c: [r[c] for r in rows] for c in COLUMNS},
+        dtype=[float if c in FLOATS else int if c == "grade" else str for c in COLUMNS],
+    )
+    for c, u in UNITS.items():
+        t[c].unit = u
+    hdu = fits.table_to_hdu(t)
+    hdu.name = "CATALOGUE"
+    for key, value, comment in header_cards(e):
+        hdu.header[key] = (value, comment)
+    hdu.header.add_comment(quote(e)[:72])
+    hdu.header.add_comment("See docs/audit.md of Loupe for how to read the precision.")
+    fits.HDUList([fits.PrimaryHDU(), hdu]).writeto(folder / f"{task}.fits")
+
+
+def write_catalogue(
+    store: Any, out: str | Path, *, tasks: list[str] | None = None, seed: int = 0
+) -> Catalogue:
+    """Write each task's YES list (CSV and FITS) and `manifest.json` into the folder `out`
+    (a new or empty one)."""
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise CatalogueError(f"--out {str(out)!r} exists and is not an empty folder")
+    known = store.tasks()
+    tasks = known if tasks is None else tasks
+    unknown = [t for t in tasks if t not in known]
+    if unknown:
+        raise CatalogueError(f"unknown task {unknown[0]!r}; known: {', '.join(known)}")
+    estimates = store_estimates(store, seed=seed)
+    per_task: dict[str, Any] = {}
+    with staged(out) as (partial, _):
+        for task in tasks:
+            rows = [catalogue_row(r) for r in store.catalogue_rows(task)]
+            e = estimates.get(task) or task_estimates(task, [])
+            write_task(partial, task, rows, e)
+            per_task[task] = {
+                "rows": len(rows),
+                "csv": f"{task}.csv",
+                "fits": f"{task}.fits",
+                "quote": quote(e),
+                "estimates": e.to_dict(),
+            }
+        files = file_hashes(partial)
+        manifest = {
+            "kind": "catalogue",
+            "code_version": store.code_version(),
+            "columns": list(COLUMNS),
+            "confidence_level": CONFIDENCE,
+            "tasks": per_task,
+            "files": files,
+            "content_hash": content_hash(files),
+        }
+        (partial / "manifest.json").write_text(json.dumps(manifest, indent=1, allow_nan=False))
+    return Catalogue(out, manifest)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--task", action="append", default=None, help="catalogue: only this task (repeatable)"
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    from db.store import Store
+
+    store = Store(args.db)
+    try:
+        cat = write_catalogue(store, args.out, tasks=args.task)
+    except CatalogueError as exc:
+        print(f"export catalogue: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+    for t in cat.manifest["tasks"].values():
+        print(t["quote"])
+    print(f"catalogue: {len(cat.manifest['tasks'])} task(s) into {cat.out}")
+    return 0

@@ -1,0 +1,63 @@
+"""`launch.py audit`: draw the random audit sample, and print the weighted figures per task.
+
+    python launch.py audit --db data/loupe.db --draw    # draw each task's sample once
+    python launch.py audit --db data/loupe.db           # precision, completeness, ECE so far
+
+The share is the team setting `audit_rate` (5% by default; `--rate` for this draw). The
+queue serves the sample's items among the others (annotate.queue); docs/audit.md says how
+to read the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from annotate.audit_sample import (
+    BAND_HEADERS,
+    TABLE_HEADERS,
+    band_rows,
+    draw_for_store,
+    store_estimates,
+    table_rows,
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", default=None, help="Store (file or SQLAlchemy URL).")
+    parser.add_argument(
+        "--draw", action="store_true", help="draw the sample of every task that has none yet"
+    )
+    parser.add_argument(
+        "--rate", type=float, default=None, help="share to draw (default: the team's audit_rate)"
+    )
+    parser.add_argument("--seed", type=int, default=None, help="seed of the draw")
+    parser.add_argument("--task", default=None, help="figures of this task only")
+
+
+def _table(headers: list[str], rows: list[list]) -> str:
+    cells = [headers, *[[str(c) for c in r] for r in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells)
+
+
+def main(args: argparse.Namespace) -> int:
+    from db.store import Store
+
+    store = Store(args.db)
+    try:
+        if args.draw:
+            draws = draw_for_store(store, args.rate, seed=args.seed, actor="audit")
+            tasks = sorted({d.task for d in draws})
+            print(f"audit: drew {len(draws)} item(s) for {', '.join(tasks) or 'no task'}")
+        est = store_estimates(store, args.task)
+    except ValueError as exc:
+        print(f"audit: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+    print(_table(TABLE_HEADERS, table_rows(est)))
+    if any(e.band_errors for e in est.values()):
+        print()
+        print(_table(BAND_HEADERS, band_rows(est)))
+    return 0

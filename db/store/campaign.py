@@ -1,0 +1,221 @@
+"""What the campaign's own figures read and write: the audit sample's inclusion
+probabilities and the lease that serves its items, the decided population the estimates
+weight, the catalogue's rows, and the inspector inputs stored with each pending candidate's
+trajectory (for re-scoring)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import exists, select, text, update
+
+from db import models as m
+from db.models import utcnow
+from db.store.errors import NotFound, StoreError
+from db.store.records import Filters
+
+
+@dataclass(frozen=True)
+class PopulationRow:
+    """One candidate as the audit's estimates see it."""
+
+    id: int
+    task: str
+    confidence: float | None  # the agent's P(YES) shown for it
+    label: str | None  # resolved label (None while pending)
+    label_source: str | None  # review / adjudication / auto / ...
+    audit_inclusion: float | None
+    is_gold: bool
+
+
+class CampaignMixin:
+    """Audit sample, catalogue and stored-score reads of a `Store`."""
+
+    def audit_population(self, task: str | None = None) -> list[PopulationRow]:
+        """Every candidate with its P(YES), resolved label and audit inclusion, by id."""
+        C = m.Candidate
+        with self._ro() as s:
+            q = select(
+                C.id, m.Task.name, C.confidence, C.label, C.label_source,
+                C.audit_inclusion, C.is_gold,
+            ).join(m.Task, m.Task.id == C.task_id)  # fmt: skip
+            if task is not None:
+                q = q.where(m.Task.name == task)
+            return [PopulationRow(*r) for r in s.execute(q.order_by(C.id))]
+
+    def mark_audit(self, inclusion: dict[int, float], actor: str = "audit") -> int:
+        """Put candidates into the audit sample with their inclusion probabilities; one
+        already in it keeps the probability it was drawn with. Returns how many joined."""
+        bad = {cid: p for cid, p in inclusion.items() if not 0.0 < float(p) <= 1.0}
+        if bad:
+            cid, p = next(iter(bad.items()))
+            raise StoreError(f"candidate #{cid}: inclusion probability {p} is not in (0, 1]")
+        C = m.Candidate
+        with self._tx() as s:
+            known = set(s.scalars(select(C.id).where(C.id.in_(list(inclusion)))))
+            missing = sorted(set(inclusion) - known)
+            if missing:
+                raise StoreError(f"no candidate #{missing[0]} (of {len(missing)} unknown)")
+            n = 0
+            for cid, p in inclusion.items():
+                n += s.execute(
+                    update(C)
+                    .where(C.id == cid, C.audit_inclusion.is_(None))
+                    .values(audit_inclusion=float(p))
+                ).rowcount
+            self._audit(s, actor, "audit_draw", "candidate", None, {"drawn": n})
+            return n
+
+    def next_audit_item(
+        self,
+        expert: str | int,
+        lease_seconds: float,
+        filters: Filters | None = None,
+        exclude: Sequence[int] = (),
+        keep: Sequence[int] = (),
+    ) -> int | None:
+        """Lease to `expert` an item of the audit sample nobody has reviewed yet (auto-accepted
+        ones included: that is the point), in an order unrelated to ingest order; None when
+        none is left or the expert still holds an item it has not decided, other than those in
+        `exclude` (the queue serves that one first). The expert's other leases end, but those
+        in `keep`, as `next_item` does."""
+        C, L, R = m.Candidate, m.Lease, m.Review
+        with self._tx(ephemeral=True) as s:
+            e = self._expert(s, expert)
+            if self.is_postgres:
+                s.execute(text("SELECT pg_advisory_xact_lock(7402)"))
+            now = utcnow()
+            try:
+                base = self._filtered(s, select(C.id), filters)
+            except NotFound:
+                return None
+            if exclude:  # items the expert has moved past do not hold the queue up
+                base = base.where(C.id.not_in(list(exclude)))
+            decided = exists().where(
+                R.candidate_id == C.id, R.expert_id == e.id, R.action != "undo"
+            )
+            held = base.join(L, L.candidate_id == C.id).where(
+                L.expert_id == e.id, L.expires > now, ~decided
+            )
+            if s.scalar(held.limit(1)) is not None:
+                return None
+            leased = exists().where(L.candidate_id == C.id, L.expires > now, L.expert_id != e.id)
+            mine = exists().where(R.candidate_id == C.id, R.expert_id == e.id)
+            q = base.where(C.audit_inclusion.is_not(None), C.review_count == 0, ~leased, ~mine)
+            # a multiplicative hash of the id: the sample's unreviewed remainder, when the
+            # campaign stops, is then a random part of it rather than the latest ingested
+            cid = s.scalar(q.order_by((C.id * 2654435761) % 4294967296, C.id).limit(1))
+            if cid is not None:
+                self._lease(s, cid, e.id, now, lease_seconds, keep)
+            return cid
+
+    def catalogue_rows(self, task: str) -> list[dict[str, Any]]:
+        """The task's candidates labelled YES, one dict per candidate, by id: identity,
+        position, P(YES), who decided, the experts' grades and redshifts, and the agent's
+        run and final-step measurements (its redshift and inspector version ride there)."""
+        C, S, Tr, R = m.Candidate, m.Spectrum, m.Trajectory, m.AgentRun
+        with self._ro() as s:
+            tid = s.scalar(select(m.Task.id).where(m.Task.name == task))
+            if tid is None:
+                return []
+            rows = s.execute(
+                select(
+                    C.id, C.key, C.object_id, C.survey, S.survey, S.ra, S.dec, C.confidence,
+                    C.label_source, C.audit_inclusion, C.is_gold, R.policy, R.model, R.params,
+                    Tr.steps,
+                )
+                .join(S, S.id == C.spectrum_id)
+                .outerjoin(Tr, Tr.id == C.trajectory_id)
+                .outerjoin(R, R.id == Tr.run_id)
+                .where(C.task_id == tid, C.label == "YES")
+                .order_by(C.id)
+            ).all()  # fmt: skip
+            ids = [r[0] for r in rows]
+            reviews: dict[int, list[tuple[int | None, float | None, str]]] = {}
+            for j in range(0, len(ids), 500):
+                q = (
+                    select(m.Review.candidate_id, m.Review.grade, m.Review.redshift, m.Expert.name)
+                    .join(m.Expert, m.Expert.id == m.Review.expert_id)
+                    .where(m.Review.candidate_id.in_(ids[j : j + 500]), m.Review.label == "YES")
+                    .order_by(m.Review.id)
+                )
+                for cid, grade, z, who in s.execute(q):
+                    reviews.setdefault(cid, []).append((grade, z, who))
+        out = []
+        for (cid, key, oid, survey, sp_survey, ra, dec, p, source, incl, gold, policy,
+             model, params, steps) in rows:  # fmt: skip
+            last = (steps or [{}])[-1] or {}
+            out.append(
+                {
+                    "id": cid,
+                    "key": key,
+                    "object_id": oid,
+                    "survey": survey or sp_survey,
+                    "ra": ra,
+                    "dec": dec,
+                    "p_yes": p,
+                    "label_source": source,
+                    "audit_inclusion": incl,
+                    "is_gold": bool(gold),
+                    "policy": policy,
+                    "model": model,
+                    "params": dict(params or {}),
+                    "measurements": dict(last.get("measurements") or {}),
+                    "reviews": reviews.get(cid, []),
+                }
+            )
+        return out
+
+    def stored_scores(
+        self, task: str | None = None, keys: Sequence[str] | None = None, *, batch: int = 20000
+    ) -> Iterator[tuple[int, str, float | None, dict[str, float]]]:
+        """(candidate id, task, P(YES), the final step's measurements) of every pending
+        candidate (no label yet) whose shown trajectory is finished, by id, in batches: what
+        re-scoring with another inspector version reads instead of rerunning the agent.
+        With `keys`, only those measurements are read (the database extracts them; a
+        trajectory holds thoughts and every window, many times what a model reads)."""
+        C, Tr = m.Candidate, m.Trajectory
+        keys = list(dict.fromkeys(keys)) if keys is not None else None
+        bad = [k for k in keys or [] if not k.replace("_", "").isalnum()]
+        if keys == []:
+            raise StoreError("stored_scores: name at least one measurement, or none for all")
+        if bad:
+            raise StoreError(f"measurement name {bad[0]!r} is not a plain identifier")
+        if keys is not None and self.is_postgres:
+            last = text("json_build_array(" + ", ".join(
+                f"trajectory.steps -> -1 -> 'measurements' -> '{k}'" for k in keys) + ")::text")  # fmt: skip
+        elif keys is not None:
+            # two paths at least: json_extract of one path returns the bare value, not an array
+            last = text("json_extract(trajectory.steps, " + ", ".join(
+                f"'$[#-1].measurements.\"{k}\"'" for k in [*keys, *keys[:1]]) + ")")  # fmt: skip
+        elif self.is_postgres:
+            last = text("(trajectory.steps -> -1 -> 'measurements')::text")
+        else:
+            last = text("json_extract(trajectory.steps, '$[#-1].measurements')")
+        after = 0
+        while True:
+            with self._ro() as s:
+                q = (
+                    select(C.id, m.Task.name, C.confidence, last)
+                    .join(Tr, Tr.id == C.trajectory_id)
+                    .join(m.Task, m.Task.id == C.task_id)
+                    .where(C.label.is_(None), Tr.state.in_(("done", "max_turns")), C.id > after)
+                    .order_by(C.id)
+                    .limit(batch)
+                )
+                if task is not None:
+                    q = q.where(m.Task.name == task)
+                rows = s.execute(q).all()
+            if not rows:
+                return
+            for cid, t, p, meas in rows:
+                got = json.loads(meas) if meas else {}
+                if keys is not None:
+                    # an array in `keys` order (SQLite's json_extract of several paths); a
+                    # measurement the step lacks comes back null
+                    got = {k: v for k, v in zip(keys, got or []) if v is not None}
+                yield cid, t, p, got
+            after = rows[-1][0]

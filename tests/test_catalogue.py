@@ -1,0 +1,143 @@
+"""`export catalogue`: each task's YES list as CSV and FITS, with the audit's precision in
+the FITS header and the manifest."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+
+import pytest
+
+from agent.refs import CandidateRef
+from annotate.audit_sample import draw_for_store
+from annotate.export import cli
+from annotate.export.catalogue import COLUMNS, CatalogueError, write_catalogue
+from annotate.review import decide
+from tests.store_factory import traj
+
+
+def _campaign(store) -> dict[str, int]:
+    """20 confident YES verdicts (auto-accepted, 4 audited, one of them wrong), 10 unsure
+    ones of which an expert corrects one to YES; half the spectra carry a position."""
+    refs = [
+        CandidateRef(id=f"w{i}", task="wd", path=f"/data/w{i}.fits",
+                     extra=(("ra", 10.0 + i), ("dec", -5.0), ("survey", "LAMOST"))
+                     if i % 2 == 0 else ())
+        for i in range(30)
+    ]  # fmt: skip
+    store.add_candidates(refs)
+    for i in range(30):
+        t = traj(f"w{i}", 0.995 if i < 20 else 0.3, "wd")
+        t.steps[-1].measurements = {"redshift": 0.0002 * i, "redshift_quality": 0.0,
+                                    "redshift_source": 0.0, "inspector_version": 2.0}  # fmt: skip
+        store.record_trajectory(t)
+    ids = {f"w{i}": store.find_candidate(f"w{i}", "wd").id for i in range(30)}
+    store.auto_accept(0.9)
+    store.set_setting("audit_rate", 0.2)
+    draws = draw_for_store(store, seed=4)
+    assert len(draws) == 4 and {d.inclusion for d in draws} == {0.2}
+    store.ensure_expert("ada")
+    decide(store, "ada", draws[0].id, "reject", explanation="an F star", grade=4)
+    for d in draws[1:]:
+        decide(store, "ada", d.id, "accept", grade=3, redshift=0.0015,
+                            redshift_source="expert")  # fmt: skip
+    decide(store, "ada", ids["w25"], "correct", label="YES", grade=2,
+                        explanation="weak but broad Balmer lines")  # fmt: skip
+    return {"rejected": draws[0].id, "audited": [d.id for d in draws[1:]], **ids}
+
+
+def _csv(path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_catalogue_fits_reads_back_and_agrees_with_the_csv(mem_store, tmp_path):
+    from astropy.io import fits
+
+    ids = _campaign(mem_store)
+    cat = write_catalogue(mem_store, tmp_path / "cat")
+    assert [p.name for p in cat.files] == ["manifest.json", "wd.csv", "wd.fits"]
+    rows = _csv(tmp_path / "cat" / "wd.csv")
+    with fits.open(tmp_path / "cat" / "wd.fits") as hdul:
+        h, data = hdul["CATALOGUE"].header, hdul["CATALOGUE"].data
+        assert list(data.columns.names) == list(COLUMNS)
+        assert data.columns["ra"].unit == "deg"
+        assert len(data) == len(rows) == h["NYES"] == 20  # 19 auto/audited YES + 1 corrected
+        for c in COLUMNS:
+            for fits_v, csv_v in zip(data[c], (r[c] for r in rows)):
+                if isinstance(fits_v, float):
+                    assert (math.isnan(fits_v) and csv_v == "nan") or fits_v == float(csv_v), c
+                else:
+                    assert str(fits_v) == csv_v, c
+        man = json.loads((tmp_path / "cat" / "manifest.json").read_text())
+        est = man["tasks"]["wd"]["estimates"]["precision"]
+        # 16 agent-only YES at the audited rate 3/4, plus 4 decided by experts
+        assert h["PRECISN"] == pytest.approx(est["value"]) == pytest.approx((4 + 16 * 0.75) / 20)
+        assert h["PREC_LO"] == pytest.approx(est["low"]) and h["PREC_HI"] == pytest.approx(
+            est["high"]
+        )
+        assert h["PREC_LO"] < h["PRECISN"] < h["PREC_HI"]
+        assert (h["AUD_DRWN"], h["AUD_REV"], h["PREC_N"]) == (4, 4, 4)
+        assert (h["NYES_EXP"], h["NYES_AGT"]) == (4, 16)
+        assert h["CONFLEV"] == 0.95 and "COMPNOTE" not in h  # no auto-NO: complete by design
+    by_id = {r["id"]: r for r in rows}
+    rejected = next(k for k, v in ids.items() if v == ids["rejected"] and k != "rejected")
+    assert rejected not in by_id  # the audit's catch left the list
+    assert by_id["w25"]["decided_by"] == "expert" and by_id["w25"]["grade"] == "2"
+    auto = [r for r in rows if r["decided_by"] == "inspector-v2"]
+    assert len(auto) == 16 and {r["audit_weight"] for r in auto} == {"0.0"}
+    audited = [r for r in rows if float(r["audit_weight"]) > 0]
+    assert len(audited) == 3 and {r["audit_weight"] for r in audited} == {"5.0"}
+    assert {r["redshift"] for r in audited} == {"0.0015"}  # the expert's, not the agent's
+    assert by_id["w2"]["ra"] == "12.0" and by_id["w1"]["ra"] == "nan"
+    assert by_id["w2"]["survey"] == "LAMOST"
+    assert "precision 0.800" in man["tasks"]["wd"]["quote"]
+    assert man["files"]["wd.fits"].startswith("sha256:")
+
+
+def test_export_command_writes_the_catalogue_and_refuses_a_full_folder(tmp_path, capsys):
+    from db.store import Store
+
+    db = tmp_path / "loupe.db"
+    store = Store(str(db))
+    _campaign(store)
+    store.close()
+    p = argparse.ArgumentParser()
+    cli.add_arguments(p)
+    args = p.parse_args(["catalogue", "--db", str(db), "--out", str(tmp_path / "c")])
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert "wd: precision 0.800 (95% interval" in out and "4 audited of 4 drawn" in out
+    assert cli.main(args) == 2  # the folder now holds a catalogue: nothing overwritten
+    assert "not an empty folder" in capsys.readouterr().err
+    store = Store(str(db))
+    with pytest.raises(CatalogueError, match="unknown task 'cv'"):
+        write_catalogue(store, tmp_path / "d", tasks=["cv"])
+    store.close()
+
+
+def test_export_page_writes_the_catalogue_for_admins_only(tmp_path_factory, tmp_path):
+    from astropy.io import fits
+
+    from app import context as app_context
+    from app.pages import export as export_page
+    from tests.app_support import context
+
+    ctx = context(tmp_path_factory, tmp_path)
+    try:
+        tasks = ctx.store.tasks()
+        msg, files = export_page.catalogue_download(ctx, app_context.Viewer("local", "admin"))
+        names = sorted(p.rsplit("/", 1)[-1] for p in files)
+        assert names == sorted(
+            ["manifest.json", *(f"{t}.{x}" for t in tasks for x in ("csv", "fits"))]
+        )
+        assert msg.startswith("Catalogue") and all(f"{t}: precision" in msg for t in tasks)
+        with fits.open(next(p for p in files if p.endswith(".fits"))) as hdul:
+            h = hdul["CATALOGUE"].header  # no decision yet: the notes say why, whole
+            assert h["NYES"] == 0 and h["PRECNOTE"] == "the YES list is empty"
+        msg, files = export_page.catalogue_download(ctx, app_context.Viewer("bob", "expert"))
+        assert msg.startswith("Refused") and files == []
+    finally:
+        ctx.store.close()
