@@ -14,7 +14,9 @@
 `fast` draws masked and non-finite flux as gaps: the line stops on each side. `speco3` drops
 them as the published plot drops invalid points, so its line joins their neighbours.
 Markers for catalogue features (`agent.lines`) are optional and off by default, because
-models were not trained with them.
+models were not trained with them. They sit at `redshift` in the plotted frame, so a quasar
+plotted at its observed wavelengths carries Mg II where its Mg II lies; telluric regions stay
+where the atmosphere puts them.
 """
 
 from __future__ import annotations
@@ -23,13 +25,14 @@ import io
 import math
 import threading
 from collections.abc import Iterable
+from dataclasses import replace
 from functools import lru_cache
 from typing import Literal
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from agent.lines import FEATURES, Feature, features_in
+from agent.lines import FEATURES, Feature
 from agent.mpl_shortcuts import install_text_layout_cache, memoize_ticks
 from agent.tasks import TASKS
 
@@ -53,11 +56,13 @@ def render(
     size: tuple[int, int] | None = None,
     mask: np.ndarray | None = None,
     window: tuple[float, float] | None = None,
+    redshift: float = 0.0,
 ) -> Image.Image:
     """Plot `flux` against `wave` (Angstrom) over `window` (default: all of it) as an RGB image.
 
     `mask` (True = bad) and non-finite flux are left out. `markers`: None/False (none), True
-    (every catalogue feature in the window), a task name (that task's features), or Features.
+    (every catalogue feature in the window), a task name (that task's features), or Features;
+    they are drawn at (1 + `redshift`) times their rest wavelength.
     `size` is (width, height) in pixels for `fast`; `speco3` sizes its figure itself, by the
     overview rule when there is no window or a `title` (the tool titles only its global view,
     with the file name) and by the zoom rule otherwise, with the title "Spectrum".
@@ -76,7 +81,7 @@ def render(
         raise ValueError(f"window must be finite with min < max, got ({lo}, {hi})")
     sel = (wave >= lo) & (wave <= hi)
     w, f = wave[sel], flux[sel]
-    feats = resolve_markers(markers, lo, hi)
+    feats = resolve_markers(markers, lo, hi, redshift)
     if renderer == "fast":
         return _render_fast(w, f, lo, hi, title=title, markers=feats, size=size or DEFAULT_SIZE)
     if renderer == "speco3":
@@ -85,23 +90,34 @@ def render(
     raise ValueError(f"unknown renderer {renderer!r}; choose one of {', '.join(RENDERERS)}")
 
 
-def resolve_markers(markers: Markers, lo: float, hi: float) -> list[Feature]:
-    """The catalogue features to mark inside [lo, hi]."""
+def resolve_markers(markers: Markers, lo: float, hi: float, redshift: float = 0.0) -> list[Feature]:
+    """The catalogue features to mark inside [lo, hi], placed at `redshift`: each line and
+    band at (1 + redshift) times its rest wavelength; telluric regions are not shifted."""
     if markers is None or markers is False:
         return []
+    if not (math.isfinite(redshift) and redshift > -1.0):
+        raise ValueError(f"markers: redshift must be finite and above -1, got {redshift}")
     if markers is True:
-        return features_in(lo, hi)
-    if isinstance(markers, str):
+        chosen = FEATURES
+    elif isinstance(markers, str):
         if markers not in TASKS:
             raise ValueError(f"markers: unknown task {markers!r}; known: {', '.join(TASKS)}")
-        return features_in(lo, hi, task=markers)
-    chosen = list(markers)
-    return [
-        f
-        for f in chosen
-        if (lo <= f.wavelength <= hi)
-        or (f.kind == "telluric" and f.window[1] >= lo and f.window[0] <= hi)
-    ]
+        chosen = [f for f in FEATURES if markers in f.tasks]
+    else:
+        chosen = list(markers)
+    s = 1.0 + redshift
+    out = []
+    for f in chosen:
+        if f.kind == "telluric":
+            if f.window[1] >= lo and f.window[0] <= hi:
+                out.append(f)
+        elif lo <= f.wavelength * s <= hi:
+            out.append(f if s == 1.0 else _shifted(f, s))
+    return sorted(out, key=lambda f: f.wavelength)
+
+
+def _shifted(f: Feature, s: float) -> Feature:
+    return replace(f, wavelength=f.wavelength * s, window=(f.window[0] * s, f.window[1] * s))
 
 
 # ---------------------------------------------------------------------------------------

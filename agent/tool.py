@@ -39,7 +39,7 @@ from PIL import Image
 from agent.protocol import TOOL_NAME, parse_reference
 from agent.render import RENDERERS, Markers, render
 from agent.spectrum import Spectrum, SpectrumError
-from agent.trajectory import Step
+from agent.trajectory import Step, Trajectory
 
 log = logging.getLogger(__name__)
 
@@ -199,8 +199,14 @@ def render_window(
     title: str | None = None,
     markers: Markers = None,
     size: tuple[int, int] | None = None,
+    redshift: float | None = None,
 ) -> Image.Image:
-    """The image of `spectrum` over a rest-frame window, exactly as the tool draws it."""
+    """The image of `spectrum` over a rest-frame window, exactly as the tool draws it.
+
+    `redshift` is the source's redshift the trajectory uses (measured or the pipeline's;
+    None: the spectrum's own): markers sit there, so a quasar the pipeline put at rest but
+    the inspector measured at z = 1.5 carries its Mg II marker near 7000 A, where its Mg II is.
+    """
     return render(
         spectrum.rest_wavelength(),
         spectrum.flux,
@@ -210,7 +216,24 @@ def render_window(
         title=title,
         markers=markers,
         size=size,
+        redshift=marker_redshift(spectrum, redshift),
     )
+
+
+def marker_redshift(spectrum: Spectrum, z: float | None) -> float:
+    """The source at redshift `z`, as seen in the frame the tool plots (the spectrum's rest
+    frame by its own redshift); 0 when `z` is None."""
+    if z is None:
+        return 0.0
+    return (1.0 + float(z)) / (1.0 + float(spectrum.redshift)) - 1.0
+
+
+def trajectory_redshift(traj: Trajectory) -> float | None:
+    """The redshift a trajectory's reading used, or None when it measured none."""
+    z = traj.redshift or {}
+    if z.get("source") in (None, "none") or z.get("value") is None:
+        return None
+    return float(z["value"])
 
 
 def zoom(
@@ -337,11 +360,13 @@ def render_step(
     *,
     markers: Markers = None,
     size: tuple[int, int] | None = None,
+    redshift: float | None = None,
 ) -> Image.Image | None:
     """Draw a trajectory step's observation again from its window (None if it had none).
 
     The renderer recorded in the step's image reference wins over `renderer`, so the image is
-    the one the model saw.
+    the one the model saw. Markers sit at `redshift` (`trajectory_redshift`; see
+    `render_window`).
     """
     window = step.window
     parsed = parse_reference(step.observation_image)
@@ -353,7 +378,9 @@ def render_step(
     renderer = renderer or "fast"
     if renderer not in RENDERERS:
         return None
-    return render_window(spectrum, window, renderer=renderer, markers=markers, size=size)
+    return render_window(
+        spectrum, window, renderer=renderer, markers=markers, size=size, redshift=redshift
+    )
 
 
 def render_reference(

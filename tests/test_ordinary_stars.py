@@ -149,3 +149,24 @@ def test_library_g_and_k_dwarfs_are_no_rare_objects(shared_spectra, tmp_path):
         for task in ("wd", "cv", "carbon", "s_type", "m_giant"):
             v = inspect(obs, task, m)
             assert v.answer == "NO", (r["file"], task, v.evidence.notes)
+
+
+def test_a_dc_reading_does_not_call_its_he_i_a_hot_stars_lines():
+    from agent.policies.rules.contradiction import AGAINST
+
+    # Once, on the test split: white-dwarf YES answers on a featureless hot continuum (a DC)
+    # whose thought also called He I "weak and narrow: a hot star's, not the lines ... of a DB".
+    f = (W / 5000.0) ** -3.0
+    for c in (4923.3, 5877.3):
+        f = f * (1 - _g(c, 5.0, 0.2))  # weak, narrow He I dips
+    spec = _survey(f, snr=10, seed=2)
+    v = inspect(spec, "wd")
+    notes = v.evidence.notes
+    assert v.answer == "YES" and v.p_yes == pytest.approx(0.912, abs=0.005), notes
+    assert any("as in a DC white dwarf" in n for n in notes), notes
+    he = [i for i in v.evidence.items if "He I absorption" in i.note]
+    assert len(he) == 1 and he[0].points == -0.5, notes  # the same weight as before
+    assert "weak and narrow" not in he[0].note and "no DB white dwarf" in he[0].note
+    assert not [s for s in AGAINST["wd"] if any(s in n for n in notes)], notes
+    t, text = _played(spec, "wd")
+    assert t.verdict == "YES" and not found("wd", t.confidence, text), text

@@ -175,3 +175,17 @@ def test_fast_is_much_faster_than_speco3():
         return (time.perf_counter() - t0) / n
 
     assert per_image("speco3", 3) > 8 * per_image("fast", 10)
+
+
+def test_markers_sit_at_the_redshift_given_tellurics_do_not_move():
+    at_rest = R.resolve_markers(True, 2700, 2900)
+    assert "Mg II 2800" in {f.key for f in at_rest}
+    shifted = {f.key: f for f in R.resolve_markers(True, 6900, 7100, 1.5)}
+    assert shifted["Mg II 2800"].wavelength == pytest.approx(2799.12 * 2.5)
+    assert "Mg II 2800" not in {f.key for f in R.resolve_markers(True, 6900, 7100)}
+    a_band = {f.key for f in R.resolve_markers(True, 7550, 7700) if f.kind == "telluric"}
+    assert a_band and a_band == {
+        f.key for f in R.resolve_markers(True, 7550, 7700, 1.5) if f.kind == "telluric"
+    }
+    with pytest.raises(ValueError, match="redshift"):
+        R.resolve_markers(True, 6900, 7100, -1.0)

@@ -11,7 +11,7 @@ import pytest
 from agent import tool as T
 from agent.protocol import TOOL_NAME, TOOL_SCHEMA, image_reference, parse_reference
 from agent.spectrum import Spectrum, SpectrumError, SpectrumMeta
-from agent.trajectory import Step
+from agent.trajectory import Step, Trajectory
 
 
 def make_spectrum(z: float = 0.0, seed: int = 0) -> Spectrum:
@@ -275,3 +275,41 @@ def test_a_plotting_bug_is_an_observation_and_a_logged_traceback(caplog, monkeyp
     r = T.call_tool(s, TOOL_NAME, {"wavelength_range": [6500, 6620]})
     assert "ZeroDivisionError" in r.error
     assert [rec.exc_info[0] for rec in caplog.records] == [ZeroDivisionError]
+
+
+def test_a_quasars_zoom_marks_its_lines_at_the_redshift_the_trajectory_measured():
+    from agent.lines import BY_KEY
+    from agent.loop import run_batch
+    from agent.policies.rules import RulesPolicy
+    from agent.render import resolve_markers
+    from training.sim.demo import simulate
+
+    # Once: the zoom titled "Mg II 2800" showed no Mg II marker, as markers sat at rest.
+    spec, info = simulate("qso", (0, 3), spec_id="sim-0-0003")
+    assert info["z"] > 1.4 and abs(spec.redshift) < 0.01
+    t = run_batch([(spec, "cv")], RulesPolicy())[0]
+    z = T.trajectory_redshift(t)
+    assert z is not None and abs(z - info["z"]) < 0.02
+    step = next(s for s in t.steps if "Mg II 2800" in json.dumps((s.tool_call or {}), default=str))
+    lo, hi = step.window
+    shown = resolve_markers(True, lo, hi, T.marker_redshift(spec, z))
+    mg = [f for f in shown if f.key == "Mg II 2800"]
+    assert len(mg) == 1 and 6500 < mg[0].wavelength < 7500
+    assert abs(mg[0].wavelength - 2799.12 * (1 + z)) < 0.5
+    assert not [f for f in resolve_markers(True, lo, hi) if f.key == "Mg II 2800"]  # at rest
+    # the image draws it: line-marker red appears in the zoom only at the measured redshift
+    mark = [BY_KEY["Mg II 2800"]]
+    red = lambda im: ((im[..., 0] > 150) & (im[..., 1] < 80) & (im[..., 2] < 80)).sum()  # noqa: E731
+    assert red(np.asarray(T.render_step(spec, step, markers=mark, redshift=z))) > 20
+    assert red(np.asarray(T.render_step(spec, step, markers=mark))) == 0
+
+
+def test_a_stars_markers_stay_at_rest():
+    s = make_spectrum(z=0.0003)
+    assert T.marker_redshift(s, None) == 0.0
+    assert T.marker_redshift(s, s.redshift) == pytest.approx(0.0)
+    assert T.marker_redshift(s, 1.5) == pytest.approx(2.5 / 1.0003 - 1)
+    traj = Trajectory(id="x", task="wd")
+    assert T.trajectory_redshift(traj) is None
+    traj.redshift = {"value": 0.0, "quality": "none", "source": "none"}
+    assert T.trajectory_redshift(traj) is None

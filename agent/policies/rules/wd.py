@@ -143,6 +143,7 @@ def evidence(m: dict[str, float]) -> Evidence:
             if m[f"{k}_ew"] >= DB_HE_EW and m.get(f"{k}_depth", 0.0) >= DB_HE_DEPTH
         ]
         absent, why, hkeys = balmer_absence(m)
+        dc = featureless(m, hot)
         if he and sum(1 for x in he if x > 1.0) >= 2 and hot:
             if he2_abs:
                 e.add(
@@ -174,6 +175,15 @@ def evidence(m: dict[str, float]) -> Evidence:
                     f"{why}: a DB white dwarf has no hydrogen",
                     tuple(f"{k}_ew" for k in he_strong) + hkeys,
                 )
+            elif dc is not None:
+                # The DC reading below counts these lines as noise; a thought that then calls
+                # them a hot star's lines would contradict it.
+                e.add(
+                    -0.5,
+                    f"He I absorption at most weak ({', '.join(f'EW {x:.1f} Å' for x in he)}): "
+                    "no pair of strong, broad He I lines, so no DB white dwarf",
+                    he_used,
+                )
             else:
                 e.add(
                     -0.5,
@@ -188,28 +198,12 @@ def evidence(m: dict[str, float]) -> Evidence:
                 f"C2 Swan 5165 head depth {depth_points(c2):.2f} on a warm continuum (log F4600/F6100 = {br:.2f}): a DQ white dwarf",
                 ("c2_5165",),
             )
-        # A DC white dwarf: a hot continuum and no line at all. OB stars and hot subdwarfs
-        # always show Balmer or He I lines at these depths, so featurelessness is the test.
-        broad = [m.get(k) for k in ("hb_w_depth", "hg_w_depth") if finite(m.get(k))]
-        narrow = [
-            (m.get(f"{k}_ew"), m.get(f"{k}_sig", 0.0))
-            for k in ("hb", "hg", "hei4473", "hei5877", "cak")
-            if finite(m.get(f"{k}_ew"))
-        ]
-        # Any line clearly there is a feature: an O star's He I of EW 1.5 Å is no DC.
-        lines_seen = [ew for ew, sig in narrow if ew > 1.0 and sig > 4.0]
-        if (
-            broad
-            and len(narrow) >= 3
-            and max(broad) < 0.12
-            and not lines_seen
-            and hot
-            and not (finite(c2) and c2 > 0.15)
-        ):
+        if dc is not None:
             e.add(
                 2.5,
-                f"a featureless blue continuum: Balmer lines shallower than {max(broad):.2f} of the continuum "
-                "and no He I or Ca II line of EW above 1 Å, as in a DC white dwarf",
+                f"a featureless blue continuum: Balmer lines shallower than {dc:.2f} of the continuum "
+                "and no He I 4471, He I 5876 or Ca II K line of EW above 1 Å at over 4 sigma, "
+                "as in a DC white dwarf",
                 tuple(k for k in ("hb_w_depth", "hg_w_depth") if finite(m.get(k))),
             )
     if finite(br):
@@ -224,6 +218,31 @@ def evidence(m: dict[str, float]) -> Evidence:
         e.add(-2.0, f"TiO bands (TiO5 = {m['tio5']:.2f}): an M star dominates", ("tio5",))
     e.prior = -1.0  # most candidates are not white dwarfs
     return e
+
+
+def featureless(m: dict[str, float], hot: bool) -> float | None:
+    """The deepest Balmer line's depth where a hot continuum reads as a DC white dwarf's:
+    no line at all (None otherwise). OB stars and hot subdwarfs always show Balmer or He I
+    lines at these depths, so featurelessness is the test."""
+    broad = [m.get(k) for k in ("hb_w_depth", "hg_w_depth") if finite(m.get(k))]
+    narrow = [
+        (m.get(f"{k}_ew"), m.get(f"{k}_sig", 0.0))
+        for k in ("hb", "hg", "hei4473", "hei5877", "cak")
+        if finite(m.get(f"{k}_ew"))
+    ]
+    # Any line clearly there is a feature: an O star's He I of EW 1.5 Å is no DC.
+    lines_seen = [ew for ew, sig in narrow if ew > 1.0 and sig > 4.0]
+    c2 = m.get("c2_5165")
+    if (
+        broad
+        and len(narrow) >= 3
+        and max(broad) < 0.12
+        and not lines_seen
+        and hot
+        and not (finite(c2) and c2 > 0.15)
+    ):
+        return max(broad)
+    return None
 
 
 # A DB white dwarf's He I: at least two lines this strong (EW, Å) and this deep.
