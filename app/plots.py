@@ -23,6 +23,7 @@ labels and the template overlay in `app.markers`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -349,3 +350,22 @@ def empty_figure(message: str, height: int = 200) -> dict[str, Any]:
 
 def to_json(fig: dict[str, Any]) -> str:
     return json.dumps(fig, separators=(",", ":"), allow_nan=False)
+
+
+def _hash(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+def stamped(fig: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    """`fig` (not changed: it may be cached) with its content's hash in `layout.meta.h`, and
+    `meta`."""
+    layout = fig.get("layout") or {}
+    h = _hash(to_json(fig))
+    return {**fig, "layout": {**layout, "meta": {**(layout.get("meta") or {}), "h": h, **meta}}}
+
+
+def drawn_token(view: Any) -> str:
+    """Names a `VetView`'s header and whole-spectrum figure: the page sends back the token of
+    what it drew ahead at a key press, and the server's answer then leaves both as drawn."""
+    fig = "" if view.global_fig is None else to_json(view.global_fig)
+    return _hash(view.header_html + "\0" + fig)

@@ -476,7 +476,7 @@ def test_prefetch_is_what_j_and_k_bring(ctx):
     assert fig["layout"]["meta"]["candidate"] == nxt["key"]
     st, second = vet_page.vet_next(ctx, ex, st, F, D)
     assert second.candidate_id == nxt["key"] and second.header_html == nxt["header"]
-    assert vet_page.plots.to_json(vet_page.stamped(second.global_fig)) == nxt["global"]
+    assert vet_page.plots.to_json(vet_page.plots.stamped(second.global_fig)) == nxt["global"]
     # k: the previous candidate, whose panels come from the cache
     back = vet_page.prefetch(ctx, ex, st, F, D)["prev"]
     assert back["key"] == first.candidate_id

@@ -7,7 +7,6 @@ move (next item, jump, lease) through `annotate.queue`.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import threading
 import time
@@ -678,27 +677,8 @@ def prefetch(
             if view.global_fig is None or view.message:
                 continue  # an unreadable spectrum: the server's answer says so
             out[name] = {"key": info["id"], "header": view.header_html,
-                         "global": plots.to_json(stamped(view.global_fig)),
-                         "token": drawn_token(view)}  # fmt: skip
+                         "global": plots.to_json(plots.stamped(view.global_fig)),
+                         "token": plots.drawn_token(view)}  # fmt: skip
     except (*USER_ERRORS, ValueError):
         return None  # the key press asks again and says what is wrong
     return out
-
-
-def _hash(text: str) -> str:
-    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
-
-
-def stamped(fig: dict[str, Any], **meta: Any) -> dict[str, Any]:
-    """`fig` (not changed: it may be cached) with its content's hash in `layout.meta.h`, and
-    `meta`."""
-    layout = fig.get("layout") or {}
-    h = _hash(plots.to_json(fig))
-    return {**fig, "layout": {**layout, "meta": {**(layout.get("meta") or {}), "h": h, **meta}}}
-
-
-def drawn_token(view: VetView) -> str:
-    """Names a view's header and whole-spectrum figure: the page sends back the token of
-    what it drew ahead at a key press, and the server's answer then leaves both as drawn."""
-    fig = "" if view.global_fig is None else plots.to_json(view.global_fig)
-    return _hash(view.header_html + "\0" + fig)

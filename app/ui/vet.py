@@ -18,7 +18,7 @@ from agent.tasks import TASKS
 from app import context, views
 from app.pages import desk
 from app.pages import vet as vet_page
-from app.plots import to_json
+from app.plots import drawn_token, stamped, to_json
 from app.ui.plotdata import plotly
 from db.models import MAX_TEXT
 from db.models import SPLITS as MODEL_SPLITS
@@ -161,7 +161,7 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
             st["_n"] = n
             gjson = None if view.global_fig is None else to_json(view.global_fig)
             if drawn:
-                if drawn == vet_page.drawn_token(view):
+                if drawn == drawn_token(view):
                     sent["header"], sent["global"] = view.header_html, gjson
                 else:
                     sent.pop("header", None)
@@ -177,7 +177,7 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                 'class="loupe-head"', f'class="loupe-head" data-n="{n}"', 1
             )
             if gjson is not None:
-                gplot = plotly(to_json(vet_page.stamped(view.global_fig, n=n)))
+                gplot = plotly(to_json(stamped(view.global_fig, n=n)))
             # -- end vet speed
             zjson = None if view.zoom_fig is None else to_json(view.zoom_fig)
             surveys = ["all", *view.surveys]
