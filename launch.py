@@ -28,7 +28,7 @@ log = logging.getLogger("launch")
 
 # command -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "serve": ("app.main", "Serve the vetting web app (the default command)."),
+    "serve": ("commands.serve", "Serve the vetting web app (the default command)."),
     "demo": (
         "commands.demo",
         "Generate the simulated demo spectra (and optionally their labels).",
@@ -42,12 +42,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Load candidates (files, globs, folders, catalogue CSV, parquet) into the store.",
     ),
     "import-labels": (
-        "annotate.importer",
+        "commands.import_labels",
         "Record earlier verdicts from a CSV as an expert's reviews.",
     ),
-    "export": ("annotate.export", "Export reviewed decisions as SFT, RL or preference-pair data."),
+    "export": ("commands.export", "Export reviewed decisions as SFT, RL or preference-pair data."),
     "add-expert": (
-        "annotate.experts",
+        "commands.add_expert",
         "Create or update an expert account (name, role, password).",
     ),
     "evaluate": (
@@ -55,7 +55,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Score one or more policies on a labelled set, side by side.",
     ),
     "calibrate": (
-        "annotate.calibrate_cli",
+        "commands.calibrate",
         "Refit the rule-based inspector's calibration from expert labels in the store.",
     ),
     "audit": (
@@ -74,12 +74,25 @@ def program() -> str:
     return "loupe" if Path(sys.argv[0]).stem == "loupe" else "launch.py"
 
 
+def describe(doc: str) -> str:
+    """A command's --help description: its module docstring's first line, without the
+    usage that a docstring of `commands/` opens with.
+
+    >>> describe("`launch.py demo`: write the simulated demo spectra.\\n\\nMore.")
+    'Write the simulated demo spectra.'
+    """
+    line = doc.strip().splitlines()[0]
+    if line.startswith("`") and "`: " in line:
+        line = line.split("`: ", 1)[1]
+    return line[:1].upper() + line[1:]
+
+
 def build_parser(command: str) -> argparse.ArgumentParser:
     module_name, help_text = COMMANDS[command]
     module = importlib.import_module(module_name)
     parser = argparse.ArgumentParser(
         prog=f"{program()} {command}",
-        description=(module.__doc__ or help_text).strip().splitlines()[0],
+        description=describe(module.__doc__ or help_text),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     module.add_arguments(parser)

@@ -29,11 +29,9 @@ task's class) is refused with that reason.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import datetime as dt
 import io
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,7 +40,7 @@ from agent.formats.catalogue import LABEL_ALIASES
 from annotate.export.vi import TIME_FORMAT
 from annotate.review import decide
 from db.models import DECISIONS
-from db.store import DEFAULT_DB, Store, StoreError
+from db.store import Store, StoreError
 
 # Column names of Loupe's VI CSV in other layouts (and Loupe's `verdict`), read as these.
 ALIASES = {"verdict": "label", "vi_scanner": "expert", "vi_quality": "grade", "qop": "grade",
@@ -257,38 +255,3 @@ def _path_forms(path: str, base: Path) -> list[str]:
     else:
         forms.append(str(p.resolve()))
     return list(dict.fromkeys(forms))
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "csv", metavar="FILE.csv", help="CSV with id (or path,task), label, reason, comment."
-    )
-    parser.add_argument(
-        "--expert",
-        default=None,
-        help="Whose reviews these become (rows of a VI CSV's `expert` column are that "
-        "expert's); needed when the file names no expert.",
-    )
-    parser.add_argument(
-        "--create-expert",
-        action="store_true",
-        help="Create the expert if there is none of that name (otherwise an unknown name "
-        "is refused).",
-    )
-    parser.add_argument("--db", default=DEFAULT_DB, help="Database file or SQLAlchemy URL.")
-
-
-def main(args: argparse.Namespace) -> int:
-    """Exit 1 when some rows were refused (each named; the rest are recorded). An unknown
-    expert or an unreadable file is a `StoreError`: launch.py prints it and exits 2."""
-    store = Store(args.db, create=False)
-    try:
-        report = import_labels(
-            store, args.csv, args.expert, create_expert=getattr(args, "create_expert", False)
-        )
-    finally:
-        store.close()
-    for line, why in report.errors:
-        print(f"import-labels: {args.csv} line {line}: {why}", file=sys.stderr)
-    print(f"import-labels: {report} as {args.expert!r}")
-    return 1 if report.errors else 0

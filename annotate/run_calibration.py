@@ -19,10 +19,8 @@ unless the winner clearly beats it (the inspector's rule, `annotate.inspector_fi
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import math
-import sys
 from typing import Any
 
 from agent.errors import LoupeError
@@ -153,32 +151,3 @@ def cv_table(entry: dict[str, Any]) -> str:
             f"{got['log_loss']:.3f} / {got['f1']:.2f}        {r.get('why', '')}"
         )
     return "\n".join(lines)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--run",
-        type=int,
-        default=None,
-        help="Calibrate this agent run's P(YES) (hf/vllm/openai) instead of the inspector.",
-    )
-
-
-def main(args: argparse.Namespace) -> int:
-    from db.store import Store
-
-    store = Store(args.db, create=False)
-    try:
-        entry = calibrate_run(store, args.run, args.folds, args.seed)
-    except CalibrationError as exc:
-        print(f"calibrate: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        store.close()
-    print(f"calibrate: run #{entry['run']} ({entry['policy']}/{entry['model']}): ")
-    print(f"{entry['n']} labelled trajectories; cross-validated, raw P(YES) -> calibrated:")
-    print(cv_table(entry))
-    print(
-        "calibrate: stored with the run; the hand-off queue now ranks it by the calibrated P(YES)"
-    )
-    return 0

@@ -47,7 +47,8 @@ def report(name: str, ms: list[float]) -> None:
 
 
 def fresh(root: Path, n: int):
-    from app.main import make_context, seed_demo
+    from app.main import make_context
+    from commands.serve import seed_demo
 
     ctx = make_context(f"sqlite:///{root / 'loupe.db'}", data_roots=[str(root / "data")],
                        export_dir=str(root / "exports"))  # fmt: skip

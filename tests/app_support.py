@@ -12,7 +12,8 @@ def seeded_copy(tmp_path_factory, dest: Path, n_per_class: int = 2) -> Path:
     """A fresh SQLite file holding the demo set vetted by the rules agent (copied, not re-run)."""
     key = f"n{n_per_class}"
     if key not in _TEMPLATE:
-        from app.main import make_context, seed_demo
+        from app.main import make_context
+        from commands.serve import seed_demo
 
         root = tmp_path_factory.mktemp(f"app-template-{key}")
         ctx = make_context(f"sqlite:///{root / 'loupe.db'}", data_roots=[str(root / "data")],

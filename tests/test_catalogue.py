@@ -12,9 +12,9 @@ import pytest
 
 from agent.refs import CandidateRef
 from annotate.audit_sample import draw_for_store
-from annotate.export import cli
 from annotate.export.catalogue import COLUMNS, CatalogueError, write_catalogue
 from annotate.review import decide
+from commands import export as cli
 from tests.store_factory import traj
 
 

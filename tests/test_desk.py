@@ -81,7 +81,7 @@ def test_vi_csv_layouts_and_campaigns(ctx, tmp_path):
 
 
 def test_vi_from_the_command_line(ctx, tmp_path):
-    from annotate.export import cli
+    from commands import export as cli
 
     _decide(ctx, ["reject"])
     p = argparse.ArgumentParser()

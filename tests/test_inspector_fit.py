@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from agent.policies.rules.learned import InspectorModel, ModelError, TaskModel, load
-from annotate import calibrate_cli, inspector_fit
+from annotate import inspector_fit
 from annotate.inspector_fit import Example, fit, fit_task
+from commands import calibrate as calibrate_cli
 
 
 def _examples(n: int, informative_rules: bool, seed: int = 0) -> list[Example]:

@@ -157,6 +157,7 @@ def test_add_expert_changes_only_what_it_is_given(tmp_path, monkeypatch, capsys)
     from db.store import Store
 
     url = f"sqlite:///{tmp_path / 'e.db'}"
+    Store(url).close()  # add-expert records into a store that exists; it never makes one
 
     def add(*argv, stdin=""):
         monkeypatch.setattr("sys.stdin", io.StringIO(stdin))

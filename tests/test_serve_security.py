@@ -176,6 +176,7 @@ def test_deactivation_ends_sessions_for_good(tmp_path, monkeypatch, capsys):
     from db.store import Store
 
     url = f"sqlite:///{tmp_path / 'd.db'}"
+    Store(url).close()
 
     def add(*argv: str, stdin: str = "") -> int:
         monkeypatch.setattr("sys.stdin", io.StringIO(stdin))

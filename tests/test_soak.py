@@ -46,7 +46,8 @@ def _key(out) -> str | None:
 
 def _pg_context(url: str, tmp_path):
     """The same demo set as the SQLite runs, generated, ingested and vetted into PostgreSQL."""
-    from app.main import make_context, seed_demo
+    from app.main import make_context
+    from commands.serve import seed_demo
 
     ctx = make_context(url, login=True, data_roots=[str(tmp_path / "data")],
                        export_dir=str(tmp_path / "exports"))  # fmt: skip

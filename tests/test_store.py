@@ -293,6 +293,7 @@ def test_add_expert_command(tmp_path, monkeypatch, capsys):
     import launch
 
     url = f"sqlite:///{tmp_path / 'e.db'}"
+    Store(url).close()  # add-expert never makes a store
     monkeypatch.setattr("sys.stdin", io.StringIO("s3cret pass\n"))
     assert (
         launch.main(["add-expert", "ada", "--role", "admin", "--password-stdin", "--db", url]) == 0

@@ -29,11 +29,11 @@ Where each part lives
 - `writing`: what those writers share (content-named images, streamed HF splits).
 - `manifest`: `manifest.json`, the write-then-rename that keeps a recorded batch complete,
   and what a folder already holds on a re-run.
-- `pipeline`: `export_records`, records to a finished folder; `cli`: `run_export`, the
-  store to a recorded batch, and `launch.py export`.
+- `pipeline`: `export_records`, records to a finished folder; `batch`: `run_export`, the
+  store to a recorded batch (`launch.py export` is `commands.export`).
 """
 
-from annotate.export.cli import add_arguments, main, run_export
+from annotate.export.batch import run_export
 from annotate.export.conversation import Conversation, conversation
 from annotate.export.correction import contradictions, corrected_trajectory, rejected_side
 from annotate.export.manifest import content_hash
@@ -49,7 +49,6 @@ __all__ = [
     "ExportRecord",
     "ExportResult",
     "Kind",
-    "add_arguments",
     "collect",
     "content_hash",
     "contradictions",
@@ -58,7 +57,6 @@ __all__ = [
     "dedup",
     "export_records",
     "hash_split",
-    "main",
     "object_split",
     "rejected_side",
     "run_export",

@@ -17,11 +17,9 @@ into `--out` only when complete.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import math
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -208,26 +206,3 @@ def write_catalogue(
         }
         (partial / "manifest.json").write_text(json.dumps(manifest, indent=1, allow_nan=False))
     return Catalogue(out, manifest)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--task", action="append", default=None, help="catalogue: only this task (repeatable)"
-    )
-
-
-def main(args: argparse.Namespace) -> int:
-    from db.store import Store
-
-    store = Store(args.db)
-    try:
-        cat = write_catalogue(store, args.out, tasks=args.task)
-    except CatalogueError as exc:
-        print(f"export catalogue: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        store.close()
-    for t in cat.manifest["tasks"].values():
-        print(t["quote"])
-    print(f"catalogue: {len(cat.manifest['tasks'])} task(s) into {cat.out}")
-    return 0

@@ -17,9 +17,7 @@ written: the file is no export batch and can be re-run at will.
 
 from __future__ import annotations
 
-import argparse
 import csv
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -211,27 +209,3 @@ def write_per_campaign(
         write_vi(store, p, campaign=camp, layout=layout, expert=expert)
         paths.append(p)
     return paths
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--campaign", default=None, help="only this campaign (catalogue or task)")
-    parser.add_argument(
-        "--layout",
-        default="loupe",
-        choices=LAYOUTS,
-        help="Loupe's columns, or DESI Prospect's VI file / a Marz results file, each "
-        "followed by Loupe's other columns",
-    )
-
-
-def main(args: argparse.Namespace) -> int:
-    store = Store(args.db, create=False)
-    try:
-        n = write_vi(store, args.out, campaign=args.campaign, layout=args.layout)
-    except VIError as exc:
-        print(f"export vi: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        store.close()
-    print(f"vi: {n} decisions into {args.out}")
-    return 0

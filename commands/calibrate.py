@@ -1,4 +1,4 @@
-"""Refit the inspector's calibration on the store's expert labels (or a model run's, --run).
+"""`launch.py calibrate`: refit the inspector's calibration on the store's expert labels.
 
 `launch.py calibrate` refits the rule-based inspector on the store's labels, or, with
 `--run`, the confidence of one model run (hf/vllm/openai) against the experts' decisions."""
@@ -9,8 +9,8 @@ import argparse
 import sys
 
 from annotate.inspector_fit import NoLabels, calibrate_store, cv_table
-from annotate.run_calibration import add_arguments as add_run_arguments
-from annotate.run_calibration import main as calibrate_run
+from annotate.run_calibration import CalibrationError, calibrate_run
+from annotate.run_calibration import cv_table as run_cv_table
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,7 +28,7 @@ def main(args: argparse.Namespace) -> int:
     from db.store import Store
 
     if getattr(args, "run", None) is not None:  # a model run's P(YES), not the inspector
-        return calibrate_run(args)
+        return calibrate_run_command(args)
 
     store = Store(args.db, create=False)
     try:
@@ -47,4 +47,33 @@ def main(args: argparse.Namespace) -> int:
     print(cv_table(done.model))
     print(f"calibrate: saved {tag} to the store and {path}")
     print(f"calibrate: vet --db uses the store's {tag} by default (--model none: the plain rules)")
+    return 0
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--run",
+        type=int,
+        default=None,
+        help="Calibrate this agent run's P(YES) (hf/vllm/openai) instead of the inspector.",
+    )
+
+
+def calibrate_run_command(args: argparse.Namespace) -> int:
+    from db.store import Store
+
+    store = Store(args.db, create=False)
+    try:
+        entry = calibrate_run(store, args.run, args.folds, args.seed)
+    except CalibrationError as exc:
+        print(f"calibrate: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+    print(f"calibrate: run #{entry['run']} ({entry['policy']}/{entry['model']}): ")
+    print(f"{entry['n']} labelled trajectories; cross-validated, raw P(YES) -> calibrated:")
+    print(run_cv_table(entry))
+    print(
+        "calibrate: stored with the run; the hand-off queue now ranks it by the calibrated P(YES)"
+    )
     return 0

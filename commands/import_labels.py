@@ -1,0 +1,47 @@
+"""`launch.py import-labels CSV...`: record earlier verdicts from VI CSVs as experts' reviews.
+
+The CSVs may be in Loupe's, Prospect's or Marz's layout; what a row means is
+`annotate.importer`'s."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from annotate.importer import import_labels
+from db.store import DEFAULT_DB, Store
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "csv", metavar="FILE.csv", help="CSV with id (or path,task), label, reason, comment."
+    )
+    parser.add_argument(
+        "--expert",
+        default=None,
+        help="Whose reviews these become (rows of a VI CSV's `expert` column are that "
+        "expert's); needed when the file names no expert.",
+    )
+    parser.add_argument(
+        "--create-expert",
+        action="store_true",
+        help="Create the expert if there is none of that name (otherwise an unknown name "
+        "is refused).",
+    )
+    parser.add_argument("--db", default=DEFAULT_DB, help="Database file or SQLAlchemy URL.")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Exit 1 when some rows were refused (each named; the rest are recorded). An unknown
+    expert or an unreadable file is a `StoreError`: launch.py prints it and exits 2."""
+    store = Store(args.db, create=False)
+    try:
+        report = import_labels(
+            store, args.csv, args.expert, create_expert=getattr(args, "create_expert", False)
+        )
+    finally:
+        store.close()
+    for line, why in report.errors:
+        print(f"import-labels: {args.csv} line {line}: {why}", file=sys.stderr)
+    print(f"import-labels: {report} as {args.expert!r}")
+    return 1 if report.errors else 0
