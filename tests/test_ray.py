@@ -236,7 +236,10 @@ def _store_verdicts(db: Path) -> dict[str, str]:
 
 
 def test_store_sink_resumes_and_records_each_candidate_once(demo, local_cluster, single, tmp_path):
+    from db.store import Store
+
     db = tmp_path / "loupe.db"
+    Store(db).close()  # vet --db records into a store that exists
 
     def run(*extra: str) -> int:
         argv = ["--catalog", str(demo), "--policy", "rules", "--no-progress", "--db", str(db)]
@@ -306,6 +309,7 @@ def test_pool_plan_follows_policy_and_cluster():
 def test_vet_without_ray_never_imports_it(demo, tmp_path):
     code = (
         "import sys, launch; "
+        f"launch.main(['ingest', {str(demo)!r}, '--db', {str(tmp_path / 'x.db')!r}]); "
         f"rc = launch.main(['vet', '--catalog', {str(demo)!r}, '--limit', '3', "
         f"'--workers', '1', '--no-progress', '--db', {str(tmp_path / 'x.db')!r}]); "
         "print('ray' in sys.modules); sys.exit(rc or 'ray' in sys.modules)"
