@@ -142,7 +142,9 @@ class DashboardMixin:
     def _seconds_quantiles(s: Session, tid: int | None, experts: dict[int, str]):
         """Nearest-rank quantiles of seconds on item, per expert and overall, computed by
         window functions in the database (only the five ranks per expert come back)."""
-        where = "r.seconds IS NOT NULL AND r.action != 'undo'" + ("" if tid is None else " AND c.task_id = :tid")
+        where = "r.seconds IS NOT NULL AND r.action != 'undo'" + (
+            "" if tid is None else " AND c.task_id = :tid"
+        )
         join = "" if tid is None else " JOIN candidate c ON c.id = r.candidate_id"
         # integer division truncates alike in SQLite and PostgreSQL
         ranks = (
