@@ -7,7 +7,6 @@ Writes artifacts/vet_page.png, a screenshot of the vet page.
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,24 +19,10 @@ from tests.app_support import context
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 # Opening the page: a 2-core machine shared by other work takes its time (a first panel
 # over 30 s was seen at a load average of 20); how fast is for bench/app_latency.py.
 OPEN_MS = 120_000
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is absent (apt-get install chromium; .ci/run does)")
-    sync = pytest.importorskip("playwright.sync_api")
-    with sync.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 def _open(page, url: str) -> None:

@@ -7,7 +7,6 @@ import pytest
 
 from app.main import serve
 from tests.app_support import context
-from tests.test_browser import browser  # noqa: F401  (the fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -12,22 +12,9 @@ import pytest
 
 from app.main import serve
 from tests.app_support import context
-from tests.test_browser import ARGS, CHROMIUM, DRAWN, _current_key, _drawn_after, _reviews_of
+from tests.test_browser import DRAWN, _current_key, _drawn_after, _reviews_of
 
 OPEN_S = 120  # seconds to open the page (tests.test_browser.OPEN_MS)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    import os
-
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is absent (apt-get install chromium; .ci/run does)")
-    sync = pytest.importorskip("playwright.sync_api")
-    with sync.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 @contextmanager

@@ -13,7 +13,7 @@ import pytest
 from app.main import serve
 from app.pages import desk
 from tests.app_support import context
-from tests.test_browser import _current_key, _open, browser  # noqa: F401  (the fixture)
+from tests.test_browser import _current_key, _open
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
