@@ -10,6 +10,7 @@ P(YES)); the dashboard and `training.evaluate` feed them from the store or a lab
 - `handoff_plan`: the confidence thresholds that auto-accept as much as possible while the
   auto-accepted decisions keep a target precision (everything else goes to a human);
 - `reliability_diagram`: confidence bins against the observed YES rate, and the ECE;
+  `weighted_reliability` the same for a weighted (audit) sample, with 95% intervals;
 - `agreement_by_grade`: agreement with the agent (and with gold) at each quality grade 1-4
   the experts gave their decisions.
 """
@@ -437,6 +438,53 @@ def reliability_diagram(
             ece += cnt * abs(rate - mean)
         bins.append(ReliabilityBin(k / n_bins, (k + 1) / n_bins, cnt, mean, rate))
     return Reliability(bins=bins, ece=ece / n if n else math.nan, n=n)
+
+
+@dataclass
+class WeightedBin:
+    """A reliability bin of audited items: the weighted YES rate with its 95% interval
+    (Wilson's at the Kish effective size) and the audited items behind it."""
+
+    lo: float
+    hi: float
+    count: int
+    n_eff: float
+    mean_confidence: float
+    yes_rate: float
+    low: float
+    high: float
+
+
+def weighted_reliability(
+    points: Iterable[tuple[float, bool, float]], n_bins: int = 10
+) -> list[WeightedBin]:
+    """The reliability diagram of a weighted sample: (P(YES), truly YES, weight) points, e.g.
+    `audit_sample.audited_points`, in equal-width bins; only bins holding items come back.
+
+    >>> pts = [(0.95, True, 10.0)] * 9 + [(0.97, False, 10.0)] + [(0.02, False, 40.0)] * 5
+    >>> [(b.lo, b.count, round(b.mean_confidence, 3), b.yes_rate, round(b.low, 2))
+    ...  for b in weighted_reliability(pts)]
+    [(0.0, 5, 0.02, 0.0, 0.0), (0.9, 10, 0.952, 0.9, 0.6)]
+    """
+    from annotate.audit_sample import kish, wilson
+
+    cells: list[list[tuple[float, bool, float]]] = [[] for _ in range(n_bins)]
+    for p, yes, w in points:
+        if not (0.0 <= p <= 1.0):
+            raise ValueError(f"confidence must be P(YES) in [0, 1], got {p}")
+        cells[min(int(p * n_bins), n_bins - 1)].append((p, bool(yes), float(w)))
+    out = []
+    for k, cell in enumerate(cells):
+        ws = [w for _, _, w in cell]
+        total = sum(ws)
+        if not cell or total <= 0:
+            continue
+        rate = sum(w for _, y, w in cell if y) / total
+        ne = kish(ws)
+        lo, hi = wilson(rate, ne)
+        mean = sum(p * w for p, _, w in cell) / total
+        out.append(WeightedBin(k / n_bins, (k + 1) / n_bins, len(cell), ne, mean, rate, lo, hi))
+    return out
 
 
 # -- by grade -----------------------------------------------------------------------------

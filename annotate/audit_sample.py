@@ -398,6 +398,23 @@ def _ece(p: np.ndarray, y: np.ndarray, w: np.ndarray, bins: int) -> float:
     return float(gap.sum() / tot.sum())
 
 
+def audited_points(items: Sequence[Decided]) -> list[tuple[float, bool, float]]:
+    """(the agent's P(YES), the expert said YES, weight) of each audited item, weighted as
+    the estimates weight it: what an unbiased reliability diagram draws.
+
+    >>> pts = audited_points([Decided("cv", 0.95, "YES", inclusion=0.1),
+    ...                       Decided("cv", 0.95, "NO", True), Decided("cv", 0.4, "NO")])
+    >>> [(p, y, round(w, 3)) for p, y, w in pts]
+    [(0.95, True, 10.0)]
+    """
+    by_w = _weights(items)
+    p_of: dict[Band, list[float]] = {}
+    for d in items:
+        if d.audited:
+            p_of.setdefault(band_of(d.p_yes), []).append(float(d.p_yes))
+    return [(p, y, w) for b, v in sorted(by_w.items()) for p, (y, w) in zip(p_of[b], v)]
+
+
 def ece(items: Sequence[Decided], *, bins: int = 10, reps: int = 1000, seed: int = 0) -> Estimate:
     """Expected calibration error of P(YES) over the population the audit represents,
     weighted by 1/pi, in `bins` equal bins; 95% interval by a bootstrap that resamples the
@@ -510,11 +527,12 @@ def store_estimates(
     store: Any, task: str | None = None, *, reps: int = 1000, seed: int = 0
 ) -> dict[str, TaskEstimates]:
     """The audit's figures for each task of the store (or one)."""
-    return estimate(
-        (
-            Decided(r.task, r.confidence, r.label, r.label_source == "auto", r.audit_inclusion)
-            for r in store.audit_population(task)
-        ),
-        reps=reps,
-        seed=seed,
-    )
+    return estimate(store_decided(store, task), reps=reps, seed=seed)
+
+
+def store_decided(store: Any, task: str | None = None) -> list[Decided]:
+    """The store's candidates (of one task, or all) as the estimates see them."""
+    return [
+        Decided(r.task, r.confidence, r.label, r.label_source == "auto", r.audit_inclusion)
+        for r in store.audit_population(task)
+    ]

@@ -15,6 +15,8 @@ from db.store import Store
 
 READS = frozenset(
     {
+        "audit_events",
+        "audit_population",
         "authored",
         "candidate",
         "count_candidates",
@@ -32,6 +34,7 @@ READS = frozenset(
         "reviews",
         "session_expert",
         "settings",
+        "stored_scores",
         "surveys",
         "trajectory",
     }

@@ -3,12 +3,14 @@ agreement, aggregated in the database and drawn as Plotly figures."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from annotate import agreement as ag
-from annotate import review
-from app import plots
+from annotate import audit_sample, review
+from annotate import inspector_versions as iv
+from app import dashboard_figures, plots
 from app.context import AccessError, Context, Viewer, refusal, require
 from app.render_md import escape
 from app.views import DashboardView
@@ -53,6 +55,11 @@ def confusion_figure(tot: Any, title: str) -> dict[str, Any]:
 
 def _r(v: float) -> float | None:
     return None if v != v else round(float(v), 3)
+
+
+def _kappa(v: float) -> str:
+    """A kappa for the table; "n/a" where it is undefined (one item, or one label only)."""
+    return "n/a" if v != v else f"{v:.3f}"
 
 
 def dashboard(ctx: Context, ex: Viewer | None, task: str = "all", precision: float = 0.95):
@@ -128,11 +135,15 @@ def dashboard(ctx: Context, ex: Viewer | None, task: str = "all", precision: flo
                 {"type": "scatter", "x": xs, "y": ys, "mode": "lines+markers", "name": "agent",
                  "text": [f"n={b.count}" for b in rel.bins if b.count]},
             ],
-            "layout": _bar_layout(
-                f"Reliability (ECE {_r(rel.ece)}); hand-off for precision {precision:.2f}: "
-                f"YES ≥ {_r(plan.yes_threshold) if plan.yes_threshold is not None else '–'}, "
-                f"NO ≤ {_r(plan.no_threshold) if plan.no_threshold is not None else '–'}, "
-                f"{plan.human_fraction:.0%} to humans",
+            # Biased, and said so in its title: experts were served the items the agent was
+            # unsure of. The title sits above the plot area (it ran into it on one line).
+            "layout": dashboard_figures.title_layout(
+                [f"Reliability on reviewed items (ECE {_r(rel.ece)}, n={rel.n}): BIASED,",
+                 "experts were served the items the agent was unsure of",
+                 f"hand-off for precision {precision:.2f}: YES ≥ "
+                 f"{_r(plan.yes_threshold) if plan.yes_threshold is not None else '–'}, NO ≤ "
+                 f"{_r(plan.no_threshold) if plan.no_threshold is not None else '–'}, "
+                 f"{plan.human_fraction:.0%} to humans"],
                 xaxis={"title": {"text": "agent P(YES)"}, "range": [0, 1]},
                 yaxis={"title": {"text": "expert YES rate"}, "range": [0, 1]}, shapes=shapes,
             ),
@@ -149,7 +160,7 @@ def dashboard(ctx: Context, ex: Viewer | None, task: str = "all", precision: flo
     } if secs else plots.empty_figure("No timed reviews yet.")  # fmt: skip
     # agreement and gold accuracy
     ratings = [ag.Rating(c, t, e, lab) for c, t, e, lab in st.ratings]  # items with 2+ reviews
-    kappa = [[t, a.n_items, a.n_ratings, _r(a.fleiss), _r(a.cohen_mean)]
+    kappa = [[t, a.n_items, a.n_ratings, _kappa(a.fleiss), _kappa(a.cohen_mean)]
              for t, a in ag.kappa_by_task(ratings).items()]  # fmt: skip
     gs = ag.gold_accuracy([ag.Rating(c, t, e, lab) for c, t, e, lab, _ in st.gold],
                           {c: g for c, _, _, _, g in st.gold})  # fmt: skip
@@ -178,6 +189,98 @@ def dashboard(ctx: Context, ex: Viewer | None, task: str = "all", precision: flo
     return DashboardView(summary, progress, rates, confusion_fig, reliability, speed, gold_fig,
                          {"headers": HEADERS["per_task"], "data": per_task},
                          {"headers": HEADERS["kappa"], "data": kappa})  # fmt: skip
+
+
+# -- honest figures: the audit's weighted estimates, beside the biased figures above --------
+
+AUDIT_HEADERS = audit_sample.TABLE_HEADERS
+BAND_HEADERS = audit_sample.BAND_HEADERS
+
+
+@dataclass
+class AuditView:
+    """The random audit's estimates: a note, the per-task and per-band tables and figures."""
+
+    note: str
+    estimates: dict[str, Any]  # {"headers", "data"}
+    bands: dict[str, Any]
+    precision: dict[str, Any]
+    reliability: dict[str, Any]
+
+
+def audit_estimates(ctx: Context, ex: Viewer | None, task: str = "all",
+                    *, reps: int = 1000) -> AuditView:  # fmt: skip
+    """Per task, what the random audit estimates (weighted by each audited item's inclusion
+    probability, 95% intervals, the audited items counted), and the unbiased reliability
+    diagram of the audited items; says so plainly where nothing is audited yet."""
+    if ex is None:
+        empty = plots.empty_figure("Log in first.")
+        return AuditView("Log in first.", {"headers": AUDIT_HEADERS, "data": []},
+                         {"headers": BAND_HEADERS, "data": []}, empty, empty)  # fmt: skip
+    only = None if task in (None, "", "all") else task
+    items = audit_sample.store_decided(ctx.read, only)
+    est = audit_sample.estimate(items, reps=reps)
+    drawn = sum(e.drawn for e in est.values())
+    audited = sum(e.audited for e in est.values())
+    if not items:
+        note = "No candidates yet."
+    elif not drawn:
+        note = ("**Nothing audited yet**: no audit sample has been drawn (`launch.py audit "
+                "--draw`), so nothing estimates how pure the YES list is. The figures over "
+                "reviewed items are biased.")  # fmt: skip
+    elif not audited:
+        note = (f"**Nothing audited yet**: {drawn} item(s) drawn into the random audit, none "
+                "reviewed so far; the estimates appear as experts review them.")  # fmt: skip
+    else:
+        note = (f"From **{audited}** audited item(s) of **{drawn}** drawn at random among the "
+                "agent's confident verdicts, each weighted by 1/its inclusion probability; "
+                "[a, b] is the 95% interval and n the audited items behind a figure.")  # fmt: skip
+    bins = ag.weighted_reliability(audit_sample.audited_points(items))
+    return AuditView(
+        note,
+        {"headers": AUDIT_HEADERS, "data": audit_sample.table_rows(est)},
+        {"headers": BAND_HEADERS, "data": audit_sample.band_rows(est)},
+        dashboard_figures.precision_figure(est) if items else plots.empty_figure(note),
+        dashboard_figures.audit_reliability_figure(bins),
+    )
+
+
+def learning_curve(ctx: Context, ex: Viewer | None, task: str = "all") -> dict[str, Any]:
+    """Each inspector version's cross-validated F1 and log loss against the labels it was
+    fitted on, one line per task (the versions saved in the store's audit log)."""
+    if ex is None:
+        return plots.empty_figure("Log in first.")
+    rows = iv.learning_curve(iv.versions(ctx.read))
+    if task not in (None, "", "all"):
+        rows = [r for r in rows if r[1] == task]
+    return dashboard_figures.learning_curve_figure(rows)
+
+
+def proposal_note(ctx: Context, ex: Viewer | None, model: Any = None) -> str:
+    """What the latest fitted inspector version (or `model`) would do to the pending
+    verdicts, re-scored from their stored values, and its largest changes in words."""
+    if ex is None:
+        return ""
+    if model is None:
+        found = iv.versions(ctx.read)
+        if not found:
+            return ""
+        model = found[-1]
+    try:
+        p = iv.proposal(ctx.read, model)
+    except Exception as exc:
+        return refusal(f"Could not re-score the pending verdicts with {model.tag}", exc)
+    by_task = ", ".join(f"{t} {n}" for t, n in sorted(p["flips_by_task"].items()))
+    msg = (f"**{p['version']}** would flip **{p['flips']}** of the **{p['rescored']}** "
+           "pending verdicts it re-scores" + (f" ({by_task})" if by_task else "")
+           + " (re-scored from the values stored with each verdict, without rerunning the "
+           "agent)")  # fmt: skip
+    if p["kept"]:
+        msg += f"; {p['kept']} pending verdict(s) lack those values and stay as they are"
+    words = p["in_words"]
+    msg += (". What it changes: " + "; ".join(escape(w) for w in words) + "."
+            if words else ". It keeps the plain rules on every task.")  # fmt: skip
+    return msg
 
 
 # -- the inspector: calibrate it from the experts' labels, its agreement on gold by version --

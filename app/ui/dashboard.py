@@ -1,5 +1,6 @@
-"""The dashboard tab: progress, agreement and calibration charts, per-task tables, and
-the inspector's versions with its calibrate button (admins)."""
+"""The dashboard tab: progress, agreement and calibration charts, per-task tables, the
+random audit's estimates beside the biased figures over reviewed items, the inspector's
+learning curve and versions with its calibrate button (admins)."""
 
 from __future__ import annotations
 
@@ -26,9 +27,26 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
         with gr.Row():
             d_progress = gr.Plot(show_label=False, elem_id="dash-progress")
             d_rates = gr.Plot(show_label=False, elem_id="dash-rates")
+        # -- honest figures: the random audit's estimates, the biased diagram beside them
+        gr.Markdown("### Honest figures: the random audit")
+        d_audit_note = gr.Markdown(elem_id="dash-audit-note")
+        d_audit_table = gr.Dataframe(
+            value={"headers": dashboard_page.AUDIT_HEADERS, "data": []},
+            label="per task: estimated from the random audit (95% intervals, n audited)",
+            interactive=False, wrap=True, elem_id="dash-audit-table",
+        )  # fmt: skip
         with gr.Row():
+            d_audit_prec = gr.Plot(show_label=False, elem_id="dash-audit-precision")
             d_conf = gr.Plot(show_label=False, elem_id="dash-confusion")
+        with gr.Row():
+            d_audit_rel = gr.Plot(show_label=False, elem_id="dash-audit-reliability")
             d_rel = gr.Plot(show_label=False, elem_id="dash-reliability")
+        d_audit_bands = gr.Dataframe(
+            value={"headers": dashboard_page.BAND_HEADERS, "data": []},
+            label="the agent's error rate per confidence band, from the audit",
+            interactive=False, elem_id="dash-audit-bands",
+        )  # fmt: skip
+        # -- end honest figures
         with gr.Row():
             d_speed = gr.Plot(show_label=False, elem_id="dash-speed")
             d_gold = gr.Plot(show_label=False, elem_id="dash-gold")
@@ -41,6 +59,7 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
             value={"headers": dashboard_page.HEADERS["kappa"], "data": []},
             label="agreement between experts", interactive=False, elem_id="dash-kappa",
         )  # fmt: skip
+        d_curve = gr.Plot(show_label=False, elem_id="dash-learning-curve")
         # -- the inspector: agreement on gold by version; calibrate (admins)
         d_versions = gr.Dataframe(
             value={"headers": dashboard_page.VERSION_HEADERS, "data": []},
@@ -54,6 +73,7 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
             label="cross-validated before/after per task", interactive=False,
             visible=False, elem_id="dash-calibrate-table",
         )  # fmt: skip
+        d_proposal = gr.Markdown(elem_id="dash-proposal")
         # -- end inspector
 
     def wire(demo: gr.Blocks) -> None:
@@ -71,6 +91,24 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
         demo.load(on_dash, [d_task, d_prec], d_outs, api_name=False, show_progress="hidden")
         # ... and shows the decisions made since whenever it is opened again.
         d_tab.select(on_dash, [d_task, d_prec], d_outs, api_name=False, show_progress="hidden")
+
+        # -- dashboard: the audit's estimates and the learning curve
+        def on_audit(task, request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            av = dashboard_page.audit_estimates(ctx, ex, task)
+            return [av.note, av.estimates, av.bands, plot(av.precision), plot(av.reliability),
+                    plot(dashboard_page.learning_curve(ctx, ex, task))]  # fmt: skip
+
+        a_outs = [d_audit_note, d_audit_table, d_audit_bands, d_audit_prec, d_audit_rel, d_curve]
+        d_go.click(on_audit, d_task, a_outs, api_name="dashboard_audit")
+        demo.load(on_audit, d_task, a_outs, api_name=False, show_progress="hidden")
+        d_tab.select(on_audit, d_task, a_outs, api_name=False, show_progress="hidden")
+
+        def on_proposal(request: gr.Request):
+            # after each calibration: what the version just fitted would flip, in words
+            return dashboard_page.proposal_note(ctx, context.expert_for(ctx, request))
+
+        d_cal_msg.change(on_proposal, None, d_proposal, api_name=False)
 
         # -- dashboard: the inspector's versions and calibration
         def on_versions(task, request: gr.Request):

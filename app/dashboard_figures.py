@@ -1,0 +1,127 @@
+"""The Dashboard's figures of the audit's estimates and of the inspector's learning curve,
+as plain Plotly dicts (see `app.plots`), from plain values the page reads through annotate.
+
+A title of several lines sits above the plot area, never on it (`title_layout`): Plotly
+centres a title in the top margin by default, so a second line runs into the plot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from annotate.agreement import WeightedBin
+from annotate.audit_sample import TaskEstimates
+from app.plots import empty_figure
+
+TITLE_LINE_PX = 17  # one line of a 13 px title
+TASK_COLOURS = ["#1f3b73", "#2a9d8f", "#e76f51", "#6d597a", "#f4a261", "#8ab17d", "#b56576"]
+
+
+def title_layout(lines: Sequence[str], height: int = 320, **extra: Any) -> dict[str, Any]:
+    """A layout whose title (one entry per line) is anchored at the plot area's top edge and
+    grows upwards into a top margin sized for its lines."""
+    margin = {"l": 55, "r": 10, "t": 16 + TITLE_LINE_PX * len(lines), "b": 45}
+    margin.update(extra.pop("margin", {}))
+    lay: dict[str, Any] = {
+        "title": {"text": "<br>".join(lines), "font": {"size": 13}, "x": 0.5,
+                  "xanchor": "center", "y": 1, "yref": "paper", "yanchor": "bottom",
+                  "pad": {"b": 6}},
+        "height": height, "margin": margin, "plot_bgcolor": "white",
+        "legend": {"orientation": "h", "y": -0.25},
+    }  # fmt: skip
+    lay.update(extra)
+    return lay
+
+
+def _colour(k: int) -> str:
+    return TASK_COLOURS[k % len(TASK_COLOURS)]
+
+
+def precision_figure(estimates: dict[str, TaskEstimates]) -> dict[str, Any]:
+    """The YES list's precision per task with its 95% interval as error bars; a task
+    without an estimate is named below the plot with the reason."""
+    shown = {t: e.precision for t, e in estimates.items() if e.precision.value is not None}
+    missing = [f"{t}: {e.precision.note}" for t, e in estimates.items() if t not in shown]
+    if not shown:
+        return empty_figure("No precision estimate yet: " + "; ".join(missing or ["no tasks"]))
+    tasks = list(shown)
+    vals = [shown[t].value for t in tasks]
+    data = [{
+        "type": "scatter", "mode": "markers", "x": tasks, "y": vals,
+        "marker": {"size": 10, "color": "#1f3b73"}, "name": "precision",
+        "error_y": {"type": "data", "symmetric": False,
+                    "array": [shown[t].high - v for t, v in zip(tasks, vals)],
+                    "arrayminus": [v - shown[t].low for t, v in zip(tasks, vals)]},
+        "text": [f"n={shown[t].n} audited" for t in tasks],
+        "hovertemplate": "%{x}: %{y:.3f} (%{text})<extra></extra>",
+    }]  # fmt: skip
+    lines = ["Precision of the YES list per task (95% interval)",
+             "from the random audit, weighted by 1/inclusion probability"]  # fmt: skip
+    if missing:
+        lines.append("not estimated: " + "; ".join(missing))
+    return {"data": data, "layout": title_layout(lines, yaxis={"range": [0, 1.02],
+            "title": {"text": "precision"}}, showlegend=False)}  # fmt: skip
+
+
+def audit_reliability_figure(bins: Sequence[WeightedBin]) -> dict[str, Any]:
+    """The reliability diagram of the audited items, weighted, each bin with its 95%
+    interval and its count: unbiased for the confident verdicts the audit draws from."""
+    if not bins:
+        return empty_figure("Reliability from the audit: nothing audited yet.")
+    xs = [b.mean_confidence for b in bins]
+    ys = [b.yes_rate for b in bins]
+    data = [
+        {"type": "scatter", "x": [0, 1], "y": [0, 1], "mode": "lines",
+         "line": {"dash": "dot", "color": "#999"}, "name": "perfect"},
+        {"type": "scatter", "x": xs, "y": ys, "mode": "markers", "name": "audited (weighted)",
+         "marker": {"size": 9, "color": "#2a9d8f"},
+         "error_y": {"type": "data", "symmetric": False,
+                     "array": [b.high - b.yes_rate for b in bins],
+                     "arrayminus": [b.yes_rate - b.low for b in bins]},
+         "text": [f"n={b.count} audited" for b in bins],
+         "hovertemplate": "P(YES) %{x:.3f}: YES rate %{y:.3f} (%{text})<extra></extra>"},
+    ]  # fmt: skip
+    n = sum(b.count for b in bins)
+    lines = [f"Reliability from the random audit (n={n} audited, weighted): unbiased",
+             "for the confident verdicts the audit draws from; bars: 95% intervals"]  # fmt: skip
+    return {"data": data, "layout": title_layout(
+        lines, xaxis={"title": {"text": "agent P(YES)"}, "range": [0, 1]},
+        yaxis={"title": {"text": "expert YES rate"}, "range": [0, 1.02]})}  # fmt: skip
+
+
+def learning_curve_figure(rows: Sequence[Sequence[Any]]) -> dict[str, Any]:
+    """Cross-validated F1 (left) and log loss (right) of each inspector version against the
+    labels it was fitted on, one line per task; rows of `inspector_versions.CURVE_HEADERS`.
+    The plain rules' figures on the same folds are the dotted lines."""
+    if not rows:
+        return empty_figure("No inspector version fitted yet: the learning curve starts with "
+                            "the first calibration.")  # fmt: skip
+    tasks = sorted({r[1] for r in rows})
+    data = []
+    for k, task in enumerate(tasks):
+        mine = sorted((r for r in rows if r[1] == task), key=lambda r: r[2])
+        xs = [r[2] for r in mine]
+        hover = [f"{r[0]} ({r[3]})" for r in mine]
+        for col, rules_col, axis in ((4, 6, ""), (5, 7, "2")):
+            data.append({"type": "scatter", "mode": "lines+markers", "x": xs,
+                         "y": [r[col] for r in mine], "name": task, "legendgroup": task,
+                         "showlegend": axis == "", "line": {"color": _colour(k)},
+                         "text": hover, "xaxis": f"x{axis}", "yaxis": f"y{axis}",
+                         "hovertemplate": "%{text}: %{y:.3f} on %{x} labels<extra>" + task
+                         + "</extra>"})  # fmt: skip
+            data.append({"type": "scatter", "mode": "lines", "x": xs,
+                         "y": [r[rules_col] for r in mine], "name": f"{task} rules",
+                         "legendgroup": task, "showlegend": False, "hoverinfo": "skip",
+                         "line": {"color": _colour(k), "dash": "dot", "width": 1},
+                         "xaxis": f"x{axis}", "yaxis": f"y{axis}"})  # fmt: skip
+    lines = ["Learning curve: each inspector version, cross-validated on whole objects",
+             "(dotted: the plain rules on the same folds)"]  # fmt: skip
+    lay = title_layout(
+        lines, height=340,
+        xaxis={"domain": [0, 0.45], "title": {"text": "labels fitted on"}},
+        yaxis={"title": {"text": "CV F1"}, "range": [0, 1.02]},
+        xaxis2={"domain": [0.58, 1], "title": {"text": "labels fitted on"}, "anchor": "y2"},
+        yaxis2={"title": {"text": "CV log loss"}, "anchor": "x2", "rangemode": "tozero"},
+    )  # fmt: skip
+    return {"data": data, "layout": lay}

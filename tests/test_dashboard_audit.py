@@ -1,0 +1,196 @@
+"""The Dashboard's honest figures, through its page handlers on a real store: the random
+audit's weighted estimates with their intervals and counts, the unbiased reliability diagram
+beside the biased one (which says it is), the learning curve over inspector versions, what a
+fitted version would flip, and kappa "n/a" where it is undefined."""
+
+from __future__ import annotations
+
+import html
+
+import plotly.graph_objects as go
+import pytest
+
+from annotate.audit_sample import draw_for_store
+from annotate.review import decide
+from app import context as app_context
+from app.main import make_context
+from app.pages import dashboard as dashboard_page
+from tests.store_factory import seeded
+
+
+@pytest.fixture
+def ctx(tmp_path):
+    c = make_context(f"sqlite:///{tmp_path / 'loupe.db'}", data_roots=[str(tmp_path / "data")],
+                     export_dir=str(tmp_path / "exports"))  # fmt: skip
+    yield c
+    c.store.close()
+
+
+def local(ctx):
+    return app_context.expert_for(ctx, None)
+
+
+def wd_campaign(store) -> dict[int, float]:
+    """40 confident YES, 60 confident NO and 10 unsure wd verdicts, the confident ones
+    auto-accepted, a 25% audit drawn: returns the drawn ids and inclusion probabilities."""
+    seeded(store, [0.995] * 40 + [0.003] * 60 + [0.6] * 10, task="wd")
+    assert store.auto_accept(0.9) == 100
+    store.set_setting("audit_rate", 0.25)
+    return {d.id: d.inclusion for d in draw_for_store(store, seed=0)}
+
+
+def test_nothing_audited_is_said_plainly(ctx):
+    ex = local(ctx)
+    seeded(ctx.store, [0.995] * 20 + [0.003] * 20, task="wd")
+    ctx.store.auto_accept(0.9)
+    av = dashboard_page.audit_estimates(ctx, ex, "all", reps=50)
+    assert "Nothing audited yet" in av.note and "no audit sample has been drawn" in av.note
+    (row,) = av.estimates["data"]
+    assert row[4] == "0 / 0" and row[5] == "n/a (no audited YES verdict yet)"
+    assert av.bands["data"] == []
+    # no estimate, so no point: the figure says why instead
+    assert av.precision["data"] == [] and "no audited YES" in str(av.precision["layout"])
+    assert av.reliability["data"] == []
+    ctx.store.set_setting("audit_rate", 0.1)
+    drawn = draw_for_store(ctx.store, seed=0)
+    av = dashboard_page.audit_estimates(ctx, ex, "all", reps=50)
+    assert f"{len(drawn)} item(s) drawn" in av.note and "none reviewed so far" in av.note
+    assert av.estimates["data"][0][4] == f"0 / {len(drawn)}"
+
+
+def test_estimates_are_weighted_with_intervals_and_counts(ctx):
+    ex = local(ctx)
+    store = ctx.store
+    drawn = wd_campaign(store)
+    rows = {r.id: r for r in store.audit_population("wd")}
+    yes = sorted(i for i in drawn if rows[i].confidence > 0.5)
+    no = sorted(i for i in drawn if rows[i].confidence < 0.5)
+    assert (len(yes), len(no)) == (10, 15) and set(drawn.values()) == {0.25}
+    store.ensure_expert("ada")
+    decide(store, "ada", yes[0], "reject")  # a confident mistake among the YES
+    for cid in yes[1:] + no:
+        decide(store, "ada", cid, "accept")
+    av = dashboard_page.audit_estimates(ctx, ex, "wd", reps=200)
+    assert "**25** audited item(s) of **25** drawn" in av.note
+    (row,) = av.estimates["data"]
+    # YES list: 9 decided YES by the expert + 30 auto-accepted YES nobody reviewed, of which
+    # the audit (9 right of 10) says 27 are right: precision 36 / 39
+    assert row[:5] == ["wd", 39, 9, 30, "25 / 25"]
+    prec = row[5]
+    assert prec.startswith(f"{36 / 39:.3f} [") and prec.endswith("(n=10)")
+    lo, hi = (float(v) for v in prec.split("[")[1].split("]")[0].split(","))
+    assert lo < 36 / 39 < hi
+    assert row[6].startswith("1.000") and "(n=25)" in row[6]  # no audited NO was wrong
+    assert "(n=25)" in row[7]  # ECE with its interval and count
+    bands = {b: (n, s) for _, b, n, s in av.bands["data"]}
+    assert bands["YES 0.99-1.00"][0] == 10 and bands["YES 0.99-1.00"][1].startswith("0.100 [")
+    assert bands["NO 0.99-1.00"][0] == 15 and bands["NO 0.99-1.00"][1].startswith("0.000 [")
+    # the figure: the same value with asymmetric error bars to the interval's ends
+    go.Figure(av.precision)
+    (pt,) = av.precision["data"]
+    assert pt["y"] == [pytest.approx(36 / 39)]
+    assert pt["error_y"]["arrayminus"] == [pytest.approx(36 / 39 - lo, abs=1e-3)]
+    assert pt["error_y"]["array"] == [pytest.approx(hi - 36 / 39, abs=1e-3)]
+    assert pt["text"] == ["n=10 audited"]
+    # the unbiased reliability: the audited YES verdicts at P 0.995 are right 9 times in 10
+    go.Figure(av.reliability)
+    audit = av.reliability["data"][1]
+    assert audit["x"] == [pytest.approx(0.003), pytest.approx(0.995)]
+    assert audit["y"] == [0.0, pytest.approx(0.9)]
+    assert audit["text"] == ["n=15 audited", "n=10 audited"]
+    assert "unbiased" in av.reliability["layout"]["title"]["text"]
+
+
+def test_reliability_on_reviewed_items_says_it_is_biased_above_the_plot(ctx):
+    ex = local(ctx)
+    store = ctx.store
+    ids = seeded(store, [0.2, 0.4, 0.6, 0.8], task="cv")
+    store.ensure_expert("ada")
+    for cid in ids:
+        decide(store, "ada", cid, "accept")
+    dv = dashboard_page.dashboard(ctx, ex, "all", 0.9)
+    go.Figure(dv.reliability)
+    lay = dv.reliability["layout"]
+    text = lay["title"]["text"]
+    assert "BIASED" in text and "unsure" in text and "n=4" in text
+    # anchored at the plot area's top and growing upwards into a margin with room for
+    # every line: it cannot overlap the plot
+    lines = text.count("<br>") + 1
+    assert lay["title"]["yref"] == "paper" and lay["title"]["yanchor"] == "bottom"
+    assert lay["margin"]["t"] >= lines * lay["title"]["font"]["size"] * 1.2
+
+
+def test_kappa_of_one_item_rated_by_two_is_na(ctx):
+    ex = local(ctx)
+    store = ctx.store
+    (cid,) = seeded(store, [0.7], task="cv")
+    for name, action in (("ann", "accept"), ("bob", "reject")):
+        store.ensure_expert(name)
+        decide(store, name, cid, action)
+    dv = dashboard_page.dashboard(ctx, ex, "all", 0.9)
+    assert dv.kappa["data"] == [["cv", 1, 2, "n/a", "n/a"]]
+
+
+@pytest.fixture
+def demo(tmp_path_factory, tmp_path):
+    from tests.app_support import context
+
+    c = context(tmp_path_factory, tmp_path)
+    yield c
+    c.store.close()
+
+
+def test_learning_curve_and_what_a_fitted_version_would_flip(demo):
+    from agent.policies.rules.learned import InspectorModel, TaskModel
+    from annotate.inspector_fit import SETTING
+    from db.store import Filters
+
+    ctx = demo
+    ex = local(ctx)
+    empty = dashboard_page.learning_curve(ctx, ex)
+    assert empty["data"] == [] and "No inspector version" in str(empty["layout"])
+    assert dashboard_page.proposal_note(ctx, ex) == ""
+    # two fitted versions, as calibrate saves them (the store setting, with its CV per task)
+    cv = {"n": 0, "positives": 5, "chosen": "platt",
+          "rules": {"f1": 0.6, "log_loss": 0.7}, "platt": {"f1": 0.0, "log_loss": 0.0}}  # fmt: skip
+    for version, n, f1, ll in ((1, 60, 0.7, 0.5), (2, 120, 0.8, 0.4)):
+        info = {"cv": {"cv": {**cv, "n": n, "platt": {"f1": f1, "log_loss": ll}}}}
+        # version 2 pushes every cv verdict to NO: it flips each pending cv YES
+        model = InspectorModel(version, {"cv": TaskModel("platt", a=1.0, b=-40.0 * (version - 1))},
+                               info=info)  # fmt: skip
+        ctx.store.set_setting(SETTING, model.to_json(), actor="calibrate")
+    fig = dashboard_page.learning_curve(ctx, ex, "all")
+    go.Figure(fig)
+    f1, f1_rules, ll, ll_rules = fig["data"]
+    assert (f1["name"], f1["x"], f1["y"]) == ("cv", [60, 120], [0.7, 0.8])
+    assert (ll["yaxis"], ll["y"]) == ("y2", [0.5, 0.4])
+    assert f1_rules["y"] == [0.6, 0.6] and ll_rules["line"]["dash"] == "dot"
+    assert f1["text"] == ["inspector-v1 (platt)", "inspector-v2 (platt)"]
+    assert dashboard_page.learning_curve(ctx, ex, "wd")["data"] == []
+
+    pending = [c for c in ctx.store.list_candidates(Filters(task="cv"), limit=1000)
+               if c.label is None and c.confidence is not None]  # fmt: skip
+    yes = sum(c.confidence > 0.5 for c in pending)
+    assert yes > 0
+    note = dashboard_page.proposal_note(ctx, ex)
+    assert note.startswith(f"**inspector-v2** would flip **{yes}** of the ")
+    assert f"(cv {yes})" in note and "without rerunning the agent" in note
+    assert "cv: the rules' evidence weighs" in html.unescape(note)
+    assert dashboard_page.proposal_note(ctx, None) == ""
+
+
+def test_calibrate_then_curve_and_proposal(demo):
+    """The real path: the Calibrate button fits a version, which the curve and the
+    proposal then show."""
+    from annotate.experts import create_expert
+
+    ctx = demo
+    create_expert(ctx.store, "ada", "admin", "pw-ada-123")
+    ada = app_context.expert_for(ctx, type("R", (), {"username": "ada"})())
+    msg, table = dashboard_page.calibrate_now(ctx, ada)
+    assert "inspector-v1" in msg
+    fig = dashboard_page.learning_curve(ctx, ada)
+    tasks = {r[0] for r in table["data"]}
+    assert {t["name"] for t in fig["data"] if t.get("showlegend")} == tasks
+    note = dashboard_page.proposal_note(ctx, ada)
+    assert note.startswith("**inspector-v1** would flip **")
