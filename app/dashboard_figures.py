@@ -1,8 +1,7 @@
 """The Dashboard's figures of the audit's estimates and of the inspector's learning curve,
 as plain Plotly dicts (see `app.plots`), from plain values the page reads through annotate.
 
-A title of several lines sits above the plot area, never on it (`title_layout`): Plotly
-centres a title in the top margin by default, so a second line runs into the plot.
+A heading of several lines sits above the plot area, never on it (`title_layout`).
 """
 
 from __future__ import annotations
@@ -19,19 +18,28 @@ TASK_COLOURS = ["#1f3b73", "#2a9d8f", "#e76f51", "#6d597a", "#f4a261", "#8ab17d"
 
 
 def title_layout(lines: Sequence[str], height: int = 320, **extra: Any) -> dict[str, Any]:
-    """A layout whose title (one entry per line) is anchored at the plot area's top edge and
-    grows upwards into a top margin sized for its lines."""
-    margin = {"l": 55, "r": 10, "t": 16 + TITLE_LINE_PX * len(lines), "b": 45}
+    """A layout with a heading of `lines` whose bottom sits on the plot area's top edge,
+    in a top margin sized for its lines. An annotation, not Plotly's title: a title of
+    several lines hangs down from its anchor whatever its `yanchor`, into the plot."""
+    margin = {"l": 55, "r": 10, "t": 18 + TITLE_LINE_PX * len(lines), "b": 45}
     margin.update(extra.pop("margin", {}))
-    lay: dict[str, Any] = {
-        "title": {"text": "<br>".join(lines), "font": {"size": 13}, "x": 0.5,
-                  "xanchor": "center", "y": 1, "yref": "paper", "yanchor": "bottom",
-                  "pad": {"b": 6}},
-        "height": height, "margin": margin, "plot_bgcolor": "white",
-        "legend": {"orientation": "h", "y": -0.25},
-    }  # fmt: skip
+    heading = {"name": "title", "text": "<br>".join(lines), "font": {"size": 13},
+               "x": 0.5, "xref": "paper", "xanchor": "center", "y": 1, "yref": "paper",
+               "yanchor": "bottom", "yshift": 4, "showarrow": False}  # fmt: skip
+    lay: dict[str, Any] = {"annotations": [heading], "height": height, "margin": margin,
+                           "plot_bgcolor": "white", "legend": {"orientation": "h", "y": -0.25}}  # fmt: skip
     lay.update(extra)
     return lay
+
+
+def heading(fig: dict[str, Any]) -> str:
+    """The text of a figure's heading (`title_layout`), or of its title."""
+    lay = fig.get("layout") or {}
+    for a in lay.get("annotations") or []:
+        if a.get("name") == "title":
+            return a["text"]
+    t = lay.get("title")
+    return t.get("text", "") if isinstance(t, dict) else str(t or "")
 
 
 def _colour(k: int) -> str:

@@ -13,14 +13,15 @@ import pytest
 from annotate.audit_sample import draw_for_store
 from annotate.review import decide
 from app import context as app_context
+from app.dashboard_figures import heading
 from app.main import make_context
 from app.pages import dashboard as dashboard_page
-from tests.store_factory import seeded
+from tests.store_factory import refs, seeded, traj
 
 
 @pytest.fixture
 def ctx(tmp_path):
-    c = make_context(f"sqlite:///{tmp_path / 'loupe.db'}", data_roots=[str(tmp_path / "data")],
+    c = make_context("sqlite://", data_roots=[str(tmp_path / "data")],
                      export_dir=str(tmp_path / "exports"))  # fmt: skip
     yield c
     c.store.close()
@@ -30,18 +31,24 @@ def local(ctx):
     return app_context.expert_for(ctx, None)
 
 
+def vetted(store, ps: list[float], task: str = "wd") -> None:
+    """Candidates with the agent's P(YES) `ps`, their trajectories stored in one go."""
+    store.add_candidates(refs(len(ps), task, "w"))
+    store.record_trajectories([traj(f"w{i}", p, task) for i, p in enumerate(ps)])
+
+
 def wd_campaign(store) -> dict[int, float]:
-    """40 confident YES, 60 confident NO and 10 unsure wd verdicts, the confident ones
+    """20 confident YES, 40 confident NO and 5 unsure wd verdicts, the confident ones
     auto-accepted, a 25% audit drawn: returns the drawn ids and inclusion probabilities."""
-    seeded(store, [0.995] * 40 + [0.003] * 60 + [0.6] * 10, task="wd")
-    assert store.auto_accept(0.9) == 100
+    vetted(store, [0.995] * 20 + [0.003] * 40 + [0.6] * 5)
+    assert store.auto_accept(0.9) == 60
     store.set_setting("audit_rate", 0.25)
     return {d.id: d.inclusion for d in draw_for_store(store, seed=0)}
 
 
 def test_nothing_audited_is_said_plainly(ctx):
     ex = local(ctx)
-    seeded(ctx.store, [0.995] * 20 + [0.003] * 20, task="wd")
+    vetted(ctx.store, [0.995] * 20 + [0.003] * 20)
     ctx.store.auto_accept(0.9)
     av = dashboard_page.audit_estimates(ctx, ex, "all", reps=50)
     assert "Nothing audited yet" in av.note and "no audit sample has been drawn" in av.note
@@ -65,40 +72,41 @@ def test_estimates_are_weighted_with_intervals_and_counts(ctx):
     rows = {r.id: r for r in store.audit_population("wd")}
     yes = sorted(i for i in drawn if rows[i].confidence > 0.5)
     no = sorted(i for i in drawn if rows[i].confidence < 0.5)
-    assert (len(yes), len(no)) == (10, 15) and set(drawn.values()) == {0.25}
+    assert (len(yes), len(no)) == (5, 10) and set(drawn.values()) == {0.25}
     store.ensure_expert("ada")
     decide(store, "ada", yes[0], "reject")  # a confident mistake among the YES
     for cid in yes[1:] + no:
         decide(store, "ada", cid, "accept")
     av = dashboard_page.audit_estimates(ctx, ex, "wd", reps=200)
-    assert "**25** audited item(s) of **25** drawn" in av.note
+    assert "**15** audited item(s) of **15** drawn" in av.note
     (row,) = av.estimates["data"]
-    # YES list: 9 decided YES by the expert + 30 auto-accepted YES nobody reviewed, of which
-    # the audit (9 right of 10) says 27 are right: precision 36 / 39
-    assert row[:5] == ["wd", 39, 9, 30, "25 / 25"]
+    # YES list: 4 decided YES by the expert + 15 auto-accepted YES nobody reviewed, of which
+    # the audit (4 right of 5) says 12 are right: precision 16 / 19
+    want = 16 / 19
+    assert row[:5] == ["wd", 19, 4, 15, "15 / 15"]
     prec = row[5]
-    assert prec.startswith(f"{36 / 39:.3f} [") and prec.endswith("(n=10)")
+    assert prec.startswith(f"{want:.3f} [") and prec.endswith("(n=5)")
     lo, hi = (float(v) for v in prec.split("[")[1].split("]")[0].split(","))
-    assert lo < 36 / 39 < hi
-    assert row[6].startswith("1.000") and "(n=25)" in row[6]  # no audited NO was wrong
-    assert "(n=25)" in row[7]  # ECE with its interval and count
+    assert lo < want < hi
+    assert row[6].startswith("1.000") and "(n=15)" in row[6]  # no audited NO was wrong
+    assert "(n=15)" in row[7]  # ECE with its interval and count
     bands = {b: (n, s) for _, b, n, s in av.bands["data"]}
-    assert bands["YES 0.99-1.00"][0] == 10 and bands["YES 0.99-1.00"][1].startswith("0.100 [")
-    assert bands["NO 0.99-1.00"][0] == 15 and bands["NO 0.99-1.00"][1].startswith("0.000 [")
+    assert bands["YES 0.99-1.00"][0] == 5 and bands["YES 0.99-1.00"][1].startswith("0.200 [")
+    assert bands["NO 0.99-1.00"][0] == 10 and bands["NO 0.99-1.00"][1].startswith("0.000 [")
     # the figure: the same value with asymmetric error bars to the interval's ends
     go.Figure(av.precision)
     (pt,) = av.precision["data"]
-    assert pt["y"] == [pytest.approx(36 / 39)]
-    assert pt["error_y"]["arrayminus"] == [pytest.approx(36 / 39 - lo, abs=1e-3)]
-    assert pt["error_y"]["array"] == [pytest.approx(hi - 36 / 39, abs=1e-3)]
-    assert pt["text"] == ["n=10 audited"]
-    # the unbiased reliability: the audited YES verdicts at P 0.995 are right 9 times in 10
+    assert pt["y"] == [pytest.approx(want)]
+    assert pt["error_y"]["arrayminus"] == [pytest.approx(want - lo, abs=1e-3)]
+    assert pt["error_y"]["array"] == [pytest.approx(hi - want, abs=1e-3)]
+    assert pt["text"] == ["n=5 audited"]
+    # the unbiased reliability: the audited YES verdicts at P 0.995 are right 4 times in 5
     go.Figure(av.reliability)
     audit = av.reliability["data"][1]
     assert audit["x"] == [pytest.approx(0.003), pytest.approx(0.995)]
-    assert audit["y"] == [0.0, pytest.approx(0.9)]
-    assert audit["text"] == ["n=15 audited", "n=10 audited"]
-    assert "unbiased" in av.reliability["layout"]["title"]["text"]
+    assert audit["y"] == [0.0, pytest.approx(0.8)]
+    assert audit["text"] == ["n=10 audited", "n=5 audited"]
+    assert "unbiased" in heading(av.reliability)
 
 
 def test_reliability_on_reviewed_items_says_it_is_biased_above_the_plot(ctx):
@@ -111,13 +119,14 @@ def test_reliability_on_reviewed_items_says_it_is_biased_above_the_plot(ctx):
     dv = dashboard_page.dashboard(ctx, ex, "all", 0.9)
     go.Figure(dv.reliability)
     lay = dv.reliability["layout"]
-    text = lay["title"]["text"]
+    text = heading(dv.reliability)
     assert "BIASED" in text and "unsure" in text and "n=4" in text
     # anchored at the plot area's top and growing upwards into a margin with room for
-    # every line: it cannot overlap the plot
+    # every line: it cannot overlap the plot (tests/test_browser_dashboard.py measures it)
+    (head,) = [a for a in lay["annotations"] if a.get("name") == "title"]
     lines = text.count("<br>") + 1
-    assert lay["title"]["yref"] == "paper" and lay["title"]["yanchor"] == "bottom"
-    assert lay["margin"]["t"] >= lines * lay["title"]["font"]["size"] * 1.2
+    assert (head["yref"], head["y"], head["yanchor"]) == ("paper", 1, "bottom")
+    assert lay["margin"]["t"] >= lines * head["font"]["size"] * 1.2
 
 
 def test_kappa_of_one_item_rated_by_two_is_na(ctx):
@@ -177,20 +186,3 @@ def test_learning_curve_and_what_a_fitted_version_would_flip(demo):
     assert f"(cv {yes})" in note and "without rerunning the agent" in note
     assert "cv: the rules' evidence weighs" in html.unescape(note)
     assert dashboard_page.proposal_note(ctx, None) == ""
-
-
-def test_calibrate_then_curve_and_proposal(demo):
-    """The real path: the Calibrate button fits a version, which the curve and the
-    proposal then show."""
-    from annotate.experts import create_expert
-
-    ctx = demo
-    create_expert(ctx.store, "ada", "admin", "pw-ada-123")
-    ada = app_context.expert_for(ctx, type("R", (), {"username": "ada"})())
-    msg, table = dashboard_page.calibrate_now(ctx, ada)
-    assert "inspector-v1" in msg
-    fig = dashboard_page.learning_curve(ctx, ada)
-    tasks = {r[0] for r in table["data"]}
-    assert {t["name"] for t in fig["data"] if t.get("showlegend")} == tasks
-    note = dashboard_page.proposal_note(ctx, ada)
-    assert note.startswith("**inspector-v1** would flip **")
