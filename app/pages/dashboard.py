@@ -1,5 +1,8 @@
 """The dashboard: progress, decision rates, agent-vs-expert quality, calibration, speed and
-agreement, aggregated in the database and drawn as Plotly figures."""
+agreement, aggregated in the database and drawn as Plotly figures; beside them the random
+audit's weighted estimates (`audit_estimates`), which the figures over reviewed items are
+not (those items were served because the agent was unsure), the inspector's learning curve
+and what a fitted version would flip."""
 
 from __future__ import annotations
 
