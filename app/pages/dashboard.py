@@ -112,7 +112,9 @@ def dashboard(ctx: Context, ex: Viewer | None, task: str = "all", precision: flo
     tot = ag.confusion((v, lab) for _, v, lab in labelled) if labelled else None
     confusion_fig = (
         confusion_figure(
-            tot, f"Agent vs experts ({'all tasks' if not only else only}; F1 {_r(ag.prf(tot).f1)})"
+            tot,
+            f"Agent vs experts on reviewed items ({'all tasks' if not only else only}; "
+            f"F1 {_r(ag.prf(tot).f1)})",
         )  # fmt: skip
         if tot is not None
         else plots.empty_figure("No expert labels yet.")
