@@ -186,3 +186,23 @@ def test_learning_curve_and_what_a_fitted_version_would_flip(demo):
     assert f"(cv {yes})" in note and "without rerunning the agent" in note
     assert "cv: the rules' evidence weighs" in html.unescape(note)
     assert dashboard_page.proposal_note(ctx, None) == ""
+
+
+def test_the_tab_wires_the_audit_and_the_proposal(ctx):
+    """The page's events: Refresh fills the audit's outputs and the learning curve, and each
+    calibration message brings the proposal of the version it fitted."""
+    import gradio as gr
+
+    from app.ui import dashboard as dashboard_ui
+
+    with gr.Blocks() as demo:
+        dashboard_ui.tab(ctx)(demo)
+    cfg = demo.get_config_file()
+    elem = {c["id"]: c.get("props", {}).get("elem_id") for c in cfg["components"]}
+    wired = [(elem.get(t, "page"), ev, {elem[o] for o in d["outputs"]})
+             for d in cfg["dependencies"] for t, ev in d["targets"]]  # fmt: skip
+    audit = {"dash-audit-note", "dash-audit-table", "dash-audit-bands", "dash-audit-precision",
+             "dash-audit-reliability", "dash-learning-curve"}  # fmt: skip
+    assert {(t, ev) for t, ev, outs in wired if outs == audit} >= {("page", "load")}
+    assert any(ev == "click" and outs == audit for _, ev, outs in wired)  # Refresh
+    assert ("dash-calibrate-message", "change", {"dash-proposal"}) in wired
