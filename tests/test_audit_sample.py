@@ -17,6 +17,19 @@ from annotate.audit_sample import (
     weighted_rate,
 )
 from annotate.review import decide
+from db.store import Store
+from tests.test_postgres import pg_url  # noqa: F401 (fixture: a database of its own)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def each_store(request):
+    """The draw, the queue's audit lease and the estimates' reads run as SQL of their own:
+    each on SQLite and, where a server is given, on PostgreSQL."""
+    url = "sqlite://" if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    s = Store(url)
+    yield s
+    s.close()
+
 
 # P(truly YES) per certainty band of the agent's verdict: confident YES verdicts hold ~6%
 # contaminants (ordinary stars called white dwarfs), confident NO verdicts hide a few YES.
@@ -141,69 +154,69 @@ def test_without_audit_precision_is_not_claimed():
     assert estimate(items, reps=0)["cv"].precision.value == 1.0
 
 
-def test_store_draw_records_inclusion_and_estimates_read_it(mem_store):
+def test_store_draw_records_inclusion_and_estimates_read_it(each_store):
     from annotate.audit_sample import audit_rate, draw_for_store, store_estimates
     from db.store import StoreError
     from tests.store_factory import seeded
 
-    seeded(mem_store, [0.995] * 40 + [0.003] * 60 + [0.6] * 10, task="wd")
-    assert mem_store.auto_accept(0.9) == 100
-    assert audit_rate(mem_store) == 0.05
-    mem_store.set_setting("audit_rate", 0.1)
-    draws = draw_for_store(mem_store, seed=0)
+    seeded(each_store, [0.995] * 40 + [0.003] * 60 + [0.6] * 10, task="wd")
+    assert each_store.auto_accept(0.9) == 100
+    assert audit_rate(each_store) == 0.05
+    each_store.set_setting("audit_rate", 0.1)
+    draws = draw_for_store(each_store, seed=0)
     assert sorted(str(d.band) for d in draws) == ["NO 0.99-1.00"] * 6 + ["YES 0.99-1.00"] * 4
-    rows = {r.id: r for r in mem_store.audit_population("wd")}
+    rows = {r.id: r for r in each_store.audit_population("wd")}
     assert {rows[d.id].audit_inclusion for d in draws} == {0.1}
     assert sum(r.audit_inclusion is not None for r in rows.values()) == 10
     # a task that has its sample is not drawn again: that would change its probabilities
-    assert draw_for_store(mem_store, seed=1) == []
-    assert mem_store.mark_audit({draws[0].id: 0.5}) == 0  # keeps the probability it was drawn with
+    assert draw_for_store(each_store, seed=1) == []
+    assert each_store.mark_audit({draws[0].id: 0.5}) == 0  # keeps the probability it was drawn with
     with pytest.raises(StoreError, match="not in"):
-        mem_store.mark_audit({draws[0].id: 0.0})
+        each_store.mark_audit({draws[0].id: 0.0})
     with pytest.raises(StoreError, match="no candidate #999"):
-        mem_store.mark_audit({999: 0.5})
+        each_store.mark_audit({999: 0.5})
 
-    e = store_estimates(mem_store, reps=50)["wd"]
+    e = store_estimates(each_store, reps=50)["wd"]
     assert e.drawn == 10 and e.audited == 0 and e.precision.value is None
-    mem_store.ensure_expert("ada")
+    each_store.ensure_expert("ada")
     yes = [d for d in draws if d.band.side == "YES"]
-    decide(mem_store, "ada", yes[0].id, "reject")  # a confident mistake
+    decide(each_store, "ada", yes[0].id, "reject")  # a confident mistake
     for d in yes[1:]:
-        decide(mem_store, "ada", d.id, "accept")
-    e = store_estimates(mem_store, reps=50)["wd"]
+        decide(each_store, "ada", d.id, "accept")
+    e = store_estimates(each_store, reps=50)["wd"]
     assert (e.yes_list, e.yes_by_expert, e.yes_by_agent, e.audited) == (39, 3, 36, 4)
     assert e.precision.value == pytest.approx((3 + 36 * 0.75) / 39)
     assert e.precision.low < e.precision.value < e.precision.high and e.precision.n == 4
     assert e.completeness.value is None  # no audited NO verdict yet: 6 drawn, none reviewed
-    mem_store.set_setting("audit_rate", 2)
+    each_store.set_setting("audit_rate", 2)
     with pytest.raises(ValueError, match="audit_rate = 2.0 is not in"):
-        audit_rate(mem_store)
+        audit_rate(each_store)
 
 
-def test_queue_serves_the_audit_sample_among_the_rest(mem_store):
+def test_queue_serves_the_audit_sample_among_the_rest(each_store):
     from annotate.audit_sample import draw_for_store, store_estimates
     from annotate.queue import Queue
     from tests.store_factory import seeded
 
-    seeded(mem_store, [0.995] * 100 + [0.55] * 30, task="wd")
-    assert mem_store.auto_accept(0.9) == 100  # out of the queue, unseen but for the audit
-    mem_store.set_setting("audit_rate", 0.1)
-    sample = {d.id for d in draw_for_store(mem_store, seed=0)}
+    seeded(each_store, [0.995] * 100 + [0.55] * 30, task="wd")
+    assert each_store.auto_accept(0.9) == 100  # out of the queue, unseen but for the audit
+    each_store.set_setting("audit_rate", 0.1)
+    sample = {d.id for d in draw_for_store(each_store, seed=0)}
     assert len(sample) == 10
-    mem_store.ensure_expert("ada")
-    q = Queue.from_settings(mem_store)
+    each_store.ensure_expert("ada")
+    q = Queue.from_settings(each_store)
     served: list[int] = []
     while (cid := q.next_id("ada")) is not None:
         if len(served) == 15:  # an audit turn: the item stays leased until decided
             assert q.next_id("ada") == cid
         served.append(cid)
-        decide(mem_store, "ada", cid, "accept")
+        decide(each_store, "ada", cid, "accept")
         assert len(served) <= 40
     assert len(served) == 40 and sample <= set(served)
     turns = [k for k, c in enumerate(served) if c in sample]
     # one in ten while other items last, then the rest of the sample
     assert turns == [5, 15, 25, *range(33, 40)]
-    e = store_estimates(mem_store, reps=0)["wd"]
+    e = store_estimates(each_store, reps=0)["wd"]
     assert e.audited == 10 and e.precision.value == 1.0 and e.precision.low < 0.9
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import exists, select, text, update
+from sqlalchemy import BigInteger, cast, exists, literal, select, text, update
 
 from db import models as m
 from db.models import utcnow
@@ -107,7 +107,9 @@ class CampaignMixin:
             q = base.where(C.audit_inclusion.is_not(None), C.review_count == 0, ~leased, ~mine)
             # a multiplicative hash of the id: the sample's unreviewed remainder, when the
             # campaign stops, is then a random part of it rather than the latest ingested
-            cid = s.scalar(q.order_by((C.id * 2654435761) % 4294967296, C.id).limit(1))
+            # (in 64 bits: PostgreSQL types the product as the id's 32-bit integer)
+            big = cast(C.id, BigInteger) * literal(2654435761, BigInteger)
+            cid = s.scalar(q.order_by(big % literal(4294967296, BigInteger), C.id).limit(1))
             if cid is not None:
                 self._lease(s, cid, e.id, now, lease_seconds, keep)
             return cid
