@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+import uuid
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,42 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         yield b
         b.close()
+
+
+# -- PostgreSQL: a database of its own per test on the server LOUPE_TEST_PG_URL names
+# (`.ci/run` starts a throwaway cluster), skipped where none is given.
+PG_URL = os.environ.get("LOUPE_TEST_PG_URL")
+
+
+@pytest.fixture
+def pg_url():
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import DBAPIError
+
+    if not PG_URL:
+        pytest.skip("LOUPE_TEST_PG_URL is not set (no PostgreSQL server; .ci/run starts one)")
+    admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
+    name = f"loupe_store_{uuid.uuid4().hex[:10]}"
+    try:
+        with admin.connect() as c:
+            c.execute(text(f'CREATE DATABASE "{name}"'))
+    except DBAPIError as err:
+        admin.dispose()
+        pytest.skip(f"cannot create a test database on {PG_URL}: {err.orig}")
+    yield make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
+    with admin.connect() as c:
+        c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def each_store(request):
+    """A fresh store on SQLite and, where a server is given, on PostgreSQL: for code that
+    runs SQL of its own (the audit's draw and lease, the catalogue's reads)."""
+    from db.store import Store
+
+    url = "sqlite://" if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    s = Store(url)
+    yield s
+    s.close()

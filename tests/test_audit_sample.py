@@ -17,19 +17,6 @@ from annotate.audit_sample import (
     weighted_rate,
 )
 from annotate.review import decide
-from db.store import Store
-from tests.test_postgres import pg_url  # noqa: F401 (fixture: a database of its own)
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def each_store(request):
-    """The draw, the queue's audit lease and the estimates' reads run as SQL of their own:
-    each on SQLite and, where a server is given, on PostgreSQL."""
-    url = "sqlite://" if request.param == "sqlite" else request.getfixturevalue("pg_url")
-    s = Store(url)
-    yield s
-    s.close()
-
 
 # P(truly YES) per certainty band of the agent's verdict: confident YES verdicts hold ~6%
 # contaminants (ordinary stars called white dwarfs), confident NO verdicts hide a few YES.

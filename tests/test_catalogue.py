@@ -53,11 +53,11 @@ def _csv(path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-def test_catalogue_fits_reads_back_and_agrees_with_the_csv(mem_store, tmp_path):
+def test_catalogue_fits_reads_back_and_agrees_with_the_csv(each_store, tmp_path):
     from astropy.io import fits
 
-    ids = _campaign(mem_store)
-    cat = write_catalogue(mem_store, tmp_path / "cat")
+    ids = _campaign(each_store)
+    cat = write_catalogue(each_store, tmp_path / "cat")
     assert [p.name for p in cat.files] == ["manifest.json", "wd.csv", "wd.fits"]
     rows = _csv(tmp_path / "cat" / "wd.csv")
     with fits.open(tmp_path / "cat" / "wd.fits") as hdul:

@@ -12,7 +12,6 @@ import pytest
 from annotate.review import decide
 from db.store import Filters, Store
 from tests.store_factory import seeded
-from tests.test_postgres import pg_url  # noqa: F401 (fixture: a database of its own)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

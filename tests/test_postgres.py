@@ -4,12 +4,8 @@ Each test runs in a database of its own, created and dropped here."""
 
 from __future__ import annotations
 
-import os
-import uuid
-
 import pytest
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
 from annotate.review import decide
@@ -18,26 +14,6 @@ from tests.concurrency import run_threads
 from tests.store_factory import refs, seeded, traj
 
 pytestmark = pytest.mark.postgres
-
-PG_URL = os.environ.get("LOUPE_TEST_PG_URL")
-
-
-@pytest.fixture
-def pg_url():
-    if not PG_URL:
-        pytest.skip("LOUPE_TEST_PG_URL is not set (no PostgreSQL server; .ci/run starts one)")
-    admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
-    name = f"loupe_store_{uuid.uuid4().hex[:10]}"
-    try:
-        with admin.connect() as c:
-            c.execute(text(f'CREATE DATABASE "{name}"'))
-    except DBAPIError as err:
-        admin.dispose()
-        pytest.skip(f"cannot create a test database on {PG_URL}: {err.orig}")
-    yield make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
-    with admin.connect() as c:
-        c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
 
 
 def test_schema_flow_and_append_only_audit(pg_url):

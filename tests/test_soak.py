@@ -22,7 +22,6 @@ from gradio_client import Client
 from app.main import serve
 from tests.app_support import context
 from tests.concurrency import run_threads
-from tests.test_postgres import pg_url  # noqa: F401 (fixture: a database of its own)
 
 pytestmark = pytest.mark.slow
 
