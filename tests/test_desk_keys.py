@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parent.parent
 def _keys_js_keys() -> set[str]:
     js = (REPO / "app" / "keys.js").read_text(encoding="utf-8")
     keys: set[str] = set()
-    for table in ("KEYS", "DESK", "TOGGLES"):
+    for table in ("KEYS", "DESK", "TOGGLES", "ISSUES"):
         body = re.search(rf"const {table} = \{{(.*?)\}};", js, re.S).group(1)
         keys |= {k.strip('"') for k in re.findall(r'("[^"]+"|\b\w+)\s*:\s*"', body)}
     # keys compared one by one in the handlers
@@ -28,7 +28,7 @@ def _keys_js_keys() -> set[str]:
 def test_the_cheat_sheet_and_readme_list_every_key():
     keys = _keys_js_keys()
     assert {"a", "r", "c", "s", "f", "j", "k", "u", "z", "[", "]", "{", "}", "=", "t", "n", "m",
-            "0", "?"} <= keys  # fmt: skip
+            "0", "?", "R", "C", "S"} <= keys  # fmt: skip
     sheet = set(re.findall(r"<kbd>([^<]+)</kbd>", CHEATSHEET))
     missing = sorted(k for k in keys if k not in sheet and not (k.isdigit() and "1" in sheet))
     assert missing == [], f"keys not in the cheat sheet: {missing}"
