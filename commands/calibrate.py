@@ -1,4 +1,4 @@
-"""`launch.py calibrate`: refit the inspector's calibration on the store's expert labels.
+"""`launch.py calibrate`: refit the inspector, or a model run's confidence, on expert labels.
 
 `launch.py calibrate` refits the rule-based inspector on the store's labels, or, with
 `--run`, the confidence of one model run (hf/vllm/openai) against the experts' decisions."""
