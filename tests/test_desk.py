@@ -216,3 +216,21 @@ def test_typed_redshift_is_checked_and_shown_at_the_controls_resolution(ctx):
     st, view = vet_page.vet_refresh(ctx, ex, st, desk.display_with(st, D))
     assert view.global_fig["data"][-1]["name"] == "template: QSO at z = 0.0000"
     assert desk.chosen_z(st) == (-3e-5, "expert")  # the record keeps the value as set
+
+
+def test_the_header_shows_the_snr_the_agent_measured(ctx):
+    """The header's SNR is the inspector's own measurement (the one its thoughts quote),
+    not the file's SNR keyword, which the demo files set differently."""
+    import re
+
+    from agent.policies.rules.features import measure_all
+
+    ex = app_context.expert_for(ctx, None)
+    st, view = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
+    shown = re.search(r"SNR ([0-9.]+)", view.header_html).group(1)
+    spec = ctx.read.load_spectrum(st["current"])
+    assert shown == f"{measure_all(spec)['snr']:.1f}"
+    traj = ctx.read.trajectory(ctx.read.candidate(st["current"]).trajectory_id)
+    said = re.search(r"at SNR ~([0-9]+)", traj.steps[0].thought)
+    assert said is None or said.group(1) == f"{float(shown):.0f}"
+    assert spec.meta.snr is None or f"{spec.meta.snr:.1f}" != shown  # they did differ

@@ -7,6 +7,7 @@ move (next item, jump, lease) through `annotate.queue`.
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 import time
@@ -15,6 +16,7 @@ from dataclasses import astuple, dataclass
 from typing import Any
 from weakref import WeakKeyDictionary
 
+from agent.measure import spectrum_snr
 from agent.spectrum import Spectrum, SpectrumError
 from agent.trajectory import Step, Trajectory
 from annotate import review
@@ -64,6 +66,10 @@ def _conf_bar(p: float | None) -> str:
         f'<span class="tick" style="left:calc({pct:.1f}% - 2px)"></span></span>'
         f" P(YES) <b>{p:.2f}</b>"
     )
+
+
+def _finite(v: float) -> float | None:
+    return v if math.isfinite(v) else None
 
 
 def _fmt(v: Any, spec: str) -> str:
@@ -174,7 +180,8 @@ def _build_panels(
 ) -> _Panels:
     spec = ctx.read.load_spectrum(info["cid"])
     meta = {
-        "ra": spec.meta.ra, "dec": spec.meta.dec, "snr": spec.meta.snr,
+        # the SNR the inspector measures (and says in its thoughts), not the file's keyword
+        "ra": spec.meta.ra, "dec": spec.meta.dec, "snr": _finite(spectrum_snr(spec)),
         "simulated": spec.meta.simulated, "survey": spec.meta.survey,
     }  # fmt: skip
     markers = (
