@@ -304,6 +304,22 @@ def test_zero_resets_the_zoom(browser, tmp_path_factory, tmp_path):
         assert page.evaluate(rng) == pytest.approx(drawn)
 
 
+# The whole-spectrum panel is normalised and its template trace runs about 1.
+NORMALISED_TEMPLATE = """() => {
+  const gd = document.querySelector('#vet-global .js-plotly-plot');
+  const tr = gd && (gd.data || []).find(t => (t.name || '').startsWith('template:'));
+  if (!tr || !/continuum/.test(gd.layout.yaxis.title.text || '')) return false;
+  let y = tr.y;
+  if (y && y.bdata) {
+    const b = atob(y.bdata), u = new Uint8Array(b.length);
+    for (let i = 0; i < b.length; i++) u[i] = b.charCodeAt(i);
+    y = new Float32Array(u.buffer);
+  }
+  const v = Array.from(y).filter(Number.isFinite).sort((a, b) => a - b);
+  return v.length > 10 && Math.abs(v[v.length >> 1] - 1) < 0.2;
+}"""
+
+
 def _says(page, text: str, timeout: float = 30.0) -> None:
     """Wait until the status message holds `text` (a failure shows what it says instead)."""
     deadline = time.time() + timeout
@@ -336,6 +352,13 @@ def test_issue_flags_and_spectral_type_are_kept_with_the_decision(
                                timeout=10_000)  # fmt: skip
         template = page.input_value(spectype)
         assert template == page.input_value("#desk-template input")
+        # n: the template is normalised with the spectrum, level about 1
+        page.keyboard.press("n")
+        page.wait_for_function(NORMALISED_TEMPLATE, timeout=20_000)
+        # the header's SNR is the one the agent's thoughts quote
+        snr = float(re.search(r"SNR ([0-9.]+)", page.inner_text("#vet-header")).group(1))
+        said = re.search(r"at SNR ~([0-9]+)", page.inner_text("#vet-thoughts"))
+        assert said is None or abs(int(said.group(1)) - snr) <= 0.55, (said, snr)
         assert _current_key(page) == key and _reviews_of(ctx, key) == []  # nothing decided
         _drawn_after(page, "a")
         (r,) = _stored(ctx, key)

@@ -407,8 +407,10 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
 
             return fn
 
+        # always_last: a flag toggled while the last one is saved is sent after it (the
+        # value is the whole set), never dropped as Gradio's default "once" would
         v_issues.input(marking("issues"), [state, v_issues], [state, message],
-                       api_name="issues", **FAST).then(
+                       api_name="issues", trigger_mode="always_last", **FAST).then(
             None, None, None, js="() => window.loupeDone && window.loupeDone()",
             api_name=False)  # fmt: skip
         for ev in (v_spectype.submit, v_spectype.blur):
