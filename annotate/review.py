@@ -204,7 +204,7 @@ def issue_flags(text: str | None) -> str | None:
     bad = sorted(set(raw) - set(ISSUE_FLAGS))
     if bad:
         raise ReviewError(
-            f"issue flags {text!r}: {''.join(bad)!r} is not one of R (bad redshift fit), "
+            f"issue flag {''.join(bad)!r} is not one of R (bad redshift fit), "
             "C (bad spectral type), S (bad spectrum)"
         )
     return "".join(f for f in ISSUE_FLAGS if f in raw) or None
