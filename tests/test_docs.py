@@ -84,3 +84,19 @@ def test_every_commands_help_describes_it_in_one_whole_sentence():
         assert line.endswith(".") and line[0].isupper(), (name, line)
     calibrate = launch.build_parser("calibrate").description
     assert "inspector" in calibrate and "model run" in calibrate
+
+
+def test_the_vi_csv_columns_are_documented_as_written():
+    """docs/vi_csv.md's table and README's list name exactly the columns `export vi` writes,
+    in its order, and the Prospect and Marz fields Loupe fills."""
+    import re
+
+    from annotate.export import vi
+
+    doc = (REPO / "docs" / "vi_csv.md").read_text(encoding="utf-8")
+    assert re.findall(r"^\| `(\w+)` \|", doc, re.M) == list(vi.COLUMNS)
+    for field in (*vi.PROSPECT_FROM, *vi.MARZ_FROM):
+        assert f"`{field}`" in doc, field
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    listed = re.search(r"The VI CSV's columns \(([^)]*)\)", readme).group(1)
+    assert [c.strip() for c in listed.split(",")] == list(vi.COLUMNS)
