@@ -135,6 +135,13 @@ def snr_estimate(arr: Arrays, lo: float | None = None, hi: float | None = None) 
     return der_snr(arr.flux[sel])
 
 
+def spectrum_snr(spectrum: Spectrum) -> float:
+    """The spectrum's SNR as the inspector measures and reports it (its `snr`
+    measurement: `snr_estimate` over every good pixel); the app's header shows this one,
+    not the file's own SNR keyword, so the two never disagree."""
+    return snr_estimate(arrays_of(spectrum))
+
+
 # -- continuum ---------------------------------------------------------------------------
 
 

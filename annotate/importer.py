@@ -18,11 +18,13 @@ whose every row is refused, leaves the store as it was.
     python launch.py import-labels prospect_results.csv --expert ada --db loupe.db
 
 Loupe's own VI CSV (`export vi`, any `--layout`) is read back as the decisions it holds:
-its `action`, `verdict`, `grade`, `redshift` and `redshift_source`, `reason` (a reject's),
+its `action`, `verdict`, `grade`, `redshift` and `redshift_source`, `issues` and
+`spectype`, `reason` (a reject's),
 `reasoning` and `wrong_step` (a correction's), `comment`, `seconds` and `time`, each row
 as the decision of its `expert` (`--expert` then names the expert of rows that name none).
-Prospect's and Marz's names are read as Loupe's (`VI_scanner`, `VI_quality`, `VI_z`,
-`VI_comment`, `TARGETID`; `Name`, `QOP`, `FinZ`, `Comment`, a `#` header line); a row with
+Prospect's and Marz's names are read as Loupe's (`VI_scanner`, `VI_quality`, `VI_issue`,
+`VI_z`, `VI_spectype`, `VI_comment`, `TARGETID`; `Name`, `QOP`, `FinTN`, `FinZ`, `Comment`,
+a `#` header line); a row with
 no YES/NO verdict (a Prospect or Marz file says what the object is, not whether it is the
 task's class) is refused with that reason.
 """
@@ -45,7 +47,8 @@ from db.store import Store, StoreError
 # Column names of Loupe's VI CSV in other layouts (and Loupe's `verdict`), read as these.
 ALIASES = {"verdict": "label", "vi_scanner": "expert", "vi_quality": "grade", "qop": "grade",
            "vi_z": "redshift", "finz": "redshift", "vi_comment": "comment",
-           "targetid": "object_id", "name": "id"}  # fmt: skip
+           "targetid": "object_id", "name": "id", "vi_issue": "issues",
+           "vi_spectype": "spectype", "fintn": "spectype"}  # fmt: skip
 
 
 @dataclass
@@ -156,6 +159,8 @@ def _decision(rec: dict[str, str], label: str | None, verdict: str | None) -> di
         "redshift_source": rec.get("redshift_source") or None,
         "seconds": _number(rec, "seconds"),
         "comment": rec.get("comment") or None,
+        "issues": rec.get("issues") or None,
+        "spectype": rec.get("spectype") or None,
     }
     if extras["redshift"] is not None and not extras["redshift_source"]:
         extras["redshift_source"] = "expert"
@@ -239,7 +244,7 @@ def _import_row(
 
 def _state(r: Any) -> tuple:
     return (r.revision, r.action, r.label, r.comment, r.explanation, r.wrong_step, r.grade,
-            r.redshift, r.redshift_source, r.updated)  # fmt: skip
+            r.redshift, r.redshift_source, r.issues, r.spectype, r.updated)  # fmt: skip
 
 
 def _current(store: Store, candidate_id: int, expert: str):

@@ -285,9 +285,15 @@ class NoLabels(LoupeError):
     """The store holds no labelled decision to learn from."""
 
 
+def inspector_dir(export_dir: str | Path = "exports") -> Path:
+    """Where a fitted inspector's JSON goes: `inspector/` in the export folder, for
+    `launch.py calibrate` and the Dashboard's Calibrate alike."""
+    return Path(export_dir) / "inspector"
+
+
 def calibrate_store(
     store: Any,
-    out: str | Path = "data/inspector",
+    out: str | Path | None = None,
     *,
     min_labels: int = 50,
     folds: int = 5,
@@ -295,7 +301,9 @@ def calibrate_store(
     actor: str = "calibrate",
 ) -> Calibration:
     """Fit the next inspector version from the store's labels; save it to the store (the
-    setting `vet --db` and the app read by default) and as JSON under `out`."""
+    setting `vet --db` and the app read by default) and as JSON under `out` (default
+    `inspector_dir()`)."""
+    out = inspector_dir() if out is None else out
     examples, problems = labelled_from_store(store)
     if not examples:
         raise NoLabels("no labelled decisions in the store to calibrate from")

@@ -14,8 +14,10 @@ Beside the label a review carries what the expert adds: `explanation` is the rea
 model should learn (a correction's, or a reject's one-line reason: what the model should
 have concluded), `comment` a note to other experts that is never trained on, `grade` the
 expert's certainty 1-4 (as Marz's QOP / Prospect's VI quality: 4 certain, 3 probable,
-2 possible, 1 a guess), and `redshift` with `redshift_source` ("agent" when adopted from
-the agent's estimate, "expert" when typed).
+2 possible, 1 a guess), `redshift` with `redshift_source` ("agent" when adopted from
+the agent's estimate, "expert" when typed), Prospect's issue flags `issues` (`ISSUE_FLAGS`:
+R bad redshift fit, C bad spectral type, S bad spectrum; kept as the letters set, "RS") and
+the expert's spectral type `spectype` (the template chosen on the desk, or typed).
 
 One review per expert and candidate. An expert may revise their own review (the earlier
 version is kept in its history) but never another's. Several experts' labels resolve by
@@ -33,7 +35,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from db.models import ACTIONS, DECISIONS, GRADES, LABEL_ACTIONS, LABELS, MAX_TEXT
+from db.models import (
+    ACTIONS,
+    DECISIONS,
+    GRADES,
+    ISSUE_FLAGS,
+    LABEL_ACTIONS,
+    LABELS,
+    MAX_SPECTYPE,
+    MAX_TEXT,
+)
 from db.settings import DEFAULTS
 from db.store import Store, StoreError
 
@@ -41,22 +52,26 @@ __all__ = [
     "ACTIONS",
     "DECISIONS",
     "GRADES",
+    "ISSUE_FLAGS",
     "MAX_TEXT",
     "ReviewError",
     "Undone",
+    "amend",
     "comment",
     "decide",
     "decisions",
     "derive_label",
     "grade",
     "history",
+    "issue_flags",
     "my_decision",
     "revise",
+    "spectral_type",
     "undo",
 ]
 
 KEPT = ("explanation", "wrong_step", "comment", "seconds", "trajectory_id", "grade", "redshift",
-        "redshift_source")  # fmt: skip
+        "redshift_source", "issues", "spectype")  # fmt: skip
 
 
 class ReviewError(StoreError):
@@ -144,13 +159,16 @@ def decide(
     reasoning the model should learn) and name the step that went wrong: a form that still
     holds them from another action does not leak them into this one. `source` marks
     imported reviews. Other `fields`: comment, seconds, trajectory_id, grade, redshift,
-    redshift_source (as `db.models.Review` holds them).
+    redshift_source, issues, spectype (as `db.models.Review` holds them; issue flags in any
+    order or case, see `issue_flags`).
     """
     if action not in DECISIONS:
         raise ReviewError(f"unknown review action {action!r} (expected one of {DECISIONS})")
     reasoned = action in ("correct", "reject")
     _check_text(explanation=explanation if reasoned else None, comment=fields.get("comment"))
     fields.update(
+        issues=issue_flags(fields.get("issues")),
+        spectype=spectral_type(fields.get("spectype")),
         explanation=(explanation or "").strip() or None if reasoned else None,
         wrong_step=wrong_step if reasoned else None,
         comment=fields.get("comment") or None,
@@ -172,6 +190,46 @@ def comment(store: Store, expert: str, review: Any, text: str):
     return store.record_review(
         expert, review.candidate_id, review.action, label=review.label, review_id=review.id,
         kind="edit", **_same(review, comment=text),
+    )  # fmt: skip
+
+
+def issue_flags(text: str | None) -> str | None:
+    """Prospect's issue flags as it writes them: the letters of ISSUE_FLAGS set, in that
+    order ("sr" -> "RS"); None for none.
+
+    >>> issue_flags("sr"), issue_flags(""), issue_flags("C")
+    ('RS', None, 'C')
+    """
+    raw = (text or "").replace(",", "").replace(" ", "").upper()
+    bad = sorted(set(raw) - set(ISSUE_FLAGS))
+    if bad:
+        raise ReviewError(
+            f"issue flag {''.join(bad)!r} is not one of R (bad redshift fit), "
+            "C (bad spectral type), S (bad spectrum)"
+        )
+    return "".join(f for f in ISSUE_FLAGS if f in raw) or None
+
+
+def spectral_type(text: str | None) -> str | None:
+    """The expert's spectral type as kept: trimmed, None when empty, refused when long."""
+    t = (text or "").strip()
+    if len(t) > MAX_SPECTYPE:
+        raise ReviewError(
+            f"the spectral type is {len(t)} characters; the limit is {MAX_SPECTYPE}: shorten it"
+        )
+    return t or None
+
+
+def amend(store: Store, expert: str, review: Any, **changes: Any):
+    """Change issue flags or spectral type on `expert`'s own `review`, keeping the decision:
+    a revision, as a grade is."""
+    if "issues" in changes:
+        changes["issues"] = issue_flags(changes["issues"])
+    if "spectype" in changes:
+        changes["spectype"] = spectral_type(changes["spectype"])
+    return store.record_review(
+        expert, review.candidate_id, review.action, label=review.label, review_id=review.id,
+        kind="edit", **_same(review, **changes),
     )  # fmt: skip
 
 

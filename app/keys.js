@@ -153,6 +153,20 @@
     if (inside(ev, "correct-explanation")) warnReasoning();
   });
 
+  // Shift+R, Shift+C, Shift+S: Prospect's issue flags (bad redshift fit, bad spectral type,
+  // bad spectrum) toggled on the shown candidate. Upper case, as in Prospect: the plain
+  // letters reject, correct and skip.
+  const ISSUES = { R: "R", C: "C", S: "S" };
+  const toggleIssue = (flag) => {
+    // Gradio's checkboxes carry no value: each is found by its label ("R bad redshift fit")
+    const input = [...document.querySelectorAll("#vet-issues label")]
+      .filter((l) => l.textContent.trim().startsWith(`${flag} `))
+      .map((l) => l.querySelector("input"))[0];
+    if (!input) return false;
+    input.click();
+    return true;
+  };
+
   // True when the click sends the grade to the server (a grade already chosen sends nothing).
   const grade = (n) => {
     const input = document.querySelector(`#vet-grade input[value="${n}"]`);
@@ -388,6 +402,16 @@
       if (ev.key === "?") {
         toggleCheat();
         ev.preventDefault();
+        return;
+      }
+      if (onVetPage() && ev.shiftKey && ISSUES[ev.key]) {
+        // a flag decides nothing: it is kept with the decision (or added to it)
+        ev.preventDefault();
+        const send = () => {
+          if (toggleIssue(ISSUES[ev.key])) busyUntil = performance.now() + 5000;
+        };
+        if (busy()) waiting.push(send);
+        else send();
         return;
       }
       const key = ev.key.toLowerCase();

@@ -10,7 +10,14 @@ from typing import Any
 import numpy as np
 
 from agent.spectrum import Spectrum, vacuum_to_air
-from app.traces import GLOBAL_POINTS, Frame, minmax_decimate, to_frame, typed_array
+from app.traces import (
+    GLOBAL_POINTS,
+    Frame,
+    continuum_of,
+    minmax_decimate,
+    to_frame,
+    typed_array,
+)
 
 MARKER_COLOURS = {"line": "#3a86ff", "band": "#7b2cbf", "telluric": "#8d99ae"}
 BAND_SPAN = 90.0  # Angstrom of a band's shading beyond its head
@@ -156,16 +163,25 @@ def thin_labels(
 
 
 def template_trace(
-    spec: Spectrum, template: Any, z: float, frame: Frame, shown_flux: np.ndarray
+    spec: Spectrum,
+    template: Any,
+    z: float,
+    frame: Frame,
+    shown_flux: np.ndarray,
+    normalised: bool = False,
 ) -> dict[str, Any] | None:
     """`template` (agent.templates.Template) at redshift `z` over the spectrum, in the shown
-    frame, scaled by least squares to the flux as drawn. None where they do not overlap."""
+    frame, scaled by least squares to the flux as drawn. `normalised`: the spectrum is drawn
+    over its continuum, so the template is divided by its own, taken the same way
+    (`app.traces.continuum_of` over the part of it drawn). None where they do not overlap."""
     obs = template.at(z)  # observed vacuum Angstrom
     lo, hi = float(spec.vacuum_wavelength()[0]), float(spec.vacuum_wavelength()[-1])
     sel = (obs >= lo) & (obs <= hi) & np.isfinite(template.flux)
     if sel.sum() < 3:
         return None
     tw, tf = obs[sel], template.flux[sel]
+    if normalised:
+        tf = tf / continuum_of(tw, tf, np.ones(tw.size, bool))
     data = np.interp(tw, spec.vacuum_wavelength(), np.where(spec.mask, np.nan, shown_flux))
     ok = np.isfinite(data)
     if ok.sum() < 3 or not np.any(tf[ok]):

@@ -122,7 +122,7 @@ def global_figure(
     if yl:
         layout["yaxis"]["range"] = yl
     if template is not None:
-        tr = template_trace(spec, template, template_z, frame, spec.flux)
+        tr = template_trace(spec, template, template_z, frame, spec.flux, normalised)
         if tr is not None:
             traces.append(tr)
             layout["showlegend"] = True

@@ -219,14 +219,21 @@ def continuum(spec: Spectrum, bin_width: float = CONTINUUM_BIN) -> np.ndarray:
     good pixels after clipping those 2.5 sigma off it (absorption cores, emission peaks),
     interpolated linearly between bin centres. Not a fit: it flattens the shape so lines
     and bands read as depths."""
-    w = spec.wavelength
-    good = ~spec.mask & np.isfinite(spec.flux)
+    return continuum_of(spec.wavelength, spec.flux, ~spec.mask, bin_width)
+
+
+def continuum_of(
+    w: np.ndarray, flux: np.ndarray, good: np.ndarray, bin_width: float = CONTINUUM_BIN
+) -> np.ndarray:
+    """`continuum` of any sampled flux (a template's too, so it is normalised as the
+    spectrum is): wavelengths `w` ascending, `good` the pixels to use."""
+    good = good & np.isfinite(flux)
     n_bins = max(1, int(np.ceil((w[-1] - w[0]) / bin_width)))
     edges = np.linspace(w[0], w[-1], n_bins + 1)
     centres, levels = [], []
     for a, b in zip(edges[:-1], edges[1:]):
         sel = good & (w >= a) & (w <= b)
-        f = spec.flux[sel]
+        f = flux[sel]
         if f.size < 5:
             continue
         keep = np.ones(f.size, bool)

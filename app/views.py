@@ -64,6 +64,8 @@ class VetView:
     zoom_fig: dict[str, Any] | None = None
     thoughts_html: str = ""
     grade: int | None = None  # this expert's grade (1-4), saved or waiting for a decision
+    issues: str | None = None  # Prospect's issue flags ("RS"), saved or waiting, as the grade
+    spectype: str | None = None  # the expert's spectral type, saved or waiting
     jump_tasks: list[str] = field(default_factory=list)  # an ambiguous jump: choose a task
     # The redshift control's reading for this candidate (app.pages.desk.redshift_info).
     redshift: dict[str, Any] | None = None
@@ -105,9 +107,10 @@ class ExportView:
 
 def new_state() -> dict[str, Any]:
     """Per-session state: the candidate shown (store id and key), when it was shown, the
-    session's history for k/j, and a comment and a grade waiting for the next action."""
+    session's history for k/j, and a comment, a grade, issue flags and a spectral type
+    waiting for the next action."""
     return {"current": None, "key": None, "shown_at": None, "history": [], "pos": -1,
-            "comment": None, "grade": None}  # fmt: skip
+            "comment": None, "grade": None, "issues": None, "spectype": None}  # fmt: skip
 
 
 def current_id(state: dict[str, Any]) -> str:

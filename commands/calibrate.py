@@ -1,4 +1,4 @@
-"""`launch.py calibrate`: refit the inspector's calibration on the store's expert labels.
+"""`launch.py calibrate`: refit the inspector, or a model run's confidence, on expert labels.
 
 `launch.py calibrate` refits the rule-based inspector on the store's labels, or, with
 `--run`, the confidence of one model run (hf/vllm/openai) against the experts' decisions."""
@@ -8,14 +8,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from annotate.inspector_fit import NoLabels, calibrate_store, cv_table
+from annotate.inspector_fit import NoLabels, calibrate_store, cv_table, inspector_dir
 from annotate.run_calibration import CalibrationError, calibrate_run
 from annotate.run_calibration import cv_table as run_cv_table
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", default=None, help="Store (file or SQLAlchemy URL).")
-    parser.add_argument("--out", default="data/inspector", help="Folder for the model JSON.")
+    parser.add_argument(
+        "--out", default=str(inspector_dir()), help="Folder for the model JSON (the app's too)."
+    )
     parser.add_argument(
         "--min-labels", type=int, default=50, help="Labels per task before a combiner is tried."
     )

@@ -237,18 +237,37 @@ def main(args: argparse.Namespace) -> int:
     bar = Bar(disable=args.no_progress)
     try:
         if args.db:
-            stats, refused = _into_store(args, opts, candidates if not from_store else None, bar)
+            stats, refused, total = _into_store(
+                args, opts, candidates if not from_store else None, bar
+            )
         else:
-            stats, refused = _into_jsonl(args.out, opts, candidates, bar), 0
+            stats, refused, total = _into_jsonl(args.out, opts, candidates, bar), 0, None
     except LoupeError as exc:  # a bad inspector model, Ray, an --out another run holds
         print(f"vet: {exc}", file=sys.stderr)
         return 2
     if stats is None:
         return 2
     print(summary(stats))
+    if stats.n == 0:
+        print(nothing_vetted(stats, args.db or args.out, opts, total))
     if problems:
         print(f"vet: {len(problems)} input line(s) skipped (listed above)", file=sys.stderr)
     return 1 if problems or refused or stats.states["error"] else 0
+
+
+def nothing_vetted(stats: Any, where: str, opts: VetOptions, store_total: int | None) -> str:
+    """Why a run vetted nothing, with the counts (`store_total`: the store's candidates, when
+    the run took its candidates from the store)."""
+    setup = f"policy {opts.policy}" + (f", model {opts.model}" if opts.model else "")
+    again = "another --policy, --model or setting starts a new run that vets them again"
+    if store_total is not None:
+        which = f" for task {opts.task}" if opts.task else ""
+        return (f"nothing to vet: all {store_total} candidates{which} in the store already have a "
+                f"finished trajectory from a run like this one ({setup}); {again}")  # fmt: skip
+    if stats.candidates and stats.skipped == stats.candidates:
+        return (f"nothing to vet: all {stats.candidates} candidates given are already "
+                f"recorded in {where} by a run like this one ({setup}); {again}")  # fmt: skip
+    return f"nothing to vet: the input gave no candidates ({stats.candidates} read)"
 
 
 def _into_jsonl(out: str, opts: VetOptions, candidates: list, bar: Bar):
@@ -263,7 +282,8 @@ def _into_jsonl(out: str, opts: VetOptions, candidates: list, bar: Bar):
 
 
 def _into_store(args, opts: VetOptions, candidates: list | None, bar: Bar):
-    """(stats, candidates refused) of the run into the store; stats None when there is
+    """(stats, candidates refused, the store's candidates when it supplied them) of the run
+    into the store; stats None when there is
     nothing to vet (said on stderr). Candidates from files are ingested first, so an id the
     store gives to another spectrum is refused as `ingest` refuses it."""
     from annotate.ingest import ingest_refs
@@ -274,14 +294,15 @@ def _into_store(args, opts: VetOptions, candidates: list | None, bar: Bar):
     store = Store(args.db, create=False)
     try:
         refused = 0
-        if candidates is None and store.count_candidates(Filters(task=opts.task)) == 0:
+        total = None if candidates is not None else store.count_candidates(Filters(task=opts.task))
+        if total == 0:
             which = f" for task {opts.task}" if opts.task else ""
             print(
                 f"vet: the store {args.db} has no candidates{which}: ingest some first "
                 "(launch.py ingest) or give --catalog CSV / --input PATH",
                 file=sys.stderr,
             )
-            return None, 0
+            return None, 0, None
         if candidates is not None:
             # Spectra are read when vetted; here they are only checked and added.
             _, problems, candidates = ingest_refs(store, candidates, read=False, actor="vet")
@@ -290,6 +311,6 @@ def _into_store(args, opts: VetOptions, candidates: list | None, bar: Bar):
             store, candidates, policy=opts.policy, renderer=opts.renderer, options=opts,
             progress=bar,
         )  # fmt: skip
-        return stats, refused
+        return stats, refused, total
     finally:
         store.close()

@@ -39,6 +39,10 @@ AUTHORED_STATUSES = ("draft", "submitted", "approved", "rejected")
 LABELS = ("YES", "NO")
 GRADES = (1, 2, 3, 4)  # quality of the decision: 4 certain, 3 probable, 2 possible, 1 a guess
 REDSHIFT_SOURCES = ("agent", "expert")  # adopted the agent's estimate / typed by the expert
+# Prospect's VI issue flags, in the order it writes them: R bad redshift fit, C bad spectral
+# type, S bad spectrum. A review keeps the letters set, concatenated ("RS").
+ISSUE_FLAGS = "RCS"
+MAX_SPECTYPE = 64  # the expert's spectral type (a template's name, or typed)
 # Longest explanation or comment, in characters: enough for a paragraph of reasoning.
 MAX_TEXT = 2000
 
@@ -215,6 +219,8 @@ class Review(Base):
     grade: Mapped[int | None] = mapped_column(Integer)  # GRADES
     redshift: Mapped[float | None] = mapped_column(Float)
     redshift_source: Mapped[str | None] = mapped_column(String(16))  # REDSHIFT_SOURCES
+    issues: Mapped[str | None] = mapped_column(String(8))  # ISSUE_FLAGS set, e.g. "RS"
+    spectype: Mapped[str | None] = mapped_column(String(MAX_SPECTYPE))
     source: Mapped[str] = mapped_column(String(16), default="app")  # app / import
     revision: Mapped[int] = mapped_column(Integer, default=1)
     created: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
@@ -239,6 +245,8 @@ class ReviewRevision(Base):
     grade: Mapped[int | None] = mapped_column(Integer)  # GRADES
     redshift: Mapped[float | None] = mapped_column(Float)
     redshift_source: Mapped[str | None] = mapped_column(String(16))  # REDSHIFT_SOURCES
+    issues: Mapped[str | None] = mapped_column(String(8))  # ISSUE_FLAGS set, e.g. "RS"
+    spectype: Mapped[str | None] = mapped_column(String(MAX_SPECTYPE))
     recorded: Mapped[dt.datetime] = mapped_column(DateTime)  # when that version was written
     superseded: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 

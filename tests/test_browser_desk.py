@@ -302,3 +302,76 @@ def test_zero_resets_the_zoom(browser, tmp_path_factory, tmp_path):
         page.wait_for_function(f"d => Math.abs(({rng})()[0] - d[0]) < 1e-6", arg=drawn,
                                timeout=10_000)  # fmt: skip
         assert page.evaluate(rng) == pytest.approx(drawn)
+
+
+# The whole-spectrum panel is normalised and its template trace runs about 1.
+NORMALISED_TEMPLATE = """() => {
+  const gd = document.querySelector('#vet-global .js-plotly-plot');
+  const tr = gd && (gd.data || []).find(t => (t.name || '').startsWith('template:'));
+  if (!tr || !/continuum/.test(gd.layout.yaxis.title.text || '')) return false;
+  let y = tr.y;
+  if (y && y.bdata) {
+    const b = atob(y.bdata), u = new Uint8Array(b.length);
+    for (let i = 0; i < b.length; i++) u[i] = b.charCodeAt(i);
+    y = new Float32Array(u.buffer);
+  }
+  const v = Array.from(y).filter(Number.isFinite).sort((a, b) => a - b);
+  return v.length > 10 && Math.abs(v[v.length >> 1] - 1) < 0.2;
+}"""
+
+
+def _says(page, text: str, timeout: float = 30.0) -> None:
+    """Wait until the status message holds `text` (a failure shows what it says instead)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and text not in page.inner_text(MESSAGE):
+        page.wait_for_timeout(100)
+    assert text in page.inner_text(MESSAGE), page.inner_text(MESSAGE)
+
+
+def test_issue_flags_and_spectral_type_are_kept_with_the_decision(
+    browser, tmp_path_factory, tmp_path
+):
+    """Shift+R and Shift+S set Prospect's issue flags (and decide nothing: no reject, no
+    skip), `t` makes the template the spectral type, `a` stores them with the accept; back on
+    it with `k` they are shown, Shift+C adds C to the decision and a typed type replaces the
+    template's."""
+    checked = (
+        "() => [...document.querySelectorAll('#vet-issues label')].filter(l => "
+        "l.querySelector('input').checked).map(l => l.textContent.trim()[0])"
+    )
+    spectype = "#vet-spectype textarea, #vet-spectype input"
+    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+        key = _current_key(page)
+        page.keyboard.press("Shift+R")
+        page.keyboard.press("Shift+S")
+        _says(page, "Issue flags RS")
+        assert sorted(page.evaluate(checked)) == ["R", "S"]
+        assert page.is_hidden("#reject-reason-row input, #reject-reason-row textarea")
+        page.keyboard.press("t")
+        page.wait_for_function(f"() => document.querySelector('{spectype}').value !== ''",
+                               timeout=10_000)  # fmt: skip
+        template = page.input_value(spectype)
+        assert template == page.input_value("#desk-template input")
+        # n: the template is normalised with the spectrum, level about 1
+        page.keyboard.press("n")
+        page.wait_for_function(NORMALISED_TEMPLATE, timeout=20_000)
+        # the header's SNR is the one the agent's thoughts quote
+        snr = float(re.search(r"SNR ([0-9.]+)", page.inner_text("#vet-header")).group(1))
+        said = re.search(r"at SNR ~([0-9]+)", page.inner_text("#vet-thoughts"))
+        assert said is None or abs(int(said.group(1)) - snr) <= 0.55, (said, snr)
+        assert _current_key(page) == key and _reviews_of(ctx, key) == []  # nothing decided
+        _drawn_after(page, "a")
+        (r,) = _stored(ctx, key)
+        assert (r.action, r.issues, r.spectype) == ("accept", "RS", template)
+        _settle(page)
+        assert page.evaluate(checked) == [] and page.input_value(spectype) == ""  # the next one
+        _drawn_after(page, "k")
+        page.wait_for_function(f"() => ({checked})().length === 2", timeout=10_000)
+        assert page.input_value(spectype) == template
+        page.keyboard.press("Shift+C")
+        _says(page, "Issue flags RCS on")
+        page.fill(spectype, "QSO")
+        page.press(spectype, "Enter")
+        _says(page, "Spectral type QSO on")
+        (r,) = _reviews_of(ctx, key)
+        assert (r.action, r.issues, r.spectype, r.revision) == ("accept", "RCS", "QSO", 3)

@@ -219,3 +219,17 @@ def test_vet_db_refuses_an_unreadable_model_by_name(team, tmp_path, capsys):
     assert f"vet: {missing}: cannot read the inspector model" in capsys.readouterr().err
     ctx.store = type(ctx.store)(url)
     assert len(ctx.store.runs()) == n_runs  # nothing started
+
+
+def test_the_command_line_and_the_dashboard_write_the_inspector_to_one_folder():
+    """`launch.py calibrate` wrote to data/inspector while the Dashboard wrote to
+    exports/inspector: both default to `inspector_dir` of the export folder."""
+    from pathlib import Path
+
+    import launch
+    from annotate.inspector_fit import inspector_dir
+
+    cli = Path(launch.build_parser("calibrate").parse_args([]).out)
+    served = launch.build_parser("serve").parse_args([]).export_dir
+    assert cli == inspector_dir(served) == inspector_dir(app_context.Context(None).export_dir)
+    assert cli == Path("exports") / "inspector"

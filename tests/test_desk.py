@@ -216,3 +216,49 @@ def test_typed_redshift_is_checked_and_shown_at_the_controls_resolution(ctx):
     st, view = vet_page.vet_refresh(ctx, ex, st, desk.display_with(st, D))
     assert view.global_fig["data"][-1]["name"] == "template: QSO at z = 0.0000"
     assert desk.chosen_z(st) == (-3e-5, "expert")  # the record keeps the value as set
+
+
+def test_the_header_shows_the_snr_the_agent_measured(ctx):
+    """The header's SNR is the inspector's own measurement (the one its thoughts quote),
+    not the file's SNR keyword, which the demo files set differently."""
+    import re
+
+    from agent.policies.rules.features import measure_all
+
+    ex = app_context.expert_for(ctx, None)
+    st, view = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
+    shown = re.search(r"SNR ([0-9.]+)", view.header_html).group(1)
+    spec = ctx.read.load_spectrum(st["current"])
+    assert shown == f"{measure_all(spec)['snr']:.1f}"
+    traj = ctx.read.trajectory(ctx.read.candidate(st["current"]).trajectory_id)
+    said = re.search(r"at SNR ~([0-9]+)", traj.steps[0].thought)
+    assert said is None or said.group(1) == f"{float(shown):.0f}"
+    assert spec.meta.snr is None or f"{spec.meta.snr:.1f}" != shown  # they did differ
+
+
+def test_issue_flags_and_spectral_type_wait_for_the_decision_or_amend_it(ctx):
+    import html
+
+    from app.pages import desk
+
+    ex = app_context.expert_for(ctx, None)
+    st, view = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
+    cid = st["current"]
+    st, msg = desk.set_mark(ctx, ex, st, "issues", ["S", "R"])
+    assert "Issue flags **RS**: saved with your decision" in msg
+    st, msg = desk.set_mark(ctx, ex, st, "issues", ["X"])
+    msg = html.unescape(msg)
+    assert "not kept" in msg and "'X' is not one of R" in msg and st["issues"] == "RS"
+    st, _ = desk.set_mark(ctx, ex, st, "spectype", "M giant")
+    st, view = vet_page.vet_refresh(ctx, ex, st, D)
+    assert (view.issues, view.spectype) == ("RS", "M giant")  # shown while they wait
+    st, view = vet_page.vet_act(ctx, ex, st, "accept", F, D)
+    (r,) = ctx.store.reviews(candidate_id=cid)
+    assert (r.issues, r.spectype) == ("RS", "M giant")
+    assert (view.issues, view.spectype) == (None, None)  # the next candidate starts clean
+    st, view = vet_page.vet_prev(ctx, ex, st, F, D)
+    assert (view.issues, view.spectype) == ("RS", "M giant")
+    st, msg = desk.set_mark(ctx, ex, st, "issues", [])
+    assert "Issue flags cleared on" in msg
+    (r,) = ctx.store.reviews(candidate_id=cid)
+    assert (r.action, r.issues, r.spectype, r.revision) == ("accept", None, "M giant", 2)

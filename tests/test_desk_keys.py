@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parent.parent
 def _keys_js_keys() -> set[str]:
     js = (REPO / "app" / "keys.js").read_text(encoding="utf-8")
     keys: set[str] = set()
-    for table in ("KEYS", "DESK", "TOGGLES"):
+    for table in ("KEYS", "DESK", "TOGGLES", "ISSUES"):
         body = re.search(rf"const {table} = \{{(.*?)\}};", js, re.S).group(1)
         keys |= {k.strip('"') for k in re.findall(r'("[^"]+"|\b\w+)\s*:\s*"', body)}
     # keys compared one by one in the handlers
@@ -28,7 +28,7 @@ def _keys_js_keys() -> set[str]:
 def test_the_cheat_sheet_and_readme_list_every_key():
     keys = _keys_js_keys()
     assert {"a", "r", "c", "s", "f", "j", "k", "u", "z", "[", "]", "{", "}", "=", "t", "n", "m",
-            "0", "?"} <= keys  # fmt: skip
+            "0", "?", "R", "C", "S"} <= keys  # fmt: skip
     sheet = set(re.findall(r"<kbd>([^<]+)</kbd>", CHEATSHEET))
     missing = sorted(k for k in keys if k not in sheet and not (k.isdigit() and "1" in sheet))
     assert missing == [], f"keys not in the cheat sheet: {missing}"
@@ -88,3 +88,31 @@ def test_fleiss_kappa_of_a_single_item_is_not_a_number():
 
     assert math.isnan(fleiss_kappa([["YES", "NO"]]))  # shown as n/a, not -1
     assert fleiss_kappa([["YES", "NO"], ["NO", "YES"]]) == -1.0
+
+
+def test_the_normalised_view_normalises_the_template_too():
+    """`n` draws the spectrum over its continuum: the template beside it is divided by its
+    own continuum, taken the same way, so it runs level about 1 (it was drawn as a slope)."""
+    import numpy as np
+
+    from agent.spectrum import Spectrum
+    from agent.templates import builtin_templates
+    from app import plots
+    from app.traces import decode
+
+    w = np.linspace(3800.0, 9000.0, 3000)
+    for name in ("DA white dwarf", "M giant", "QSO"):
+        t = next(t for t in builtin_templates() if t.name == name)
+        flux = np.interp(w, t.wavelength, t.flux) * (1.0 + w / 5000.0)  # tilted, as observed
+        spec = Spectrum(w, flux, np.ones_like(w))
+        for normalised in (False, True):
+            fig = plots.global_figure(spec, normalised=normalised, template=t, template_z=0.0)
+            tr = fig["data"][-1]
+            assert tr["name"].startswith(f"template: {name}")
+            x, y = decode(tr["x"]).astype(float), decode(tr["y"]).astype(float)
+            slope = np.polyfit((x - x.mean()) / np.ptp(x), y, 1)[0]  # change over the range
+            if normalised:
+                assert abs(np.median(y) - 1.0) < 0.1, (name, np.median(y))
+                assert abs(slope) < 0.15, (name, slope)
+            elif name == "DA white dwarf":
+                assert abs(slope) > 0.5 * np.median(y)  # the raw template slopes

@@ -68,3 +68,35 @@ def test_makefile_and_ci_run_the_readme_test_command():
     assert "make run" in readme and "make test" in readme
     ci = (REPO / ".ci" / "run").read_text()
     assert re.search(r"^make test$", ci, re.M), ".ci/run must call the README's test command"
+
+
+def test_every_commands_help_describes_it_in_one_whole_sentence():
+    """--help opens with the command's module docstring's first line: a whole sentence,
+    never one cut at the line's end (`calibrate` read "... on the store's expert labels"
+    and left out what --run calibrates)."""
+    import importlib
+
+    import launch
+
+    for name, (module, help_text) in launch.COMMANDS.items():
+        doc = importlib.import_module(module).__doc__ or help_text
+        line = launch.describe(doc)
+        assert line.endswith(".") and line[0].isupper(), (name, line)
+    calibrate = launch.build_parser("calibrate").description
+    assert "inspector" in calibrate and "model run" in calibrate
+
+
+def test_the_vi_csv_columns_are_documented_as_written():
+    """docs/vi_csv.md's table and README's list name exactly the columns `export vi` writes,
+    in its order, and the Prospect and Marz fields Loupe fills."""
+    import re
+
+    from annotate.export import vi
+
+    doc = (REPO / "docs" / "vi_csv.md").read_text(encoding="utf-8")
+    assert re.findall(r"^\| `(\w+)` \|", doc, re.M) == list(vi.COLUMNS)
+    for field in (*vi.PROSPECT_FROM, *vi.MARZ_FROM):
+        assert f"`{field}`" in doc, field
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    listed = re.search(r"The VI CSV's columns \(([^)]*)\)", readme).group(1)
+    assert [c.strip() for c in listed.split(",")] == list(vi.COLUMNS)

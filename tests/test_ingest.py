@@ -134,7 +134,9 @@ def test_vet_cli_into_the_store_records_params_and_resumes(folder, tmp_path, cap
     finally:
         store.close()
     assert launch.main(argv) == 0  # resumed: nothing left to vet
-    assert "vetted 0 candidates" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "vetted 0 candidates" in out
+    assert f"nothing to vet: all 1 candidates given are already recorded in {url}" in out
     argv[argv.index("--max-turns") + 1] = "4"  # another set-up is another run
     assert launch.main(argv) == 0
     assert "vetted 1 candidates" in capsys.readouterr().out

@@ -239,3 +239,27 @@ def test_queue_passes_over_excluded_items(store):
     assert store.next_item("ada", exclude=[a]) == b
     assert store.next_item("ada", exclude=[a, b]) is None
     assert store.reviews() == []  # moving records nothing
+
+
+def test_issue_flags_and_spectral_type_are_kept_in_revisions_and_undo(store):
+    """Prospect's flags are kept as it writes them ("sr" -> "RS"); an amend is a revision
+    that keeps the decision; undo brings back the earlier flags and type; a flag Prospect
+    does not have is refused."""
+    [a] = seeded(store, [0.8])
+    r = rv.decide(store, "ada", a, "accept", issues="sr", spectype=" M giant ")
+    assert (r.issues, r.spectype) == ("RS", "M giant")
+    r2 = rv.amend(store, "ada", store.review(r.id), issues="RCS", spectype="QSO")
+    assert (r2.action, r2.label, r2.issues, r2.spectype, r2.revision) == (
+        "accept", "YES", "RCS", "QSO", 2,
+    )  # fmt: skip
+    (old,) = store.review_history(r.id)
+    assert (old.issues, old.spectype) == ("RS", "M giant")
+    rv.decide(store, "ada", a, "reject", explanation="a sky line")
+    now = rv.undo(store, "ada").now
+    assert (now.action, now.issues, now.spectype) == ("accept", "RCS", "QSO")
+    with pytest.raises(StoreError, match="'X' is not one of R"):
+        rv.decide(store, "ada", a, "accept", issues="RX")
+    with pytest.raises(StoreError, match="issues must be letters"):
+        store.record_review("ada", a, "accept", label="YES", issues="RR")
+    with pytest.raises(StoreError, match="spectral type is 65 characters"):
+        rv.amend(store, "ada", now, spectype="x" * 65)

@@ -43,9 +43,10 @@ def _decisions(store) -> list[int]:
     picked = [c for c in cands if len(by_task[c.key]) == 1][:5]
     a, r, c, s, f = (x.id for x in picked)
     review.decide(store, "local", a, "accept", grade=3, redshift=1.27, redshift_source="expert",
-                  comment="clean", seconds=4.2)  # fmt: skip
+                  comment="clean", seconds=4.2, spectype="QSO")  # fmt: skip
     review.decide(store, "local", r, "reject", explanation="TiO bands, no CN, so NO",
-                  grade=2, comment="see also, the red end", seconds=7.0)  # fmt: skip
+                  grade=2, comment="see also, the red end", seconds=7.0, issues="sr",
+                  spectype="M giant")  # fmt: skip
     review.decide(store, "local", c, "correct", label="YES", wrong_step=0,
                   explanation="I see C2 Swan bands at 5165 Å, so YES",
                   comment="check 4737", redshift=0.0012, redshift_source="agent")  # fmt: skip
@@ -63,7 +64,7 @@ def _as_decided(store) -> dict[tuple[str, str], tuple]:
             r.action, r.label, r.grade, None if r.redshift is None else round(r.redshift, 5),
             r.redshift_source, r.explanation, r.wrong_step, r.comment, names[r.expert_id],
             None if r.seconds is None else round(r.seconds, 1),
-            r.updated.replace(microsecond=0),
+            r.updated.replace(microsecond=0), r.issues, r.spectype,
         )  # fmt: skip
     return out
 
@@ -116,6 +117,9 @@ def test_prospect_layout_writes_its_16_fields_in_order(ctx, tmp_path):
     assert by["accept"]["VI_quality"] == "3" and by["accept"]["VI_z"] == "1.27000"
     assert by["skip"]["VI_quality"] == "-1"  # Prospect's "not given"
     assert by["accept"]["VI_scanner"] == "local" and by["accept"]["VI_comment"] == "clean"
+    # Prospect's issue letters concatenated in its order, and the expert's spectral type
+    assert (by["reject"]["VI_issue"], by["reject"]["VI_spectype"]) == ("RS", "M giant")
+    assert (by["accept"]["VI_issue"], by["accept"]["VI_spectype"]) == ("", "QSO")
     for r in by.values():
         assert int(r["TARGETID"]) == -1 or r["TARGETID"] == r["object_id"]
         assert float(r["Redrock_z"]) >= -1  # the file's own pipeline z
@@ -148,6 +152,7 @@ def test_marz_layout_is_read_as_marz_reads_it(ctx, tmp_path):
     ]
     first = dict(zip(headers, lines[n + 1].split(",")))  # Marz splits on every comma
     assert first["QOP"] == "3" and first["FinZ"] == "1.27000" and first["Comment"] == "clean"
+    assert first["FinTN"] == "QSO"  # the expert's type, as Marz's final template name
 
 
 def test_prospects_own_vi_file_is_read(ctx, tmp_path):
@@ -162,14 +167,14 @@ def test_prospects_own_vi_file_is_read(ctx, tmp_path):
         names, rows = _read_rows(fh)
     assert {"object_id", "expert", "grade", "redshift", "comment"} <= set(names)
     (line1, a), (line2, b) = rows
-    assert (line1, a["object_id"], a["expert"], a["grade"], a["vi_issue"]) == (
+    assert (line1, a["object_id"], a["expert"], a["grade"], a["issues"]) == (
         2,
         "123456789",
         "Desi Arnaz",
         "1",
         "R",
     )
-    assert (a["redshift"], a["vi_spectype"]) == ("0.23", "QSO")
+    assert (a["redshift"], a["spectype"]) == ("0.23", "QSO")
     assert a["comment"] == "This is a comment containing a , comma."
     assert (line2, b["grade"], b["comment"]) == (3, "4", "This looks nice")
     report = import_labels(ctx.store, path, "local")
@@ -179,23 +184,23 @@ def test_prospects_own_vi_file_is_read(ctx, tmp_path):
 
 
 def test_a_vi_row_with_a_verdict_and_prospect_fields_is_imported(ctx, tmp_path):
-    c = next(c for c in ctx.store.list_candidates(limit=40, order="id") if c.verdict)
+    c, d = [c for c in ctx.store.list_candidates(limit=40, order="id") if c.verdict][:2]
     path = tmp_path / "vi.csv"
     path.write_text(
-        "TARGETID,task,VI_scanner,VI_quality,VI_z,VI_comment,verdict\n"
-        f'{c.key},{c.task},local,4,0.5,"a comment, with a comma",{c.verdict}\n',
+        "TARGETID,task,VI_scanner,VI_quality,VI_issue,VI_z,VI_spectype,VI_comment,verdict\n"
+        f'{c.key},{c.task},local,4,SR,0.5,QSO,"a comment, with a comma",{c.verdict}\n'
+        f"{d.key},{d.task},local,4,X,0.5,QSO,,{d.verdict}\n",
         encoding="utf-8",
     )
     report = import_labels(ctx.store, path, None)
-    assert (report.recorded, report.errors) == (1, [])
+    assert report.recorded == 1
+    ((line, why),) = report.errors  # an issue flag Prospect does not have: refused, named
+    assert line == 3 and "'X' is not one of R" in why, why
     (r,) = ctx.store.reviews(candidate_id=c.id)
-    assert (r.action, r.grade, r.redshift, r.redshift_source, r.comment) == (
-        "accept",
-        4,
-        0.5,
-        "expert",
-        "a comment, with a comma",
-    )
+    assert (r.action, r.grade, r.redshift, r.redshift_source, r.comment, r.issues,
+            r.spectype) == ("accept", 4, 0.5, "expert", "a comment, with a comma", "RS",
+                            "QSO")  # fmt: skip
+    assert ctx.store.reviews(candidate_id=d.id) == []
 
 
 def test_import_keeps_the_time_of_the_decision(ctx, tmp_path):

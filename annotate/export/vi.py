@@ -27,7 +27,7 @@ from db.store import Store, StoreError
 
 COLUMNS: tuple[str, ...] = (
     "id", "task", "campaign", "survey", "object_id", "action", "verdict", "grade", "redshift",
-    "redshift_source", "reason", "reasoning", "wrong_step", "comment", "expert", "seconds",
+    "redshift_source", "issues", "spectype", "reason", "reasoning", "wrong_step", "comment", "expert", "seconds",
     "time",
 )  # fmt: skip
 # prospect.utilities.vi_file_fields, in its order; VI_quality runs 0-4 (0: nothing there)
@@ -42,9 +42,10 @@ MARZ_FIELDS: tuple[str, ...] = (
     "FinTID", "FinTN", "FinZ", "QOP", "Comment",
 )  # fmt: skip
 # The Loupe column each of their fields carries (the others come from the spectrum file).
-PROSPECT_FROM = {"VI_scanner": "expert", "VI_quality": "grade", "VI_z": "redshift",
-                 "VI_comment": "comment"}  # fmt: skip
-MARZ_FROM = {"Name": "id", "FinZ": "redshift", "QOP": "grade", "Comment": "comment"}
+PROSPECT_FROM = {"VI_scanner": "expert", "VI_quality": "grade", "VI_issue": "issues",
+                 "VI_z": "redshift", "VI_spectype": "spectype", "VI_comment": "comment"}  # fmt: skip
+MARZ_FROM = {"Name": "id", "FinTN": "spectype", "FinZ": "redshift", "QOP": "grade",
+             "Comment": "comment"}  # fmt: skip
 LAYOUTS: tuple[str, ...] = ("loupe", "prospect", "marz")
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
@@ -86,6 +87,8 @@ def vi_rows(
             "grade": "" if r.grade is None else int(r.grade),
             "redshift": "" if z is None else f"{float(z):.5f}",
             "redshift_source": r.redshift_source or "",
+            "issues": r.issues or "",  # Prospect's flags as it writes them, e.g. "RS"
+            "spectype": r.spectype or "",
             # the explanation is a reject's reason or a correction's reasoning
             "reason": (r.explanation or "") if r.action == "reject" else "",
             "reasoning": (r.explanation or "") if r.action == "correct" else "",
@@ -128,7 +131,8 @@ def prospect_row(row: dict[str, Any], pipe: dict[str, Any]) -> list[Any]:
         pipe.get("SPECPROD", "-1"), pipe.get("RRVER", "-1"), pipe.get("TEMNAM", "-1"),
         pipe.get("class", ""), "-1" if not pipe else f"{float(z or 0.0):.4f}",
         pipe.get("DELTACHI2", "-1"), row["expert"],
-        -1 if row["grade"] == "" else row["grade"], "", row["redshift"], "", row["comment"],
+        -1 if row["grade"] == "" else row["grade"], row["issues"], row["redshift"],
+        row["spectype"], row["comment"],
     ]  # fmt: skip
 
 
@@ -137,7 +141,7 @@ def marz_row(n: int, row: dict[str, Any], pipe: dict[str, Any]) -> list[Any]:
     z = pipe.get("z")
     return [
         n, row["id"], "", "", "", pipe.get("class", ""), "", "",
-        "" if not pipe else f"{float(z or 0.0):.5f}", "", "0", "", row["redshift"],
+        "" if not pipe else f"{float(z or 0.0):.5f}", "", "0", row["spectype"], row["redshift"],
         0 if row["grade"] == "" else row["grade"], row["comment"],
     ]  # fmt: skip
 

@@ -314,7 +314,7 @@ def calibrate_now(
 ) -> tuple[str, dict[str, Any]]:
     """Admins only: fit the next inspector version from the store's labels (`launch.py
     calibrate`); a message and the cross-validated before/after per task."""
-    from annotate.inspector_fit import CV_HEADERS, calibrate_store, cv_rows
+    from annotate.inspector_fit import CV_HEADERS, calibrate_store, cv_rows, inspector_dir
 
     empty = {"headers": CV_HEADERS, "data": []}
     try:
@@ -322,7 +322,7 @@ def calibrate_now(
     except AccessError as e:
         return f"Refused: {escape(e)}", empty
     try:
-        done = calibrate_store(ctx.store, out or Path(ctx.export_dir) / "inspector",
+        done = calibrate_store(ctx.store, out or inspector_dir(ctx.export_dir),
                                actor=ex.name)  # fmt: skip
     except Exception as exc:
         return refusal("Calibration failed", exc), empty

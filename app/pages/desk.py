@@ -4,6 +4,11 @@ The expert's choices live in the session state (`state["desk"]`) and reach the f
 fields of `Display` (`display_with`). The redshift shown starts at the agent's estimate
 (the trajectory's `redshift`, else the spectrum file's pipeline Z) for each candidate; an
 expert's own value holds for that candidate only, and is what the review records.
+
+Beside it, Prospect's issue flags (Shift+R bad redshift fit, Shift+C bad spectral type,
+Shift+S bad spectrum) and the expert's spectral type (typed, or the template chosen with
+`t`) are kept as a grade is: with the next decision on the candidate, or added to the
+decision already made (`set_mark`).
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from agent.redshift import set_aside
 from agent.spectrum import Spectrum
 from agent.templates import Template, builtin_templates
 from agent.trajectory import Trajectory
-from app.context import Context
+from annotate import review
+from app.context import Context, Viewer, refusal
 from app.render_md import escape
 from app.views import Display
 
@@ -218,3 +224,44 @@ def adopt_z(ctx: Context, state: dict | None) -> float | None:
     c = ctx.read.candidate(cid)
     traj = ctx.read.trajectory(c.trajectory_id) if c.trajectory_id is not None else None
     return estimate(ctx.read.load_spectrum(cid), traj)[0]
+
+
+MARKS = {"issues": "Issue flags", "spectype": "Spectral type"}
+
+
+def marks(state: dict | None, mine: Any) -> dict[str, str | None]:
+    """The issue flags and spectral type of the shown candidate: what the expert set and has
+    not yet saved with a decision ("" clears), else what their decision holds."""
+    state = state or {}
+    return {k: state[k] if state.get(k) is not None else getattr(mine, k, None) for k in MARKS}
+
+
+def set_mark(ctx: Context, ex: Viewer | None, state: dict, name: str, value: Any
+             ) -> tuple[dict, str]:  # fmt: skip
+    """Issue flags (`name` "issues": letters or a list of them) or the spectral type
+    ("spectype") on the shown candidate: added to the expert's decision as a revision if they
+    have decided it, else kept and saved with their next decision on it."""
+    state = dict(state or {})
+    what = MARKS[name]
+    if ex is None:
+        return state, "Log in first."
+    cid = state.get("current")
+    if cid is None:
+        return state, "Nothing shown."
+    if isinstance(value, (list, tuple)):
+        value = "".join(value)
+    try:
+        v = review.issue_flags(value) if name == "issues" else review.spectral_type(value)
+    except review.ReviewError as e:
+        return state, refusal(f"{what} not kept", e)
+    shown = f"**{escape(v)}**" if v else "cleared"
+    mine = review.my_decision(ctx.store, ex.name, cid)
+    if mine is None:
+        state[name] = v or ""
+        return state, f"{what} {shown}: saved with your decision on this candidate."
+    try:
+        review.amend(ctx.store, ex.name, mine, **{name: v})
+    except Exception as e:
+        return state, refusal(f"{what} not saved", e)
+    state[name] = None  # the decision holds it now
+    return state, f"{what} {shown} on {escape(state.get('key'))} (your {escape(mine.action)})."

@@ -7,6 +7,7 @@ move (next item, jump, lease) through `annotate.queue`.
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 import time
@@ -15,6 +16,7 @@ from dataclasses import astuple, dataclass
 from typing import Any
 from weakref import WeakKeyDictionary
 
+from agent.measure import spectrum_snr
 from agent.spectrum import Spectrum, SpectrumError
 from agent.trajectory import Step, Trajectory
 from annotate import review
@@ -64,6 +66,10 @@ def _conf_bar(p: float | None) -> str:
         f'<span class="tick" style="left:calc({pct:.1f}% - 2px)"></span></span>'
         f" P(YES) <b>{p:.2f}</b>"
     )
+
+
+def _finite(v: float) -> float | None:
+    return v if math.isfinite(v) else None
 
 
 def _fmt(v: Any, spec: str) -> str:
@@ -174,7 +180,8 @@ def _build_panels(
 ) -> _Panels:
     spec = ctx.read.load_spectrum(info["cid"])
     meta = {
-        "ra": spec.meta.ra, "dec": spec.meta.dec, "snr": spec.meta.snr,
+        # the SNR the inspector measures (and says in its thoughts), not the file's keyword
+        "ra": spec.meta.ra, "dec": spec.meta.dec, "snr": _finite(spectrum_snr(spec)),
         "simulated": spec.meta.simulated, "survey": spec.meta.survey,
     }  # fmt: skip
     markers = (
@@ -313,8 +320,7 @@ def _show(
     info, traj = _info(ctx, cid, ex)
     if state.get("current") != cid:
         state["shown_at"] = time.time()  # the clock for "seconds on item" starts now
-        state["comment"] = None
-        state["grade"] = None
+        state.update(comment=None, grade=None, issues=None, spectype=None)
     state["current"], state["key"] = cid, info["id"]
     if state.get("grade") and not info.get("grade"):
         info["grade"] = state["grade"]  # chosen, saved with the next decision
@@ -324,6 +330,8 @@ def _show(
         view.correct_label = mine.label
         view.explanation = mine.explanation or ""
     view.grade = info.get("grade")
+    marks = desk.marks(state, mine)
+    view.issues, view.spectype = marks["issues"], marks["spectype"]
     return state, _with_surveys(ctx, view)
 
 
@@ -506,8 +514,9 @@ def vet_act(
     grade = state.get("grade") or (mine.grade if mine is not None else None)
     # the redshift the expert typed (or adopted) on this candidate is stored with the decision
     z, z_source = desk.chosen_z(state)
+    marks = desk.marks(state, mine)  # issue flags and spectral type, kept or already saved
     if not ctx.queue().hold(ex.name, cid):  # served to another expert while this one looked
-        state["comment"], state["grade"] = None, None
+        state.update(comment=None, grade=None, issues=None, spectype=None)
         st, view = vet_next(ctx, ex, state, filters, display)
         view.message = (f"Not saved: {escape(state.get('key') or cid)} was taken by another "
                         "expert meanwhile (the team's overlap is reached). " + view.message)  # fmt: skip
@@ -515,7 +524,7 @@ def vet_act(
     try:
         review.decide(ctx.store, ex.name, cid, action, label=label, explanation=explanation,
                       wrong_step=step, comment=note, seconds=seconds, grade=grade,
-                      redshift=z, redshift_source=z_source)  # fmt: skip
+                      redshift=z, redshift_source=z_source, **marks)  # fmt: skip
     except Exception as e:  # refused (another's review, bad value): say so, keep the item
         return _show(ctx, ex, state, cid, display, refusal("Not saved", e))
     key = state.get("key") or cid
@@ -524,7 +533,7 @@ def vet_act(
     )
     if action in ("correct", "reject") and explanation and about_the_agent(explanation):
         saved += " " + AGENT_NOTE_WARNING
-    state["comment"], state["grade"] = None, None
+    state.update(comment=None, grade=None, issues=None, spectype=None)
     st, view = vet_next(ctx, ex, state, filters, display)
     view.message = saved + (" " + view.message if view.message else "")
     return st, view

@@ -60,6 +60,8 @@ concluded, <kbd>Enter</kbd> saves (the reason may be empty), <kbd>Esc</kbd> canc
 <tr><td><kbd>c</kbd></td><td>correct: choose the label, write the reasoning, mark the wrong step;
 <kbd>Ctrl</kbd>+<kbd>Enter</kbd> saves, <kbd>Esc</kbd> cancels</td></tr>
 <tr><td><kbd>1</kbd>-<kbd>4</kbd></td><td>grade: 4 certain, 3 probable, 2 possible, 1 a guess</td></tr>
+<tr><td><kbd>Shift</kbd>+<kbd>R</kbd> / <kbd>C</kbd> / <kbd>S</kbd></td><td>Prospect's issue
+flags: bad redshift fit / bad spectral type / bad spectrum (toggle; kept with the decision)</td></tr>
 <tr><td><kbd>u</kbd></td><td>undo your last decision (kept in its history) and show it again</td></tr>
 <tr><td><kbd>s</kbd></td><td>skip (recorded)</td></tr>
 <tr><td><kbd>f</kbd></td><td>flag for discussion</td></tr>
@@ -68,7 +70,8 @@ concluded, <kbd>Enter</kbd> saves (the reason may be empty), <kbd>Esc</kbd> canc
 <tr><td><kbd>[</kbd> <kbd>]</kbd> / <kbd>{</kbd> <kbd>}</kbd></td><td>nudge the redshift by
 0.001 / 0.05</td></tr>
 <tr><td><kbd>=</kbd></td><td>adopt the agent's redshift</td></tr>
-<tr><td><kbd>t</kbd></td><td>next template (the task's own classes first)</td></tr>
+<tr><td><kbd>t</kbd></td><td>next template (the task's own classes first); it is your
+spectral type for the candidate (or type one in the box)</td></tr>
 <tr><td><kbd>n</kbd></td><td>continuum-normalised view</td></tr>
 <tr><td><kbd>m</kbd></td><td>all line markers, not only the task's</td></tr>
 <tr><td><kbd>0</kbd></td><td>reset the zoom of every plot</td></tr>

@@ -20,7 +20,7 @@ from app.pages import desk
 from app.pages import vet as vet_page
 from app.plots import drawn_token, stamped, to_json
 from app.ui.plotdata import plotly
-from db.models import MAX_TEXT
+from db.models import MAX_SPECTYPE, MAX_TEXT
 from db.models import SPLITS as MODEL_SPLITS
 
 CONF_BANDS = ["all", "0.0-0.2", "0.2-0.4", "0.4-0.6", "0.6-0.8", "0.8-1.0"]
@@ -105,6 +105,15 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
             v_grade = gr.Radio(["1", "2", "3", "4"], label="grade (1-4): 4 certain, "
                                "3 probable, 2 possible, 1 a guess", elem_id="vet-grade",
                                scale=2)  # fmt: skip
+            # Prospect's issue flags and the expert's spectral type (app.pages.desk.set_mark)
+            v_issues = gr.CheckboxGroup(
+                [("R bad redshift fit", "R"), ("C bad spectral type", "C"),
+                 ("S bad spectrum", "S")],
+                label="issues (Shift+R · Shift+C · Shift+S)", elem_id="vet-issues", scale=2,
+            )  # fmt: skip
+            v_spectype = gr.Textbox(label="spectral type (t: the template; Enter saves)",
+                                    lines=1, max_lines=1, max_length=MAX_SPECTYPE, scale=1,
+                                    elem_id="vet-spectype")  # fmt: skip
             # the page's active seconds on the item; -1 (API calls): the wall clock
             active = gr.Number(-1, visible="hidden", elem_id="vet-active")
         with gr.Row(elem_id="reject-reason-row"):
@@ -146,6 +155,7 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
         view_outs = [state, header, g_plot, z_plot, thoughts, answer, c_label, c_step, c_expl,
                      c_note, reason, v_grade, jump_task, message, f_survey]  # fmt: skip
         view_outs += [z_slider, z_info]  # the desk's redshift control follows the candidate
+        view_outs += [v_issues, v_spectype]
 
         def show(st: dict, view: views.VetView, drawn: str | None = None) -> list[Any]:
             # Outputs the expert cannot edit are sent only when they differ from what this
@@ -211,6 +221,9 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                 once("z", (view.redshift or {}).get("z"),
                      gr.update(value=desk.shown_z((view.redshift or {}).get("z") or 0.0))),
                 once("z_info", view.redshift, desk.info_html(view.redshift)),
+                # sent again for each candidate: a box left half-typed is emptied
+                once("issues", (view.header_html, view.issues), list(view.issues or "")),
+                once("spectype", (view.header_html, view.spectype), view.spectype or ""),
             ]  # fmt: skip
             st["_sent"] = sent
             out[0] = st
@@ -387,6 +400,23 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                       **FAST).then(None, None, None, js="() => window.loupeDone && "
                                    "window.loupeDone()", api_name=False)  # fmt: skip
 
+        def marking(name: str):
+            def fn(st, value, request: gr.Request):
+                ex = context.expert_for(ctx, request)
+                return desk.set_mark(ctx, ex, st, name, value)
+
+            return fn
+
+        # always_last: a flag toggled while the last one is saved is sent after it (the
+        # value is the whole set), never dropped as Gradio's default "once" would
+        v_issues.input(marking("issues"), [state, v_issues], [state, message],
+                       api_name="issues", trigger_mode="always_last", **FAST).then(
+            None, None, None, js="() => window.loupeDone && window.loupeDone()",
+            api_name=False)  # fmt: skip
+        for ev in (v_spectype.submit, v_spectype.blur):
+            ev(marking("spectype"), [state, v_spectype], [state, message],
+               api_name="spectype" if ev == v_spectype.submit else False, **FAST)  # fmt: skip
+
         def on_undo(st, mk, err, sm, fr, im, request: gr.Request):
             ex = context.expert_for(ctx, request)
             st, view = vet_page.vet_undo(
@@ -413,9 +443,10 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
             def fn(st, tmpl, z, norm, allmk, tk, band, status, survey, split, mk, err, sm, fr,
                    im, request: gr.Request):  # fmt: skip
                 ex = context.expert_for(ctx, request)
+                before = desk.desk_of(st).get("template") or "none"
                 st = desk.set_option(st, normalised=bool(norm), all_markers=bool(allmk),
                                      template=tmpl or "none")  # fmt: skip
-                refused = ""
+                refused = note = ""
                 if op == "z":
                     st = desk.set_z(st, z)
                 elif op == "typed":
@@ -427,8 +458,15 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                 elif op == "template":
                     st = desk.set_option(st, template=desk.next_template(
                         ctx, tmpl, task=desk.task_of(ctx, st)))  # fmt: skip
+                picked = desk.desk_of(st)["template"]
+                if op == "template" or picked != before:
+                    # the template chosen is the expert's spectral type for this candidate
+                    st, note = desk.set_mark(ctx, ex, st, "spectype",
+                                             "" if picked == "none" else picked)  # fmt: skip
                 d = desk.display_with(st, views.Display(mk, err, sm, fr, im))
                 st, view = vet_page.vet_refresh(ctx, ex, st, d)
+                if note:
+                    view = desk.with_message(view, note)
                 if refused:
                     view = desk.with_message(view, refused)
                     # the box holds the refused text: send the z in force back into it

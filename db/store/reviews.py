@@ -37,6 +37,8 @@ class ReviewsMixin:
         grade: int | None = None,
         redshift: float | None = None,
         redshift_source: str | None = None,
+        issues: str | None = None,
+        spectype: str | None = None,
         kind: str = "decision",
         hold_seconds: float | None = None,
     ) -> m.Review:
@@ -61,6 +63,7 @@ class ReviewsMixin:
         if kind not in KINDS:
             raise StoreError(f"unknown kind of review write {kind!r} (expected one of {KINDS})")
         _check_extras(grade, redshift, redshift_source, explanation, comment)
+        _check_vi(issues, spectype)
         with self._tx() as s:
             e = self._expert(s, expert)
             if not e.active:
@@ -117,6 +120,8 @@ class ReviewsMixin:
                 grade=grade,
                 redshift=redshift,
                 redshift_source=redshift_source,
+                issues=issues or None,
+                spectype=spectype or None,
             )
             if existing is not None:
                 if kind != "undo" and all(getattr(existing, k) == v for k, v in values.items()):
@@ -135,6 +140,8 @@ class ReviewsMixin:
                         grade=existing.grade,
                         redshift=existing.redshift,
                         redshift_source=existing.redshift_source,
+                        issues=existing.issues,
+                        spectype=existing.spectype,
                         recorded=existing.updated,
                     )
                 )
@@ -290,3 +297,16 @@ def _check_extras(
     for name, text in (("explanation", explanation), ("comment", comment)):
         if text is not None and len(text) > m.MAX_TEXT:
             raise StoreError(f"{name} is {len(text)} characters; at most {m.MAX_TEXT} are kept")
+
+
+def _check_vi(issues: str | None, spectype: str | None) -> None:
+    """Prospect's issue flags as it writes them (each of ISSUE_FLAGS once, in that order)
+    and a spectral type that fits its column."""
+    if issues and (set(issues) - set(m.ISSUE_FLAGS) or len(set(issues)) != len(issues)):
+        raise StoreError(f"issues must be letters of {m.ISSUE_FLAGS!r}, each once (got {issues!r})")
+    if issues and issues != "".join(f for f in m.ISSUE_FLAGS if f in issues):
+        raise StoreError(f"issues are written in the order {m.ISSUE_FLAGS!r} (got {issues!r})")
+    if spectype and len(spectype) > m.MAX_SPECTYPE:
+        raise StoreError(
+            f"spectral type is {len(spectype)} characters; at most {m.MAX_SPECTYPE} are kept"
+        )
