@@ -8,8 +8,9 @@ the inspector itself, from its own measurements.
 
 Labels come from the store: expert reviews and adjudications, imported labels (recorded as
 reviews), gold items and catalogue labels; the agent's own auto-accepted verdicts are not
-labels and are left out. For each labelled candidate the inspector's measurements are taken
-again from its spectrum. Per task, cross-validation with folds grouped by object (a task
+labels and are left out. For each labelled candidate the inspector's measurements are read
+from its stored trajectory (its final step keeps what a model reads), or taken again from
+its spectrum where the trajectory lacks them (another policy's, or an older run). Per task, cross-validation with folds grouped by object (a task
 whose rarer class has fewer than 3 objects keeps the rules) compares the rules' own P(YES)
 with a refitted Platt calibration, an isotonic calibration and, where the task has at
 least `--min-labels` labelled decisions, a small combiner (logistic regression: the rules
@@ -85,12 +86,25 @@ def expert_labels(store: Any) -> list[tuple[Any, str]]:
 
 
 def labelled_from_store(store: Any) -> tuple[list[Example], list[str]]:
-    """Every usable labelled decision in the store, and the problems met (one per item)."""
-    from agent.formats import load_one
+    """Every usable labelled decision in the store, and the problems met (one per item).
 
-    items, problems = [], []
+    A candidate whose shown trajectory stored what a model reads (the rules inspector's
+    final step: `annotate.rescore.INPUTS` and the measurements) is learned from those
+    values; the others' spectra are measured again."""
+    from agent.formats import load_one
+    from annotate.rescore import INPUTS
+
+    labels = expert_labels(store)
+    stored = store.final_measurements([c.id for c, _ in labels])
+    items, problems, ready = [], [], []
     loaded: dict[tuple, Any] = {}
-    for c, label in expert_labels(store):
+    for c, label in labels:
+        meas = stored.get(c.id) or {}
+        if all(isinstance(meas.get(k), int | float) for k in INPUTS):
+            ready.append(Example(c.task, label == "YES", c.object_id or c.key,
+                                 float(meas["calibration_input"]), float(meas["p_rules"]),
+                                 meas, float(meas["capped"]) > 0))  # fmt: skip
+            continue
         ref = c.spectrum_ref
         key = (ref.get("path"), ref.get("hdu"), ref.get("row"))
         try:
@@ -101,7 +115,7 @@ def labelled_from_store(store: Any) -> tuple[list[Example], list[str]]:
             items.append((loaded[key], c.task, label == "YES", c.object_id or c.key))
         except Exception as exc:  # an unreadable file is reported, the rest still learn
             problems.append(f"{c.key} ({c.task}): {exc}")
-    return examples_from_spectra(items), problems
+    return ready + examples_from_spectra(items), problems
 
 
 # -- fitting ---------------------------------------------------------------------------------

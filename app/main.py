@@ -44,6 +44,10 @@ def make_context(
         export_dir=Path(export_dir).resolve(),
         settings=settings,
     )
+    from annotate import learning
+
+    # every learn_every new labels the next inspector version is fitted in the background
+    learning.attach(store, ctx.export_dir / "inspector")
     if templates:
         from agent.formats.template_files import read_templates
 
