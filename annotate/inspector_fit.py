@@ -21,14 +21,14 @@ The fitted model is versioned: stored in the store's settings (`inspector_model`
 written as JSON (`--out`). `vet --db` and the app's vetting use the store's current model
 for the rules policy (`--model FILE` another, `--model none` the plain rules), and every
 verdict records the version (the run's model and parameters, and `inspector_version` in the
-final step's measurements). The command, and the Dashboard's button for admins
-(`calibrate_store`), report the cross-validated before/after per task.
+final step's measurements). The command reports the cross-validated before/after per task.
+`annotate.learning` runs the same fit on a schedule while experts work (and on the
+Dashboard's button), adopting a version only where it beats the current one.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,7 +39,6 @@ import numpy as np
 
 from agent.errors import LoupeError
 from agent.policies.rules.learned import InspectorModel, TaskModel
-from annotate.vetting.into_store import INSPECTOR_SETTING as SETTING
 
 
 @dataclass
@@ -285,41 +284,5 @@ def cv_table(model: InspectorModel) -> str:
     return "\n".join(lines)
 
 
-@dataclass
-class Calibration:
-    """What one `calibrate` did: the model fitted, where its JSON went, what was skipped."""
-
-    model: InspectorModel
-    path: Path
-    n_examples: int
-    problems: list[str]
-
-
 class NoLabels(LoupeError):
     """The store holds no labelled decision to learn from."""
-
-
-def calibrate_store(
-    store: Any,
-    out: str | Path = "data/inspector",
-    *,
-    min_labels: int = 50,
-    folds: int = 5,
-    seed: int = 0,
-    actor: str = "calibrate",
-) -> Calibration:
-    """Fit the next inspector version from the store's labels; save it to the store (the
-    setting `vet --db` and the app read by default) and as JSON under `out`."""
-    examples, problems = labelled_from_store(store)
-    if not examples:
-        raise NoLabels("no labelled decisions in the store to calibrate from")
-    prev = store.setting(SETTING) or {}
-    version = int(prev.get("version", 0)) + 1
-    model = fit(examples, version, min_labels, folds, seed)
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{model.tag}.json"
-    payload = model.to_json()
-    path.write_text(json.dumps(payload, indent=1))
-    store.set_setting(SETTING, {**payload, "path": str(path)}, actor=actor)
-    return Calibration(model, path, len(examples), problems)

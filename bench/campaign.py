@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         e, (listed, p) = est.get(task), real[task]
         pr = e.precision if e else None
         inside = None
-        if pr is not None and pr.low is not None and p is not None:
+        if pr is not None and pr.value is not None and p is not None:
             inside = pr.low - 1e-9 <= p <= pr.high + 1e-9
             covered += inside
             judged += 1
