@@ -11,7 +11,8 @@ import pytest
 
 from agent.loop import DEFAULT_MAX_TURNS
 from annotate import learning
-from annotate.inspector_fit import CV_HEADERS, SETTING, cv_rows
+from annotate.inspector_fit import CV_HEADERS, cv_rows
+from annotate.vetting.into_store import INSPECTOR_SETTING as SETTING
 from app import context as app_context
 from app.pages import dashboard as dashboard_page
 from app.pages import upload as upload_page
