@@ -8,8 +8,9 @@ the inspector itself, from its own measurements.
 
 Labels come from the store: expert reviews and adjudications, imported labels (recorded as
 reviews), gold items and catalogue labels; the agent's own auto-accepted verdicts are not
-labels and are left out. For each labelled candidate the inspector's measurements are taken
-again from its spectrum. Per task, cross-validation with folds grouped by object (a task
+labels and are left out. For each labelled candidate the inspector's measurements are read
+from its stored trajectory (its final step keeps what a model reads), or taken again from
+its spectrum where the trajectory lacks them (another policy's, or an older run). Per task, cross-validation with folds grouped by object (a task
 whose rarer class has fewer than 3 objects keeps the rules) compares the rules' own P(YES)
 with a refitted Platt calibration, an isotonic calibration and, where the task has at
 least `--min-labels` labelled decisions, a small combiner (logistic regression: the rules
@@ -20,14 +21,14 @@ The fitted model is versioned: stored in the store's settings (`inspector_model`
 written as JSON (`--out`). `vet --db` and the app's vetting use the store's current model
 for the rules policy (`--model FILE` another, `--model none` the plain rules), and every
 verdict records the version (the run's model and parameters, and `inspector_version` in the
-final step's measurements). The command, and the Dashboard's button for admins
-(`calibrate_store`), report the cross-validated before/after per task.
+final step's measurements). The command reports the cross-validated before/after per task.
+`annotate.learning` runs the same fit on a schedule while experts work (and on the
+Dashboard's button), adopting a version only where it beats the current one.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,7 +39,6 @@ import numpy as np
 
 from agent.errors import LoupeError
 from agent.policies.rules.learned import InspectorModel, TaskModel
-from annotate.vetting.into_store import INSPECTOR_SETTING as SETTING
 
 
 @dataclass
@@ -85,12 +85,25 @@ def expert_labels(store: Any) -> list[tuple[Any, str]]:
 
 
 def labelled_from_store(store: Any) -> tuple[list[Example], list[str]]:
-    """Every usable labelled decision in the store, and the problems met (one per item)."""
-    from agent.formats import load_one
+    """Every usable labelled decision in the store, and the problems met (one per item).
 
-    items, problems = [], []
+    A candidate whose shown trajectory stored what a model reads (the rules inspector's
+    final step: `annotate.rescore.INPUTS` and the measurements) is learned from those
+    values; the others' spectra are measured again."""
+    from agent.formats import load_one
+    from annotate.rescore import INPUTS
+
+    labels = expert_labels(store)
+    stored = store.final_measurements([c.id for c, _ in labels])
+    items, problems, ready = [], [], []
     loaded: dict[tuple, Any] = {}
-    for c, label in expert_labels(store):
+    for c, label in labels:
+        meas = stored.get(c.id) or {}
+        if all(isinstance(meas.get(k), int | float) for k in INPUTS):
+            ready.append(Example(c.task, label == "YES", c.object_id or c.key,
+                                 float(meas["calibration_input"]), float(meas["p_rules"]),
+                                 meas, float(meas["capped"]) > 0))  # fmt: skip
+            continue
         ref = c.spectrum_ref
         key = (ref.get("path"), ref.get("hdu"), ref.get("row"))
         try:
@@ -101,7 +114,7 @@ def labelled_from_store(store: Any) -> tuple[list[Example], list[str]]:
             items.append((loaded[key], c.task, label == "YES", c.object_id or c.key))
         except Exception as exc:  # an unreadable file is reported, the rest still learn
             problems.append(f"{c.key} ({c.task}): {exc}")
-    return examples_from_spectra(items), problems
+    return ready + examples_from_spectra(items), problems
 
 
 # -- fitting ---------------------------------------------------------------------------------
@@ -271,16 +284,6 @@ def cv_table(model: InspectorModel) -> str:
     return "\n".join(lines)
 
 
-@dataclass
-class Calibration:
-    """What one `calibrate` did: the model fitted, where its JSON went, what was skipped."""
-
-    model: InspectorModel
-    path: Path
-    n_examples: int
-    problems: list[str]
-
-
 class NoLabels(LoupeError):
     """The store holds no labelled decision to learn from."""
 
@@ -289,31 +292,3 @@ def inspector_dir(export_dir: str | Path = "exports") -> Path:
     """Where a fitted inspector's JSON goes: `inspector/` in the export folder, for
     `launch.py calibrate` and the Dashboard's Calibrate alike."""
     return Path(export_dir) / "inspector"
-
-
-def calibrate_store(
-    store: Any,
-    out: str | Path | None = None,
-    *,
-    min_labels: int = 50,
-    folds: int = 5,
-    seed: int = 0,
-    actor: str = "calibrate",
-) -> Calibration:
-    """Fit the next inspector version from the store's labels; save it to the store (the
-    setting `vet --db` and the app read by default) and as JSON under `out` (default
-    `inspector_dir()`)."""
-    out = inspector_dir() if out is None else out
-    examples, problems = labelled_from_store(store)
-    if not examples:
-        raise NoLabels("no labelled decisions in the store to calibrate from")
-    prev = store.setting(SETTING) or {}
-    version = int(prev.get("version", 0)) + 1
-    model = fit(examples, version, min_labels, folds, seed)
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{model.tag}.json"
-    payload = model.to_json()
-    path.write_text(json.dumps(payload, indent=1))
-    store.set_setting(SETTING, {**payload, "path": str(path)}, actor=actor)
-    return Calibration(model, path, len(examples), problems)

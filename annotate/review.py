@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from annotate import learning
 from db.models import (
     ACTIONS,
     DECISIONS,
@@ -131,7 +132,9 @@ def _record(
     tid = fields.get("trajectory_id")
     if tid is None:
         tid = info.trajectory_id
-    verdict = info.verdict if tid == info.trajectory_id else store.trajectory(tid).verdict
+    # the judged trajectory's own answer, what the expert saw: a newer inspector version may
+    # have re-scored the candidate's verdict since (annotate.learning)
+    verdict = info.verdict if tid is None else store.trajectory(tid).verdict
     try:
         stored = derive_label(action, verdict, label)
     except ReviewError as err:
@@ -174,10 +177,13 @@ def decide(
         comment=fields.get("comment") or None,
     )
     extra: dict[str, Any] = {} if source is None else {"source": source}
-    return _record(
+    review = _record(
         store, expert, candidate_id, action, label if action == "correct" else None, fields,
         **extra,
     )  # fmt: skip
+    if action in LABEL_ACTIONS:
+        learning.note_labels(store)  # a counter; a fit, when due, runs in the background
+    return review
 
 
 def _same(review: Any, **changes: Any) -> dict[str, Any]:

@@ -44,6 +44,11 @@ def make_context(
         export_dir=Path(export_dir).resolve(),
         settings=settings,
     )
+    from annotate import learning
+    from annotate.inspector_fit import inspector_dir
+
+    # every learn_every new labels the next inspector version is fitted in the background
+    learning.attach(store, inspector_dir(ctx.export_dir))
     if templates:
         from agent.formats.template_files import read_templates
 

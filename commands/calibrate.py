@@ -1,14 +1,17 @@
 """`launch.py calibrate`: refit the inspector, or a model run's confidence, on expert labels.
 
-`launch.py calibrate` refits the rule-based inspector on the store's labels, or, with
-`--run`, the confidence of one model run (hf/vllm/openai) against the experts' decisions."""
+`launch.py calibrate` refits the rule-based inspector on the store's labels, adopts the
+version (`--if-better`: only where it beats the current one, as the app's learning schedule
+does) and re-scores the pending candidates with it (`annotate.learning`), or, with `--run`,
+the confidence of one model run (hf/vllm/openai) against the experts' decisions."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from annotate.inspector_fit import NoLabels, calibrate_store, cv_table, inspector_dir
+from annotate.inspector_fit import NoLabels, cv_table, inspector_dir
+from annotate.learning import learn
 from annotate.run_calibration import CalibrationError, calibrate_run
 from annotate.run_calibration import cv_table as run_cv_table
 
@@ -23,6 +26,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--folds", type=int, default=5, help="Cross-validation folds.")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--if-better",
+        action="store_true",
+        help="Adopt only where grouped cross-validation beats the current version (as the "
+        "app's learning schedule does); without it the fitted version is adopted.",
+    )
     add_run_arguments(parser)
 
 
@@ -34,9 +43,8 @@ def main(args: argparse.Namespace) -> int:
 
     store = Store(args.db, create=False)
     try:
-        done = calibrate_store(
-            store, args.out, min_labels=args.min_labels, folds=args.folds, seed=args.seed
-        )
+        done = learn(store, args.out, force=not getattr(args, "if_better", False), min_labels=args.min_labels,
+                     folds=args.folds, seed=args.seed, actor="calibrate")  # fmt: skip
     except NoLabels as exc:
         print(f"calibrate: {exc}", file=sys.stderr)
         return 2
@@ -44,10 +52,15 @@ def main(args: argparse.Namespace) -> int:
         store.close()
     for p in done.problems:
         print(f"calibrate: skipped {p}", file=sys.stderr)
+    if done.model is None:
+        print(f"calibrate: {done.labels} labelled decisions; {done.in_words()}")
+        return 0
     tag, path = done.model.tag, done.path
-    print(f"calibrate: {done.n_examples} labelled decisions; cross-validated, before -> after:")
+    print(f"calibrate: {done.labels} labelled decisions; cross-validated, before -> after:")
     print(cv_table(done.model))
     print(f"calibrate: saved {tag} to the store and {path}")
+    print(f"calibrate: {done.rescored} pending candidates re-scored by {tag} from their stored "
+          f"inputs ({done.flips} verdicts flipped); the queue re-ranks")  # fmt: skip
     print(f"calibrate: vet --db uses the store's {tag} by default (--model none: the plain rules)")
     return 0
 

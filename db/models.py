@@ -138,6 +138,9 @@ class Candidate(Base):
     # In the random audit sample: the probability it was drawn with (estimates weight by
     # 1/pi; annotate.audit_sample). NULL: not in the sample.
     audit_inclusion: Mapped[float | None] = mapped_column(Float)
+    # The inspector version whose re-scoring gave `confidence` and `verdict` (from the
+    # trajectory's stored inputs, annotate.learning); NULL: the trajectory's own.
+    scored_by: Mapped[int | None] = mapped_column(Integer)
     created: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     updated: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 

@@ -151,7 +151,7 @@ def demo(tmp_path_factory, tmp_path):
 
 def test_learning_curve_and_what_a_fitted_version_would_flip(demo):
     from agent.policies.rules.learned import InspectorModel, TaskModel
-    from annotate.inspector_fit import SETTING
+    from annotate.vetting.into_store import INSPECTOR_SETTING as SETTING
     from db.store import Filters
 
     ctx = demo

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from agent.policies.rules.learned import InspectorModel, ModelError, TaskModel, load
-from annotate import inspector_fit
 from annotate.inspector_fit import Example, fit, fit_task
+from annotate.vetting.into_store import INSPECTOR_SETTING
 from commands import calibrate as calibrate_cli
 
 
@@ -117,7 +117,7 @@ def test_calibrate_end_to_end(tmp_path):
     )
     assert calibrate_cli.main(ns) == 0
     store = Store(str(db))
-    saved = store.setting(inspector_fit.SETTING)
+    saved = store.setting(INSPECTOR_SETTING)
     assert saved["version"] == 1 and set(saved["tasks"]) >= {"cv", "m_giant", "wd"}
     for t, r in saved["info"]["cv"].items():
         assert r["chosen"] in ("rules", "platt", "isotonic", "combiner"), t
@@ -157,5 +157,5 @@ def test_calibrate_end_to_end(tmp_path):
     # A second fit is a new version; the first stays on disk for the runs that used it.
     assert calibrate_cli.main(ns) == 0
     store = Store(str(db))
-    assert store.setting(inspector_fit.SETTING)["version"] == 2
+    assert store.setting(INSPECTOR_SETTING)["version"] == 2
     store.close()

@@ -49,7 +49,7 @@ def test_concurrent_open_migrates_once(pg_url):
 
     run_threads(open_close, [()] * 4, timeout=60, barrier=True)
     with create_engine(pg_url).connect() as c:
-        assert c.execute(text("SELECT version_num FROM alembic_version")).all() == [("0004",)]
+        assert c.execute(text("SELECT version_num FROM alembic_version")).all() == [("0005",)]
 
 
 def test_eight_experts_at_once(pg_url):

@@ -24,7 +24,7 @@ def test_file_store_is_migrated_wal_with_foreign_keys(tmp_path):
         assert c.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert c.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
         assert c.exec_driver_sql("PRAGMA busy_timeout").scalar() > 0
-        assert c.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0004"
+        assert c.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0005"
         tables = {
             r[0] for r in c.exec_driver_sql("SELECT name FROM sqlite_master WHERE type='table'")
         }

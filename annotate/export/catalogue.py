@@ -64,6 +64,8 @@ def decided_by(row: dict[str, Any]) -> str:
     >>> decided_by({"label_source": "auto", "policy": "rules", "model": "x.json",
     ...             "params": {"inspector_version": 3}, "measurements": {}})
     'inspector-v3'
+    >>> decided_by({"label_source": "auto", "policy": "rules", "scored_by": 5, "params": {}})
+    'inspector-v5'
     >>> decided_by({"label_source": "auto", "policy": "hf", "model": "qwen", "params": {},
     ...             "measurements": {}})
     'hf:qwen'
@@ -71,7 +73,10 @@ def decided_by(row: dict[str, Any]) -> str:
     source = row.get("label_source")
     if source != "auto":
         return "adjudicated" if source == "adjudication" else "expert"
-    v = (row.get("params") or {}).get("inspector_version")
+    # a version adopted since re-scored this verdict from its stored inputs (annotate.learning)
+    v = row.get("scored_by")
+    if v is None:
+        v = (row.get("params") or {}).get("inspector_version")
     if v is None:
         v = (row.get("measurements") or {}).get("inspector_version")
     if v is not None:

@@ -312,30 +312,53 @@ def inspector_versions(ctx: Context, ex: Viewer | None, task: str = "all") -> di
 def calibrate_now(
     ctx: Context, ex: Viewer | None, out: str | Path | None = None
 ) -> tuple[str, dict[str, Any]]:
-    """Admins only: fit the next inspector version from the store's labels (`launch.py
-    calibrate`); a message and the cross-validated before/after per task."""
-    from annotate.inspector_fit import CV_HEADERS, calibrate_store, cv_rows, inspector_dir
+    """Admins only: fit the next inspector version from the store's labels in the
+    background (`annotate.learning`: adopted only where it beats the current version);
+    the message says where the outcome appears (`last_fit`)."""
+    from annotate import learning
+    from annotate.inspector_fit import inspector_dir
 
-    empty = {"headers": CV_HEADERS, "data": []}
+    empty = {"headers": FIT_HEADERS, "data": []}
     try:
         require(ex, admin=True)
     except AccessError as e:
         return f"Refused: {escape(e)}", empty
     try:
-        done = calibrate_store(ctx.store, out or inspector_dir(ctx.export_dir),
-                               actor=ex.name)  # fmt: skip
+        started = learning.attach(ctx.store, out or inspector_dir(ctx.export_dir)).start(ex.name)
     except Exception as exc:
         return refusal("Calibration failed", exc), empty
-    model = done.model
-    on = [f"{t} ({tm.kind})" for t, tm in model.tasks.items() if tm.kind != "rules"]
-    msg = (
-        f"Fitted **{model.tag}** from **{done.n_examples}** labelled decisions; "
-        + (f"switched on for {', '.join(on)}" if on else "nothing beat the rules")
-        + " under cross-validation (the rules kept elsewhere). New vetting with the rules "
-        f"inspector uses it; saved to the store and `{escape(done.path)}`."
+    if not started:
+        return "A fit is already running; its outcome appears here (Refresh) when it ends.", empty
+    return (
+        "Fitting the next inspector version in the background; adopted or not adopted "
+        "(with the cross-validated before/after per task) appears here when you press "
+        "Refresh, and in the audit log. The app keeps serving meanwhile.",
+        empty,
     )
-    if done.problems:
-        msg += f" Skipped {len(done.problems)} unreadable item(s): " + escape(
-            "; ".join(done.problems[:5])
-        )
-    return msg, {"headers": CV_HEADERS, "data": cv_rows(model)}
+
+
+# -- the learning schedule's last fit (annotate.learning) --
+
+FIT_HEADERS = ["task", "labels", "before", "before log loss", "before F1", "after",
+               "after log loss", "after F1", "changed"]  # fmt: skip
+
+
+def last_fit(ctx: Context, ex: Viewer | None) -> tuple[str, dict[str, Any]]:
+    """The last fit's outcome in words and, per task, the cross-validated log loss and F1
+    of the current version (before) and of what serves now (after)."""
+    from annotate import learning
+
+    empty = {"headers": FIT_HEADERS, "data": []}
+    if ex is None:
+        return "", empty
+    got = learning.status(ctx.store)
+    running = (lr := learning.learner(ctx.store)) is not None and lr.running
+    if not got:
+        return ("A fit is running." if running else ""), empty
+    msg = f"Last fit ({escape(got.get('at', ''))}): {escape(got.get('said', ''))}."
+    if running:
+        msg += " Another fit is running now."
+    rows = [[t, r["n"], r["before"]["kind"], _r(r["before"]["log_loss"]), _r(r["before"]["f1"]),
+             r["model"], _r(r["after"]["log_loss"]), _r(r["after"]["f1"]),
+             "yes" if r["changed"] else "no"] for t, r in (got.get("cv") or {}).items()]  # fmt: skip
+    return msg, {"headers": FIT_HEADERS, "data": rows}

@@ -133,6 +133,15 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
 
         d_cal_go.click(on_calibrate, d_task, [d_cal_msg, d_cal_table, d_versions],
                        api_name="calibrate")  # fmt: skip
+
+        # -- dashboard: the learning schedule's last fit (adopted or not, before/after)
+        def on_last_fit(request: gr.Request):
+            msg, table = dashboard_page.last_fit(ctx, context.expert_for(ctx, request))
+            return msg, gr.Dataframe(value=table, visible=bool(table["data"]))
+
+        for when in (d_go.click, demo.load):
+            when(on_last_fit, None, [d_cal_msg, d_cal_table], api_name=False,
+                 show_progress="hidden")  # fmt: skip
         # -- end dashboard inspector
 
     return wire

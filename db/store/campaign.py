@@ -1,7 +1,8 @@
 """What the campaign's own figures read and write: the audit sample's inclusion
 probabilities and the lease that serves its items, the decided population the estimates
-weight, the catalogue's rows, and the inspector inputs stored with each pending candidate's
-trajectory (for re-scoring)."""
+weight, the catalogue's rows, the inspector inputs stored with each candidate's trajectory
+(for re-scoring and for learning), and the write-back of an adopted inspector version's
+P(YES) to the pending candidates."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BigInteger, cast, exists, literal, select, text, update
+from sqlalchemy import BigInteger, bindparam, cast, exists, func, literal, select, text, update
 
 from db import models as m
 from db.models import utcnow
 from db.store.errors import NotFound, StoreError
 from db.store.records import Filters
+from db.store.rules import queue_priority
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,8 @@ class CampaignMixin:
     def catalogue_rows(self, task: str) -> list[dict[str, Any]]:
         """The task's candidates labelled YES, one dict per candidate, by id: identity,
         position, P(YES), who decided, the experts' grades and redshifts, and the agent's
-        run and final-step measurements (its redshift and inspector version ride there)."""
+        run and final-step measurements (its redshift and inspector version ride there;
+        `scored_by` is the version that re-scored P(YES) since, if one did)."""
         C, S, Tr, R = m.Candidate, m.Spectrum, m.Trajectory, m.AgentRun
         with self._ro() as s:
             tid = s.scalar(select(m.Task.id).where(m.Task.name == task))
@@ -127,7 +130,7 @@ class CampaignMixin:
                 select(
                     C.id, C.key, C.object_id, C.survey, S.survey, S.ra, S.dec, C.confidence,
                     C.label_source, C.audit_inclusion, C.is_gold, R.policy, R.model, R.params,
-                    Tr.steps,
+                    Tr.steps, C.scored_by,
                 )
                 .join(S, S.id == C.spectrum_id)
                 .outerjoin(Tr, Tr.id == C.trajectory_id)
@@ -148,7 +151,7 @@ class CampaignMixin:
                     reviews.setdefault(cid, []).append((grade, z, who))
         out = []
         for (cid, key, oid, survey, sp_survey, ra, dec, p, source, incl, gold, policy,
-             model, params, steps) in rows:  # fmt: skip
+             model, params, steps, scored_by) in rows:  # fmt: skip
             last = (steps or [{}])[-1] or {}
             out.append(
                 {
@@ -166,6 +169,7 @@ class CampaignMixin:
                     "model": model,
                     "params": dict(params or {}),
                     "measurements": dict(last.get("measurements") or {}),
+                    "scored_by": scored_by,  # the inspector version that re-scored P(YES)
                     "reviews": reviews.get(cid, []),
                 }
             )
@@ -221,3 +225,108 @@ class CampaignMixin:
                     got = {k: v for k, v in zip(keys, got or []) if v is not None}
                 yield cid, t, p, got
             after = rows[-1][0]
+
+    def _final_measurements_sql(self):
+        if self.is_postgres:
+            return text("(trajectory.steps -> -1 -> 'measurements')::text")
+        return text("json_extract(trajectory.steps, '$[#-1].measurements')")
+
+    def final_measurements(
+        self, ids: Sequence[int], *, batch: int = 500
+    ) -> dict[int, dict[str, float]]:
+        """Candidate id -> the final-step measurements of its shown trajectory, for those of
+        `ids` whose trajectory finished: what the learner reads for a labelled candidate
+        instead of measuring its spectrum again."""
+        C, Tr = m.Candidate, m.Trajectory
+        out: dict[int, dict[str, float]] = {}
+        ids = list(ids)
+        for j in range(0, len(ids), batch):
+            with self._ro() as s:
+                q = (
+                    select(C.id, self._final_measurements_sql())
+                    .join(Tr, Tr.id == C.trajectory_id)
+                    .where(C.id.in_(ids[j : j + batch]), Tr.state.in_(("done", "max_turns")))
+                )
+                for cid, meas in s.execute(q):
+                    out[cid] = json.loads(meas) if meas else {}
+        return out
+
+    def count_expert_labels(self) -> int:
+        """Candidates labelled by an expert's decision (reviews and adjudications): the
+        learning schedule counts new labels from this."""
+        C = m.Candidate
+        with self._ro() as s:
+            return int(
+                s.scalar(
+                    select(func.count())
+                    .select_from(C)
+                    .where(C.label_source.in_(("review", "adjudication")))
+                )
+                or 0
+            )
+
+    def adopt_scores(
+        self,
+        ids: Sequence[int],
+        p_yes: Sequence[float],
+        version: int,
+        *,
+        setting: tuple[str, Any] | None = None,
+        event: dict[str, Any] | None = None,
+        actor: str = "learning",
+        batch: int = 20000,
+    ) -> int:
+        """Adopt an inspector version in one transaction: store `setting` (key, value) as
+        `set_setting` does, give each still pending candidate of `ids` its new P(YES), the
+        verdict it implies (YES above 0.5, as the agent answers), the queue priority that
+        follows and `scored_by` = `version`, and record the adoption (`event`, with the
+        count written) in the audit log. A candidate labelled since it was read keeps its
+        P(YES). Returns how many were written."""
+        if len(ids) != len(p_yes):
+            raise StoreError(f"adopt_scores: {len(ids)} ids but {len(p_yes)} P(YES) values")
+        C = m.Candidate
+        T = C.__table__
+        now = utcnow()
+        with self._tx() as s:
+            if setting is not None:
+                key, value = setting
+                row = s.get(m.Setting, key)
+                if row is None:
+                    s.add(m.Setting(key=key, value={"value": value}))
+                else:
+                    row.value = {"value": value}
+                    row.updated = now
+                self._audit(s, actor, "set", "setting", None, {"key": key, "value": value})
+            threshold = self._threshold(s)
+            pending = dict(s.execute(select(C.id, C.disagreement).where(C.label.is_(None))).all())
+            stmt = (
+                update(T)
+                .where(T.c.id == bindparam("cid"), T.c.label.is_(None))
+                .values(
+                    confidence=bindparam("p"),
+                    verdict=bindparam("v"),
+                    priority=bindparam("pr"),
+                    scored_by=int(version),
+                    updated=now,
+                )
+            )
+            conn = s.connection()
+            n = 0
+            rows: list[dict[str, Any]] = []
+            for cid, p in zip(ids, p_yes):
+                cid, p = int(cid), float(p)
+                if cid not in pending:
+                    continue
+                pr = queue_priority(p, disagreement=bool(pending[cid]), threshold=threshold)
+                rows.append({"cid": cid, "p": p, "v": "YES" if p > 0.5 else "NO", "pr": pr})
+                if len(rows) >= batch:
+                    conn.execute(stmt, rows)
+                    n, rows = n + len(rows), []
+            if rows:
+                conn.execute(stmt, rows)
+                n += len(rows)
+            self._audit(
+                s, actor, "adopt_inspector", "setting", None,
+                {**(event or {}), "version": int(version), "rescored": n},
+            )  # fmt: skip
+            return n

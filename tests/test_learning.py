@@ -1,0 +1,228 @@
+"""The learning schedule: a version is adopted only where grouped cross-validation says it
+beats the current one, an adopted version re-scores the pending candidates (the queue
+re-ranks) and is recorded in the audit log, the fit runs beside serving, and a failed fit
+leaves the current version in place."""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from agent.policies.rules.learned import InspectorModel, TaskModel
+from annotate import learning
+from annotate.queue import Queue
+from annotate.review import decide
+from annotate.vetting.into_store import INSPECTOR_SETTING
+from db.store import QueueConfig, Store
+from tests.store_factory import refs, traj
+
+SOFT = 0.4  # the plain rules' slope here: far too timid, so a refitted slope clearly wins
+SHIFT = 1.5  # the true boundary sits at x = SHIFT, not where the rules put it (x = 0)
+
+
+def _sig(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+def _campaign(store: Store, labelled: int = 150, pending: int = 40, seed: int = 0):
+    """wd candidates whose trajectories store what a model reads; the first `labelled`
+    decided by an expert with the true label (truth: x > SHIFT, with noise)."""
+    rng = np.random.default_rng(seed)
+    n = labelled + pending
+    xs = np.concatenate([rng.uniform(-4, 6, labelled), np.linspace(-1.0, 3.0, pending)])
+    store.add_candidates(refs(n, "wd", "w"))
+    store.ensure_expert("ada")
+    ids, truth = [], {}
+    for i, x in enumerate(xs):
+        p = _sig(SOFT * x)
+        t = traj(f"w{i}", p, "wd")
+        t.steps[-1].measurements = {"calibration_input": float(x), "capped": 0.0, "p_rules": p}
+        store.record_trajectory(t)
+        cid = store.find_candidate(f"w{i}", "wd").id
+        ids.append(cid)
+        truth[cid] = "YES" if x + rng.normal(0, 0.5) > SHIFT else "NO"
+    for cid in ids[:labelled]:
+        decide(store, "ada", cid, "correct", label=truth[cid])
+    return ids, xs
+
+
+def _events(store: Store, action: str) -> list:
+    return [e for e in store.audit_events(entity="setting", limit=1000) if e.action == action]
+
+
+def test_a_better_version_is_adopted_rescores_pending_and_the_queue_reranks(mem_store, tmp_path):
+    store = mem_store
+    ids, xs = _campaign(store)
+    pending = ids[150:]
+    # before: the rules' P(YES) puts the pending item at x = 0 nearest the threshold
+    first = store.next_item("ada", QueueConfig())
+    assert abs(xs[ids.index(first)]) < 0.06
+    store.release("ada")
+
+    got = learning.learn(store, tmp_path / "inspector")
+    assert got.adopted and got.version == 1 and got.tasks["wd"]["changed"]
+    assert got.tasks["wd"]["after"]["log_loss"] < 0.95 * got.tasks["wd"]["before"]["log_loss"]
+    model = InspectorModel.from_json(store.setting(INSPECTOR_SETTING))
+    assert model.version == 1 and model.tasks["wd"].kind != "rules"
+    # every pending candidate re-scored from its stored inputs, by version 1
+    assert got.rescored == len(pending)
+    tm = model.tasks["wd"]
+    for cid in pending:
+        c = store.candidate(cid)
+        x = xs[ids.index(cid)]
+        want = tm.p_yes(x, {}, _sig(SOFT * x))
+        assert c.confidence == pytest.approx(want) and c.verdict == ("YES" if want > 0.5 else "NO")
+    from sqlalchemy import select
+
+    from db import models as m
+
+    with store.engine.connect() as conn:  # the version that scored each verdict is kept
+        by = dict(conn.execute(select(m.Candidate.id, m.Candidate.scored_by)).all())
+    assert {by[c] for c in pending} == {1} and {by[c] for c in ids[:150]} == {None}
+    # the queue re-ranks: now the item nearest the learned boundary comes first
+    first = store.next_item("ada", QueueConfig())
+    assert abs(xs[ids.index(first)] - SHIFT) < 0.6
+    flips = sum((_sig(SOFT * x) > 0.5) != (tm.p_yes(x, {}, 0) > 0.5) for x in xs[150:])
+    assert got.flips == flips > 0
+    # the audit log records the adoption: version, CV before/after, re-scored, flips
+    [ev] = _events(store, "adopt_inspector")
+    p = ev.payload
+    assert (p["version"], p["rescored"], p["flips"]) == (1, len(pending), flips)
+    assert p["cv"]["wd"]["before"]["kind"] == "rules" and p["cv"]["wd"]["after"]["log_loss"] > 0
+    assert learning.status(store)["adopted"] is True
+
+
+def test_a_version_that_does_not_beat_the_current_one_is_not_adopted(mem_store, tmp_path):
+    store = mem_store
+    ids, xs = _campaign(store)
+    # the current version: the best platt model on exactly these labels (fitted in-sample),
+    # which any cross-validated refit can only trail
+    from sklearn.linear_model import LogisticRegression
+
+    y = np.array([store.candidate(c).label == "YES" for c in ids[:150]], int)
+    lr = LogisticRegression(C=1e6).fit(xs[:150, None], y)
+    best = InspectorModel(4, {"wd": TaskModel("platt", a=float(lr.coef_[0, 0]),
+                                              b=float(lr.intercept_[0]))})  # fmt: skip
+    store.set_setting(INSPECTOR_SETTING, best.to_json())
+    before = {c: store.candidate(c).confidence for c in ids[150:]}
+
+    got = learning.learn(store, tmp_path / "inspector")
+    assert not got.adopted and got.version == 4 and not got.tasks["wd"]["changed"]
+    assert "no task's model beat the current one" in got.why
+    assert store.setting(INSPECTOR_SETTING)["version"] == 4  # still the current version
+    assert {c: store.candidate(c).confidence for c in ids[150:]} == before
+    assert _events(store, "adopt_inspector") == []
+    assert learning.status(store)["adopted"] is False
+    assert not (tmp_path / "inspector" / "inspector-v5.json").exists()
+
+
+def test_a_current_version_worse_than_the_rules_gives_way(mem_store, tmp_path):
+    store = mem_store
+    _campaign(store)
+    upside_down = InspectorModel(2, {"wd": TaskModel("platt", a=-2.0, b=0.0)})
+    store.set_setting(INSPECTOR_SETTING, upside_down.to_json())
+    got = learning.learn(store, tmp_path / "inspector")
+    assert got.adopted and got.version == 3
+    r = got.tasks["wd"]
+    assert r["before"]["log_loss"] > r["after"]["log_loss"] and r["after"]["f1"] > r["before"]["f1"]
+    assert store.setting(INSPECTOR_SETTING)["tasks"]["wd"]["a"] > 0
+
+
+def test_labels_count_towards_a_fit_and_only_with_a_schedule_attached(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 'a.db'}")
+    try:
+        ids, _ = _campaign(store, labelled=20, pending=10)
+        assert learning.status(store) is None  # no schedule attached: labels do nothing
+        store.set_setting(learning.LEARN_EVERY_SETTING, 5)
+        lr = learning.attach(store, tmp_path / "inspector", background=False)
+        assert lr.every == 5
+        decide(store, "ada", ids[20], "accept")
+        seen = learning.status(store)["expert_labels"]  # 20 labels before it attached: due
+        assert seen == 21
+        for cid in ids[21:25]:
+            decide(store, "ada", cid, "accept")
+        assert learning.status(store)["expert_labels"] == seen  # 4 new: not yet
+        decide(store, "ada", ids[25], "skip")  # no label: not counted
+        assert learning.status(store)["expert_labels"] == seen
+        decide(store, "ada", ids[25], "reject")
+        assert learning.status(store)["expert_labels"] == seen + 5
+    finally:
+        store.close()
+
+
+def test_the_fit_runs_in_the_background_while_the_app_serves(tmp_path, monkeypatch):
+    store = Store(f"sqlite:///{tmp_path / 'b.db'}")
+    try:
+        ids, _ = _campaign(store, labelled=60, pending=20)
+        release, inside = threading.Event(), threading.Event()
+        real_fit = learning.fit
+
+        def slow_fit(*a, **kw):
+            inside.set()
+            assert release.wait(30)
+            return real_fit(*a, **kw)
+
+        monkeypatch.setattr(learning, "fit", slow_fit)
+        lr = learning.attach(store, tmp_path / "inspector")
+        t0 = time.perf_counter()
+        assert lr.start("ada") is True
+        assert inside.wait(30) and lr.running
+        # serving goes on while the fit waits: the queue serves, a decision is recorded
+        cid = Queue(store, QueueConfig()).next_id("ada")
+        assert cid is not None
+        decide(store, "ada", cid, "accept")
+        assert time.perf_counter() - t0 < 20
+        assert lr.start("ada") is False  # one fit at a time
+        release.set()
+        lr.join(60)
+        assert not lr.running and lr.error is None and lr.last is not None
+        # the fit learned from the labels there when it began; the one recorded meanwhile
+        # counts towards the next
+        assert learning.status(store)["labels"] == 60 and lr._new == 1
+    finally:
+        store.close()
+
+
+def test_a_failed_fit_is_logged_and_recorded_and_the_current_version_stays(
+    mem_store, tmp_path, monkeypatch, caplog
+):
+    store = mem_store
+    ids, _ = _campaign(store, labelled=30, pending=10)
+    current = InspectorModel(3, {"wd": TaskModel("platt", a=1.0, b=-1.0)})
+    store.set_setting(INSPECTOR_SETTING, current.to_json())
+    before = {c: store.candidate(c).confidence for c in ids[30:]}
+
+    real_fit = learning.fit
+
+    def broken(*a, **kw):
+        raise RuntimeError("singular matrix")
+
+    monkeypatch.setattr(learning, "fit", broken)
+    lr = learning.Learner(store, tmp_path / "inspector", background=False)
+    with caplog.at_level(logging.ERROR, logger="annotate.learning"):
+        assert lr.start("ada") is True  # the failure does not reach the caller
+    assert "the fit failed" in caplog.text and "singular matrix" in caplog.text
+    assert lr.error == "RuntimeError: singular matrix"
+    st = learning.status(store)
+    assert st["adopted"] is False and "singular matrix" in st["error"]
+    assert store.setting(INSPECTOR_SETTING)["version"] == 3
+    assert {c: store.candidate(c).confidence for c in ids[30:]} == before
+    # and the schedule is still there for the next labels
+    monkeypatch.setattr(learning, "fit", real_fit)
+    assert lr.start("ada") is True and lr.error is None
+
+
+def test_accept_on_a_rescored_candidate_records_the_answer_the_expert_saw(mem_store, tmp_path):
+    store = mem_store
+    ids, xs = _campaign(store)
+    learning.learn(store, tmp_path / "inspector")
+    flipped = next(c for c in ids[150:] if store.candidate(c).verdict != store.trajectory(
+        store.candidate(c).trajectory_id).verdict)  # fmt: skip
+    shown = store.trajectory(store.candidate(flipped).trajectory_id).verdict
+    decide(store, "ada", flipped, "accept")
+    assert store.candidate(flipped).label == shown
