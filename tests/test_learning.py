@@ -55,8 +55,8 @@ def _events(store: Store, action: str) -> list:
     return [e for e in store.audit_events(entity="setting", limit=1000) if e.action == action]
 
 
-def test_a_better_version_is_adopted_rescores_pending_and_the_queue_reranks(mem_store, tmp_path):
-    store = mem_store
+def test_a_better_version_is_adopted_rescores_pending_and_the_queue_reranks(each_store, tmp_path):
+    store = each_store
     ids, xs = _campaign(store)
     pending = ids[150:]
     # before: the rules' P(YES) puts the pending item at x = 0 nearest the threshold

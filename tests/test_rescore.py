@@ -74,26 +74,26 @@ def test_stored_values_give_what_rerunning_the_agent_gives(spectra):
     assert [got[i] for i in range(len(plain))] == pytest.approx([t.confidence for t in plain])
 
 
-def test_store_hands_back_pending_stored_values_only(mem_store):
+def test_store_hands_back_pending_stored_values_only(each_store):
     stored = {"calibration_input": 1.5, "capped": 0.0, "p_rules": 0.8, "ha_ew": 3.0}
-    ids = seeded(mem_store, [0.8, 0.3, 0.9], task="cv")
+    ids = seeded(each_store, [0.8, 0.3, 0.9], task="cv")
     # the first two get the inspector's stored inputs, the third is an older trajectory
     for k, p in enumerate([0.8, 0.3]):
         t = traj(f"c{k}", p, "cv")
         t.steps[-1].measurements = {**stored, "p_rules": p}
-        mem_store.record_trajectory(t)
-    mem_store.ensure_expert("ada")
-    decide(mem_store, "ada", ids[1], "accept")  # decided: no longer pending
-    rows = list(mem_store.stored_scores())
+        each_store.record_trajectory(t)
+    each_store.ensure_expert("ada")
+    decide(each_store, "ada", ids[1], "accept")  # decided: no longer pending
+    rows = list(each_store.stored_scores())
     assert [r[0] for r in rows] == [ids[0], ids[2]]
     assert rows[0][3]["calibration_input"] == 1.5 and rows[1][3] == {}
-    r = rescore_store(mem_store, InspectorModel(2, {"cv": TaskModel("platt", a=-1.0)}))
+    r = rescore_store(each_store, InspectorModel(2, {"cv": TaskModel("platt", a=-1.0)}))
     assert r.ids.tolist() == [ids[0]] and r.kept == 1 and r.flips == 1
-    assert list(mem_store.stored_scores("wd")) == []
-    some = list(mem_store.stored_scores(keys=["calibration_input", "ha_ew", "not_measured"]))
+    assert list(each_store.stored_scores("wd")) == []
+    some = list(each_store.stored_scores(keys=["calibration_input", "ha_ew", "not_measured"]))
     assert [r[3] for r in some] == [{"calibration_input": 1.5, "ha_ew": 3.0}, {}]
     # batches walk on by id
-    assert [x[0] for x in mem_store.stored_scores(batch=1)] == [ids[0], ids[2]]
+    assert [x[0] for x in each_store.stored_scores(batch=1)] == [ids[0], ids[2]]
 
 
 @pytest.mark.slow
