@@ -25,8 +25,8 @@ def _campaign(ctx) -> None:
     """Audit drawn and reviewed, a few decisions on uncertain items, two fitted versions."""
     from agent.policies.rules.learned import InspectorModel, TaskModel
     from annotate.audit_sample import draw_for_store
-    from annotate.vetting.into_store import INSPECTOR_SETTING as SETTING
     from annotate.review import decide
+    from annotate.vetting.into_store import INSPECTOR_SETTING as SETTING
 
     store = ctx.store
     store.auto_accept(0.9)
