@@ -26,8 +26,9 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/python launch.py serve --port $(PORT) --host $(HOST)
 
+# One worker per core; a file's tests stay on one worker (they share its app and browser).
 test: $(STAMP)
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n auto --dist loadfile $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
