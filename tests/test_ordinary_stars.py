@@ -170,3 +170,54 @@ def test_a_dc_reading_does_not_call_its_he_i_a_hot_stars_lines():
     assert not [s for s in AGAINST["wd"] if any(s in n for n in notes)], notes
     t, text = _played(spec, "wd")
     assert t.verdict == "YES" and not found("wd", t.confidence, text), text
+
+
+def test_a_tio_like_step_on_a_blue_continuum_is_no_m_giant():
+    # Once, at SNR 5: A and F stars called M giants from a TiO 7054 "head" of noise or a sky
+    # residual, their CaH3, CaH 6385 and Na I then reading giant-like as on any warm star.
+    f = (W / 5000.0) ** -1.5 * _lines(np.ones_like(W), [14.0] * 8, 0.6)
+    f = f * np.where((W > 7055) & (W < 7250), 1 - 0.2 * np.exp(-(W - 7055) / 150), 1.0)
+    v = inspect(_survey(f, snr=20), "m_giant")
+    assert v.answer == "NO" and v.p_yes < 0.3, v.evidence.notes
+    veto = [i for i in v.evidence.items if "too blue for an M star" in i.note]
+    assert veto and veto[0].decisive, v.evidence.notes
+
+
+def test_giant_like_gravity_beside_weak_tio_is_no_m_giant():
+    from agent.policies.rules.features import Measurements
+    from agent.policies.rules.m_giant import evidence
+
+    # A K giant at the K/M boundary: TiO5 0.88, no 7054 head to speak of, and every
+    # gravity indicator giant-like, as in any giant. Once P(YES) 0.7: gravity alone carried it.
+    k_giant = {"tio5": 0.88, "tio_7054": 0.02, "cah3": 0.99, "cah1": 0.0, "snr": 20.0}
+    k_giant |= {"na8190_ew": 0.2, "na8190_sig": 1.0, "b_r": -0.3}
+    ev = evidence(Measurements(k_giant))
+    assert any("K/M boundary" in n for n in ev.notes), ev.notes
+    assert ev.score <= -0.5, (ev.score, ev.notes)
+    # the same gravity beside an M star's TiO stands
+    m_giant = evidence(Measurements({**k_giant, "tio5": 0.55, "tio_7054": 0.35, "cah3": 0.95}))
+    assert m_giant.score > 1.0, m_giant.notes
+
+
+@pytest.mark.realdata
+def test_the_peaks_between_a_late_m_giants_tio_bands_are_no_quasar_lines(shared_spectra, tmp_path):
+    from agent.formats import load_one
+    from training.sim.surveys import observe_survey, write_survey
+
+    # Once: pickles m6iii (M6 III) read as a quasar at z = 0.35, the flux peaks between
+    # its TiO bands taken for Mg II, H-beta and H-alpha, and every stellar reading set aside.
+    spec = load_one(shared_spectra / "pickles/m6iii.fits", hdu=1)
+    for k, (layout, snr) in enumerate([("lamost", 35), ("sdss", 8), ("desi", 20), ("lamost", 12)]):
+        obs = observe_survey(
+            spec,
+            layout,
+            snr=snr,
+            rng=np.random.default_rng(k),
+            rv_kms=20.0,
+            source_resolution=1000.0,
+        )
+        path = write_survey(obs, tmp_path / f"{k}.fits", f"m6iii-{k}")
+        m = measure_all(load_one(path))
+        assert not m.redshift.extragalactic, (layout, snr, m.redshift)
+        v = inspect(load_one(path), "m_giant", m)
+        assert v.answer == "YES", (layout, snr, v.evidence.notes)

@@ -39,21 +39,22 @@ def evidence(m: dict[str, float]) -> Evidence:
         if d >= 0.12 and f >= 35:
             strong_balmer = True
             partner, others = series_partner(m, n, f)
-            if partner:
-                balmer = min(4.0, 2.5 + (f - 35) / 15)
-                e.add(
-                    balmer,
-                    f"{txt}, and {partner[0]}: pressure broadening of a DA white dwarf",
-                    keys + (f"{partner[1]}_fwhm",),
-                )
-            elif others:
-                # A DA's lines are all broad: one wide "line" beside narrow partners is a
-                # depressed stretch of continuum (the G band, metal-line blanketing).
+            if others:
+                # A DA's lines are all broad: one clearly narrow Balmer line beside the wide
+                # one is a hot subdwarf's (log g 5-6) or a main-sequence star's, and the
+                # wide "line" a depressed stretch of continuum or noise.
                 e.add(
                     -1.5,
                     f"{txt}, but {others[0][0]}: no higher-series partner at that width, "
                     "so not the pressure broadening of a DA white dwarf",
                     keys + (f"{others[0][1]}_fwhm",),
+                )
+            elif partner:
+                balmer = min(4.0, 2.5 + (f - 35) / 15)
+                e.add(
+                    balmer,
+                    f"{txt}, and {partner[0]}: pressure broadening of a DA white dwarf",
+                    keys + (f"{partner[1]}_fwhm",),
                 )
             else:
                 balmer = 2.0
