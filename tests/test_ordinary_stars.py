@@ -221,3 +221,21 @@ def test_the_peaks_between_a_late_m_giants_tio_bands_are_no_quasar_lines(shared_
         assert not m.redshift.extragalactic, (layout, snr, m.redshift)
         v = inspect(load_one(path), "m_giant", m)
         assert v.answer == "YES", (layout, snr, v.evidence.notes)
+
+
+def hot_subdwarf(width=38.0, depth=0.35):
+    """An sdB: a continuum as blue as a 30,000 K star's and Balmer lines broadened by a
+    gravity of log g 5-6, about half as wide as a DA white dwarf's at that temperature."""
+    return (W / 5000.0) ** -3.5 * _lines(np.ones_like(W), [width] * 8, depth)
+
+
+@pytest.mark.parametrize("snr,seed", [(8, 0), (12, 1), (20, 2)])
+def test_a_hot_subdwarfs_balmer_lines_are_too_narrow_for_a_da_this_hot(snr, seed):
+    # Once: hot subdwarfs called DA white dwarfs in 40% of their spectra, their 35-45 Å
+    # lines passing the DA width test made for DAs of every temperature.
+    v = inspect(_survey(hot_subdwarf(), snr=snr, seed=seed), "wd")
+    assert v.answer == "NO", v.evidence.notes
+    assert any("lower gravity of a hot subdwarf" in n for n in v.evidence.notes), v.evidence.notes
+    # a DA as hot, its lines pressure-broadened to 70 Å, stays one
+    da = inspect(_survey(hot_subdwarf(width=70.0, depth=0.5), snr=snr, seed=seed), "wd")
+    assert da.answer == "YES", da.evidence.notes

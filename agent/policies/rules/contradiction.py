@@ -29,6 +29,7 @@ AGAINST: dict[str, tuple[str, ...]] = {
         "no higher-series partner at that width",
         "not a DZ white dwarf",
         "not the lines tens of Å wide of a DB white dwarf",
+        "the lower gravity of a hot subdwarf",
     ),
     "s_type": ("ZrO no stronger",),
     "carbon": ("TiO bands present",),

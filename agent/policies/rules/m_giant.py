@@ -12,10 +12,12 @@ HYPOTHESIS = (
 )
 # p = sigmoid(a * x + b), x = Reading.x (the score after caps, shrunk by noise and coverage);
 # see agent.policies.rules.calibration.
-CALIBRATION = (1.446, 0.0)
+CALIBRATION = (1.249, 0.0)
 
 
 TIO = ("tio5", "tio_7054")
+# The TiO 7054 head jump below which the head is absent (a K star), whatever TiO5 reads.
+HEAD_ABSENT = 0.08
 
 
 def evidence(m: dict[str, float]) -> Evidence:
@@ -32,7 +34,7 @@ def evidence(m: dict[str, float]) -> Evidence:
         e.checked += 1
         # TiO5's 4 A reference band makes it noisy at low SNR; the 7054 head jump, measured
         # over wider bands, overrules it where the head is plainly absent (a K giant).
-        head_absent = finite(j) and j < 0.05
+        head_absent = finite(j) and j < HEAD_ABSENT
         m_type = (finite(t5) and t5 < 0.82 and not head_absent) or (finite(j) and j > 0.12)
         no_tio = (not finite(t5) or t5 > 0.9) and (not finite(j) or j < 0.1)
         txt = ", ".join(

@@ -19,7 +19,7 @@ HYPOTHESIS = (
 )
 # p = sigmoid(a * x + b), x = Reading.x (the score after caps, shrunk by noise and coverage);
 # see agent.policies.rules.calibration.
-CALIBRATION = (2.342, 0.0)
+CALIBRATION = (2.402, 0.0)
 
 
 def evidence(m: dict[str, float]) -> Evidence:
@@ -39,7 +39,18 @@ def evidence(m: dict[str, float]) -> Evidence:
         if d >= 0.12 and f >= 35:
             strong_balmer = True
             partner, others = series_partner(m, n, f)
-            if others:
+            if finite(br) and br > HOT_DA_COLOUR and f < HOT_DA_FWHM:
+                # At log g 8 a DA this hot (Teff above ~12,000 K) has Balmer lines 60-100 Å
+                # wide; lines half that width on so blue a continuum are a hot subdwarf's,
+                # whose gravity (log g 5-6) broadens them far less.
+                e.add(
+                    -1.5,
+                    f"{txt}, on a continuum as blue as log F4600/F6100 = {br:.2f}: narrower "
+                    f"than the {HOT_DA_FWHM:.0f} Å or more of a DA white dwarf this hot, "
+                    "so the lower gravity of a hot subdwarf",
+                    keys,
+                )
+            elif others:
                 # A DA's lines are all broad: one clearly narrow Balmer line beside the wide
                 # one is a hot subdwarf's (log g 5-6) or a main-sequence star's, and the
                 # wide "line" a depressed stretch of continuum or noise.
@@ -245,6 +256,11 @@ def featureless(m: dict[str, float], hot: bool) -> float | None:
         return max(broad)
     return None
 
+
+# A continuum bluer than this (log F4600/F6100; Teff above ~12,000 K) and a lead Balmer
+# line narrower than HOT_DA_FWHM (Å) is no DA: the tune split's DAs this hot read 58 Å and
+# wider, while hot subdwarfs' lines stay near 15-40 Å.
+HOT_DA_COLOUR, HOT_DA_FWHM = 0.3, 50.0
 
 # A DB white dwarf's He I: at least two lines this strong (EW, Å) and this deep.
 DB_HE_EW, DB_HE_DEPTH = 2.5, 0.1
