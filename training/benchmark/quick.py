@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import logging
 import pickle
 import sys
 from collections import defaultdict
@@ -26,10 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-log = logging.getLogger(__name__)
-
-TASKS = ("cv", "carbon", "s_type", "m_giant", "wd")
-
+from agent.tasks import TASKS
 
 # What `inspect` reads of a spectrum besides its measurements: which pixels are good, as
 # (rest-frame wavelength in float32, good-pixel mask); plain arrays so the cache unpickles

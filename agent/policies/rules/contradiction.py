@@ -22,6 +22,7 @@ AGAINST: dict[str, tuple[str, ...]] = {
         "as only a dwarf shows",
         "as only a high-gravity M dwarf shows",
         "an S star, not an ordinary M giant",
+        "too blue for an M star",
     ),
     "wd": (
         "narrow, as in an A/B star",
