@@ -239,3 +239,36 @@ def test_a_hot_subdwarfs_balmer_lines_are_too_narrow_for_a_da_this_hot(snr, seed
     # a DA as hot, its lines pressure-broadened to 70 Å, stays one
     da = inspect(_survey(hot_subdwarf(width=70.0, depth=0.5), snr=snr, seed=seed), "wd")
     assert da.answer == "YES", da.evidence.notes
+
+
+def test_a_k5_giants_trace_of_tio_is_no_m_type():
+    from agent.policies.rules.features import Measurements
+    from agent.policies.rules.m_giant import evidence
+
+    # A K5 III of the tune split at SNR 20: TiO5 0.76 but a 7054 head of 0.06, where the
+    # M0 III's there reads 0.11 and more. Once called an M giant at P(YES) 1.00.
+    k5 = {"tio5": 0.76, "tio_7054": 0.06, "cah3": 0.94, "cah1": -0.02, "snr": 20.0}
+    k5 |= {"na8190_ew": 0.9, "na8190_sig": 2.0, "b_r": -0.27}
+    ev = evidence(Measurements(k5))
+    assert any("K/M boundary" in n for n in ev.notes) and ev.score <= -0.5, ev.notes
+    m0 = evidence(Measurements({**k5, "tio5": 0.73, "tio_7054": 0.12}))
+    assert any("an M-type star" in n for n in m0.notes) and m0.score > 0, m0.notes
+
+
+def test_a_clearly_narrow_balmer_line_beside_broad_ones_is_no_da():
+    from agent.policies.rules.features import Measurements
+    from agent.policies.rules.wd import evidence
+
+    # An F5 dwarf at SNR 8: H-gamma and H-beta fitted 87 and 42 Å wide on a blanketed
+    # continuum, H-delta 7 Å wide at 8 sigma. Once P(YES) 0.97 from the broad pair.
+    def line(n, fwhm, depth, sig):
+        return {f"{n}_fwhm": fwhm, f"{n}_depth": depth, f"{n}_ew": depth * fwhm, f"{n}_fitsig": sig}
+
+    m = Measurements(
+        line("hg_w", 87.0, 0.14, 6.0) | line("hb_w", 42.0, 0.12, 5.0) | line("hd_w", 7.0, 0.3, 8.0)
+    )
+    m |= {"b_r": 0.1, "snr": 8.0}
+    ev = evidence(m)
+    assert any("no higher-series partner" in n for n in ev.notes), ev.notes
+    assert not [i for i in ev.items if i.points > 0 and "DA white dwarf" in i.note], ev.notes
+    assert ev.score < 0, ev.notes
