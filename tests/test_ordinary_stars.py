@@ -272,3 +272,22 @@ def test_a_clearly_narrow_balmer_line_beside_broad_ones_is_no_da():
     assert any("no higher-series partner" in n for n in ev.notes), ev.notes
     assert not [i for i in ev.items if i.points > 0 and "DA white dwarf" in i.note], ev.notes
     assert ev.score < 0, ev.notes
+
+
+def test_a_dz_reading_does_not_call_its_he_i_a_hot_stars_lines():
+    from agent.policies.rules.contradiction import AGAINST
+
+    # Once, on the test split: white-dwarf YES answers at P(YES) 0.97 whose thoughts also
+    # called weak He I "a hot star's, not the lines tens of Å wide of a DB white dwarf".
+    f = (W / 5000.0) ** -1.5 * (1 - _g(3934.8, 8.0, 0.6))
+    for c in (4923.3, 5877.3):
+        f = f * (1 - _g(c, 5.0, 0.25))
+    spec = _survey(f, snr=30, seed=1)
+    v = inspect(spec, "wd")
+    notes = v.evidence.notes
+    assert v.answer == "YES" and any("a DZ white dwarf" in n for n in notes), notes
+    he = [i for i in v.evidence.items if "He I absorption" in i.note]
+    assert len(he) == 1 and he[0].points == -0.5 and "no DB white dwarf" in he[0].note, notes
+    assert not [s for s in AGAINST["wd"] if any(s in n for n in notes)], notes
+    t, text = _played(spec, "wd")
+    assert t.verdict == "YES" and not found("wd", t.confidence, text), text

@@ -156,6 +156,8 @@ def evidence(m: dict[str, float]) -> Evidence:
         ]
         absent, why, hkeys = balmer_absence(m)
         dc = featureless(m, hot)
+        c2 = m.get("c2_5165")
+        dq = finite(c2) and c2 > 0.15 and finite(br) and br > -0.15
         if he and sum(1 for x in he if x > 1.0) >= 2 and hot:
             if he2_abs:
                 e.add(
@@ -187,9 +189,10 @@ def evidence(m: dict[str, float]) -> Evidence:
                     f"{why}: a DB white dwarf has no hydrogen",
                     tuple(f"{k}_ew" for k in he_strong) + hkeys,
                 )
-            elif dc is not None:
-                # The DC reading below counts these lines as noise; a thought that then calls
-                # them a hot star's lines would contradict it.
+            elif dc is not None or dq or any(i.points > 0 for i in e.items):
+                # A DC reading (which counts these lines as noise), a DZ or a DQ reading
+                # stands beside them: a thought that then calls them a hot star's lines
+                # would contradict it.
                 e.add(
                     -0.5,
                     f"He I absorption at most weak ({', '.join(f'EW {x:.1f} Å' for x in he)}): "
@@ -203,8 +206,7 @@ def evidence(m: dict[str, float]) -> Evidence:
                     f"narrow: a hot star's, not the lines tens of Å wide of a DB white dwarf",
                     he_used,
                 )
-        c2 = m.get("c2_5165")
-        if finite(c2) and c2 > 0.15 and finite(br) and br > -0.15:
+        if dq:
             e.add(
                 3.0,
                 f"C2 Swan 5165 head depth {depth_points(c2):.2f} on a warm continuum (log F4600/F6100 = {br:.2f}): a DQ white dwarf",
