@@ -170,3 +170,124 @@ def test_a_dc_reading_does_not_call_its_he_i_a_hot_stars_lines():
     assert not [s for s in AGAINST["wd"] if any(s in n for n in notes)], notes
     t, text = _played(spec, "wd")
     assert t.verdict == "YES" and not found("wd", t.confidence, text), text
+
+
+def test_a_tio_like_step_on_a_blue_continuum_is_no_m_giant():
+    # Once, at SNR 5: A and F stars called M giants from a TiO 7054 "head" of noise or a sky
+    # residual, their CaH3, CaH 6385 and Na I then reading giant-like as on any warm star.
+    f = (W / 5000.0) ** -1.5 * _lines(np.ones_like(W), [14.0] * 8, 0.6)
+    f = f * np.where((W > 7055) & (W < 7250), 1 - 0.2 * np.exp(-(W - 7055) / 150), 1.0)
+    v = inspect(_survey(f, snr=20), "m_giant")
+    assert v.answer == "NO" and v.p_yes < 0.3, v.evidence.notes
+    veto = [i for i in v.evidence.items if "too blue for an M star" in i.note]
+    assert veto and veto[0].decisive, v.evidence.notes
+
+
+def test_giant_like_gravity_beside_weak_tio_is_no_m_giant():
+    from agent.policies.rules.features import Measurements
+    from agent.policies.rules.m_giant import evidence
+
+    # A K giant at the K/M boundary: TiO5 0.88, no 7054 head to speak of, and every
+    # gravity indicator giant-like, as in any giant. Once P(YES) 0.7: gravity alone carried it.
+    k_giant = {"tio5": 0.88, "tio_7054": 0.02, "cah3": 0.99, "cah1": 0.0, "snr": 20.0}
+    k_giant |= {"na8190_ew": 0.2, "na8190_sig": 1.0, "b_r": -0.3}
+    ev = evidence(Measurements(k_giant))
+    assert any("K/M boundary" in n for n in ev.notes), ev.notes
+    assert ev.score <= -0.5, (ev.score, ev.notes)
+    # the same gravity beside an M star's TiO stands
+    m_giant = evidence(Measurements({**k_giant, "tio5": 0.55, "tio_7054": 0.35, "cah3": 0.95}))
+    assert m_giant.score > 1.0, m_giant.notes
+
+
+@pytest.mark.realdata
+def test_the_peaks_between_a_late_m_giants_tio_bands_are_no_quasar_lines(shared_spectra, tmp_path):
+    from agent.formats import load_one
+    from training.sim.surveys import observe_survey, write_survey
+
+    # Once: pickles m6iii (M6 III) read as a quasar at z = 0.35, the flux peaks between
+    # its TiO bands taken for Mg II, H-beta and H-alpha, and every stellar reading set aside.
+    spec = load_one(shared_spectra / "pickles/m6iii.fits", hdu=1)
+    for k, (layout, snr) in enumerate([("lamost", 35), ("sdss", 8), ("desi", 20), ("lamost", 12)]):
+        obs = observe_survey(
+            spec,
+            layout,
+            snr=snr,
+            rng=np.random.default_rng(k),
+            rv_kms=20.0,
+            source_resolution=1000.0,
+        )
+        path = write_survey(obs, tmp_path / f"{k}.fits", f"m6iii-{k}")
+        m = measure_all(load_one(path))
+        assert not m.redshift.extragalactic, (layout, snr, m.redshift)
+        v = inspect(load_one(path), "m_giant", m)
+        assert v.answer == "YES", (layout, snr, v.evidence.notes)
+
+
+def hot_subdwarf(width=38.0, depth=0.35):
+    """An sdB: a continuum as blue as a 30,000 K star's and Balmer lines broadened by a
+    gravity of log g 5-6, about half as wide as a DA white dwarf's at that temperature."""
+    return (W / 5000.0) ** -3.5 * _lines(np.ones_like(W), [width] * 8, depth)
+
+
+@pytest.mark.parametrize("snr,seed", [(8, 0), (12, 1), (20, 2)])
+def test_a_hot_subdwarfs_balmer_lines_are_too_narrow_for_a_da_this_hot(snr, seed):
+    # Once: hot subdwarfs called DA white dwarfs in 40% of their spectra, their 35-45 Å
+    # lines passing the DA width test made for DAs of every temperature.
+    v = inspect(_survey(hot_subdwarf(), snr=snr, seed=seed), "wd")
+    assert v.answer == "NO", v.evidence.notes
+    assert any("lower gravity of a hot subdwarf" in n for n in v.evidence.notes), v.evidence.notes
+    # a DA as hot, its lines pressure-broadened to 70 Å, stays one
+    da = inspect(_survey(hot_subdwarf(width=70.0, depth=0.5), snr=snr, seed=seed), "wd")
+    assert da.answer == "YES", da.evidence.notes
+
+
+def test_a_k5_giants_trace_of_tio_is_no_m_type():
+    from agent.policies.rules.features import Measurements
+    from agent.policies.rules.m_giant import evidence
+
+    # A K5 III of the tune split at SNR 20: TiO5 0.76 but a 7054 head of 0.06, where the
+    # M0 III's there reads 0.11 and more. Once called an M giant at P(YES) 1.00.
+    k5 = {"tio5": 0.76, "tio_7054": 0.06, "cah3": 0.94, "cah1": -0.02, "snr": 20.0}
+    k5 |= {"na8190_ew": 0.9, "na8190_sig": 2.0, "b_r": -0.27}
+    ev = evidence(Measurements(k5))
+    assert any("K/M boundary" in n for n in ev.notes) and ev.score <= -0.5, ev.notes
+    m0 = evidence(Measurements({**k5, "tio5": 0.73, "tio_7054": 0.12}))
+    assert any("an M-type star" in n for n in m0.notes) and m0.score > 0, m0.notes
+
+
+def test_a_clearly_narrow_balmer_line_beside_broad_ones_is_no_da():
+    from agent.policies.rules.features import Measurements
+    from agent.policies.rules.wd import evidence
+
+    # An F5 dwarf at SNR 8: H-gamma and H-beta fitted 87 and 42 Å wide on a blanketed
+    # continuum, H-delta 7 Å wide at 8 sigma. Once P(YES) 0.97 from the broad pair.
+    def line(n, fwhm, depth, sig):
+        return {f"{n}_fwhm": fwhm, f"{n}_depth": depth, f"{n}_ew": depth * fwhm, f"{n}_fitsig": sig}
+
+    m = Measurements(
+        line("hg_w", 87.0, 0.14, 6.0) | line("hb_w", 42.0, 0.12, 5.0) | line("hd_w", 7.0, 0.3, 8.0)
+    )
+    m |= {"b_r": 0.1, "snr": 8.0}
+    ev = evidence(m)
+    assert any("no higher-series partner" in n for n in ev.notes), ev.notes
+    assert not [i for i in ev.items if i.points > 0 and "DA white dwarf" in i.note], ev.notes
+    assert ev.score < 0, ev.notes
+
+
+def test_a_dz_reading_does_not_call_its_he_i_a_hot_stars_lines():
+    from agent.policies.rules.contradiction import AGAINST
+
+    # Once, on the test split: white-dwarf YES answers at P(YES) 0.97 whose thoughts also
+    # called weak He I "a hot star's, not the lines tens of Å wide of a DB white dwarf".
+    f = (W / 5000.0) ** -1.5 * (1 - _g(3934.8, 8.0, 0.6))
+    for c in (4923.3, 5877.3):
+        f = f * (1 - _g(c, 5.0, 0.25))
+    spec = _survey(f, snr=30, seed=1)
+    v = inspect(spec, "wd")
+    notes = v.evidence.notes
+    assert v.answer == "YES" and any("a DZ white dwarf" in n for n in notes), notes
+    he = [i for i in v.evidence.items if "He I absorption" in i.note]
+    assert len(he) == 1 and he[0].points == -0.5 and "no DB white dwarf" in he[0].note, notes
+    assert not [s for s in AGAINST["wd"] if any(s in n for n in notes)], notes
+    t, text = _played(spec, "wd")
+    assert t.verdict == "YES" and not found("wd", t.confidence, text), text

@@ -331,3 +331,39 @@ def test_balmer_lines_below_the_noise_are_not_weighed_against_each_other():
     assert say_balmer(m, "hb", "H-beta").startswith("H-beta: no absorption line fits the data")
     v = inspect(_survey(_hot(), snr=40), "wd")  # no line at all: the DC reading stands
     assert v.answer == "YES", v.evidence.notes
+
+
+def test_the_quick_benchmark_path_reads_as_inspect_does(tmp_path):
+    import csv
+
+    from agent.formats import load_one
+    from training.benchmark import quick
+    from training.sim.surveys import observe_survey, write_survey
+
+    # Two survey files and a catalogue row per task, as training.benchmark builds them.
+    rows = []
+    for k, (make, task, label) in enumerate(
+        [(da_white_dwarf, "wd", "YES"), (lambda: _cool(tio=0.6), "m_giant", "YES")]
+    ):
+        obs = observe_survey(
+            Spectrum(W, make()), "sdss", snr=15, rng=np.random.default_rng(k), rv_kms=30.0
+        )
+        rel = f"sdss/snr15/spec-{k}.fits"
+        write_survey(obs, tmp_path / "tune" / rel, f"q{k}")
+        for t in (task, "carbon"):
+            lab = label if t == task else "NO"
+            rows.append({"path": rel, "task": t, "label": lab, "layout": "sdss", "snr": 15})
+            rows[-1] |= {"object": f"o{k}", "class": task, "ordinary": ""}
+    with open(tmp_path / "tune" / "catalog.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    got = quick.readings(tmp_path, "tune")
+    for r, g in zip(rows, got):
+        spec = load_one(tmp_path / "tune" / r["path"])
+        assert g["p_yes"] == pytest.approx(inspect(spec, r["task"]).p_yes, abs=1e-9), r
+    # the second reading comes from the cache beside the split, not from the files
+    for r in rows:
+        (tmp_path / "tune" / r["path"]).unlink(missing_ok=True)
+    assert [g["p_yes"] for g in quick.readings(tmp_path, "tune")] == [g["p_yes"] for g in got]
+    assert "macro-F1" in quick.summary(got, n_boot=10)

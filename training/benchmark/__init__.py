@@ -29,7 +29,9 @@ Sources whose positives are templates rather than single observed stars are flag
 `template=1` in the catalogue and counted in the report.
 
 The package: `sources` (sources, splits, plan, build), `report` (scoring and the accuracy
-document), `calibration` (refitting the inspector's calibration) and `__main__` (the CLI).
+document), `tuning` (refitting the inspector's calibration), `quick` (scoring a split from
+`inspect` on measurements cached per file, for setting rules on tune in seconds) and
+`__main__` (the CLI).
 """
 
 from training.benchmark.sources import (

@@ -271,8 +271,6 @@ def survey_stats(rows: list[Row]) -> dict[str, dict]:
 
 def ordinary_table(rows: list[Row]) -> str:
     """Per task and ordinary class: how often the inspector says YES (a false positive)."""
-    from training.evaluate import TASK_ORDER
-
     classes = sorted({r.ordinary for r in rows if r.ordinary}, key=lambda c: (c[-5:], c))
     acc: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     objs: dict[str, set] = defaultdict(set)
@@ -281,7 +279,7 @@ def ordinary_table(rows: list[Row]) -> str:
             acc[(r.scored.task, r.ordinary)][0] += int(r.scored.pred)
             acc[(r.scored.task, r.ordinary)][1] += 1
             objs[r.ordinary].add(r.obj)
-    tasks = [t for t in TASK_ORDER if any(k[0] == t for k in acc)]
+    tasks = [t for t in TASKS if any(k[0] == t for k in acc)]
     lines = [
         "| class | objects | spectra per task | " + " | ".join(tasks) + " |",
         "|---|---|---|" + "---|" * len(tasks),
@@ -297,15 +295,13 @@ def ordinary_table(rows: list[Row]) -> str:
 
 
 def base_rate_table(stats: dict[str, dict]) -> str:
-    from training.evaluate import TASK_ORDER
-
     lines = [
         "| task | recall | FP rate, all negatives | FP rate, F/G/K dwarfs and giants | "
         + " | ".join(f"precision at 1 in {n}" for n in BASE_RATES)
         + " |",
         "|---|---|---|---|" + "---|" * len(BASE_RATES),
     ]
-    for t in [t for t in TASK_ORDER if t in stats]:
+    for t in [t for t in TASKS if t in stats]:
         s = stats[t]
         lines.append(
             f"| {t} | {s['tpr']:.3f} | {s['fpr']:.2%} | {s['fgk_fpr']:.2%} (of {s['n_fgk']}) | "

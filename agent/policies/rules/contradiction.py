@@ -22,6 +22,7 @@ AGAINST: dict[str, tuple[str, ...]] = {
         "as only a dwarf shows",
         "as only a high-gravity M dwarf shows",
         "an S star, not an ordinary M giant",
+        "too blue for an M star",
     ),
     "wd": (
         "narrow, as in an A/B star",
@@ -29,6 +30,7 @@ AGAINST: dict[str, tuple[str, ...]] = {
         "no higher-series partner at that width",
         "not a DZ white dwarf",
         "not the lines tens of Å wide of a DB white dwarf",
+        "the lower gravity of a hot subdwarf",
     ),
     "s_type": ("ZrO no stronger",),
     "carbon": ("TiO bands present",),

@@ -267,8 +267,28 @@ def measure_all(spectrum: Spectrum) -> Measurements:
     m.update(continuum_slope(arr))
     m["blue_frac"] = _blue_fraction(arr)
     m.redshift = redshift.estimate(spectrum, arr)
+    if m.redshift.source in ("emission lines", "cross-correlation") and molecular_bands(m):
+        # Between the TiO bands of a cool M star the continuum peaks; at low resolution
+        # those peaks pass for broad emission lines at a quasar's redshift. A quasar shows
+        # no drop of the flux redward of every TiO head at once.
+        m.unreliable["redshift"] = (
+            f"the {m.redshift.kind} redshift z = {m.redshift.z:.3f} "
+            f"({m.redshift.source}) rests on the peaks between TiO bands"
+        )
+        z_pipe = float(spectrum.redshift)
+        m.redshift = redshift.Redshift(z_pipe, "pipeline", "pipeline") if z_pipe else redshift.NONE
     m.update(redshift.to_measurements(m.redshift))
     return m
+
+
+TIO_HEADS = ("tio_4955", "tio_5448", "tio_6159", "tio_7054")
+
+
+def molecular_bands(m: dict[str, float], least: float = 0.15) -> bool:
+    """At least three of the TiO heads 4955, 5448, 6159 and 7054 measured, and the flux
+    drops redward of each by a log jump of `least` or more: the bands of an M star."""
+    got = [m[k] for k in TIO_HEADS if finite(m.get(k))]
+    return len(got) >= 3 and min(got) >= least
 
 
 def _contrast(

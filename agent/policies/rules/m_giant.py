@@ -12,10 +12,12 @@ HYPOTHESIS = (
 )
 # p = sigmoid(a * x + b), x = Reading.x (the score after caps, shrunk by noise and coverage);
 # see agent.policies.rules.calibration.
-CALIBRATION = (1.446, 0.0)
+CALIBRATION = (1.249, 0.0)
 
 
 TIO = ("tio5", "tio_7054")
+# The TiO 7054 head jump below which the head is absent (a K star), whatever TiO5 reads.
+HEAD_ABSENT = 0.08
 
 
 def evidence(m: dict[str, float]) -> Evidence:
@@ -32,7 +34,7 @@ def evidence(m: dict[str, float]) -> Evidence:
         e.checked += 1
         # TiO5's 4 A reference band makes it noisy at low SNR; the 7054 head jump, measured
         # over wider bands, overrules it where the head is plainly absent (a K giant).
-        head_absent = finite(j) and j < 0.05
+        head_absent = finite(j) and j < HEAD_ABSENT
         m_type = (finite(t5) and t5 < 0.82 and not head_absent) or (finite(j) and j > 0.12)
         no_tio = (not finite(t5) or t5 > 0.9) and (not finite(j) or j < 0.1)
         txt = ", ".join(
@@ -132,9 +134,16 @@ def evidence(m: dict[str, float]) -> Evidence:
             (k,),
             decisive=True,
         )
+    blue = blue_continuum(m)
+    if blue:
+        # An M star's continuum falls to the blue: a TiO-like step on a blue or white
+        # continuum (an A or F star at low SNR) is noise or a sky residual, not TiO.
+        e.add(-4.0, blue, decisive=True)
     # Gravity only matters for an M star: without TiO the answer is no, however giant-like.
+    # At the K/M boundary (weak TiO) a YES would rest on gravity alone, which a K giant
+    # shares: it leans NO, and the more so the weaker the TiO.
     if (finite(t5) or finite(j)) and not m_type:
-        cap = -3.0 if no_tio else 0.5 * e.score - 1.0
+        cap = -3.0 if no_tio else min(-0.5, 0.5 * e.score - 1.0)
         if e.score > cap:
             e.add(
                 cap - e.score,
@@ -142,6 +151,26 @@ def evidence(m: dict[str, float]) -> Evidence:
                 TIO,
             )
     return e
+
+
+# The reddest A/F/G stars of the tune split reach log F4600/F6100 = -0.16 (at SNR 5), the
+# bluest M giants -0.24; an M0 III's continuum sits near -0.3. (colour key, bound, label)
+_M_STAR_COLOURS = (
+    ("b_r", -0.15, "log F4600/F6100"),
+    ("v_i", -0.05, "log F5500/F7475"),
+)
+
+
+def blue_continuum(m: dict[str, float]) -> str:
+    """The sentence saying the continuum is too blue for an M star ("" where it is red
+    enough, or no colour is measured): the first colour measured decides."""
+    for k, bound, lbl in _M_STAR_COLOURS:
+        c = m.get(k)
+        if finite(c):
+            if c > bound:
+                return f"continuum too blue for an M star ({lbl} = {c:.2f}; M stars lie below {bound:.2f})"
+            return ""
+    return ""
 
 
 def gravity_readings(m: dict[str, float]) -> dict[str, str]:

@@ -19,7 +19,7 @@ HYPOTHESIS = (
 )
 # p = sigmoid(a * x + b), x = Reading.x (the score after caps, shrunk by noise and coverage);
 # see agent.policies.rules.calibration.
-CALIBRATION = (2.342, 0.0)
+CALIBRATION = (2.402, 0.0)
 
 
 def evidence(m: dict[str, float]) -> Evidence:
@@ -39,21 +39,33 @@ def evidence(m: dict[str, float]) -> Evidence:
         if d >= 0.12 and f >= 35:
             strong_balmer = True
             partner, others = series_partner(m, n, f)
-            if partner:
-                balmer = min(4.0, 2.5 + (f - 35) / 15)
+            if finite(br) and br > HOT_DA_COLOUR and f < HOT_DA_FWHM:
+                # At log g 8 a DA this hot (Teff above ~12,000 K) has Balmer lines 60-100 Å
+                # wide; lines half that width on so blue a continuum are a hot subdwarf's,
+                # whose gravity (log g 5-6) broadens them far less.
                 e.add(
-                    balmer,
-                    f"{txt}, and {partner[0]}: pressure broadening of a DA white dwarf",
-                    keys + (f"{partner[1]}_fwhm",),
+                    -1.5,
+                    f"{txt}, on a continuum as blue as log F4600/F6100 = {br:.2f}: narrower "
+                    f"than the {HOT_DA_FWHM:.0f} Å or more of a DA white dwarf this hot, "
+                    "so the lower gravity of a hot subdwarf",
+                    keys,
                 )
             elif others:
-                # A DA's lines are all broad: one wide "line" beside narrow partners is a
-                # depressed stretch of continuum (the G band, metal-line blanketing).
+                # A DA's lines are all broad: one clearly narrow Balmer line beside the wide
+                # one is a hot subdwarf's (log g 5-6) or a main-sequence star's, and the
+                # wide "line" a depressed stretch of continuum or noise.
                 e.add(
                     -1.5,
                     f"{txt}, but {others[0][0]}: no higher-series partner at that width, "
                     "so not the pressure broadening of a DA white dwarf",
                     keys + (f"{others[0][1]}_fwhm",),
+                )
+            elif partner:
+                balmer = min(4.0, 2.5 + (f - 35) / 15)
+                e.add(
+                    balmer,
+                    f"{txt}, and {partner[0]}: pressure broadening of a DA white dwarf",
+                    keys + (f"{partner[1]}_fwhm",),
                 )
             else:
                 balmer = 2.0
@@ -144,6 +156,8 @@ def evidence(m: dict[str, float]) -> Evidence:
         ]
         absent, why, hkeys = balmer_absence(m)
         dc = featureless(m, hot)
+        c2 = m.get("c2_5165")
+        dq = finite(c2) and c2 > 0.15 and finite(br) and br > -0.15
         if he and sum(1 for x in he if x > 1.0) >= 2 and hot:
             if he2_abs:
                 e.add(
@@ -175,9 +189,10 @@ def evidence(m: dict[str, float]) -> Evidence:
                     f"{why}: a DB white dwarf has no hydrogen",
                     tuple(f"{k}_ew" for k in he_strong) + hkeys,
                 )
-            elif dc is not None:
-                # The DC reading below counts these lines as noise; a thought that then calls
-                # them a hot star's lines would contradict it.
+            elif dc is not None or dq or any(i.points > 0 for i in e.items):
+                # A DC reading (which counts these lines as noise), a DZ or a DQ reading
+                # stands beside them: a thought that then calls them a hot star's lines
+                # would contradict it.
                 e.add(
                     -0.5,
                     f"He I absorption at most weak ({', '.join(f'EW {x:.1f} Å' for x in he)}): "
@@ -191,8 +206,7 @@ def evidence(m: dict[str, float]) -> Evidence:
                     f"narrow: a hot star's, not the lines tens of Å wide of a DB white dwarf",
                     he_used,
                 )
-        c2 = m.get("c2_5165")
-        if finite(c2) and c2 > 0.15 and finite(br) and br > -0.15:
+        if dq:
             e.add(
                 3.0,
                 f"C2 Swan 5165 head depth {depth_points(c2):.2f} on a warm continuum (log F4600/F6100 = {br:.2f}): a DQ white dwarf",
@@ -244,6 +258,11 @@ def featureless(m: dict[str, float], hot: bool) -> float | None:
         return max(broad)
     return None
 
+
+# A continuum bluer than this (log F4600/F6100; Teff above ~12,000 K) and a lead Balmer
+# line narrower than HOT_DA_FWHM (Å) is no DA: the tune split's DAs this hot read 58 Å and
+# wider, while hot subdwarfs' lines stay near 15-40 Å.
+HOT_DA_COLOUR, HOT_DA_FWHM = 0.3, 50.0
 
 # A DB white dwarf's He I: at least two lines this strong (EW, Å) and this deep.
 DB_HE_EW, DB_HE_DEPTH = 2.5, 0.1
