@@ -274,6 +274,10 @@
     el.textContent = sending ? `saving ${sending} decision${sending > 1 ? "s" : ""}…` : "";
   };
   window.loupeSending = () => sending;
+  // Keys that moved or decided: drawn at the press, or waiting for an earlier key's answer
+  // (bench/app_latency.py reads it).
+  const stats = { now: 0, waited: 0 };
+  window.loupeKeyStats = stats;
   const busy = () => performance.now() < busyUntil;
   // A request that answers with the session's state (a grade) ends here: keys pressed
   // meanwhile waited, so its answer cannot overwrite a later decision's state.
@@ -291,6 +295,11 @@
     } catch (e) {
       ahead = null;
     }
+    // A decision pressed before this answer came has drawn its "next" already: what follows
+    // that one is what the next key brings.
+    const head = headId();
+    if (ahead && ahead.for !== head && ahead.next && ahead.next.key === head)
+      ahead = ahead.after ? { for: head, next: ahead.after } : null;
     busyUntil = 0;
     while (waiting.length && !busy()) waiting.shift()();
   };
@@ -308,9 +317,21 @@
     answering = true;
     return window.loupeDrawn();
   };
+  // The id on the screen when the decision's key was pressed: the server refuses a decision
+  // whose candidate is not the one it serves this session (app/pages/vet.py `vet_act`).
+  let shownKey = "";
+  window.loupeShown = () => {
+    const k = shownKey;
+    shownKey = "";
+    return k;
+  };
+  // Whether a key press can draw what it brings now (else it waits for the server's answer).
+  const canDraw = (which) => !!(ahead && ahead.for === headId() && ahead[which]);
   const drawAhead = (which) => {
     const item = ahead && ahead.for === headId() ? ahead[which] : null;
-    ahead = null; // once: the next comes with the server's answer
+    // once: the rest comes with the server's answer, but what follows "next" is kept, so a
+    // second decision pressed before that answer is drawn at its key press too
+    ahead = which === "next" && item && ahead.after ? { for: item.key, next: ahead.after } : null;
     drawnToken = "";
     const head = document.querySelector("#vet-header .loupe-head");
     const gd = document.querySelector("#vet-global .js-plotly-plot");
@@ -370,6 +391,7 @@
         // keypress, which a prevented keydown never sends), so it applies to the candidate
         // on the screen, not the one the server last answered for.
         const box = ev.target;
+        const on = headId();
         setTimeout(closeReason, 0);
         sent(1);
         if (busy()) {
@@ -378,12 +400,14 @@
             busyUntil = performance.now() + 5000;
             holdActive();
             drawAhead("next");
+            shownKey = on;
             box.dispatchEvent(new KeyboardEvent("keypress", { key: "Enter", bubbles: true }));
           });
         } else {
           busyUntil = performance.now() + 5000;
           holdActive();
           drawAhead("next");
+          shownKey = on;
         }
         return;
       }
@@ -450,19 +474,32 @@
       if (!id) return;
       const deciding = DECIDES.includes(key);
       // Only on the vet page: hidden buttons (another tab is open) are not pressed.
-      const go = () => {
+      // -- vet speed: j, k and a decision draw what they bring before the click, whose
+      // request carries what was drawn; the decision is saved meanwhile, and a refusal
+      // brings its candidate back with the reason (the server's answer redraws it).
+      // `drawn`: a decision pressed while an earlier answer is on its way, drawn at its key
+      // press; its click waits its turn with what it drew, its seconds and its candidate.
+      const draw = () => {
+        const on = headId();
+        holdActive();
+        drawAhead("next");
+        const d = { token: drawnToken, active: heldActive, on };
+        drawnToken = "";
+        heldActive = null;
+        return d;
+      };
+      const go = (drawn) => {
         const btn = document.getElementById(id);
         if (!visible(btn) || btn.disabled) {
           if (deciding) sent(-1);
           return;
         }
-        // -- vet speed: j, k and a decision draw what they bring before the click, whose
-        // request carries what was drawn; the decision is saved meanwhile, and a refusal
-        // brings its candidate back with the reason (the server's answer redraws it)
         if (key === "j" || key === "k") drawAhead(key === "j" ? "next" : "prev");
         else if (deciding) {
-          holdActive();
-          drawAhead("next");
+          const d = drawn || draw();
+          drawnToken = d.token;
+          heldActive = d.active;
+          shownKey = d.on;
         }
         busyUntil = performance.now() + 5000; // until the answer and what follows arrive
         btn.click();
@@ -470,8 +507,17 @@
       if (!onVetPage()) return;
       ev.preventDefault();
       if (deciding) sent(1);
-      if (busy()) waiting.push(go);
-      else go();
+      if (!busy()) {
+        stats.now += 1;
+        go();
+      } else if (deciding && canDraw("next") && visible(document.getElementById(id))) {
+        stats.now += 1;
+        const d = draw();
+        waiting.push(() => go(d));
+      } else {
+        stats.waited += 1;
+        waiting.push(() => go());
+      }
     },
     true
   );

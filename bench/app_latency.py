@@ -14,6 +14,10 @@ A fresh demo database (generated, ingested and vetted by `rules`), then:
   context: nothing cached) to the first panel drawn, in Chromium (skipped if absent);
 - browser_a: the same for `a` (accept: the decision is saved in the background while the
   next candidate is drawn), checking at the end that every press was stored once.
+Browser figures come twice: from outside (Playwright's press to its poll seeing the panel,
+which adds its own round trips) and "in page" (the key event to the first animation frame
+that paints the panel); each run also says how many keys were drawn at the press and how
+many waited for an earlier key's answer.
 Timings on a loaded machine are noise: the load average is printed first.
 Prints p50/p95 of each; the last line is the server p95.
 """
@@ -35,6 +39,21 @@ DRAWN = """old => {
   const meta = gd && gd.layout && gd.layout.meta && gd.layout.meta.candidate;
   return id && id.trim() !== old && meta === id.trim();
 }"""
+# In the page: the key event's time, and the first animation frame (the frame that paints)
+# in which the new candidate's panel is drawn. Playwright's own round trips, which the
+# outside timing includes, are left out.
+IN_PAGE = """() => {
+  const drawn = DRAWN_FN;
+  window.__press = null;
+  window.__drawnAt = null;
+  window.addEventListener('keydown', (e) => { if (window.__old !== undefined) window.__press = e.timeStamp; }, true);
+  const frame = () => {
+    if (window.__press !== null && window.__drawnAt === null && drawn(window.__old))
+      window.__drawnAt = performance.now();
+    requestAnimationFrame(frame);
+  };
+  requestAnimationFrame(frame);
+}""".replace("DRAWN_FN", DRAWN)
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -99,7 +118,11 @@ def bench_http(ctx, n: int) -> list[float]:
         srv.close()
 
 
-def bench_browser(ctx, n: int, key: str = "j") -> list[float] | None:
+def bench_browser(
+    ctx, n: int, key: str = "j", in_page: list[float] | None = None
+) -> list[float] | None:
+    """Key -> panel timed from outside (Playwright); `in_page` gets the same timed in the
+    page (key event -> first frame that paints the panel)."""
     if not os.path.exists(CHROMIUM):
         print(f"browser: skipped ({CHROMIUM} absent)")
         return None
@@ -124,9 +147,12 @@ def bench_browser(ctx, n: int, key: str = "j") -> list[float] | None:
             if key == "j":
                 report("open", opened[1:])
                 print(f"open (cold) {opened[0]:.0f} ms")
+            page.evaluate(IN_PAGE)
             for _ in range(n):
                 old = page.inner_text("#vet-header .loupe-head .id").strip()
                 page.wait_for_timeout(300)  # the expert reads
+                page.evaluate("o => { window.__old = o; window.__press = null; "
+                              "window.__drawnAt = null; }", old)  # fmt: skip
                 t0 = time.perf_counter()
                 page.keyboard.press(key)
                 try:
@@ -136,6 +162,13 @@ def bench_browser(ctx, n: int, key: str = "j") -> list[float] | None:
                           f"{page.inner_text('#vet-message')[:200]!r}")  # fmt: skip
                     break
                 out.append((time.perf_counter() - t0) * 1000)
+                if in_page is not None:
+                    page.wait_for_function("() => window.__drawnAt !== null", timeout=5_000)
+                    in_page.append(page.evaluate("() => window.__drawnAt - window.__press"))
+            # keys drawn at the press vs keys that waited for an earlier key's answer
+            stats = page.evaluate("window.loupeKeyStats || null")
+            if stats:
+                print(f"{key}: {stats['now']} drawn at the press, {stats['waited']} waited")
             if key == "a":  # every decision stored, once
                 deadline = time.time() + 30
                 while time.time() < deadline and len(ctx.store.reviews()) < len(out):
@@ -165,6 +198,9 @@ def main() -> int:
             "browser": bench_browser,
             "browser_a": lambda ctx, n: bench_browser(ctx, n, "a"),
         }
+        page_ms: dict[str, list[float]] = {"browser": [], "browser_a": []}
+        fns["browser"] = lambda ctx, n: bench_browser(ctx, n, "j", page_ms["browser"])
+        fns["browser_a"] = lambda ctx, n: bench_browser(ctx, n, "a", page_ms["browser_a"])
         for name, fn in fns.items():
             if (name.startswith("browser") and args.no_browser) or (
                 args.only and name not in args.only
@@ -177,6 +213,8 @@ def main() -> int:
             if ms:
                 results[name] = ms
                 report(name, ms)
+            if page_ms.get(name):
+                report(f"{name} (in page)", page_ms[name])
         if "server" in results:
             print(f"next_item_server_p95_ms: {pct(results['server'], 0.95):.1f}")
     return 0

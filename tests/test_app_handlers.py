@@ -607,3 +607,24 @@ def test_experts_at_once_never_review_an_item_twice_under_overlap_1(team):
     assert labelled, "the experts decided nothing"
     twice = [c for c, n in labelled.items() if n > 1 and not ctx.store.candidate(c).is_gold]
     assert twice == []
+
+
+def test_two_decisions_ahead_and_a_decision_names_its_candidate(ctx):
+    """The page is handed the next two candidates (a second key pressed before the server's
+    answer draws the one after), both leased, and a decision sent for a candidate other than
+    the one the session serves is refused and changes nothing."""
+    ex = app_context.expert_for(ctx, None)
+    st, first = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
+    ahead = vet_page.prefetch(ctx, ex, st, F, D)
+    nxt, after = ahead["next"]["key"], ahead["after"]["key"]
+    assert len({first.candidate_id, nxt, after}) == 3
+    held = {ctx.store.candidate(c).key for c in _leases(ctx, ex.name)}
+    assert {first.candidate_id, nxt, after} <= held
+    st2, view = vet_page.vet_act(ctx, ex, st, "accept", F, D, shown=nxt)
+    assert "Not saved" in view.message and nxt in view.message
+    assert st2["current"] == st["current"] and ctx.store.reviews() == []
+    st, view = vet_page.vet_act(ctx, ex, st, "accept", F, D, shown=first.candidate_id)
+    assert view.candidate_id == nxt and len(ctx.store.reviews()) == 1
+    assert vet_page.prefetch(ctx, ex, st, F, D)["next"]["key"] == after
+    st, view = vet_page.vet_act(ctx, ex, st, "accept", F, D, shown=nxt)
+    assert view.candidate_id == after and len(ctx.store.reviews()) == 2

@@ -439,6 +439,34 @@ def test_a_typed_redshift_is_stored_with_the_decision(browser, tmp_path_factory,
         assert (r.action, r.redshift, r.redshift_source) == ("accept", 1.27, "expert")
 
 
+def test_two_decisions_are_drawn_at_their_presses(browser, tmp_path_factory, tmp_path):
+    """a, then a again before the server has answered the first (answers held back 3 s):
+    each press draws the candidate it brings at once, and each decision lands, once, on
+    the candidate that was on the screen when it was pressed."""
+    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+        ready = ("k => ((document.querySelector('#vet-ahead textarea, #vet-ahead input') || {})"
+                 ".value || '').includes('\"for\":\"' + k + '\"')")  # fmt: skip
+        first = _current_key(page)
+        page.wait_for_function(ready, arg=first, timeout=20_000)
+        page.evaluate("""() => {
+          const f = window.fetch;
+          window.fetch = (u, o) => String(u).includes('queue/join')
+            ? new Promise((r) => setTimeout(r, 3000)).then(() => f(u, o)) : f(u, o);
+        }""")
+        page.keyboard.press("a")
+        second = _current_key(page)
+        page.keyboard.press("a")
+        third = _current_key(page)
+        assert len({first, second, third}) == 3  # both drawn before any answer
+        assert ctx.store.reviews() == []
+        assert page.evaluate("window.loupeKeyStats") == {"now": 2, "waited": 0}
+        (a1,) = _stored(ctx, first)
+        (a2,) = _stored(ctx, second)
+        assert (a1.action, a2.action) == ("accept", "accept")
+        page.wait_for_function("() => window.loupeSending() === 0", timeout=20_000)
+        assert _current_key(page) == third and len(ctx.store.reviews()) == 2
+
+
 def test_fast_keys_decide_the_candidate_on_the_screen(browser, tmp_path_factory, tmp_path):
     """3 a, then 3 r and a typed reason, each pressed before the last answer arrived: every
     decision lands on the candidate shown, with its grade and the whole reason."""

@@ -486,8 +486,13 @@ def vet_act(
     wrong_step: str | int | None = None,
     comment: str | None = None,
     active_seconds: float | None = None,
+    shown: str | None = None,
 ) -> tuple[dict, VetView]:
     """Record the expert's decision on the shown candidate at once, then show the next.
+
+    `shown` is the id the page showed when the key was pressed (the page draws the next
+    candidate at the press and sends the decision later): a decision meant for another
+    candidate than this session's is refused, never applied to the wrong one.
 
     `active_seconds` is the page's count of active time on the item (paused while the tab
     is hidden or after IDLE_SECONDS without input); without it (an API call) the wall clock
@@ -500,6 +505,11 @@ def vet_act(
         return _show(ctx, ex, state, cid, display, f"Unknown action {escape(action)}.")
     if cid is None:
         return vet_next(ctx, ex, state, filters, display)
+    if shown and shown != str(state.get("key")):
+        return _show(ctx, ex, state, cid, display,
+                     f"Not saved: your **{escape(action)}** was pressed on {escape(shown)}, but "
+                     f"this page is on {escape(state.get('key'))} now (an earlier key's answer "
+                     "brought it); decide it again.")  # fmt: skip
     step = None
     if wrong_step not in (None, "", "none"):
         try:
@@ -658,12 +668,15 @@ def prefetch(
     ctx: Context, ex: Viewer | None, state: dict, filters: QueueFilters, display: Display
 ) -> dict[str, Any] | None:
     """The candidates j and k would show from here, built while the expert reads, so the
-    page can draw them at the key press: {"for": shown id, "next"/"prev": {"key", "header",
-    "global" (the figure's JSON)}}.
+    page can draw them at the key press: {"for": shown id, "next"/"after"/"prev": {"key",
+    "header", "global" (the figure's JSON), "token"}}. "after" is the one that follows
+    "next": a second decision pressed before the server has answered the first is drawn at
+    its key press too.
 
-    The next item of the hand-off queue is leased now (the queue serves an expert the item
-    they hold first, so j, a decision or a skip brings exactly this one); its panels are
-    kept in the panel cache, so the server's answer to the key is cheap too."""
+    The next two items of the hand-off queue are leased now (the queue serves an expert the
+    items they hold first, oldest lease first, so j, a decision or a skip brings exactly
+    these); their panels are kept in the panel cache, so the server's answer to the key is
+    cheap too, and "after" is built once: it is the next "next"."""
     state = state or {}
     cid, key = state.get("current"), state.get("key")
     if ex is None or cid is None:
@@ -672,14 +685,22 @@ def prefetch(
     pos = int(state.get("pos", -1))
     out: dict[str, Any] = {"for": key}
     try:
-        if 0 <= pos < len(hist) - 1:
-            nxt = hist[pos + 1]
-        else:
-            # the item shown keeps its lease while the next one is drawn ahead
-            nxt = ctx.queue().next_id(ex.name, store_filters(filters), exclude=hist, keep=[cid])
+        queue = ctx.queue()
+
+        def following(i: int, keep: list[int]) -> int | None:
+            # through the history first (as vet_next), then the queue; the items shown and
+            # drawn ahead keep their leases
+            if 0 <= i < len(hist):
+                return hist[i]
+            return queue.next_id(ex.name, store_filters(filters), exclude=[*hist, *keep],
+                                 keep=keep)  # fmt: skip
+
+        nxt = following(pos + 1, [cid])
+        after = None if nxt is None else following(pos + 2 if pos + 1 < len(hist) else len(hist),
+                                                   [cid, nxt])  # fmt: skip
         prev = hist[pos - 1] if 0 < pos < len(hist) else None
-        for name, other in (("next", nxt), ("prev", prev)):
-            if other is None or other == cid:
+        for name, other in (("next", nxt), ("after", after), ("prev", prev)):
+            if other is None or other == cid or (name == "after" and other == nxt):
                 continue
             info, traj = _info(ctx, other, ex)
             view = build_view(ctx, info, traj, display)

@@ -9,7 +9,10 @@ panels' height. Vet events run without progress overlays and send only what chan
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import gradio as gr
@@ -29,6 +32,42 @@ SPLITS = ["all", *MODEL_SPLITS]
 # Vet events: no progress overlay on a dozen outputs (it costs the browser a re-layout per
 # switch, and a switch is over before an overlay would help).
 FAST: dict[str, Any] = {"show_progress": "hidden"}
+
+# -- vet speed: what comes after a move or a decision is built as soon as its handler has
+# answered, while the answer travels and the page draws it; the call that hands it to the
+# page (on_ahead) then finds it built. One per session, newest kept.
+_early_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="vet-ahead")
+_early: OrderedDict[str, tuple[tuple, Future]] = OrderedDict()
+_early_lock = threading.Lock()
+EARLY_SESSIONS = 64
+
+
+def _ahead_key(ex: Any, st: dict, f: views.QueueFilters, d: views.Display) -> tuple:
+    # everything prefetch reads: who, where in the session, filters and display
+    return (getattr(ex, "name", None), st.get("current"), st.get("pos"),
+            tuple(st.get("history") or ()), repr(f), repr(d))  # fmt: skip
+
+
+def _start_ahead(ctx: context.Context, request: Any, ex: Any, st: dict,
+                 f: views.QueueFilters, shown: views.Display) -> None:  # fmt: skip
+    """Starts building what j and k would bring after this answer (`shown`: the display
+    options as the page sends them; the desk's are in the state)."""
+    session = getattr(request, "session_hash", None)
+    if not session or ex is None or st.get("current") is None:
+        return
+    d = desk.display_with(st, shown)
+    fut = _early_pool.submit(vet_page.prefetch, ctx, ex, st, f, d)
+    with _early_lock:
+        _early[session] = (_ahead_key(ex, st, f, d), fut)
+        _early.move_to_end(session)
+        while len(_early) > EARLY_SESSIONS:
+            _early.popitem(last=False)
+
+
+def _take_ahead(session: str | None, key: tuple) -> Future | None:
+    with _early_lock:
+        hit = _early.pop(session, None) if session else None
+    return hit[1] if hit is not None and hit[0] == key else None
 
 
 def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr.Blocks], None]:
@@ -148,6 +187,8 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
         # -- vet speed: what j/k would show, handed to keys.js (vet_page.prefetch)
         ahead_box = gr.Textbox(visible="hidden", elem_id="vet-ahead")
         drawn_box = gr.Textbox(visible="hidden", elem_id="vet-drawn")
+        # the id on the screen when a decision's key was pressed (vet_page.vet_act `shown`)
+        shown_box = gr.Textbox(visible="hidden", elem_id="vet-shown")
 
     def wire(demo: gr.Blocks) -> None:
         filters = [f_task, f_band, f_status, f_survey, f_split]
@@ -254,7 +295,9 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                     st, view = vet_page.vet_prev(ctx, ex, st, f, d)
                 else:
                     st, view = vet_page.vet_refresh(ctx, ex, st, d)
-                return show(st, view, drawn)
+                out = show(st, view, drawn)
+                _start_ahead(ctx, request, ex, st, f, views.Display(mk, err, sm, fr, im))
+                return out
 
             return fn
 
@@ -276,7 +319,8 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                 views.QueueFilters(tk, band, status, survey, split),
                 desk.display_with(st, views.Display(mk, err, sm, fr, im)),
             )
-            ahead = vet_page.prefetch(ctx, ex, st, f, d)
+            early = _take_ahead(getattr(request, "session_hash", None), _ahead_key(ex, st, f, d))
+            ahead = early.result() if early is not None else vet_page.prefetch(ctx, ex, st, f, d)
             return "" if ahead is None else json.dumps(ahead, separators=(",", ":"))
 
         def then_ahead(dep: Any) -> None:
@@ -330,29 +374,32 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                     "window.loupeActive ? window.loupeActive() : -1; return a; }")  # fmt: skip
 
         # -- vet speed: a decision carries the token of the next candidate keys.js drew at
-        # the key press (vet-drawn), as j does
-        act_ins = [state, *filters, *display, active, drawn_box]
+        # the key press (vet-drawn), as j does, and the id it was pressed on (vet-shown)
+        act_ins = [state, *filters, *display, active, drawn_box, shown_box]
 
         def act(action: str):
             def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im, secs,
-                   drawn: str | None = None, request: gr.Request = None,
-                   reason_text: str | None = None):  # fmt: skip
+                   drawn: str | None = None, shown: str | None = None,
+                   request: gr.Request = None, reason_text: str | None = None):  # fmt: skip
                 ex = context.expert_for(ctx, request)
                 f, d = (
                     views.QueueFilters(tk, band, status, survey, split),
                     desk.display_with(st, views.Display(mk, err, sm, fr, im)),
                 )
                 st, view = vet_page.vet_act(ctx, ex, st, action, f, d, active_seconds=secs,
-                                            explanation=reason_text)  # fmt: skip
-                return show(st, view, drawn)
+                                            explanation=reason_text, shown=shown)  # fmt: skip
+                out = show(st, view, drawn)
+                _start_ahead(ctx, request, ex, st, f, views.Display(mk, err, sm, fr, im))
+                return out
 
             return fn
 
         def deciding(n_inputs: int) -> str:
-            # the active seconds, then the drawn token, in the last two inputs
-            return (f"(...a) => {{ a = a.slice(0, {n_inputs}); a[{n_inputs - 2}] = "
+            # the active seconds, the drawn token and the id pressed on, in the last three
+            return (f"(...a) => {{ a = a.slice(0, {n_inputs}); a[{n_inputs - 3}] = "
                     "window.loupeActive ? window.loupeActive() : -1; "
-                    f"a[{n_inputs - 1}] = window.loupeDeciding ? window.loupeDeciding() : ''; "
+                    f"a[{n_inputs - 2}] = window.loupeDeciding ? window.loupeDeciding() : ''; "
+                    f"a[{n_inputs - 1}] = window.loupeShown ? window.loupeShown() : ''; "
                     "return a; }")  # fmt: skip
 
         for btn, name in [(b_accept, "accept"), (b_reject, "reject"), (b_skip, "skip"),
@@ -361,11 +408,12 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                                  js=deciding(len(act_ins)), **FAST))  # fmt: skip
 
         def on_reason(text, st, tk, band, status, survey, split, mk, err, sm, fr, im, secs,
-                      drawn: str | None = None, request: gr.Request = None):  # fmt: skip
+                      drawn: str | None = None, shown: str | None = None,
+                      request: gr.Request = None):  # fmt: skip
             return act("reject")(st, tk, band, status, survey, split, mk, err, sm, fr, im, secs,
-                                 drawn, request, reason_text=text)  # fmt: skip
+                                 drawn, shown, request, reason_text=text)  # fmt: skip
 
-        reason_ins = [reason, state, *filters, *display, active, drawn_box]
+        reason_ins = [reason, state, *filters, *display, active, drawn_box, shown_box]
         sent = deciding(len(reason_ins)).replace(
             "return a; }", "window.loupeReasonSent && window.loupeReasonSent(); return a; }"
         )
