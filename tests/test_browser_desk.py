@@ -191,7 +191,9 @@ def test_dashboard_and_experts_refresh_when_opened(browser, tmp_path_factory, tm
         page.click("button[role='tab']:has-text('Experts')")
         page.wait_for_function(
             "() => /local\\s+admin\\s+yes\\s+2\\b/.test("
-            "document.querySelector('#experts-list').innerText)", timeout=20_000)  # fmt: skip
+            "(document.querySelector('#experts-list') || {}).innerText || '')",
+            timeout=20_000,
+        )  # fmt: skip (shown to the admin once the tab is opened)
 
 
 def test_undo_brings_back_the_decision_before(browser, tmp_path_factory, tmp_path):

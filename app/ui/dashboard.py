@@ -87,9 +87,8 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
 
         d_outs = [d_summary, d_progress, d_rates, d_conf, d_rel, d_speed, d_gold, d_table, d_kappa]
         d_go.click(on_dash, [d_task, d_prec], d_outs, api_name="dashboard")
-        # The dashboard opens filled, not as empty frames waiting for Refresh.
-        demo.load(on_dash, [d_task, d_prec], d_outs, api_name=False, show_progress="hidden")
-        # ... and shows the decisions made since whenever it is opened again.
+        # Filled whenever the tab is opened (not at page load: the vet page's first panel
+        # would wait behind these queries), with the decisions made since.
         d_tab.select(on_dash, [d_task, d_prec], d_outs, api_name=False, show_progress="hidden")
 
         # -- dashboard: the audit's estimates and the learning curve
@@ -101,7 +100,6 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
 
         a_outs = [d_audit_note, d_audit_table, d_audit_bands, d_audit_prec, d_audit_rel, d_curve]
         d_go.click(on_audit, d_task, a_outs, api_name="dashboard_audit")
-        demo.load(on_audit, d_task, a_outs, api_name=False, show_progress="hidden")
         d_tab.select(on_audit, d_task, a_outs, api_name=False, show_progress="hidden")
 
         def on_proposal(request: gr.Request):
@@ -122,8 +120,8 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
             return (gr.Button(visible=dashboard_page.can_calibrate(ex)),
                     dashboard_page.inspector_versions(ctx, ex, task))  # fmt: skip
 
-        demo.load(on_inspector_tab, d_task, [d_cal_go, d_versions], api_name=False,
-                  show_progress="hidden")  # fmt: skip
+        d_tab.select(on_inspector_tab, d_task, [d_cal_go, d_versions], api_name=False,
+                     show_progress="hidden")  # fmt: skip
 
         def on_calibrate(task, request: gr.Request):
             ex = context.expert_for(ctx, request)
@@ -139,7 +137,7 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
             msg, table = dashboard_page.last_fit(ctx, context.expert_for(ctx, request))
             return msg, gr.Dataframe(value=table, visible=bool(table["data"]))
 
-        for when in (d_go.click, demo.load):
+        for when in (d_go.click, d_tab.select):
             when(on_last_fit, None, [d_cal_msg, d_cal_table], api_name=False,
                  show_progress="hidden")  # fmt: skip
         # -- end dashboard inspector

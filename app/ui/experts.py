@@ -23,8 +23,9 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
             label="experts",
             interactive=False,
             elem_id="experts-list",
+            visible=False,  # shown to admins once the viewer is known (tab opened)
         )
-        with gr.Row(elem_id="experts-add") as x_controls:
+        with gr.Row(elem_id="experts-add", visible=False) as x_controls:
             x_name = gr.Textbox(label="name")
             x_role = gr.Radio(["expert", "admin"], value="expert", label="role")
             x_pw = gr.Textbox(label="password", type="password")
@@ -66,8 +67,7 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
                     gr.update(visible=admin))  # fmt: skip
 
         x_outs = [x_note, x_list, x_controls]
-        demo.load(on_experts_tab, None, x_outs, api_name=False)
-        # opened again: the counts as they are now, not as the page load found them
+        # each time it is opened (not at page load: the vet page comes first), as it is now
         x_tab.select(on_experts_tab, None, x_outs, api_name=False, show_progress="hidden")
 
     return wire

@@ -14,15 +14,15 @@ from app.pages import export as export_page
 def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
     """The tab's components; returns the function that wires their events, which
     `app.ui.build` calls once every tab is laid out (so the events keep their order)."""
-    with gr.Tab("Export", id="export"):
+    with gr.Tab("Export", id="export") as e_tab:
         e_note = gr.Markdown("Exports include only what is new since the last batch of that "
                              "kind.", elem_id="export-note")  # fmt: skip
-        with gr.Row(elem_id="export-controls") as e_controls:
+        with gr.Row(elem_id="export-controls", visible=False) as e_controls:
             e_kind = gr.Radio(["sft", "rl", "pairs"], value="sft", label="export")
             e_go = gr.Button("Run export", variant="primary", elem_id="btn-export")
-        e_counts = gr.Markdown()
-        e_manifest = gr.JSON(label="manifest")
-        e_files = gr.File(label="download", file_count="multiple", interactive=False)
+        e_counts = gr.Markdown(visible=False)
+        e_manifest = gr.JSON(label="manifest", visible=False)
+        e_files = gr.File(label="download", file_count="multiple", interactive=False, visible=False)
         # -- VI CSV download (annotate.export.vi)
         with gr.Row(elem_id="export-vi-controls"):
             e_vi_layout = gr.Radio(["loupe", "prospect", "marz"], value="loupe",
@@ -80,7 +80,9 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
             shown = gr.update(visible=admin)
             return [note, hist, shown, shown, shown, shown]
 
-        demo.load(on_export_tab, None, [e_note, e_hist, e_controls, e_counts, e_manifest,
-                                        e_files], api_name=False, show_progress="hidden")  # fmt: skip
+        # Opened, not at page load (the vet page's first panel would wait behind it); the
+        # admin's controls start hidden and show once the viewer is known.
+        e_tab.select(on_export_tab, None, [e_note, e_hist, e_controls, e_counts, e_manifest,
+                                           e_files], api_name=False, show_progress="hidden")  # fmt: skip
 
     return wire
