@@ -75,6 +75,22 @@ def test_dashboard_shows_estimates_biased_caption_and_learning_curve(
         page.wait_for_selector(f"#dash-learning-curve {HEAD}", timeout=30_000)
         assert "Learning curve" in page.locator(f"#dash-learning-curve {HEAD}").text_content()
         assert page.locator("#dash-learning-curve .legendtext").all_text_contents() == ["cv"]
+        # the admin's click fits the next version in the background; Refresh shows its outcome
+        from annotate import learning
+
+        page.click("#btn-calibrate", timeout=30_000)
+        page.wait_for_function(
+            "() => /in the background/.test(document.querySelector("
+            "'#dash-calibrate-message').innerText)", timeout=60_000)  # fmt: skip
+        learning.learner(ctx.store).join(240)
+        outcome = learning.status(ctx.store)
+        assert outcome and outcome.get("said"), outcome
+        page.click("button:has-text('Refresh')")
+        page.wait_for_function(
+            "() => /Last fit \\(/.test(document.querySelector("
+            "'#dash-calibrate-message').innerText)", timeout=60_000)  # fmt: skip
+        shown = page.locator("#dash-calibrate-message").inner_text()
+        assert outcome["said"].split(";")[0] in shown, (shown, outcome)
     finally:
         srv.close()
         ctx.store.close()
