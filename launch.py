@@ -62,6 +62,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "commands.audit",
         "Draw the random audit sample; print each task's weighted precision and intervals.",
     ),
+    "settings": (
+        "commands.settings",
+        "Show or change the team's campaign settings (overlap, gold and audit shares, ...).",
+    ),
     "degrade": (
         "commands.degrade",
         "Turn library spectra into survey-like LAMOST files plus a catalogue.",

@@ -44,7 +44,7 @@ def _table(headers: list[str], rows: list[list]) -> str:
 def main(args: argparse.Namespace) -> int:
     from db.store import Store
 
-    store = Store(args.db)
+    store = Store(args.db, create=False)
     try:
         if args.draw:
             draws = draw_for_store(store, args.rate, seed=args.seed, actor="audit")

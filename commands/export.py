@@ -142,7 +142,7 @@ def add_catalogue_arguments(parser: argparse.ArgumentParser) -> None:
 def catalogue_main(args: argparse.Namespace) -> int:
     from db.store import Store
 
-    store = Store(args.db)
+    store = Store(args.db, create=False)
     try:
         cat = write_catalogue(store, args.out, tasks=args.task)
     except CatalogueError as exc:

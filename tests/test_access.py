@@ -231,6 +231,10 @@ def test_an_expert_writes_only_as_themselves(team, served):
         assert msg.startswith("Refused"), msg
     after = [(e.name, e.role, e.password_hash, e.active) for e in ctx.store.experts()]
     assert after == experts_before
+    # nor the team's settings
+    msg = bob.predict("audit_rate", "1", api_name="/team_setting")[0]
+    assert msg.startswith("Refused") and "not an admin" in msg
+    assert ctx.store.setting("audit_rate") is None
     assert token_for(http, "ada")  # ada's password still works
     ada.close()
     bob.close()

@@ -194,6 +194,20 @@ def test_dashboard_and_experts_refresh_when_opened(browser, tmp_path_factory, tm
             "(document.querySelector('#experts-list') || {}).innerText || '')",
             timeout=20_000,
         )  # fmt: skip (shown to the admin once the tab is opened)
+        # the team's settings, changed by the admin here, reach the store (a bad one says why)
+        page.wait_for_selector("#team-settings-table", state="visible", timeout=20_000)
+        page.fill("#team-setting-value textarea, #team-setting-value input", "0.2")
+        page.click("#btn-team-setting")
+        page.wait_for_function(
+            "() => /audit_rate.* is now 0.2/.test(document.querySelector("
+            "'#team-setting-message').innerText)", timeout=20_000)  # fmt: skip
+        assert ctx.store.setting("audit_rate") == 0.2
+        page.fill("#team-setting-value textarea, #team-setting-value input", "7")
+        page.click("#btn-team-setting")
+        page.wait_for_function(
+            "() => /Refused: audit_rate = '7' refused/.test(document.querySelector("
+            "'#team-setting-message').innerText)", timeout=20_000)  # fmt: skip
+        assert ctx.store.setting("audit_rate") == 0.2
 
 
 def test_undo_brings_back_the_decision_before(browser, tmp_path_factory, tmp_path):

@@ -233,6 +233,9 @@ def test_commands_refuse_a_database_that_is_not_there(tmp_path, capsys):
         ["import-labels", str(tmp_path / "x.csv"), "--expert", "a", "--db", str(missing)],
         ["add-expert", "zed", "--role", "expert", "--db", str(missing)],
         ["calibrate", "--db", str(missing)],
+        ["audit", "--db", str(missing)],
+        ["settings", "--db", str(missing), "audit_rate=0.1"],
+        ["export", "catalogue", "--db", str(missing), "--out", str(tmp_path / "cat")],
     ):
         rc = launch.main(argv)
         _one_line(capsys, rc, str(missing), "no database there")

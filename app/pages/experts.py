@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from annotate import experts
+from annotate import experts, team_settings
 from app.context import USER_ERRORS, Context, Viewer, require
 from app.render_md import escape
 
 HEADERS = ["name", "role", "active", "reviews"]
+SETTING_NAMES = list(team_settings.SETTINGS)  # the team settings an admin may change
 
 
 def expert_table(ctx: Context, ex: Viewer | None) -> dict[str, Any]:
@@ -44,3 +45,24 @@ def add_expert(ctx: Context, ex: Viewer | None, name: str, role: str, password: 
     except (*USER_ERRORS, ValueError, LookupError) as e:  # a bad role or name says so
         return f"Refused: {escape(e)}"
     return f"Expert **{escape(name)}** saved ({escape(role)})."
+
+
+def settings_table(ctx: Context, ex: Viewer | None) -> dict[str, Any]:
+    """The team's campaign settings (overlap, gold and audit shares, learning, lease), for
+    admins: they are the ones who change them."""
+    if ex is None or not ex.admin:
+        return {"headers": team_settings.HEADERS, "data": []}
+    return {"headers": team_settings.HEADERS, "data": team_settings.rows(ctx.store)}
+
+
+def change_setting(
+    ctx: Context, ex: Viewer | None, name: str, value: str
+) -> tuple[str, dict[str, Any]]:
+    """Admins only: set one team setting (`annotate.team_settings` checks it); a message
+    and the table as it is now."""
+    try:
+        require(ex, admin=True)
+        got = team_settings.change(ctx.store, name, value, ex.name)
+    except (*USER_ERRORS, ValueError) as e:
+        return f"Refused: {escape(e)}", settings_table(ctx, ex)
+    return f"**{escape(name)}** is now {escape(got)}.", settings_table(ctx, ex)

@@ -31,6 +31,15 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
             x_pw = gr.Textbox(label="password", type="password")
             x_add = gr.Button("Add or update expert")
         x_msg = gr.Markdown()
+        with gr.Group(visible=False, elem_id="team-settings") as t_box:
+            t_table = gr.Dataframe(label="team settings", interactive=False,
+                                   elem_id="team-settings-table")  # fmt: skip
+            with gr.Row():
+                t_name = gr.Dropdown(experts_page.SETTING_NAMES, value="audit_rate",
+                                     label="setting", elem_id="team-setting-name")  # fmt: skip
+                t_value = gr.Textbox(label="new value", elem_id="team-setting-value")
+                t_set = gr.Button("Set", elem_id="btn-team-setting")
+            t_msg = gr.Markdown(elem_id="team-setting-message")
         gr.Markdown("### Add candidates")
         with gr.Row():
             u_files = gr.File(label="spectrum files", file_count="multiple",
@@ -66,6 +75,21 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
                     gr.update(value=experts_page.expert_table(ctx, ex), visible=admin),
                     gr.update(visible=admin))  # fmt: skip
 
+        def on_setting(name, value, request: gr.Request):
+            msg, table = experts_page.change_setting(
+                ctx, context.expert_for(ctx, request), name, value
+            )
+            return msg, table
+
+        t_set.click(on_setting, [t_name, t_value], [t_msg, t_table], api_name="team_setting")
+
+        def on_settings_tab(request: gr.Request):
+            ex = context.expert_for(ctx, request)
+            admin = ex is not None and ex.admin
+            return gr.update(visible=admin), experts_page.settings_table(ctx, ex)
+
+        x_tab.select(on_settings_tab, None, [t_box, t_table], api_name=False,
+                     show_progress="hidden")  # fmt: skip
         x_outs = [x_note, x_list, x_controls]
         # each time it is opened (not at page load: the vet page comes first), as it is now
         x_tab.select(on_experts_tab, None, x_outs, api_name=False, show_progress="hidden")
