@@ -285,6 +285,8 @@
     busyUntil = 0;
     while (waiting.length && !busy()) waiting.shift()();
   };
+  // Whether the last candidate drawn at a key press was brought by a decision (a, r, s, f).
+  let decidedDraw = false;
   window.loupeAhead = (v) => {
     if (answering) {
       answering = false;
@@ -297,8 +299,10 @@
     }
     // A decision pressed before this answer came has drawn its "next" already: what follows
     // that one is what the next key brings.
+    // Only after a decision: j and k leave their candidate undecided, so the server's
+    // "after" (the one past a decided "next") may be the very candidate j moved away from.
     const head = headId();
-    if (ahead && ahead.for !== head && ahead.next && ahead.next.key === head)
+    if (decidedDraw && ahead && ahead.for !== head && ahead.next && ahead.next.key === head)
       ahead = ahead.after ? { for: head, next: ahead.after } : null;
     busyUntil = 0;
     while (waiting.length && !busy()) waiting.shift()();
@@ -327,11 +331,15 @@
   };
   // Whether a key press can draw what it brings now (else it waits for the server's answer).
   const canDraw = (which) => !!(ahead && ahead.for === headId() && ahead[which]);
-  const drawAhead = (which) => {
+  const drawAhead = (which, decided = true) => {
     const item = ahead && ahead.for === headId() ? ahead[which] : null;
-    // once: the rest comes with the server's answer, but what follows "next" is kept, so a
-    // second decision pressed before that answer is drawn at its key press too
-    ahead = which === "next" && item && ahead.after ? { for: item.key, next: ahead.after } : null;
+    // once: the rest comes with the server's answer, but after a decision what follows
+    // "next" is kept, so a second decision pressed before that answer is drawn at its key
+    // press too (after j the candidate left stays in the queue: "after" may be that one)
+    decidedDraw = decided;
+    ahead = decided && which === "next" && item && ahead.after
+      ? { for: item.key, next: ahead.after }
+      : null;
     drawnToken = "";
     const head = document.querySelector("#vet-header .loupe-head");
     const gd = document.querySelector("#vet-global .js-plotly-plot");
@@ -494,7 +502,7 @@
           if (deciding) sent(-1);
           return;
         }
-        if (key === "j" || key === "k") drawAhead(key === "j" ? "next" : "prev");
+        if (key === "j" || key === "k") drawAhead(key === "j" ? "next" : "prev", false);
         else if (deciding) {
           const d = drawn || draw();
           drawnToken = d.token;
