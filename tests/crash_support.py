@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-TRIALS = int(os.environ.get("LOUPE_CRASH_TRIALS", "10"))  # kill trials per case
+TRIALS = int(
+    os.environ.get("LOUPE_CRASH_TRIALS", "6")
+)  # kill trials per case (CI: 6; more for a deeper run)
 
 
 def _child(job: dict[str, Any]) -> int:

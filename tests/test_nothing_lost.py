@@ -1,5 +1,5 @@
 """Nothing lost: concurrent experts on one SQLite file; SIGKILL in the middle of ingest,
-vet --db, review recording and export (LOUPE_CRASH_TRIALS kills per case, default 10, at
+vet --db, review recording and export (LOUPE_CRASH_TRIALS kills per case, default 6, at
 seeded random moments); bad rows refused while the good ones are kept."""
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ def test_four_processes_record_reviews_exactly_once(tmp_path):
 
 # -- SIGKILL at random moments ------------------------------------------------------------
 # Each case: one uninterrupted reference run on a fresh database; then LOUPE_CRASH_TRIALS
-# (default 10) runs on fresh copies, each SIGKILLed at a seeded random moment in (0, the
+# (default 6; set it higher for a deeper run) runs on fresh copies, each SIGKILLed at a seeded random moment in (0, the
 # reference run's duration x 0.75), checked for a sound database, re-run to the end and compared
 # with the reference. Jobs run in a fork server (tests.crash_support) that has Loupe
 # imported, so the kill moments fall in the work, not in interpreter start-up.
