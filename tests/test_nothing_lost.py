@@ -147,8 +147,9 @@ def test_four_processes_record_reviews_exactly_once(tmp_path):
 # Each case: one uninterrupted reference run on a fresh database; then LOUPE_CRASH_TRIALS
 # (default 6; set it higher for a deeper run) runs on fresh copies, each SIGKILLed at a
 # seeded random moment in (0, the reference run's duration x 0.75), checked for a sound
-# database, re-run to the end and compared with the reference. Jobs run in a fork server (tests.crash_support) that has Loupe
-# imported, so the kill moments fall in the work, not in interpreter start-up.
+# database, re-run to the end and compared with the reference. Jobs run in a fork server
+# (tests.crash_support) that has Loupe imported, so the kill moments fall in the work, not
+# in interpreter start-up.
 
 
 @pytest.fixture(scope="module")
