@@ -67,30 +67,22 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
 
         u_go.click(on_ingest, [u_files, u_task, u_path], u_msg, api_name="ingest")
 
+        def on_setting(name, value, request: gr.Request):
+            return experts_page.change_setting(ctx, context.expert_for(ctx, request), name, value)
+
+        t_set.click(on_setting, [t_name, t_value], [t_msg, t_table], api_name="team_setting")
+
         def on_experts_tab(request: gr.Request):
-            # the accounts and their controls are for admins: others see the note only
+            # the accounts, their controls and the team's settings are for admins: others
+            # see the note only
             ex = context.expert_for(ctx, request)
             admin = ex is not None and ex.admin
             return (experts_page.experts_note(ex),
                     gr.update(value=experts_page.expert_table(ctx, ex), visible=admin),
-                    gr.update(visible=admin))  # fmt: skip
+                    gr.update(visible=admin), gr.update(visible=admin),
+                    experts_page.settings_table(ctx, ex))  # fmt: skip
 
-        def on_setting(name, value, request: gr.Request):
-            msg, table = experts_page.change_setting(
-                ctx, context.expert_for(ctx, request), name, value
-            )
-            return msg, table
-
-        t_set.click(on_setting, [t_name, t_value], [t_msg, t_table], api_name="team_setting")
-
-        def on_settings_tab(request: gr.Request):
-            ex = context.expert_for(ctx, request)
-            admin = ex is not None and ex.admin
-            return gr.update(visible=admin), experts_page.settings_table(ctx, ex)
-
-        x_tab.select(on_settings_tab, None, [t_box, t_table], api_name=False,
-                     show_progress="hidden")  # fmt: skip
-        x_outs = [x_note, x_list, x_controls]
+        x_outs = [x_note, x_list, x_controls, t_box, t_table]
         # each time it is opened (not at page load: the vet page comes first), as it is now
         x_tab.select(on_experts_tab, None, x_outs, api_name=False, show_progress="hidden")
 
