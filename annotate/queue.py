@@ -24,6 +24,10 @@ from db.store import CandidateInfo, Filters, QueueConfig, Store, queue_priority
 
 __all__ = ["Queue", "QueueConfig", "Filters", "queue_priority"]
 
+# The team settings that configure the queue; their defaults are `QueueConfig`'s (the
+# audit's is `AUDIT_RATE`), which `annotate.team_settings` shows and checks.
+TEAM_QUEUE_SETTINGS = ("overlap", "gold_rate", "auto_accept", "lease_seconds", AUDIT_RATE_SETTING)
+
 
 @dataclass
 class Queue:
@@ -35,16 +39,10 @@ class Queue:
         """A queue configured by the team's stored settings (overlap, gold_rate, ...);
         `lease_seconds` is the lease when the team has stored none."""
         # one read per call: the app builds the queue for every candidate it serves
-        v = store.settings(
-            {
-                "overlap": 1,
-                "gold_rate": 0.0,
-                "auto_accept": None,
-                "lease_seconds": lease_seconds,
-                AUDIT_RATE_SETTING: AUDIT_RATE,
-            }
-        )
-        cfg = QueueConfig(
+        base = QueueConfig(lease_seconds=lease_seconds, audit_rate=AUDIT_RATE)
+        v = store.settings({name: getattr(base, name) for name in TEAM_QUEUE_SETTINGS})
+        cfg = dataclasses.replace(
+            base,
             overlap=int(v["overlap"]),
             gold_rate=float(v["gold_rate"]),
             auto_accept=v["auto_accept"],

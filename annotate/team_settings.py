@@ -16,7 +16,7 @@ from typing import Any
 
 from annotate.audit_sample import AUDIT_RATE, AUDIT_RATE_SETTING
 from annotate.learning import LEARN_EVERY, LEARN_EVERY_SETTING
-from db.settings import DEFAULTS
+from db.store import QueueConfig
 
 
 @dataclass(frozen=True)
@@ -73,8 +73,12 @@ def _auto_accept(text: str) -> float | None:
 SETTINGS = {
     s.name: s
     for s in (
-        TeamSetting("overlap", 1, _count(1), "reviews asked of each item (2+: agreement)"),
-        TeamSetting("gold_rate", 0.0, _share, "share of served items that are gold items"),
+        TeamSetting(
+            "overlap", QueueConfig.overlap, _count(1), "reviews asked of each item (2+: agreement)"
+        ),
+        TeamSetting(
+            "gold_rate", QueueConfig.gold_rate, _share, "share of served items that are gold items"
+        ),
         TeamSetting(
             AUDIT_RATE_SETTING,
             AUDIT_RATE,
@@ -89,13 +93,13 @@ SETTINGS = {
         ),  # fmt: skip
         TeamSetting(
             "auto_accept",
-            None,
+            QueueConfig.auto_accept,
             _auto_accept,
             "verdicts at least this certain are not served ('none': all are)",
         ),  # fmt: skip
         TeamSetting(
             "lease_seconds",
-            DEFAULTS.lease_seconds,
+            QueueConfig.lease_seconds,
             _seconds,
             "how long a served item stays reserved for its expert",
         ),  # fmt: skip

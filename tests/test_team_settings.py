@@ -57,3 +57,12 @@ def test_settings_command_shows_and_changes_all_or_nothing(tmp_path, capsys):
     assert team_settings.current(store)["overlap"] == 1
     assert team_settings.current(store)["audit_rate"] == 0.1
     store.close()
+
+
+def test_the_queue_reads_each_team_setting_at_the_default_the_team_is_shown(mem_store):
+    from annotate.queue import TEAM_QUEUE_SETTINGS
+
+    assert set(TEAM_QUEUE_SETTINGS) <= set(team_settings.SETTINGS)
+    cfg = Queue.from_settings(mem_store).config
+    for name in TEAM_QUEUE_SETTINGS:
+        assert getattr(cfg, name) == team_settings.SETTINGS[name].default, name
