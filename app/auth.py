@@ -21,7 +21,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from fastapi import FastAPI, Form, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from annotate import experts
 from annotate.reads import Reads
@@ -55,6 +56,34 @@ LOGOUT_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>Loupe: 
 margin-top:12vh} form{border:1px solid #ccc;border-radius:8px;padding:24px 32px}</style>
 </head><body><form method="post" action="/logout"><h2>Loupe</h2><p>End this session?</p>
 <button type="submit" id="logout">Log out</button> <a href="/">back</a></form></body></html>"""
+
+
+Check = Callable[[Request], Awaitable[Response | None]]
+
+
+class Guard:
+    """A check in front of the app, as plain ASGI: the check may answer in the app's place;
+    otherwise the request and every message of the app's answer pass through untouched.
+    Starlette's `app.middleware("http")` relays each answer through a task and a stream of
+    its own; when a tab closed mid-answer it dropped Gradio's event stream (`sse_stream`,
+    which answers its own close by yielding) part way, and the server logged "async
+    generator ignored GeneratorExit"."""
+
+    def __init__(self, app: ASGIApp, check: Check) -> None:
+        self.app, self.check = app, check
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            answer = await self.check(Request(scope))
+            if answer is not None:
+                await answer(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def guard(app: FastAPI, check: Check) -> None:
+    """Put `check` in front of everything added before it (the last added runs first)."""
+    app.add_middleware(Guard, check=check)
 
 
 class LoginThrottle:
@@ -219,14 +248,15 @@ def install_origin_check(app: FastAPI, trusted_proxies=()) -> None:
     """Refuse state-changing requests (anything but GET/HEAD/OPTIONS) from another site."""
     proxies = parse_proxies(trusted_proxies) if trusted_proxies else []
 
-    @app.middleware("http")
-    async def same_origin(request: Request, call_next):
+    async def same_origin(request: Request) -> Response | None:
         if request.method not in SAFE_METHODS and foreign_origin(request, proxies):
             return JSONResponse(
                 {"detail": "Refused: the request came from another site (Origin/Referer)"},
                 status_code=403,
             )
-        return await call_next(request)
+        return None
+
+    guard(app, same_origin)
 
 
 WILDCARD_ADDRESSES = ("0.0.0.0", "::")  # bound to every interface
@@ -262,14 +292,15 @@ def install_host_check(app: FastAPI, allowed: Iterable[str]) -> None:
     otherwise be same-origin with the app, pass the origin check and read the answers."""
     names = {host_name(h) for h in allowed}
 
-    @app.middleware("http")
-    async def known_host(request: Request, call_next):
+    async def known_host(request: Request) -> Response | None:
         if not host_allowed(request.headers.get("host", ""), names):
             return JSONResponse(
                 {"detail": "Refused: unknown Host (serve --allowed-host names the app's hosts)"},
                 status_code=400,
             )
-        return await call_next(request)
+        return None
+
+    guard(app, known_host)
 
 
 FILE_ROUTE = re.compile(r"^/(?:gradio_api/)?file(?:=|/)(?P<path>.+)$")
@@ -288,15 +319,16 @@ def install_admin_folder(app: FastAPI, store: Any, folder: str | Path) -> None:
         e = Reads(store).expert(name)
         return e is not None and e.active and e.role == "admin"
 
-    @app.middleware("http")
-    async def admin_files(request: Request, call_next):
+    async def admin_files(request: Request) -> Response | None:
         match = FILE_ROUTE.match(request.url.path)
         if match and _inside(match["path"], root):
             ok = await run_in_threadpool(viewer_is_admin, request)
             if not ok:
                 status = 401 if ok is None else 403
                 return JSONResponse({"detail": "Export files are for admins"}, status_code=status)
-        return await call_next(request)
+        return None
+
+    guard(app, admin_files)
 
 
 def _inside(path: str, root: Path) -> bool:
@@ -392,18 +424,19 @@ def install(
         resp.delete_cookie(COOKIE, path="/")
         return resp
 
-    @app.middleware("http")
-    async def gate(request: Request, call_next):
+    async def gate(request: Request) -> Response | None:
         # Deny by default: Gradio checks the session on its API routes, but not on all of
         # its internals (/gradio_api/cancel, /reset, /stream/...), nor on static files.
         # Only the login form is served without a live session.
         if request.url.path.rstrip("/") in PUBLIC_PATHS:
-            return await call_next(request)
+            return None
         if await run_in_threadpool(user_for_request, store, request):
-            return await call_next(request)
+            return None
         if request.method in ("GET", "HEAD") and request.url.path in ("/", ""):
             return RedirectResponse("/login", status_code=303)
         return JSONResponse({"detail": "Not authenticated: log in at /login"}, status_code=401)
+
+    guard(app, gate)
 
     # Added last, so it runs first: a cross-site post is refused before anything else.
     install_origin_check(app, trusted_proxies)
