@@ -45,37 +45,36 @@ def minmax_decimate(x: np.ndarray, y: np.ndarray, max_points: int) -> tuple[np.n
     """At most `max_points` points keeping each bin's minimum and maximum, in x order.
 
     NaN (masked) pixels are kept as gaps: a bin with any NaN emits one NaN between its
-    extremes, so the line breaks where the data has holes.
+    extremes, so the line breaks where the data has holes. Computed for all bins at once
+    (the bins as rows of one array): it runs for every trace of every panel drawn.
     """
     n = x.size
     if n <= max_points:
         return x, y
     n_bins = max(1, max_points // 2)
     edges = np.linspace(0, n, n_bins + 1).astype(int)
-    xs: list[float] = []
-    ys: list[float] = []
-    for a, b in zip(edges[:-1], edges[1:]):
-        if b <= a:
-            continue
-        seg = y[a:b]
-        finite = np.isfinite(seg)
-        if not finite.any():
-            xs.append(float(x[a]))
-            ys.append(np.nan)
-            continue
-        idx = np.flatnonzero(finite)
-        lo = idx[np.argmin(seg[idx])]
-        hi = idx[np.argmax(seg[idx])]
-        first, second = (lo, hi) if lo <= hi else (hi, lo)
-        xs.append(float(x[a + first]))
-        ys.append(float(seg[first]))
-        if not finite.all():
-            xs.append(float(x[a + (first + second) // 2]))
-            ys.append(np.nan)
-        if second != first:
-            xs.append(float(x[a + second]))
-            ys.append(float(seg[second]))
-    return np.asarray(xs), np.asarray(ys)
+    a, b = edges[:-1], edges[1:]
+    a, b = a[b > a], b[b > a]
+    idx = a[:, None] + np.arange(int((b - a).max()))[None, :]
+    inside = idx < b[:, None]
+    seg = y[np.minimum(idx, n - 1)]
+    finite = inside & np.isfinite(seg)
+    lo = np.argmin(np.where(finite, seg, np.inf), axis=1)
+    hi = np.argmax(np.where(finite, seg, -np.inf), axis=1)
+    any_finite = finite.any(axis=1)
+    gaps = (inside & ~finite).any(axis=1)
+    first, second = np.minimum(lo, hi), np.maximum(lo, hi)
+    rows = np.arange(a.size)
+    # up to three points a bin, in x order: the first extreme, a gap, the second extreme;
+    # a bin with no finite pixel is one gap at its start
+    px = np.stack([x[a + first], x[a + (first + second) // 2], x[a + second]], axis=1)
+    py = np.stack([seg[rows, first], np.full(a.size, np.nan), seg[rows, second]], axis=1)
+    px[~any_finite, 0] = x[a[~any_finite]]
+    py[~any_finite, 0] = np.nan
+    keep = np.stack(
+        [np.ones(a.size, bool), any_finite & gaps, any_finite & (second != first)], axis=1
+    )
+    return px[keep].astype(float), py[keep].astype(float)
 
 
 def smooth(flux: np.ndarray, bad: np.ndarray, width: int) -> np.ndarray:

@@ -284,3 +284,55 @@ def test_b_and_y_toggle_the_arms_and_sky_in_chromium(browser, tmp_path_factory, 
     finally:
         srv.close()
         ctx.store.close()
+
+
+def _reference_decimate(x, y, max_points):
+    """The bin-by-bin loop `minmax_decimate` replaced: it must give the same points."""
+    n = x.size
+    if n <= max_points:
+        return x, y
+    edges = np.linspace(0, n, max(1, max_points // 2) + 1).astype(int)
+    xs, ys = [], []
+    for a, b in zip(edges[:-1], edges[1:]):
+        if b <= a:
+            continue
+        seg = y[a:b]
+        finite = np.isfinite(seg)
+        if not finite.any():
+            xs.append(float(x[a]))
+            ys.append(np.nan)
+            continue
+        idx = np.flatnonzero(finite)
+        lo, hi = idx[np.argmin(seg[idx])], idx[np.argmax(seg[idx])]
+        first, second = (lo, hi) if lo <= hi else (hi, lo)
+        xs.append(float(x[a + first]))
+        ys.append(float(seg[first]))
+        if not finite.all():
+            xs.append(float(x[a + (first + second) // 2]))
+            ys.append(np.nan)
+        if second != first:
+            xs.append(float(x[a + second]))
+            ys.append(float(seg[second]))
+    return np.asarray(xs), np.asarray(ys)
+
+
+def test_decimation_keeps_every_bins_extremes_and_gaps_as_before():
+    from app.traces import minmax_decimate
+
+    rng = np.random.default_rng(1)
+    for trial in range(120):
+        n, cap = int(rng.integers(10, 12000)), int(rng.integers(2, 4000))
+        x = np.sort(rng.uniform(3000, 10000, n))
+        y = rng.normal(size=n).astype(np.float32 if trial % 2 else np.float64)
+        if trial % 3:
+            y[rng.random(n) < rng.uniform(0, 0.5)] = np.nan
+        if trial % 5 == 0:
+            y[n // 4 : n // 2] = np.nan  # whole bins masked
+        if trial % 7 == 0:
+            y = np.round(y, 1)  # ties: the first of equal extremes
+        if trial % 11 == 0:
+            y[rng.random(n) < 0.1] = np.inf
+        got, want = minmax_decimate(x, y, cap), _reference_decimate(x, y, cap)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+        assert got[0].dtype == want[0].dtype == np.float64
