@@ -6,6 +6,12 @@ code that compares against it uses `Spectrum.vacuum_wavelength()`.
 
 Readers for each survey layout live in `agent.formats`; `agent.formats.read_spectra` picks
 one by content, not by file name alone.
+
+What the agent reads is `wavelength`/`flux`/`ivar`/`mask`. A file that holds more keeps it
+for the expert's views only: `arms`, the spectrograph arms as the file holds them before a
+reader merged them (DESI's B, R and Z cameras), and `sky`, the sky spectrum the pipeline
+subtracted (DESI `B_SKY`-like HDUs, the SDSS COADD `sky` column). Neither reaches the agent
+or an export (`to_dict` leaves them out).
 """
 
 from __future__ import annotations
@@ -50,6 +56,27 @@ class SpectrumMeta:
 
 
 @dataclass
+class Arm:
+    """One spectrograph arm as the file holds it (wavelength in the spectrum's frame, flux in
+    its `flux_unit`); `mask` is True where a pixel is bad, as `Spectrum.mask` is."""
+
+    name: str  # "B", "R", "Z"
+    wavelength: np.ndarray
+    flux: np.ndarray
+    ivar: np.ndarray | None
+    mask: np.ndarray
+
+
+@dataclass
+class Sky:
+    """The sky spectrum on the spectrum's own pixels, in `unit` (the flux unit of the file's
+    sky data: the same as the object's in SDSS and DESI files)."""
+
+    flux: np.ndarray
+    unit: str
+
+
+@dataclass
 class Spectrum:
     """One 1-D spectrum with explicit units.
 
@@ -65,6 +92,8 @@ class Spectrum:
     redshift: float = 0.0
     flux_unit: str = "arbitrary"
     meta: SpectrumMeta = field(default_factory=SpectrumMeta)
+    arms: tuple[Arm, ...] = ()  # the file's arms before merging (DESI), for the expert's view
+    sky: Sky | None = None  # None: the file holds no sky spectrum
 
     def __post_init__(self) -> None:
         self.wavelength = np.asarray(self.wavelength, dtype=np.float64)
@@ -99,6 +128,10 @@ class Spectrum:
             raise SpectrumError(src, "no valid flux pixels (all NaN, inf, masked or ivar<=0)")
         if not np.isfinite(self.redshift):
             raise SpectrumError(src, f"redshift is not finite ({self.redshift})")
+        if self.sky is not None and np.shape(self.sky.flux) != self.flux.shape:
+            raise SpectrumError(
+                src, f"sky has {np.size(self.sky.flux)} pixels, flux {self.flux.size}"
+            )
 
     # -- derived views -------------------------------------------------------------
     @property

@@ -565,7 +565,7 @@
     subtree: true,
   });
 
-  // -- desk: redshift, templates, normalised view, all markers (app/pages/desk.py). Keys
+  // -- desk: redshift, templates, normalised view, all markers, arms, sky (app/pages/desk.py). Keys
   // press the desk's own controls, so a key does what a click does; off while typing.
   const DESK = {
     "[": "btn-z-down",
@@ -575,7 +575,7 @@
     "=": "btn-z-adopt",
     t: "btn-template-next",
   };
-  const TOGGLES = { n: "desk-normalise", m: "desk-all-markers" };
+  const TOGGLES = { n: "desk-normalise", m: "desk-all-markers", b: "desk-arms", y: "desk-sky" };
 
   document.addEventListener(
     "keydown",

@@ -16,6 +16,9 @@ dicts follow Plotly's schema (the tests validate them with `go.Figure`).
 - Wavelengths are shown in the rest frame (vacuum, what the zoom tool's ranges refer to)
   or in the observed frame of the file; windows and markers follow the chosen frame.
 - Masked pixels (NaN flux, ivar <= 0, survey mask) become gaps, never data.
+- On demand (`arms`, `sky`), a file's arms before merging (DESI's B/R/Z, in Prospect's
+  colours, over the merged flux faded) and its sky spectrum (a faint line); a file that
+  holds neither says so in the title. Nothing of them is built unless asked.
 
 The numerics and a spectrum's traces are in `app.traces`; line and band markers, their
 labels and the template overlay in `app.markers`.
@@ -34,10 +37,13 @@ from agent.trajectory import Step, Trajectory
 from app.markers import ZOOM_WIDTH_PX, Marker, marker_shapes, template_trace
 from app.traces import (
     GLOBAL_POINTS,
+    MERGED_OPACITY,
     ZOOM_POINTS,
     Frame,
+    arm_traces,
     frame_wavelength,
     normalise,
+    sky_trace,
     spectrum_traces,
     to_frame,
     ylimits,
@@ -73,6 +79,51 @@ def _layout(title: str, xlabel: str, height: int) -> dict[str, Any]:
     }
 
 
+# inside the plot's top right, under Plotly's toolbar (which sits above it)
+LEGEND = {
+    "orientation": "h",
+    "x": 1,
+    "xanchor": "right",
+    "y": 0.98,
+    "yanchor": "top",
+    "bgcolor": "rgba(255,255,255,0.7)",
+}
+
+
+def _arms_and_sky(
+    spec: Spectrum,
+    traces: list[dict[str, Any]],
+    frame: Frame,
+    x: Any,
+    sel: slice | Any,
+    *,
+    arms: bool,
+    sky: bool,
+    max_points: int | None,
+    window: tuple[float, float] | None = None,
+) -> tuple[list[dict[str, Any]], str]:
+    """`traces` with the arms over the faded merged flux and the sky under everything, as
+    asked; and what the title adds where the file holds no arms or no sky."""
+    note = ""
+    if arms:
+        drawn = arm_traces(spec, frame, window=window, max_points=max_points)
+        if drawn:
+            traces = [
+                {**t, "opacity": MERGED_OPACITY} if t.get("name") == "flux" else t for t in traces
+            ]
+            at = next((i + 1 for i, t in enumerate(traces) if t.get("name") == "flux"), 0)
+            traces = traces[:at] + drawn + traces[at:]
+        elif not spec.arms:
+            note += " · no arms in this file"
+    if sky:
+        tr = sky_trace(spec, x, sel, max_points=max_points)
+        if tr is not None:
+            traces = [tr, *traces]
+        elif spec.sky is None:
+            note += " · no sky in this file"
+    return traces, note
+
+
 def _xlabel(spec: Spectrum, frame: Frame) -> str:
     if frame == "rest":
         return "rest-frame vacuum wavelength (Å)"
@@ -96,6 +147,8 @@ def global_figure(
     template: Any = None,
     template_z: float = 0.0,
     marker_z: float | None = None,
+    arms: bool = False,
+    sky: bool = False,
 ) -> dict[str, Any]:
     """The whole spectrum with every zoom window shaded and numbered (1 = first zoom).
     Line markers are drawn for an object at `marker_z` (the page's shown redshift; None:
@@ -103,7 +156,8 @@ def global_figure(
 
     `windows` overrides the trajectory's windows (the author page's draft steps);
     `select=True` makes dragging select an x range instead of zooming; `normalised` divides
-    by the `continuum`; `template` (agent.templates.Template) is drawn at `template_z`.
+    by the `continuum`; `template` (agent.templates.Template) is drawn at `template_z`;
+    `arms` and `sky` draw the file's arms and sky spectrum.
     """
     if normalised:
         spec = normalise(spec)
@@ -112,11 +166,17 @@ def global_figure(
         spec, x, slice(None), smooth_width=smooth_width, show_error=show_error,
         max_points=max_points,
     )  # fmt: skip
+    traces, note = _arms_and_sky(
+        spec, traces, frame, x, slice(None), arms=arms, sky=sky, max_points=max_points
+    )
     layout = _layout(
-        f"{spec.id or 'spectrum'}: whole spectrum" + (f" ({traj.task})" if traj else ""),
+        f"{spec.id or 'spectrum'}: whole spectrum" + (f" ({traj.task})" if traj else "") + note,
         _xlabel(spec, frame),
         height,
     )
+    if any(t.get("name", "").startswith(("arm ", "sky")) for t in traces):
+        layout["showlegend"] = True
+        layout["legend"] = dict(LEGEND)
     layout["yaxis"]["title"]["text"] = flux_label(spec, normalised)
     yl = ylimits(np.where(spec.mask, np.nan, spec.flux))
     if yl:
@@ -126,15 +186,7 @@ def global_figure(
         if tr is not None:
             traces.append(tr)
             layout["showlegend"] = True
-            # inside the plot's top right, under Plotly's toolbar (which sits above it)
-            layout["legend"] = {
-                "orientation": "h",
-                "x": 1,
-                "xanchor": "right",
-                "y": 0.98,
-                "yanchor": "top",
-                "bgcolor": "rgba(255,255,255,0.7)",
-            }
+            layout["legend"] = dict(LEGEND)
         else:
             layout["title"]["text"] += f" · {template.name} at z = {template_z:.3f} is off the data"
     xr = (float(x[0]), float(x[-1]))
@@ -186,6 +238,8 @@ def window_figure(
     max_points: int | None = ZOOM_POINTS,
     normalised: bool = False,
     marker_z: float | None = None,
+    arms: bool = False,
+    sky: bool = False,
 ) -> dict[str, Any]:
     """One window (rest-frame Angstrom) at full resolution (up to `max_points`)."""
     if normalised:
@@ -196,6 +250,10 @@ def window_figure(
     x = frame_wavelength(spec, frame)
     traces = spectrum_traces(
         spec, x, sel, smooth_width=smooth_width, show_error=show_error, max_points=max_points
+    )
+    # what the file lacks is said once, over the whole spectrum
+    traces, _ = _arms_and_sky(
+        spec, traces, frame, x, sel, arms=arms, sky=sky, max_points=max_points, window=(lo, hi)
     )
     layout = _layout(title, _xlabel(spec, frame), height)
     layout["yaxis"]["title"]["text"] = flux_label(spec, normalised)
@@ -238,6 +296,8 @@ def step_figures(
     show_error: bool = True,
     normalised: bool = False,
     marker_z: float | None = None,
+    arms: bool = False,
+    sky: bool = False,
 ) -> list[tuple[Step, dict[str, Any] | None]]:
     """Each step with its window panel (None for a step with no window: the answer, errors)."""
     out: list[tuple[Step, dict[str, Any] | None]] = []
@@ -249,7 +309,7 @@ def step_figures(
         fig = window_figure(
             spec, step.window, title=step_title(n, step), markers=markers, frame=frame,
             smooth_width=smooth_width, show_error=show_error, normalised=normalised,
-            marker_z=marker_z,
+            marker_z=marker_z, arms=arms, sky=sky,
         )  # fmt: skip
         out.append((step, fig))
         n += 1

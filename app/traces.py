@@ -1,6 +1,7 @@
 """What the figures share below the figure level: min/max decimation, smoothing, the
 rest and observed frames, the continuum of the normalised view, Plotly typed arrays, and the
-flux, smoothed and ±1σ traces of a spectrum (`app.plots` builds the figures from them)."""
+flux, smoothed and ±1σ traces of a spectrum, its arms (B/R/Z, before merging) and its sky
+(`app.plots` builds the figures from them)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from agent.spectrum import Spectrum, vacuum_to_air
+from agent.spectrum import Arm, Sky, Spectrum, air_to_vacuum, vacuum_to_air
 
 Frame = Literal["rest", "observed"]
 
@@ -30,6 +31,11 @@ FLUX_COLOUR = "#1f3b73"
 ERROR_COLOUR = "rgba(31,59,115,0.18)"
 SMOOTH_COLOUR = "#d1495b"
 CONTINUUM_BIN = 200.0  # Angstrom per bin of the continuum estimate
+# Arms in Prospect's colours (b, r, z); arms of other names take the next spare colour.
+ARM_COLOURS = {"B": "#1f77b4", "R": "#d62728", "Z": "#800000"}
+SPARE_ARM_COLOURS = ("#2ca02c", "#9467bd", "#8c564b", "#e377c2")
+SKY_COLOUR = "rgba(110,110,110,0.55)"
+MERGED_OPACITY = 0.3  # the merged flux under the arms, as Prospect fades its coadd
 
 
 # -- numerics ---------------------------------------------------------------------------
@@ -39,37 +45,36 @@ def minmax_decimate(x: np.ndarray, y: np.ndarray, max_points: int) -> tuple[np.n
     """At most `max_points` points keeping each bin's minimum and maximum, in x order.
 
     NaN (masked) pixels are kept as gaps: a bin with any NaN emits one NaN between its
-    extremes, so the line breaks where the data has holes.
+    extremes, so the line breaks where the data has holes. Computed for all bins at once
+    (the bins as rows of one array): it runs for every trace of every panel drawn.
     """
     n = x.size
     if n <= max_points:
         return x, y
     n_bins = max(1, max_points // 2)
     edges = np.linspace(0, n, n_bins + 1).astype(int)
-    xs: list[float] = []
-    ys: list[float] = []
-    for a, b in zip(edges[:-1], edges[1:]):
-        if b <= a:
-            continue
-        seg = y[a:b]
-        finite = np.isfinite(seg)
-        if not finite.any():
-            xs.append(float(x[a]))
-            ys.append(np.nan)
-            continue
-        idx = np.flatnonzero(finite)
-        lo = idx[np.argmin(seg[idx])]
-        hi = idx[np.argmax(seg[idx])]
-        first, second = (lo, hi) if lo <= hi else (hi, lo)
-        xs.append(float(x[a + first]))
-        ys.append(float(seg[first]))
-        if not finite.all():
-            xs.append(float(x[a + (first + second) // 2]))
-            ys.append(np.nan)
-        if second != first:
-            xs.append(float(x[a + second]))
-            ys.append(float(seg[second]))
-    return np.asarray(xs), np.asarray(ys)
+    a, b = edges[:-1], edges[1:]
+    a, b = a[b > a], b[b > a]
+    idx = a[:, None] + np.arange(int((b - a).max()))[None, :]
+    inside = idx < b[:, None]
+    seg = y[np.minimum(idx, n - 1)]
+    finite = inside & np.isfinite(seg)
+    lo = np.argmin(np.where(finite, seg, np.inf), axis=1)
+    hi = np.argmax(np.where(finite, seg, -np.inf), axis=1)
+    any_finite = finite.any(axis=1)
+    gaps = (inside & ~finite).any(axis=1)
+    first, second = np.minimum(lo, hi), np.maximum(lo, hi)
+    rows = np.arange(a.size)
+    # up to three points a bin, in x order: the first extreme, a gap, the second extreme;
+    # a bin with no finite pixel is one gap at its start
+    px = np.stack([x[a + first], x[a + (first + second) // 2], x[a + second]], axis=1)
+    py = np.stack([seg[rows, first], np.full(a.size, np.nan), seg[rows, second]], axis=1)
+    px[~any_finite, 0] = x[a[~any_finite]]
+    py[~any_finite, 0] = np.nan
+    keep = np.stack(
+        [np.ones(a.size, bool), any_finite & gaps, any_finite & (second != first)], axis=1
+    )
+    return px[keep].astype(float), py[keep].astype(float)
 
 
 def smooth(flux: np.ndarray, bad: np.ndarray, width: int) -> np.ndarray:
@@ -97,6 +102,15 @@ def to_frame(spec: Spectrum, rest_wave: np.ndarray | float, frame: Frame) -> np.
 
 def frame_wavelength(spec: Spectrum, frame: Frame) -> np.ndarray:
     return spec.rest_wavelength() if frame == "rest" else spec.wavelength
+
+
+def file_to_frame(spec: Spectrum, wave: np.ndarray, frame: Frame) -> np.ndarray:
+    """Wavelengths as the file holds them (an arm's, in the spectrum's frame) as `frame`
+    shows them: rest frame vacuum, or as they are."""
+    if frame == "observed":
+        return wave
+    vac = air_to_vacuum(wave) if spec.frame == "air" else wave
+    return vac / (1.0 + spec.redshift)
 
 
 def ylimits(y: np.ndarray, err: np.ndarray | None = None) -> list[float] | None:
@@ -214,6 +228,67 @@ def spectrum_traces(
     return traces
 
 
+def arm_traces(
+    spec: Spectrum,
+    frame: Frame,
+    *,
+    window: tuple[float, float] | None = None,
+    max_points: int | None,
+) -> list[dict[str, Any]]:
+    """One line per arm of `spec` (none for a spectrum read as one), named "arm B" ..., in
+    its own colour; masked pixels are gaps. `window`: rest-frame Angstrom to keep;
+    `max_points`: the budget of all arms together."""
+    out: list[dict[str, Any]] = []
+    spare = iter(SPARE_ARM_COLOURS * 4)
+    budget = None if not max_points else max(200, max_points // max(1, len(spec.arms)))
+    for arm in spec.arms:
+        colour = ARM_COLOURS.get(arm.name.upper()) or next(spare, FLUX_COLOUR)
+        x = file_to_frame(spec, arm.wavelength, frame)
+        y = np.where(arm.mask, np.nan, arm.flux)
+        if window is not None:
+            rest = x if frame == "rest" else file_to_frame(spec, arm.wavelength, "rest")
+            sel = (rest >= window[0]) & (rest <= window[1])
+            if not sel.any():
+                continue
+            x, y = x[sel], y[sel]
+        fx, fy = minmax_decimate(x, y, budget) if budget else (x, y)
+        out.append(
+            {
+                "type": _trace_type(fx.size),
+                "x": typed_array(fx),
+                "y": typed_array(fy),
+                "mode": "lines",
+                "name": f"arm {arm.name}",
+                "line": {"color": colour, "width": 1},
+                "hovertemplate": f"{arm.name}: %{{x:.1f}} Å<br>%{{y:.4g}}<extra></extra>",
+            }
+        )
+    return out
+
+
+def sky_trace(
+    spec: Spectrum, x: np.ndarray, sel: slice | np.ndarray, *, max_points: int | None
+) -> dict[str, Any] | None:
+    """The file's sky spectrum as a faint line (None where the file holds none), named
+    "sky", with its unit where it is not the flux's."""
+    if spec.sky is None:
+        return None
+    xs, ys = x[sel], np.asarray(spec.sky.flux, dtype=float)[sel]
+    if xs.size == 0:
+        return None
+    fx, fy = minmax_decimate(xs, ys, max_points) if max_points else (xs, ys)
+    same = spec.sky.unit.strip().lower() == (spec.flux_unit or "").strip().lower()
+    return {
+        "type": _trace_type(fx.size),
+        "x": typed_array(fx),
+        "y": typed_array(fy),
+        "mode": "lines",
+        "name": "sky" if same else f"sky ({spec.sky.unit})",
+        "line": {"color": SKY_COLOUR, "width": 1},
+        "hovertemplate": "sky: %{x:.1f} Å<br>%{y:.4g}<extra></extra>",
+    }
+
+
 def continuum(spec: Spectrum, bin_width: float = CONTINUUM_BIN) -> np.ndarray:
     """A pseudo-continuum for the normalised view: per `bin_width` A bin, the median of the
     good pixels after clipping those 2.5 sigma off it (absorption cores, emission peaks),
@@ -255,7 +330,14 @@ def continuum_of(
 
 
 def normalise(spec: Spectrum) -> Spectrum:
-    """The spectrum divided by its `continuum` (ivar scaled with it)."""
+    """The spectrum divided by its `continuum` (ivar scaled with it); its arms and sky are
+    divided by the same continuum, so they are drawn on the same scale."""
     cont = continuum(spec)
     ivar = None if spec.ivar is None else spec.ivar * cont**2
-    return spec.replace(flux=spec.flux / cont, ivar=ivar)
+    arms = []
+    for a in spec.arms:
+        c = np.interp(a.wavelength, spec.wavelength, cont)
+        iv = None if a.ivar is None else a.ivar * c**2
+        arms.append(Arm(a.name, a.wavelength, a.flux / c, iv, a.mask))
+    sky = None if spec.sky is None else Sky(spec.sky.flux / cont, spec.sky.unit)
+    return spec.replace(flux=spec.flux / cont, ivar=ivar, arms=tuple(arms), sky=sky)

@@ -31,9 +31,12 @@ class Display:
     frame: str = "rest"
     images: bool = False
     # The desk's view options (app.pages.desk): continuum-normalised flux, every marker of
-    # the catalogue rather than the task's key species, a template drawn at redshift z.
+    # the catalogue rather than the task's key species, a template drawn at redshift z, the
+    # file's arms before merging (DESI B/R/Z) and its sky spectrum.
     normalised: bool = False
     all_markers: bool = False
+    arms: bool = False
+    sky: bool = False
     template: str = "none"
     z: float | None = None  # the expert's redshift, for the candidate `z_key` only
     z_key: str | None = None

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from astropy.io import fits
 
-from agent.spectrum import Frame, Spectrum, SpectrumError, SpectrumMeta
+from agent.spectrum import Arm, Frame, Sky, Spectrum, SpectrumError, SpectrumMeta
 
 
 @dataclass
@@ -490,9 +490,15 @@ def make_spectrum(
     row: int | None = None,
     redshift: float = 0.0,
     flux_unit: str = "arbitrary",
+    sky: Any = None,
+    sky_unit: str | None = None,
+    arms: tuple[Arm, ...] = (),
     **meta: Any,
 ) -> Spectrum:
     """Validate arrays and build a `Spectrum`; every failure names the file and the problem.
+
+    `sky` (on the same pixels as `flux`, in `sky_unit`, default the flux unit) and `arms`
+    are kept for the expert's views only (`agent.spectrum`).
 
     Descending wavelengths are reversed (some libraries store red to blue); duplicated or
     unordered ones are refused because no single flux belongs to a repeated wavelength.
@@ -515,6 +521,9 @@ def make_spectrum(
     msk = None if mask is None else np.asarray(mask).astype(bool).reshape(-1)
     if msk is not None and msk.shape != flx.shape:
         raise SpectrumError(loc, f"mask ({msk.size}) and flux ({flx.size}) differ in length")
+    sk = None if sky is None else as_1d(path, "sky", sky, loc)
+    if sk is not None and sk.shape != flx.shape:
+        raise SpectrumError(loc, f"sky ({sk.size} pixels) and flux ({flx.size}) differ in length")
     if not np.all(np.isfinite(wave)):
         bad = int(np.flatnonzero(~np.isfinite(wave))[0])
         raise SpectrumError(loc, f"wavelength contains NaN or inf (first at pixel {bad})")
@@ -531,6 +540,7 @@ def make_spectrum(
         wave, flx = wave[::-1], flx[::-1]
         iv = None if iv is None else iv[::-1]
         msk = None if msk is None else msk[::-1]
+        sk = None if sk is None else sk[::-1]
     elif np.any(step < 0):
         i = int(np.flatnonzero(step < 0)[0])
         raise SpectrumError(
@@ -560,6 +570,8 @@ def make_spectrum(
             redshift=float(redshift),
             flux_unit=flux_unit,
             meta=info,
+            arms=tuple(arms),
+            sky=None if sk is None else Sky(sk, sky_unit or flux_unit),
         )
     except SpectrumError as exc:
         raise SpectrumError(loc, exc.problem) from None

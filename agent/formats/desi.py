@@ -5,11 +5,18 @@ The arms overlap (about 5700-5800 and 7500-7600 A); Loupe merges them onto the u
 their wavelength grids, weighting each arm by its inverse variance where they overlap, so
 the noisier arm edge does not dominate. DESI wavelengths are vacuum. A REDSHIFTS HDU, when
 present (redrock output), supplies Z and SPECTYPE per TARGETID.
+
+The merged spectrum is what the agent reads. Each spectrum also keeps its arms as the file
+holds them (`Spectrum.arms`) and, where every arm has an X_SKY HDU (desispec writes a
+Spectra object's per-arm extras, such as its sky, as X_<NAME> images of the flux's shape),
+the sky merged the way the flux is (`Spectrum.sky`), for the expert's view.
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from astropy.io import fits
@@ -22,7 +29,28 @@ from agent.formats.common import (
     plausible_redshift,
     rows_to_read,
 )
-from agent.spectrum import Spectrum, SpectrumError
+from agent.spectrum import Arm, Spectrum, SpectrumError
+
+log = logging.getLogger(__name__)
+
+FLUX_UNIT = "1e-17 erg/(s cm2 Angstrom)"
+
+
+def _sky_unit(units: Any) -> str:
+    """The sky's unit: the flux's where the SKY HDUs say none or the same in other words
+    (DESI writes `10**-17 erg/(s cm2 Angstrom)`), else what they say."""
+    from astropy import units as u
+
+    for text in units:
+        if not text:
+            continue
+        try:
+            if u.Unit(text) == u.Unit(FLUX_UNIT):
+                continue
+        except (ValueError, TypeError):
+            pass
+        return text
+    return FLUX_UNIT
 
 
 def _arms(hdul: fits.HDUList) -> list[str]:
@@ -79,6 +107,8 @@ def read(path: Path, hdul: fits.HDUList, row: int | None = None) -> list[Spectru
     nspec = len(fibermap)
     fcols = {c.upper(): c for c in fibermap.columns.names}
     arrays = {}
+    skies: dict[str, np.ndarray] = {}
+    sky_units: dict[str, str] = {}
     for arm in arms:
         wave = hdu_data(path, hdul, hdul.index_of(f"{arm}_WAVELENGTH"))
         flux = hdu_data(path, hdul, hdul.index_of(f"{arm}_FLUX"))
@@ -92,17 +122,32 @@ def read(path: Path, hdul: fits.HDUList, row: int | None = None) -> list[Spectru
                 f"{arm}_FLUX has shape {flux.shape}, expected ({nspec}, {wave.size}) "
                 f"from FIBERMAP rows and {arm}_WAVELENGTH",
             )
-        ivar = mask = None
+        ivar = mask = sky = None
         if f"{arm}_IVAR" in hdul:
             ivar = np.atleast_2d(np.asarray(hdu_data(path, hdul, hdul.index_of(f"{arm}_IVAR"))))
         if f"{arm}_MASK" in hdul:
             mask = np.atleast_2d(np.asarray(hdu_data(path, hdul, hdul.index_of(f"{arm}_MASK"))))
-        for name, arr in (("IVAR", ivar), ("MASK", mask)):
+        if f"{arm}_SKY" in hdul:
+            sky = hdu_data(path, hdul, hdul.index_of(f"{arm}_SKY"))
+            if sky is None or not isinstance(sky, np.ndarray) or sky.dtype.names:
+                raise SpectrumError(path, f"{arm}_SKY HDU is not an image of sky flux")
+            sky = np.atleast_2d(np.asarray(sky, dtype=np.float64))
+            sky_units[arm] = str(hdul[f"{arm}_SKY"].header.get("BUNIT", "")).strip()
+        for name, arr in (("IVAR", ivar), ("MASK", mask), ("SKY", sky)):
             if arr is not None and arr.shape != flux.shape:
-                raise SpectrumError(path, f"{arm}_{name} shape {arr.shape} != {arm}_FLUX shape")
+                raise SpectrumError(
+                    path, f"{arm}_{name} has shape {arr.shape}, {arm}_FLUX {flux.shape}"
+                )
         if np.any(np.diff(wave) <= 0):
             raise SpectrumError(path, f"{arm}_WAVELENGTH is not strictly increasing")
         arrays[arm] = (wave, flux, ivar, mask)
+        if sky is not None:
+            skies[arm] = sky
+    # A sky is shown only where every arm has one: a merged sky with an arm missing would
+    # draw that arm's range as if it had no sky lines.
+    if skies and len(skies) < len(arrays):
+        log.warning("%s: sky in %s only, not shown", path, ", ".join(f"{a}_SKY" for a in skies))
+        skies = {}
 
     redshifts = {}
     if "REDSHIFTS" in hdul:
@@ -143,15 +188,24 @@ def read(path: Path, hdul: fits.HDUList, row: int | None = None) -> list[Spectru
             np.any(ivar[i] > 0) if ivar is not None else True for _, _, ivar, _ in arrays.values()
         ):
             continue  # unassigned or broken fibre: no data in any arm
-        waves, fluxes, ivars = [], [], []
-        for wave, flux, ivar, mask in arrays.values():
+        waves, fluxes, ivars, kept = [], [], [], []
+        for arm, (wave, flux, ivar, mask) in arrays.items():
             iv = np.ones(wave.size) if ivar is None else ivar[i].astype(np.float64)
             if mask is not None:
                 iv = np.where(mask[i] != 0, 0.0, iv)
             waves.append(wave)
             fluxes.append(flux[i])
             ivars.append(iv)
+            # copies of the row: a view would keep every row of the file alive in a cache
+            kept.append(
+                Arm(arm, wave, flux[i].copy(), None if ivar is None else iv.copy(),
+                    ~(np.isfinite(flux[i]) & np.isfinite(iv) & (iv > 0)))
+            )  # fmt: skip
         grid, flux, ivar = merge_arms(waves, fluxes, ivars)
+        sky = None
+        if skies:
+            # weighted as the flux is, so the sky is on the merged spectrum's own pixels
+            sky = merge_arms(waves, [skies[a][i] for a in arrays], ivars)[1]
         tid = field(i, "TARGETID")
         tid = int(tid) if tid is not None else None
         rz = redshifts.get(tid, {})
@@ -166,7 +220,10 @@ def read(path: Path, hdul: fits.HDUList, row: int | None = None) -> list[Spectru
                 hdu=None,
                 row=i,
                 redshift=plausible_redshift(rz.get("z")) or 0.0,
-                flux_unit="1e-17 erg/(s cm2 Angstrom)",
+                flux_unit=FLUX_UNIT,
+                sky=sky,
+                sky_unit=_sky_unit(sky_units.values()),
+                arms=tuple(kept),
                 id=str(tid) if tid is not None else f"{file_stem(path)}-{i}",
                 obsid=str(tid) if tid is not None else None,
                 survey="DESI",

@@ -1,7 +1,8 @@
 """SDSS/BOSS/eBOSS `spec-PLATE-MJD-FIBER.fits` files (DR8 and later).
 
 HDU 1 "COADD" holds the coadded spectrum as table columns loglam (log10 Angstrom, vacuum),
-flux (1e-17 erg/s/cm^2/A), ivar and and_mask; HDU 2 "SPECOBJ" (or "SPALL" in BOSS
+flux (1e-17 erg/s/cm^2/A), ivar, and_mask and sky (the sky the pipeline subtracted, in the
+flux's unit; kept as `Spectrum.sky` for the expert's view, never read by the agent); HDU 2 "SPECOBJ" (or "SPALL" in BOSS
 pipeline outputs) holds the pipeline's CLASS, SUBCLASS and Z. Per-exposure HDUs (B1-, R2-
 ...) are not read: the coadd is what experts vet.
 """
@@ -95,6 +96,7 @@ def read(path: Path, hdul: fits.HDUList) -> list[Spectrum]:
         else (np.asarray(table[mask_col]).astype(np.int64) & BAD_PIXEL_BITS) != 0
     )
 
+    unit = str(header.get("BUNIT", "1E-17 erg/cm^2/s/Ang")).strip()
     plate = header_value(header, "PLATEID", "PLATE", cast=int)
     mjd = header_value(header, "MJD", cast=int)
     fiber = header_value(header, "FIBERID", "FIBER", cast=int)
@@ -115,7 +117,9 @@ def read(path: Path, hdul: fits.HDUList) -> list[Spectrum]:
             frame=frame_from_header(header, "vacuum"),
             hdu=index,
             redshift=z or 0.0,
-            flux_unit=str(header.get("BUNIT", "1E-17 erg/cm^2/s/Ang")).strip(),
+            flux_unit=unit,
+            sky=table[cols["sky"]] if "sky" in cols else None,
+            sky_unit=unit,
             id=sid,
             obsid=sid,
             survey="SDSS",

@@ -83,6 +83,8 @@ def display_with(state: dict | None, display: Display) -> Display:
         display,
         normalised=bool(d.get("normalised")),
         all_markers=bool(d.get("all_markers")),
+        arms=bool(d.get("arms")),
+        sky=bool(d.get("sky")),
         template=d.get("template") or "none",
         z=d.get("z"),
         z_key=d.get("z_key"),

@@ -102,6 +102,7 @@ def _build_panels(
     gfig = plots.global_figure(
         spec, traj, markers=markers, frame=frame, smooth_width=smooth, show_error=display.error,
         normalised=display.normalised, template=template, template_z=tz, marker_z=tz,
+        arms=display.arms, sky=display.sky,
     )  # fmt: skip
     steps: list[StepView] = []
     choices = ["none"]
@@ -118,6 +119,8 @@ def _build_panels(
                 show_error=display.error,
                 normalised=display.normalised,
                 marker_z=tz,  # the lines where the shown z puts them
+                arms=display.arms,
+                sky=display.sky,
             )  # fmt: skip
         ):
             choices.append(str(i + 1))

@@ -74,6 +74,8 @@ flags: bad redshift fit / bad spectral type / bad spectrum (toggle; kept with th
 spectral type for the candidate (or type one in the box)</td></tr>
 <tr><td><kbd>n</kbd></td><td>continuum-normalised view</td></tr>
 <tr><td><kbd>m</kbd></td><td>all line markers, not only the task's</td></tr>
+<tr><td><kbd>b</kbd></td><td>the file's arms before merging (DESI B/R/Z, in Prospect's colours)</td></tr>
+<tr><td><kbd>y</kbd></td><td>the file's sky spectrum, as a faint line (SDSS, DESI)</td></tr>
 <tr><td><kbd>0</kbd></td><td>reset the zoom of every plot</td></tr>
 <tr><td><kbd>?</kbd></td><td>show or hide this sheet</td></tr>
 <tr><td><kbd>Esc</kbd></td><td>close it, leave a text box</td></tr>

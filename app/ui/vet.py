@@ -101,6 +101,10 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                                  elem_id="desk-normalise", scale=1)  # fmt: skip
             o_allmk = gr.Checkbox(value=False, label="all markers, not only the task's (m)",
                                   elem_id="desk-all-markers", scale=1)  # fmt: skip
+            # the file's arms before merging (DESI B/R/Z) and its sky spectrum
+            o_arms = gr.Checkbox(value=False, label="arms B/R/Z (b)", elem_id="desk-arms",
+                                 scale=1)  # fmt: skip
+            o_sky = gr.Checkbox(value=False, label="sky (y)", elem_id="desk-sky", scale=1)
             o_tmpl = gr.Dropdown(desk.template_names(ctx), value="none", scale=1,
                                  label="template (t cycles)", elem_id="desk-template")  # fmt: skip
             z_slider = gr.Slider(desk.Z_MIN, desk.Z_MAX, value=0.0, step=0.0001, scale=3,
@@ -485,14 +489,15 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
         comment.submit(on_comment, [state, comment], [state, message, comment], api_name=False)
 
         # -- desk: each control refreshes the shown candidate with the new choice
-        desk_ins = [state, o_tmpl, z_slider, o_norm, o_allmk, *filters, *display]
+        desk_ins = [state, o_tmpl, z_slider, o_norm, o_allmk, o_arms, o_sky, *filters, *display]
 
         def desk_op(op: str, step: float = 0.0):
-            def fn(st, tmpl, z, norm, allmk, tk, band, status, survey, split, mk, err, sm, fr,
-                   im, request: gr.Request):  # fmt: skip
+            def fn(st, tmpl, z, norm, allmk, arms, sky, tk, band, status, survey, split, mk, err,
+                   sm, fr, im, request: gr.Request):  # fmt: skip
                 ex = context.expert_for(ctx, request)
                 before = desk.desk_of(st).get("template") or "none"
                 st = desk.set_option(st, normalised=bool(norm), all_markers=bool(allmk),
+                                     arms=bool(arms), sky=bool(sky),
                                      template=tmpl or "none")  # fmt: skip
                 refused = note = ""
                 if op == "z":
@@ -527,7 +532,7 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
 
             return fn
 
-        for comp in (o_norm, o_allmk, o_tmpl):
+        for comp in (o_norm, o_allmk, o_arms, o_sky, o_tmpl):
             comp.input(desk_op("option"), desk_ins, view_outs, api_name=False,
                        trigger_mode="always_last", **FAST)  # fmt: skip
         z_slider.input(desk_op("z"), desk_ins, view_outs, api_name="desk_z",
@@ -536,7 +541,7 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                          trigger_mode="always_last", **FAST)  # fmt: skip
         # Enter in the box: keys.js puts the typed text in window.loupeTypedZ and presses the
         # hidden button, whose call carries it in place of z_typed (API callers pass the text).
-        typed_ins = [state, o_tmpl, z_typed, o_norm, o_allmk, *filters, *display]
+        typed_ins = [state, o_tmpl, z_typed, o_norm, o_allmk, o_arms, o_sky, *filters, *display]
         z_typed_go.click(desk_op("typed"), typed_ins, view_outs, api_name="desk_z_typed",
                          js=f"(...a) => {{ a = a.slice(0, {len(typed_ins)}); a[2] = "
                             "String(window.loupeTypedZ ?? a[2] ?? ''); return a; }",

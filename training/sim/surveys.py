@@ -14,10 +14,11 @@ telluric absorption. `write_survey` writes the arms as real files:
 - SDSS/BOSS: `spec-PLATE-MJD-FIBER.fits` with the COADD table (loglam, flux in 1e-17
   erg/s/cm2/A, ivar, and_mask), log-linear 1e-4 dex, 3600-10400 A; the blue (R ~ 1800) and
   red (R ~ 2200) cameras overlap 5800-6300 A and are inverse-variance co-added there, as
-  the pipeline does. SPECOBJ carries the pipeline redshift Z (no CLASS: that would be the
-  answer).
+  the pipeline does, and so is the `sky` column. SPECOBJ carries the pipeline redshift Z (no
+  CLASS: that would be the answer).
 - DESI: a coadd with B/R/Z arms on linear 0.8 A grids (3600-5800, 5760-7620, 7520-9824 A;
-  R ~ 2500, 3500, 4500), their IVAR and MASK, a FIBERMAP and a REDSHIFTS table with Z.
+  R ~ 2500, 3500, 4500), their IVAR, MASK and SKY (as desispec writes a Spectra object's
+  sky), a FIBERMAP and a REDSHIFTS table with Z.
   The reader (`agent.formats.desi`) merges the arms where they overlap.
 
 Resolving powers are per arm, not per pixel; the values are mid-arm figures from the
@@ -139,6 +140,7 @@ class ArmData:
     flux: np.ndarray
     ivar: np.ndarray
     bad: np.ndarray  # flagged by the pipeline (bad column, no data)
+    sky: np.ndarray | None = None  # the sky the noise was drawn with, in the flux unit
 
 
 @dataclass
@@ -213,19 +215,20 @@ def observe_survey(
     scale = level / med if med > 0 and np.isfinite(med) else 1.0
     # Photon noise of object + sky through the throughput: in counts c = f t, var = c + s t,
     # so sigma_f = sqrt(f t + s t) / t. The sky continuum is 30% of the object's median.
-    sigmas = []
+    sigmas, skies = [], []
     for arm, w, f in arms_raw:
         t = np.clip(lay.efficiency(arm.name, w), 0.05, None)
         sky = 0.3 * level * (1.0 + 8.0 * _sky_profile(w, arm.resolution))
         fl = np.clip(np.nan_to_num(f * scale), 0.0, None)
         sigmas.append(np.sqrt((fl + sky) * t) / t)
+        skies.append(sky)
     # Normalise the noise so that the median SNR over covered pixels is `snr`.
     ratio = np.concatenate([np.abs(f * scale) / s for (_, _, f), s in zip(arms_raw, sigmas)])[
         covered_all
     ]
     k = float(np.median(ratio)) / snr
     out = []
-    for (arm, w, f), s in zip(arms_raw, sigmas):
+    for (arm, w, f), s, sky in zip(arms_raw, sigmas, skies):
         covered = np.isfinite(f)
         sigma = s * k
         flux = f * scale + rng.normal(0.0, 1.0, w.size) * sigma
@@ -242,7 +245,7 @@ def observe_survey(
                 flux[i : i + n] = rng.normal(0.0, 20.0, n) * level  # garbage, but flagged
         flux = np.where(~covered, 0.0, flux)
         ivar = np.where(bad, 0.0, ivar)
-        out.append(ArmData(arm.name, w, flux, ivar, bad))
+        out.append(ArmData(arm.name, w, flux, ivar, bad, sky))
     z_pipe = z_obs + rng.normal(0.0, 30.0 / C_KMS) * (1.0 + z_obs)
     if rng.random() < catastrophic_z:
         z_pipe = float(rng.uniform(0.0, 3.0))
@@ -292,11 +295,13 @@ def _write_lamost(obs: Observation, path: Path, obj_id: str) -> Path:
     return write_lamost_fits(spec, path)
 
 
-def _boss_coadd(obs: Observation) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The BOSS pipeline's coadd: both cameras on one log grid, ivar-weighted where they overlap."""
+def _boss_coadd(obs: Observation) -> tuple[np.ndarray, ...]:
+    """The BOSS pipeline's coadd: both cameras on one log grid, ivar-weighted where they
+    overlap (the sky too, plain mean where no camera has weight)."""
     grid = np.unique(np.round(np.log10(np.concatenate([a.wave for a in obs.arms])), 6))
     num = np.zeros(grid.size)
     den = np.zeros(grid.size)
+    sky_num, sky_plain, count = np.zeros(grid.size), np.zeros(grid.size), np.zeros(grid.size)
     nodata = np.ones(grid.size, dtype=bool)
     flagged = np.zeros(grid.size, dtype=bool)
     for a in obs.arms:
@@ -305,15 +310,20 @@ def _boss_coadd(obs: Observation) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
         den[idx] += a.ivar
         nodata[idx] &= a.ivar <= 0
         flagged[idx] |= a.bad & (a.flux != 0)
+        if a.sky is not None:
+            sky_num[idx] += a.ivar * a.sky
+            sky_plain[idx] += a.sky
+            count[idx] += 1
     with np.errstate(invalid="ignore", divide="ignore"):
         flux = np.where(den > 0, num / den, 0.0)
+        sky = np.where(den > 0, sky_num / den, sky_plain / np.maximum(count, 1))
     # NODATA (bit 24) where nothing is left; FULLREJECT (bit 18) on flagged bad columns.
     and_mask = np.where(nodata, 1 << 24, 0) | np.where(flagged & nodata, 1 << 18, 0)
-    return grid, flux, den, and_mask.astype(np.int32)
+    return grid, flux, den, and_mask.astype(np.int32), sky
 
 
 def _write_sdss(obs: Observation, path: Path, obj_id: str) -> Path:
-    loglam, flux, ivar, and_mask = _boss_coadd(obs)
+    loglam, flux, ivar, and_mask, sky = _boss_coadd(obs)
     n = loglam.size
     primary = fits.PrimaryHDU()
     h = primary.header
@@ -332,6 +342,7 @@ def _write_sdss(obs: Observation, path: Path, obj_id: str) -> Path:
             fits.Column(name="and_mask", format="J", array=and_mask),
             fits.Column(name="or_mask", format="J", array=and_mask),
             fits.Column(name="wdisp", format="E", array=np.ones(n, np.float32)),
+            fits.Column(name="sky", format="E", array=sky.astype(np.float32)),
         ],
         name="COADD",
     )
@@ -366,6 +377,9 @@ def _write_desi(obs: Observation, path: Path, obj_id: str) -> Path:
         hdus[-1].header["BUNIT"] = "10**-17 erg/(s cm2 Angstrom)"
         hdus.append(fits.ImageHDU(a.ivar[None, :].astype(np.float32), name=f"{a.name}_IVAR"))
         hdus.append(fits.ImageHDU(a.bad[None, :].astype(np.int32), name=f"{a.name}_MASK"))
+        if a.sky is not None:
+            hdus.append(fits.ImageHDU(a.sky[None, :].astype(np.float32), name=f"{a.name}_SKY"))
+            hdus[-1].header["BUNIT"] = "10**-17 erg/(s cm2 Angstrom)"
     hdus.append(
         fits.BinTableHDU.from_columns(
             [
