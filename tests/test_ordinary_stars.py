@@ -291,3 +291,26 @@ def test_a_dz_reading_does_not_call_its_he_i_a_hot_stars_lines():
     assert not [s for s in AGAINST["wd"] if any(s in n for n in notes)], notes
     t, text = _played(spec, "wd")
     assert t.verdict == "YES" and not found("wd", t.confidence, text), text
+
+
+def test_a_balmer_profile_with_no_continuum_beside_it_has_no_width_and_makes_no_da():
+    from agent.policies.rules.features import Measurements, unanchored
+    from agent.policies.rules.narration import say_balmer_wd
+    from agent.policies.rules.wd import evidence
+
+    # A G dwarf of the tune split (LAMOST, SDSS layout at SNR 35): H-beta unreliable, and
+    # H-gamma fitted 217 Å wide (under the 240 Å bound) over a span reaching 152 Å from
+    # its centre, so the profile still held 30% of its depth where the continuum is read.
+    # Once P(YES) 0.92: "broad, as in a DA white dwarf".
+    g = {"hg_w_fwhm": 216.75, "hg_w_depth": 0.19, "hg_w_ew": 28.0, "hg_w_fitsig": 4.2}
+    g |= {"hd_w_fwhm": 3.7, "hd_w_depth": 0.3, "hd_w_ew": 1.0, "hd_w_fitsig": 2.4}
+    g |= {"b_r": -0.01, "snr": 36.0}
+    m = Measurements(g)
+    assert unanchored(m, "hg_w")
+    ev = evidence(m)
+    assert not [i for i in ev.items if i.points > 0], ev.notes
+    assert "no width was measured" in say_balmer_wd(m, "hg", "H-gamma")
+    # a DA's H-gamma, 80 Å wide, leaves the continuum windows clear and still counts
+    da = Measurements({**g, "hg_w_fwhm": 80.0, "hg_w_depth": 0.5, "hg_w_ew": 45.0, "b_r": 0.3})
+    assert not unanchored(da, "hg_w")
+    assert any("as in a DA white dwarf" in n for n in evidence(da).notes), evidence(da).notes

@@ -436,6 +436,29 @@ def below_noise(m: dict[str, float], n: str) -> bool:
     return finite(m.get(f"{n}_fitsig")) and m[f"{n}_fitsig"] < 3.0
 
 
+def span_reach(n: str) -> float:
+    """Distance (Å) from a broad Balmer line's centre to the nearer end of the span its
+    profile and continuum are fitted over (`_BROAD`)."""
+    side = next(s for name, _, _, s in _BROAD if name == n)
+    return min(-min(a for a, _ in side), max(b for _, b in side))
+
+
+def unanchored(m: dict[str, float], n: str) -> bool:
+    """The profile fitted to a broad Balmer window is so wide that it still holds a quarter
+    of its depth at the nearer end of the span (a Lorentzian wider than 2/sqrt(3) of the
+    distance): no stretch of continuum anchors it, and its width is the curvature of a
+    blanketed continuum, not a measurement (a DA's lines stay near 40-130 Å wide)."""
+    f = m.get(f"{n}_fwhm")
+    return finite(f) and f > 2.0 / math.sqrt(3.0) * span_reach(n)
+
+
+def unanchored_text(m: dict[str, float], n: str, lbl: str) -> str:
+    return (
+        f"{lbl}: a profile {m[f'{n}_fwhm']:.0f} Å wide still holds a quarter of its depth "
+        f"{span_reach(n):.0f} Å out, where the continuum is read, so no width was measured"
+    )
+
+
 def no_line_text(m: dict[str, float], n: str, lbl: str) -> str:
     if not m.get(f"{n}_fitdepth", 0.0) > 0:
         return f"{lbl}: no absorption line fits the data"
@@ -486,7 +509,7 @@ def balmer_wd(m: dict[str, float]) -> tuple[float, float, str, str] | None:
     for n, lbl in (("hb_w", "H-beta"), ("hg_w", "H-gamma"), ("ha_w", "H-alpha")):
         f, d, w = m.get(f"{n}_fwhm"), m.get(f"{n}_depth"), m.get(f"{n}_ew")
         # An absorption reading needs a positive EW; depth ~1 means a data hole.
-        if finite(f) and finite(d) and finite(w) and d < 0.95 and w > 0:
+        if finite(f) and finite(d) and finite(w) and d < 0.95 and w > 0 and not unanchored(m, n):
             (absent if below_noise(m, n) else got).append((f, d, w, lbl, n))
     if not got:
         if not absent:

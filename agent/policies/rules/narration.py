@@ -17,6 +17,8 @@ from agent.policies.rules.features import (
     finite,
     in_emission,
     no_line_text,
+    unanchored,
+    unanchored_text,
 )
 
 
@@ -82,6 +84,11 @@ def say_balmer_wd(m: dict[str, float], name: str, lbl: str) -> str:
             "pressure-broadened hydrogen line here."
         )
     head = f"{lbl} in absorption, FWHM {f:.0f} Å, depth {d:.2f}, EW {w:.0f} Å"
+    if unanchored(m, f"{name}_w"):
+        return (
+            f"{unanchored_text(m, f'{name}_w', lbl)}: a broad depression of the continuum "
+            "(metal-line blanketing or a flux-calibration wave), so this line does not decide."
+        )
     if below_noise(m, f"{name}_w"):
         return (
             f"{no_line_text(m, f'{name}_w', lbl)}: no hydrogen to speak of, so not a DA; "

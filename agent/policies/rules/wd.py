@@ -10,6 +10,7 @@ from agent.policies.rules.features import (
     depth_points,
     extragalactic,
     finite,
+    unanchored,
 )
 from agent.policies.rules.narration import Zoom, say_balmer_wd, say_he, say_high_balmer
 
@@ -277,7 +278,7 @@ def series_partner(
     good, bad = [], []
     for n, lbl in (("hb_w", "H-beta"), ("hg_w", "H-gamma"), ("hd_w", "H-delta")):
         f, d = m.get(f"{n}_fwhm"), m.get(f"{n}_depth")
-        if n == lead or not (finite(f) and finite(d)) or below_noise(m, n):
+        if n == lead or not (finite(f) and finite(d)) or below_noise(m, n) or unanchored(m, n):
             continue
         said = f"{lbl} FWHM {f:.0f} Å, depth {d:.2f}"
         if f >= 28.0:
@@ -292,7 +293,13 @@ def say_balmer(m: dict[str, float], name: str, lbl: str) -> str:
     text = say_balmer_wd(m, name, lbl)
     bw = balmer_wd(m)
     # Nothing to weigh against where this line, or every line, is below the noise.
-    if bw is None or bw[3] == f"{name}_w" or bw[0] == 0.0 or below_noise(m, f"{name}_w"):
+    if (
+        bw is None
+        or bw[3] == f"{name}_w"
+        or bw[0] == 0.0
+        or below_noise(m, f"{name}_w")
+        or unanchored(m, f"{name}_w")
+    ):
         return text
     lead = {"hb_w": "H-beta", "hg_w": "H-gamma", "ha_w": "H-alpha"}[bw[3]]
     f, d = m.get(f"{name}_w_fwhm"), m.get(f"{name}_w_depth")
