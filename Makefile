@@ -27,8 +27,9 @@ run: $(STAMP)
 	$(BIN)/python launch.py serve --port $(PORT) --host $(HOST)
 
 # One worker per core; a file's tests stay on one worker (they share its app and browser).
+# Files go out in collection order, which tests/conftest.py sorts longest first.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n auto --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n auto --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import os
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -59,10 +60,26 @@ SLOW_TIMEOUT_S = 900
 
 
 def pytest_collection_modifyitems(config, items):
-    """Slow tests (training steps, soak, crash runs) get a longer timeout than the default."""
+    """Slow tests (training steps, soak, crash runs) get a longer timeout than the default,
+    and the files with the most slow tests run first."""
     for item in items:
         if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
+    # `make test` hands whole files to the workers in this order (--no-loadscope-reorder):
+    # long files first and short ones last keep both workers busy to the end, where
+    # xdist's own order (most tests first) left a long file running alone at the end.
+    slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
+    items.sort(key=lambda item: -slow[item.path])  # stable: a file's own order is kept
+
+
+@pytest.fixture(scope="module")
+def forks():
+    """A fork server with Loupe imported, for the kill tests (`tests.crash_support`)."""
+    from tests.crash_support import ForkServer
+
+    server = ForkServer()
+    yield server
+    server.close()
 
 
 # Debian's Chromium, started as the browser tests (tests/test_browser*.py) drive it.

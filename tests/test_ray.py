@@ -30,14 +30,9 @@ TIMINGS = ("seconds", "started_at")
 def demo(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("demo")
     labels = root / "labels.csv"
-    subprocess.run(
-        [sys.executable, "launch.py", "demo", "--out", str(root), "--labels", str(labels)]
-        + ["--n-per-class", "2"],
-        cwd=REPO,
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
+    # in this process: a second interpreter would import Loupe again for a few files
+    argv = ["demo", "--out", str(root), "--labels", str(labels), "--n-per-class", "2"]
+    assert launch.main(argv) == 0
     return labels
 
 
@@ -78,6 +73,7 @@ def _without_timings(record: dict) -> dict:
     return record
 
 
+@pytest.mark.slow
 def test_demo_on_ray_matches_the_single_process_run(demo, local_cluster, single, tmp_path):
     out = tmp_path / "ray.jsonl"
     assert _vet(demo, out, "--ray", "local") == 0
@@ -87,6 +83,7 @@ def test_demo_on_ray_matches_the_single_process_run(demo, local_cluster, single,
     assert got == single  # the whole trajectory: every zoom, reasoning, confidence
 
 
+@pytest.mark.slow
 def test_a_worker_lost_mid_run_costs_nothing(demo, local_cluster, single, tmp_path, monkeypatch):
     marker = tmp_path / "exited"
     monkeypatch.setenv(cluster.EXIT_ONCE_ENV, str(marker))
@@ -97,6 +94,7 @@ def test_a_worker_lost_mid_run_costs_nothing(demo, local_cluster, single, tmp_pa
     assert got == single  # the lost batch was re-run, not recorded as failed
 
 
+@pytest.mark.slow
 def test_a_candidate_that_always_kills_its_worker_is_recorded_failed(
     demo, local_cluster, single, tmp_path, monkeypatch
 ):
@@ -112,6 +110,7 @@ def test_a_candidate_that_always_kills_its_worker_is_recorded_failed(
     assert got == {k: r for k, r in single.items() if k != poison}  # the rest as ever
 
 
+@pytest.mark.slow
 def test_ray_giving_up_part_way_says_so_in_one_line_and_a_rerun_resumes(
     demo, local_cluster, single, tmp_path, monkeypatch, capsys
 ):
@@ -202,6 +201,7 @@ def test_killing_rays_dashboard_agent_is_said_in_one_line(demo, tmp_path):
     assert len(_records(out)) == 32  # each once
 
 
+@pytest.mark.slow
 def test_store_pending_candidates_on_ray(demo, local_cluster, single, tmp_path):
     from db.store import Store
 
@@ -235,6 +235,7 @@ def _store_verdicts(db: Path) -> dict[str, str]:
     return dict(rows)
 
 
+@pytest.mark.slow
 def test_store_sink_resumes_and_records_each_candidate_once(demo, local_cluster, single, tmp_path):
     from db.store import Store
 
@@ -261,6 +262,7 @@ def test_store_sink_resumes_and_records_each_candidate_once(demo, local_cluster,
     assert verdicts == {f"{i}/{t}": r["verdict"] for (i, t), r in single.items()}
 
 
+@pytest.mark.slow
 def test_openai_policy_drives_endpoints_from_actors(demo, local_cluster, tmp_path):
     from tests.test_policy_openai import ANSWER, ZOOM, Server, ok
 
