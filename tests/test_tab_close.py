@@ -11,7 +11,7 @@ front of the stream.
 
 from __future__ import annotations
 
-import json
+import gc
 import logging
 import random
 import socket
@@ -70,8 +70,6 @@ def test_closing_tabs_mid_answer_logs_nothing(served, caplog):
         # the app still answers, and the streams it dropped have been finalised
         assert http.get("/config").status_code == 200
     time.sleep(1.0)
-    import gc
-
     gc.collect()
     time.sleep(0.5)
     bad = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
