@@ -189,3 +189,16 @@ def test_markers_sit_at_the_redshift_given_tellurics_do_not_move():
     }
     with pytest.raises(ValueError, match="redshift"):
         R.resolve_markers(True, 6900, 7100, -1.0)
+
+
+def test_cached_text_draws_the_pixels_pil_draws():
+    from PIL import Image, ImageDraw
+
+    from agent.render import _font, _text
+
+    for text, anchor in (("4861", "mt"), ("0.5", "rm"), ("Wavelength (Å)", "md"), ("×1e-17", "lb")):
+        a = Image.new("RGB", (140, 40), "white")
+        ImageDraw.Draw(a).text((70, 20), text, font=_font(12), fill=(40, 40, 40), anchor=anchor)
+        b = Image.new("RGB", (140, 40), "white")
+        _text(b, (70, 20), text, 12, (40, 40, 40), anchor)
+        assert a.tobytes() == b.tobytes(), text
