@@ -582,7 +582,7 @@ def _render_fast(
 
     label_right: list[int] = []  # right edge of the last label on each text row
     for feat in markers:
-        _pil_marker(draw, feat, lo, hi, x0, y0, x1, y1, sx, font, label_right)
+        _pil_marker(img, draw, feat, lo, hi, x0, y0, x1, y1, sx, fs, label_right)
 
     # the spectrum
     if good.any():
@@ -607,14 +607,15 @@ def _render_fast(
     return img
 
 
-def _pil_marker(draw, feat: Feature, lo, hi, x0, y0, x1, y1, sx, font, label_right) -> None:
+def _pil_marker(img, draw, feat: Feature, lo, hi, x0, y0, x1, y1, sx, fs, label_right) -> None:
+    font = _font(fs)
     rgb = _MARKER_RGB[feat.kind]
     if feat.kind == "telluric":
         a = int(round(x0 + (max(feat.window[0], lo) - lo) * sx))
         b = int(round(x0 + (min(feat.window[1], hi) - lo) * sx))
         for px in range(a, b + 1, 3):
             draw.line((px, y1 - 6, px, y1 - 1), fill=rgb)
-        draw.text(((a + b) // 2, y1 - 8), feat.label, font=font, fill=rgb, anchor="mb")
+        _text(img, ((a + b) // 2, y1 - 8), feat.label, fs, rgb, "mb")
         return
     px = int(round(x0 + (feat.wavelength - lo) * sx))
     for py in range(y0 + 14, y1, 6):
@@ -625,13 +626,7 @@ def _pil_marker(draw, feat: Feature, lo, hi, x0, y0, x1, y1, sx, font, label_rig
     if row == len(label_right):
         label_right.append(0)
     label_right[row] = px + half
-    draw.text(
-        (px, y0 + 2 + row * (getattr(font, "size", 11) + 2)),
-        feat.label,
-        font=font,
-        fill=rgb,
-        anchor="mt",
-    )
+    _text(img, (px, y0 + 2 + row * (getattr(font, "size", 11) + 2)), feat.label, fs, rgb, "mt")
     if feat.degrade:
         d = -1 if feat.degrade == "blue" else 1
         tip = px + d * 14
