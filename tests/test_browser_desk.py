@@ -196,17 +196,17 @@ def test_dashboard_and_experts_refresh_when_opened(browser, tmp_path_factory, tm
         )  # fmt: skip (shown to the admin once the tab is opened)
         # the team's settings, changed by the admin here, reach the store (a bad one says why)
         page.wait_for_selector("#team-settings-table", state="visible", timeout=20_000)
-        page.fill("#team-setting-value textarea, #team-setting-value input", "0.2")
-        page.click("#btn-team-setting")
-        page.wait_for_function(
-            "() => /audit_rate.* is now 0.2/.test(document.querySelector("
-            "'#team-setting-message').innerText)", timeout=20_000)  # fmt: skip
+
+        def set_audit_rate(text: str, says: str) -> None:
+            page.fill("#team-setting-value textarea, #team-setting-value input", text)
+            page.click("#btn-team-setting")
+            page.wait_for_function(
+                f"() => /{says}/.test(document.querySelector('#team-setting-message')"
+                ".innerText)", timeout=20_000)  # fmt: skip
+
+        set_audit_rate("0.2", "audit_rate.* is now 0.2")
         assert ctx.store.setting("audit_rate") == 0.2
-        page.fill("#team-setting-value textarea, #team-setting-value input", "7")
-        page.click("#btn-team-setting")
-        page.wait_for_function(
-            "() => /Refused: audit_rate = '7' refused/.test(document.querySelector("
-            "'#team-setting-message').innerText)", timeout=20_000)  # fmt: skip
+        set_audit_rate("7", "Refused: audit_rate = '7' refused")
         assert ctx.store.setting("audit_rate") == 0.2
 
 
