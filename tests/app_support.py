@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 _TEMPLATE: dict[str, Path] = {}
@@ -36,3 +37,43 @@ def context(tmp_path_factory, tmp_path: Path, *, login: bool = False, n_per_clas
         data_roots=[str(root / "data"), str(tmp_path / "data")],
         export_dir=str(tmp_path / "exports"),
     )  # fmt: skip
+
+
+class Tab:
+    """The one Chromium page a browser test file drives, on one port kept for the file.
+
+    A first visit compiles Gradio's and Plotly's scripts (about 7 s of a 2-core machine);
+    the same page opening the same address again finds them compiled (about 2.5 s). So each
+    test serves its own app, on its own fresh store, on this port (`serve`), and opens it in
+    this page. Between tests the page goes to about:blank before the server stops: nothing a
+    test's page still had on its way can reach the next test's server.
+    """
+
+    def __init__(self, browser) -> None:
+        from app.main import listen_socket
+
+        self.context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        self.page = self.context.new_page()
+        # leaving a page with unsaved text asks first (app/keys.js); between tests it may go
+        self.page.on("dialog", lambda d: d.accept() if d.type == "beforeunload" else d.dismiss())
+        self._sock = listen_socket("127.0.0.1", 0)  # held for the file: no one else takes it
+
+    @contextmanager
+    def serve(self, ctx, **kwargs):
+        """The app on `ctx` at this tab's address, a clean page (no cookies), then both
+        stopped: yields (server, page)."""
+        from app.main import serve
+
+        self.context.clear_cookies()
+        srv = serve(ctx, sock=self._sock.dup(), **kwargs)  # the server closes its own copy
+        try:
+            yield srv, self.page
+        finally:
+            try:
+                self.page.goto("about:blank", timeout=20_000)
+            finally:
+                srv.close()
+
+    def close(self) -> None:
+        self.context.close()
+        self._sock.close()

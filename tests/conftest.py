@@ -99,6 +99,17 @@ def browser():
         b.close()
 
 
+@pytest.fixture(scope="module")
+def tab(browser):
+    """One page for the file's tests, each serving its own app at the file's one address
+    (`tests.app_support.Tab`): the page's scripts stay compiled from test to test."""
+    from tests.app_support import Tab
+
+    t = Tab(browser)
+    yield t
+    t.close()
+
+
 # -- PostgreSQL: a database of its own per test on the server LOUPE_TEST_PG_URL names
 # (`.ci/run` starts a throwaway cluster), skipped where none is given.
 PG_URL = os.environ.get("LOUPE_TEST_PG_URL")

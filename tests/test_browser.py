@@ -14,7 +14,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.main import serve
 from tests.app_support import context
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -31,18 +30,16 @@ def _open(page, url: str) -> None:
 
 
 @contextmanager
-def _desk(browser, tmp_path_factory, tmp_path):
-    """The demo app served on a fresh store, and a page on it with its first candidate's
-    whole-spectrum panel drawn: (context, server, page)."""
+def _desk(tab, tmp_path_factory, tmp_path):
+    """The demo app served on a fresh store, and the file's page on it with its first
+    candidate's whole-spectrum panel drawn: (context, server, page)."""
     ctx = context(tmp_path_factory, tmp_path)
-    srv = serve(ctx)
     try:
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        _open(page, srv.url)
-        page.wait_for_function(DRAWN, arg="", timeout=OPEN_MS)
-        yield ctx, srv, page
+        with tab.serve(ctx) as (srv, page):
+            _open(page, srv.url)
+            page.wait_for_function(DRAWN, arg="", timeout=OPEN_MS)
+            yield ctx, srv, page
     finally:
-        srv.close()
         ctx.store.close()
 
 
@@ -63,83 +60,81 @@ def _wait_key_change(page, old: str, timeout: float = 15.0) -> str:
     raise AssertionError(f"the page stayed on {old}")
 
 
-def test_vet_correct_and_author_in_the_browser(browser, tmp_path_factory, tmp_path):
+def test_vet_correct_and_author_in_the_browser(tab, tmp_path_factory, tmp_path):
     ctx = context(tmp_path_factory, tmp_path)
-    srv = serve(ctx)
     try:
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        _open(page, srv.url)
-        page.wait_for_selector("#vet-global .js-plotly-plot", timeout=OPEN_MS)
-        page.wait_for_timeout(500)
-        ARTIFACTS.mkdir(exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / "vet_page.png"), full_page=True)
+        with tab.serve(ctx) as (srv, page):
+            _open(page, srv.url)
+            page.wait_for_selector("#vet-global .js-plotly-plot", timeout=OPEN_MS)
+            page.wait_for_timeout(500)
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "vet_page.png"), full_page=True)
 
-        # accept with the keyboard
-        first = _current_key(page)
-        page.keyboard.press("?")
-        assert page.is_visible("#loupe-cheatsheet")
-        page.keyboard.press("Escape")
-        page.keyboard.press("a")
-        second = _wait_key_change(page, first)
-        info = ctx.store.find_candidate(first)
-        _stored(ctx, first)
-        (r,) = ctx.store.reviews(candidate_id=info.id)
-        assert r.action == "accept" and r.seconds is not None
+            # accept with the keyboard
+            first = _current_key(page)
+            page.keyboard.press("?")
+            assert page.is_visible("#loupe-cheatsheet")
+            page.keyboard.press("Escape")
+            page.keyboard.press("a")
+            second = _wait_key_change(page, first)
+            info = ctx.store.find_candidate(first)
+            _stored(ctx, first)
+            (r,) = ctx.store.reviews(candidate_id=info.id)
+            assert r.action == "accept" and r.seconds is not None
 
-        # keys are off while typing in a text box
-        page.click("#vet-comment textarea, #vet-comment input")
-        page.keyboard.type("a real note")
-        page.wait_for_timeout(300)
-        assert _current_key(page) == second
-        page.keyboard.press("Escape")
+            # keys are off while typing in a text box
+            page.click("#vet-comment textarea, #vet-comment input")
+            page.keyboard.type("a real note")
+            page.wait_for_timeout(300)
+            assert _current_key(page) == second
+            page.keyboard.press("Escape")
 
-        # correct: c opens the panel, choose the label, edit the explanation, save
-        page.keyboard.press("c")
-        page.wait_for_selector("#correct-panel", state="visible", timeout=10_000)
-        page.click("#correct-label label:has-text('YES')")
-        box = page.locator("#correct-explanation textarea")
-        box.fill("C2 Swan bands are clear at 5165 Å")
-        page.click("#btn-save-correct")
-        _wait_key_change(page, second)
-        info2 = ctx.store.find_candidate(second)
-        (r2,) = ctx.store.reviews(candidate_id=info2.id)
-        assert (r2.action, r2.label) == ("correct", "YES")
-        assert r2.explanation == "C2 Swan bands are clear at 5165 Å"
+            # correct: c opens the panel, choose the label, edit the explanation, save
+            page.keyboard.press("c")
+            page.wait_for_selector("#correct-panel", state="visible", timeout=10_000)
+            page.click("#correct-label label:has-text('YES')")
+            box = page.locator("#correct-explanation textarea")
+            box.fill("C2 Swan bands are clear at 5165 Å")
+            page.click("#btn-save-correct")
+            _wait_key_change(page, second)
+            info2 = ctx.store.find_candidate(second)
+            (r2,) = ctx.store.reviews(candidate_id=info2.id)
+            assert (r2.action, r2.label) == ("correct", "YES")
+            assert r2.explanation == "C2 Swan bands are clear at 5165 Å"
 
-        # author a two-step trajectory and submit it
-        page.click("button[role='tab']:has-text('Author')")
-        target = ctx.store.list_candidates(limit=5, order="id")[0]
-        page.fill("#author-cid textarea, #author-cid input", target.key)
-        page.click("#btn-author-load")
-        page.wait_for_selector("#author-global .js-plotly-plot", timeout=20_000)
-        for lo, hi, thought in [(6450, 6680, "H-alpha window"), (4800, 4950, "H-beta window")]:
-            page.fill("#author-lo input", str(lo))
-            page.fill("#author-hi input", str(hi))
-            page.fill("#author-thought textarea", thought)
-            page.click("#btn-author-zoom")
-            page.wait_for_selector("#author-image img", timeout=20_000)
-            page.click("#btn-author-add")
+            # author a two-step trajectory and submit it
+            page.click("button[role='tab']:has-text('Author')")
+            target = ctx.store.list_candidates(limit=5, order="id")[0]
+            page.fill("#author-cid textarea, #author-cid input", target.key)
+            page.click("#btn-author-load")
+            page.wait_for_selector("#author-global .js-plotly-plot", timeout=20_000)
+            for lo, hi, thought in [(6450, 6680, "H-alpha window"), (4800, 4950, "H-beta window")]:
+                page.fill("#author-lo input", str(lo))
+                page.fill("#author-hi input", str(hi))
+                page.fill("#author-thought textarea", thought)
+                page.click("#btn-author-zoom")
+                page.wait_for_selector("#author-image img", timeout=20_000)
+                page.click("#btn-author-add")
+                page.wait_for_function(
+                    "t => document.querySelector('#author-steps') && "
+                    "document.querySelector('#author-steps').innerText.includes(t)",
+                    arg=thought, timeout=20_000,
+                )  # fmt: skip
+            page.click("#author-verdict label:has-text('NO')")
+            page.fill("#author-explanation textarea", "Balmer absorption only")
+            page.click("#btn-author-submit")
             page.wait_for_function(
-                "t => document.querySelector('#author-steps') && "
-                "document.querySelector('#author-steps').innerText.includes(t)",
-                arg=thought, timeout=20_000,
-            )  # fmt: skip
-        page.click("#author-verdict label:has-text('NO')")
-        page.fill("#author-explanation textarea", "Balmer absorption only")
-        page.click("#btn-author-submit")
-        page.wait_for_function(
-            "() => document.querySelector('#author-message').innerText.includes('Submitted')",
-            timeout=20_000,
-        )
-        (a,) = ctx.store.list_authored(status="submitted")
-        assert a.candidate_id == target.id and len(a.steps) == 3 and a.verdict == "NO"
-        assert [s["thought"] for s in a.steps[:2]] == ["H-alpha window", "H-beta window"]
+                "() => document.querySelector('#author-message').innerText.includes('Submitted')",
+                timeout=20_000,
+            )
+            (a,) = ctx.store.list_authored(status="submitted")
+            assert a.candidate_id == target.id and len(a.steps) == 3 and a.verdict == "NO"
+            assert [s["thought"] for s in a.steps[:2]] == ["H-alpha window", "H-beta window"]
     finally:
-        srv.close()
         ctx.store.close()
 
 
-def test_model_script_is_inert_with_login(browser, tmp_path_factory, tmp_path):
+def test_model_script_is_inert_with_login(tab, tmp_path_factory, tmp_path):
     from agent.trajectory import Step
     from annotate.experts import create_expert
 
@@ -154,28 +149,26 @@ def test_model_script_is_inert_with_login(browser, tmp_path_factory, tmp_path):
     run_id = ctx.store.start_run("hostile", None, t.renderer, {})
     t.policy = "hostile"
     ctx.store.record_trajectory(t, run_id)
-    srv = serve(ctx)
     try:
-        page = browser.new_page()
-        page.goto(srv.url, wait_until="load", timeout=OPEN_MS)
-        assert "/login" in page.url
-        page.fill("input[name=username]", "ada")
-        page.fill("input[name=password]", "pw-ada-123")
-        page.click("button[type=submit]")
-        page.wait_for_selector("#vet-header .loupe-head", timeout=OPEN_MS)
-        page.fill("#jump-id textarea, #jump-id input", c.key)
-        page.keyboard.press("Enter")
-        page.wait_for_function(
-            "() => document.querySelector('#vet-thought-0').innerText.includes('<script>')",
-            timeout=20_000,
-        )
-        page.wait_for_timeout(500)
-        assert page.evaluate("() => window.__pwned === undefined")
-        assert page.locator("#vet-thought-0 script, #vet-thought-0 img").count() == 0
-        assert page.locator("#vet-thought-0 .loupe-reading strong").inner_text() == "bold"
-        assert httpx.get(srv.url + "/gradio_api/info").status_code == 401
+        with tab.serve(ctx) as (srv, page):
+            page.goto(srv.url, wait_until="load", timeout=OPEN_MS)
+            assert "/login" in page.url
+            page.fill("input[name=username]", "ada")
+            page.fill("input[name=password]", "pw-ada-123")
+            page.click("button[type=submit]")
+            page.wait_for_selector("#vet-header .loupe-head", timeout=OPEN_MS)
+            page.fill("#jump-id textarea, #jump-id input", c.key)
+            page.keyboard.press("Enter")
+            page.wait_for_function(
+                "() => document.querySelector('#vet-thought-0').innerText.includes('<script>')",
+                timeout=20_000,
+            )
+            page.wait_for_timeout(500)
+            assert page.evaluate("() => window.__pwned === undefined")
+            assert page.locator("#vet-thought-0 script, #vet-thought-0 img").count() == 0
+            assert page.locator("#vet-thought-0 .loupe-reading strong").inner_text() == "bold"
+            assert httpx.get(srv.url + "/gradio_api/info").status_code == 401
     finally:
-        srv.close()
         ctx.store.close()
 
 
@@ -210,9 +203,9 @@ def _stored(ctx, key: str, until=lambda rs: len(rs) >= 1, timeout: float = 20.0)
     return _reviews_of(ctx, key)
 
 
-def test_the_experts_desk_in_the_browser(browser, tmp_path_factory, tmp_path):
+def test_the_experts_desk_in_the_browser(tab, tmp_path_factory, tmp_path):
     """Keys j/k, 1-4, u, r, c on the vet page: what the page shows and what the store holds."""
-    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+    with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         assert page.locator("#correct-panel").count() == 1  # one element per id
         assert not page.is_visible("#correct-panel") and not page.is_visible("#reject-reason")
         # panels that are not the header's candidate are marked stale, frame by frame
@@ -324,12 +317,12 @@ def test_the_experts_desk_in_the_browser(browser, tmp_path_factory, tmp_path):
         assert page.evaluate("() => window.__bad") == 0
 
 
-def test_panels_keep_up_with_the_keyboard(browser, tmp_path_factory, tmp_path):
+def test_panels_keep_up_with_the_keyboard(browser, tab, tmp_path_factory, tmp_path):
     """Twelve quick presses of j, each to the next candidate with its whole-spectrum panel
     drawn, and a second page opened meanwhile draws its first panel. How fast is for
     `bench/app_latency.py` (timings in a test on a shared CI machine are noise); here a
     press that never draws fails at the wait's deadline."""
-    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+    with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         page2 = browser.new_page(viewport={"width": 1400, "height": 1000})
         page2.goto(srv.url, wait_until="commit")
         page2.wait_for_function(DRAWN, arg="", timeout=OPEN_MS, polling="raf")
@@ -346,40 +339,38 @@ def test_panels_keep_up_with_the_keyboard(browser, tmp_path_factory, tmp_path):
         print(f"next p50 {ms[len(ms) // 2]:.0f} ms (informative; bench/app_latency.py measures)")
 
 
-def test_log_out_from_the_page(browser, tmp_path_factory, tmp_path):
+def test_log_out_from_the_page(tab, tmp_path_factory, tmp_path):
     from annotate.experts import create_expert
 
     ctx = context(tmp_path_factory, tmp_path, login=True)
     create_expert(ctx.store, "ada", "admin", "pw-ada-123")
-    srv = serve(ctx)
     try:
-        page = browser.new_page()
-        page.goto(srv.url, wait_until="load", timeout=OPEN_MS)
-        page.fill("input[name=username]", "ada")
-        page.fill("input[name=password]", "pw-ada-123")
-        page.click("button[type=submit]")
-        page.wait_for_selector("#whoami a[href='/logout']", timeout=OPEN_MS)
-        (cookie,) = [c for c in page.context.cookies() if c["name"] == "loupe_session"]
-        assert ctx.store.session_expert(cookie["value"]) == "ada"
-        with page.expect_popup() as opened:  # Gradio opens Markdown links in a new tab
-            page.click("#whoami a[href='/logout']")
-        tab = opened.value
-        tab.wait_for_selector("button#logout", timeout=10_000)
-        assert ctx.store.session_expert(cookie["value"]) == "ada"  # the GET ends nothing
-        tab.click("button#logout")
-        tab.wait_for_url("**/login", timeout=10_000)
-        assert ctx.store.session_expert(cookie["value"]) is None
-        assert not [c for c in page.context.cookies() if c["name"] == "loupe_session"]
+        with tab.serve(ctx) as (srv, page):
+            page.goto(srv.url, wait_until="load", timeout=OPEN_MS)
+            page.fill("input[name=username]", "ada")
+            page.fill("input[name=password]", "pw-ada-123")
+            page.click("button[type=submit]")
+            page.wait_for_selector("#whoami a[href='/logout']", timeout=OPEN_MS)
+            (cookie,) = [c for c in page.context.cookies() if c["name"] == "loupe_session"]
+            assert ctx.store.session_expert(cookie["value"]) == "ada"
+            with page.expect_popup() as opened:  # Gradio opens Markdown links in a new tab
+                page.click("#whoami a[href='/logout']")
+            popup = opened.value
+            popup.wait_for_selector("button#logout", timeout=10_000)
+            assert ctx.store.session_expert(cookie["value"]) == "ada"  # the GET ends nothing
+            popup.click("button#logout")
+            popup.wait_for_url("**/login", timeout=10_000)
+            assert ctx.store.session_expert(cookie["value"]) is None
+            assert not [c for c in page.context.cookies() if c["name"] == "loupe_session"]
     finally:
-        srv.close()
         ctx.store.close()
 
 
-def test_j_draws_the_next_candidate_before_the_server_answers(browser, tmp_path_factory, tmp_path):
+def test_j_draws_the_next_candidate_before_the_server_answers(tab, tmp_path_factory, tmp_path):
     """While the expert reads, the page is handed what j and k bring: a key press draws it
     at once (here the server's answers are held back 5 s), the answer then confirms it
     without drawing the whole spectrum again, and the store holds no review."""
-    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+    with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         # what j and k bring, handed over for the candidate shown
         ready = ("k => ((document.querySelector('#vet-ahead textarea, #vet-ahead input') || {})"
                  ".value || '').includes('\"for\":\"' + k + '\"')")  # fmt: skip
@@ -426,9 +417,9 @@ def test_j_draws_the_next_candidate_before_the_server_answers(browser, tmp_path_
         assert ctx.store.reviews() == []
 
 
-def test_a_typed_redshift_is_stored_with_the_decision(browser, tmp_path_factory, tmp_path):
+def test_a_typed_redshift_is_stored_with_the_decision(tab, tmp_path_factory, tmp_path):
     """z, 1.27, Enter, then a: the review holds redshift 1.27 typed by the expert."""
-    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+    with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         key = _current_key(page)
         page.keyboard.press("z")
         page.keyboard.type("1.27")
@@ -439,11 +430,11 @@ def test_a_typed_redshift_is_stored_with_the_decision(browser, tmp_path_factory,
         assert (r.action, r.redshift, r.redshift_source) == ("accept", 1.27, "expert")
 
 
-def test_two_decisions_are_drawn_at_their_presses(browser, tmp_path_factory, tmp_path):
+def test_two_decisions_are_drawn_at_their_presses(tab, tmp_path_factory, tmp_path):
     """a, then a again before the server has answered the first (answers held back 3 s):
     each press draws the candidate it brings at once, and each decision lands, once, on
     the candidate that was on the screen when it was pressed."""
-    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+    with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         ready = ("k => ((document.querySelector('#vet-ahead textarea, #vet-ahead input') || {})"
                  ".value || '').includes('\"for\":\"' + k + '\"')")  # fmt: skip
         first = _current_key(page)
@@ -472,10 +463,10 @@ def test_two_decisions_are_drawn_at_their_presses(browser, tmp_path_factory, tmp
         assert _current_key(page) == third and len(ctx.store.reviews()) == 2
 
 
-def test_fast_keys_decide_the_candidate_on_the_screen(browser, tmp_path_factory, tmp_path):
+def test_fast_keys_decide_the_candidate_on_the_screen(tab, tmp_path_factory, tmp_path):
     """3 a, then 3 r and a typed reason, each pressed before the last answer arrived: every
     decision lands on the candidate shown, with its grade and the whole reason."""
-    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+    with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         first = _current_key(page)
         page.keyboard.press("3")
         page.keyboard.press("a")  # while the grade's answer is on its way

@@ -10,7 +10,6 @@ from contextlib import contextmanager
 
 import pytest
 
-from app.main import serve
 from tests.app_support import context
 from tests.test_browser import DRAWN, _current_key, _drawn_after, _reviews_of
 
@@ -18,17 +17,15 @@ OPEN_S = 120  # seconds to open the page (tests.test_browser.OPEN_MS)
 
 
 @contextmanager
-def _desk(browser, tmp_path_factory, tmp_path):
-    """The demo app on a fresh store and a page with its first panel drawn."""
+def _desk(tab, tmp_path_factory, tmp_path):
+    """The demo app on a fresh store and the file's page with its first panel drawn."""
     ctx = context(tmp_path_factory, tmp_path)
-    srv = serve(ctx)
     try:
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(srv.url, wait_until="load", timeout=OPEN_S * 1000)
-        page.wait_for_function(DRAWN, arg="", timeout=OPEN_S * 1000)
-        yield ctx, srv, page
+        with tab.serve(ctx) as (srv, page):
+            page.goto(srv.url, wait_until="load", timeout=OPEN_S * 1000)
+            page.wait_for_function(DRAWN, arg="", timeout=OPEN_S * 1000)
+            yield ctx, srv, page
     finally:
-        srv.close()
         ctx.store.close()
 
 
@@ -51,11 +48,11 @@ def _settle(page, ms: int = 700) -> None:
     page.wait_for_timeout(ms)
 
 
-def test_unsaved_correction_is_never_replaced_by_a_shortcut(browser, tmp_path_factory, tmp_path):
+def test_unsaved_correction_is_never_replaced_by_a_shortcut(tab, tmp_path_factory, tmp_path):
     """c, reasoning typed, Shift+Tab to the wrong step, ArrowDown, Enter: the focus may drop
     to the page body, and then s must not record a skip (nor a, f, u, r decide): the
     reasoning stays. j asks before leaving it; Esc discards it and then s skips."""
-    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+    with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         key = _current_key(page)
         page.keyboard.press("c")
         page.wait_for_selector("#correct-panel", state="visible", timeout=5_000)
@@ -94,8 +91,8 @@ def test_unsaved_correction_is_never_replaced_by_a_shortcut(browser, tmp_path_fa
         assert r.action == "skip"
 
 
-def test_unsaved_reason_is_never_replaced_by_a_shortcut(browser, tmp_path_factory, tmp_path):
-    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+def test_unsaved_reason_is_never_replaced_by_a_shortcut(tab, tmp_path_factory, tmp_path):
+    with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         key = _current_key(page)
         page.keyboard.press("r")
         page.wait_for_selector("#reject-reason", state="visible", timeout=5_000)
@@ -118,9 +115,9 @@ def test_unsaved_reason_is_never_replaced_by_a_shortcut(browser, tmp_path_factor
         assert (r.action, r.explanation) == ("reject", "TiO bands")
 
 
-def test_esc_always_cancels(browser, tmp_path_factory, tmp_path):
+def test_esc_always_cancels(tab, tmp_path_factory, tmp_path):
     """Esc after r (with or without a reason typed) and after c decides nothing."""
-    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+    with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         key = _current_key(page)
         page.keyboard.press("r")
         page.wait_for_selector("#reject-reason", state="visible", timeout=5_000)
@@ -148,10 +145,10 @@ def test_esc_always_cancels(browser, tmp_path_factory, tmp_path):
 
 
 @pytest.mark.parametrize("typed", ["-5", "12"])
-def test_an_out_of_range_redshift_is_refused_aloud(browser, tmp_path_factory, tmp_path, typed):
+def test_an_out_of_range_redshift_is_refused_aloud(tab, tmp_path_factory, tmp_path, typed):
     """The box does not keep a value that was not recorded: it says why and shows the z in
     force; the decision then carries no redshift of the expert's."""
-    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+    with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         key = _current_key(page)
         box = "#desk-z input[type=number]"
         before = page.locator(box).input_value()
@@ -171,8 +168,8 @@ def test_an_out_of_range_redshift_is_refused_aloud(browser, tmp_path_factory, tm
         assert r.redshift_source != "expert"
 
 
-def test_dashboard_and_experts_refresh_when_opened(browser, tmp_path_factory, tmp_path):
-    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+def test_dashboard_and_experts_refresh_when_opened(tab, tmp_path_factory, tmp_path):
+    with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         page.click("button[role='tab']:has-text('Dashboard')")
         page.wait_for_function(
             "() => /\\b0\\*?\\*? reviewed/.test(document.querySelector('#dash-summary')"
@@ -210,14 +207,14 @@ def test_dashboard_and_experts_refresh_when_opened(browser, tmp_path_factory, tm
         assert ctx.store.setting("audit_rate") == 0.2
 
 
-def test_undo_brings_back_the_decision_before(browser, tmp_path_factory, tmp_path):
+def test_undo_brings_back_the_decision_before(tab, tmp_path_factory, tmp_path):
     """3, a, k, then r with a reason, then u: the accept (grade 3) is back, the header says
     so, and the VI CSV holds the accept, no undo row."""
     import csv
 
     from annotate.export import vi
 
-    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+    with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         key = _current_key(page)
         page.keyboard.press("3")
         page.wait_for_function("() => document.querySelector('#vet-message').innerText"
@@ -243,7 +240,7 @@ def test_undo_brings_back_the_decision_before(browser, tmp_path_factory, tmp_pat
         assert [x["action"] for x in rows if x["id"] == key] == ["accept"]
 
 
-def test_a_non_admin_sees_no_admin_controls(browser, tmp_path_factory, tmp_path):
+def test_a_non_admin_sees_no_admin_controls(tab, tmp_path_factory, tmp_path):
     """Export and account controls refuse a non-admin: they are not shown to one (an admin
     sees them); the VI CSV download (of one's own decisions) is shown to both."""
     from annotate.experts import create_expert
@@ -251,38 +248,37 @@ def test_a_non_admin_sees_no_admin_controls(browser, tmp_path_factory, tmp_path)
     ctx = context(tmp_path_factory, tmp_path, login=True)
     create_expert(ctx.store, "bea", "expert", "pw-bea-12345")
     create_expert(ctx.store, "ada", "admin", "pw-ada-12345")
-    srv = serve(ctx)
     try:
-        for name, admin in (("bea", False), ("ada", True)):
-            page = browser.new_context().new_page()
-            page.goto(srv.url, wait_until="load", timeout=OPEN_S * 1000)
-            page.fill("input[name=username]", name)
-            page.fill("input[name=password]", f"pw-{name}-12345")
-            page.click("button[type=submit]")
-            page.wait_for_function(DRAWN, arg="", timeout=OPEN_S * 1000)
-            page.click("button[role='tab']:has-text('Export')")
-            page.wait_for_selector("#export-note", state="visible", timeout=20_000)
-            page.wait_for_timeout(500)
-            assert page.is_visible("#btn-export") is admin
-            assert page.is_visible("#btn-export-vi")  # everyone's own decisions
-            page.click("button[role='tab']:has-text('Experts')")
-            page.wait_for_selector("#experts-note", state="visible", timeout=20_000)
-            page.wait_for_timeout(500)
-            assert page.is_visible("#experts-add") is admin
-            assert page.is_visible("#experts-list") is admin
-            page.context.close()
+        with tab.serve(ctx) as (srv, page):
+            for name, admin in (("bea", False), ("ada", True)):
+                tab.context.clear_cookies()  # a new login: nothing of the last one's session
+                page.goto(srv.url, wait_until="load", timeout=OPEN_S * 1000)
+                page.fill("input[name=username]", name)
+                page.fill("input[name=password]", f"pw-{name}-12345")
+                page.click("button[type=submit]")
+                page.wait_for_function(DRAWN, arg="", timeout=OPEN_S * 1000)
+                assert name in page.inner_text("#whoami")
+                page.click("button[role='tab']:has-text('Export')")
+                page.wait_for_selector("#export-note", state="visible", timeout=20_000)
+                page.wait_for_timeout(500)
+                assert page.is_visible("#btn-export") is admin
+                assert page.is_visible("#btn-export-vi")  # everyone's own decisions
+                page.click("button[role='tab']:has-text('Experts')")
+                page.wait_for_selector("#experts-note", state="visible", timeout=20_000)
+                page.wait_for_timeout(500)
+                assert page.is_visible("#experts-add") is admin
+                assert page.is_visible("#experts-list") is admin
     finally:
-        srv.close()
         ctx.store.close()
 
 
-def test_a_refused_decision_brings_its_candidate_back(browser, tmp_path_factory, tmp_path):
+def test_a_refused_decision_brings_its_candidate_back(tab, tmp_path_factory, tmp_path):
     """`a` draws the next candidate at once and saves in the background; when the store
     refuses (here the expert was deactivated meanwhile), the candidate comes back with the
     reason, and once allowed again `a` stores it exactly once."""
     from annotate.experts import update_expert
 
-    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+    with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         key = _current_key(page)
         ready = ("k => ((document.querySelector('#vet-ahead textarea, #vet-ahead input') || {})"
                  ".value || '').includes('\"for\":\"' + k + '\"')")  # fmt: skip
@@ -305,10 +301,10 @@ def test_a_refused_decision_brings_its_candidate_back(browser, tmp_path_factory,
         assert [x.revision for x in _reviews_of(ctx, key)] == [1] and r.action == "accept"
 
 
-def test_zero_resets_the_zoom(browser, tmp_path_factory, tmp_path):
+def test_zero_resets_the_zoom(tab, tmp_path_factory, tmp_path):
     """Zoomed in (as a drag would), `0` brings the whole-spectrum panel back to the range it
     was drawn with."""
-    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+    with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         rng = "() => document.querySelector('#vet-global .js-plotly-plot')._fullLayout.xaxis.range"
         drawn = page.evaluate(rng)
         page.evaluate("() => window.Plotly.relayout(document.querySelector("
@@ -344,9 +340,7 @@ def _says(page, text: str, timeout: float = 30.0) -> None:
     assert text in page.inner_text(MESSAGE), page.inner_text(MESSAGE)
 
 
-def test_issue_flags_and_spectral_type_are_kept_with_the_decision(
-    browser, tmp_path_factory, tmp_path
-):
+def test_issue_flags_and_spectral_type_are_kept_with_the_decision(tab, tmp_path_factory, tmp_path):
     """Shift+R and Shift+S set Prospect's issue flags (and decide nothing: no reject, no
     skip), `t` makes the template the spectral type, `a` stores them with the accept; back on
     it with `k` they are shown, Shift+C adds C to the decision and a typed type replaces the
@@ -356,7 +350,7 @@ def test_issue_flags_and_spectral_type_are_kept_with_the_decision(
         "l.querySelector('input').checked).map(l => l.textContent.trim()[0])"
     )
     spectype = "#vet-spectype textarea, #vet-spectype input"
-    with _desk(browser, tmp_path_factory, tmp_path) as (ctx, srv, page):
+    with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         key = _current_key(page)
         page.keyboard.press("Shift+R")
         page.keyboard.press("Shift+S")

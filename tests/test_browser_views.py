@@ -10,7 +10,6 @@ import json
 
 import pytest
 
-from app.main import serve
 from app.pages import desk
 from tests.app_support import context
 from tests.test_browser import _current_key, _open
@@ -36,115 +35,115 @@ def _wait_global(page, predicate: str, timeout: int = 15_000) -> None:
                            timeout=timeout)  # fmt: skip
 
 
-def test_templates_redshift_and_views_by_keyboard(browser, tmp_path_factory, tmp_path):  # noqa: F811
+def test_templates_redshift_and_views_by_keyboard(tab, tmp_path_factory, tmp_path):
     ctx = context(tmp_path_factory, tmp_path)
-    srv = serve(ctx)
     try:
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        _open(page, srv.url)
-        page.wait_for_selector("#vet-global .js-plotly-plot", timeout=30_000)
-        key = _current_key(page)
-        g = _global(page)
-        assert g["ytitle"] == "flux (arbitrary units)"
-        assert not any(n.startswith("template") for n in g["names"])
+        with tab.serve(ctx) as (srv, page):
+            _open(page, srv.url)
+            page.wait_for_selector("#vet-global .js-plotly-plot", timeout=30_000)
+            key = _current_key(page)
+            g = _global(page)
+            assert g["ytitle"] == "flux (arbitrary units)"
+            assert not any(n.startswith("template") for n in g["names"])
 
-        # t: the next template is drawn on the whole spectrum at the shown redshift; the
-        # task's own classes come first (app.pages.desk.TASK_TEMPLATES), so cycle to the QSO
-        drawn = None
-        for _ in range(20):
-            page.keyboard.press("t")
-            _wait_global(page, "gd.data.some(t => (t.name || '').startsWith('template: ')) && "
-                         f"!gd.data.some(t => t.name === {json.dumps(drawn)})")  # fmt: skip
-            drawn = next(n for n in _global(page)["names"] if n.startswith("template: "))
-            if drawn.startswith("template: QSO"):
-                break
-        assert drawn.startswith("template: QSO"), drawn
+            # t: the next template is drawn on the whole spectrum at the shown redshift; the
+            # task's own classes come first (app.pages.desk.TASK_TEMPLATES), so cycle to the QSO
+            drawn = None
+            for _ in range(20):
+                page.keyboard.press("t")
+                _wait_global(page, "gd.data.some(t => (t.name || '').startsWith('template: ')) && "
+                             f"!gd.data.some(t => t.name === {json.dumps(drawn)})")  # fmt: skip
+                drawn = next(n for n in _global(page)["names"] if n.startswith("template: "))
+                if drawn.startswith("template: QSO"):
+                    break
+            assert drawn.startswith("template: QSO"), drawn
 
-        # z focuses the redshift box: type 1.27, Enter, and the QSO is drawn at z = 1.27
-        page.keyboard.press("z")
-        assert page.evaluate("() => document.activeElement.closest('#desk-z') !== null")
-        page.keyboard.type("1.27")
-        page.keyboard.press("Enter")
-        _wait_global(page, "gd.data.some(t => t.name === 'template: QSO at z = 1.2700')")
-        page.wait_for_function(
-            "() => document.querySelector('#desk-z-info').innerText.includes('yours: 1.2700')",
-            timeout=10_000,
-        )
-        # ] nudges by 0.001, } by 0.05 (from the value the slider shows)
-        page.wait_for_function(
-            "() => document.querySelector('#desk-z input[type=number]').value === '1.27'",
-            timeout=10_000,
-        )
-        page.keyboard.press("]")
-        _wait_global(page, "gd.data.some(t => t.name === 'template: QSO at z = 1.2710')")
-        page.keyboard.press("}")
-        _wait_global(page, "gd.data.some(t => t.name === 'template: QSO at z = 1.3210')")
-        # a typed value out of range is refused, said, and nothing redrawn
-        page.keyboard.press("z")
-        page.keyboard.type("9")
-        page.keyboard.press("Enter")
-        page.wait_for_function(
-            "() => document.querySelector('#vet-message').innerText.includes('not changed')",
-            timeout=10_000,
-        )
-        assert "template: QSO at z = 1.3210" in _global(page)["names"]
-        # = adopts the agent's (here the file's) redshift, shown at the control's resolution
-        info = ctx.store.find_candidate(key)
-        traj = ctx.store.trajectory(info.trajectory_id) if info.trajectory_id else None
-        est = desk.shown_z(desk.estimate(ctx.store.load_spectrum(info.id), traj)[0])
-        page.keyboard.press("=")
-        _wait_global(page, f"gd.data.some(t => t.name === 'template: QSO at z = {est:.4f}')")
-        page.wait_for_function(
-            f"() => document.querySelector('#desk-z-info').innerText.includes('yours: {est:.4f}')",
-            timeout=10_000,
-        )
-        assert _current_key(page) == key  # none of this moved the queue or decided anything
-        assert ctx.store.reviews() == []
+            # z focuses the redshift box: type 1.27, Enter, and the QSO is drawn at z = 1.27
+            page.keyboard.press("z")
+            assert page.evaluate("() => document.activeElement.closest('#desk-z') !== null")
+            page.keyboard.type("1.27")
+            page.keyboard.press("Enter")
+            _wait_global(page, "gd.data.some(t => t.name === 'template: QSO at z = 1.2700')")
+            page.wait_for_function(
+                "() => document.querySelector('#desk-z-info').innerText.includes('yours: 1.2700')",
+                timeout=10_000,
+            )
+            # ] nudges by 0.001, } by 0.05 (from the value the slider shows)
+            page.wait_for_function(
+                "() => document.querySelector('#desk-z input[type=number]').value === '1.27'",
+                timeout=10_000,
+            )
+            page.keyboard.press("]")
+            _wait_global(page, "gd.data.some(t => t.name === 'template: QSO at z = 1.2710')")
+            page.keyboard.press("}")
+            _wait_global(page, "gd.data.some(t => t.name === 'template: QSO at z = 1.3210')")
+            # a typed value out of range is refused, said, and nothing redrawn
+            page.keyboard.press("z")
+            page.keyboard.type("9")
+            page.keyboard.press("Enter")
+            page.wait_for_function(
+                "() => document.querySelector('#vet-message').innerText.includes('not changed')",
+                timeout=10_000,
+            )
+            assert "template: QSO at z = 1.3210" in _global(page)["names"]
+            # = adopts the agent's (here the file's) redshift, shown at the control's resolution
+            info = ctx.store.find_candidate(key)
+            traj = ctx.store.trajectory(info.trajectory_id) if info.trajectory_id else None
+            est = desk.shown_z(desk.estimate(ctx.store.load_spectrum(info.id), traj)[0])
+            page.keyboard.press("=")
+            _wait_global(page, f"gd.data.some(t => t.name === 'template: QSO at z = {est:.4f}')")
+            page.wait_for_function(
+                f"() => document.querySelector('#desk-z-info').innerText.includes('yours: {est:.4f}')",
+                timeout=10_000,
+            )
+            assert _current_key(page) == key  # none of this moved the queue or decided anything
+            assert ctx.store.reviews() == []
 
-        # n: continuum-normalised, said on the axis; n again: back to flux
-        page.keyboard.press("n")
-        _wait_global(page, "gd.layout.yaxis.title.text === 'flux / continuum'")
-        page.keyboard.press("n")
-        _wait_global(page, "gd.layout.yaxis.title.text === 'flux (arbitrary units)'")
+            # n: continuum-normalised, said on the axis; n again: back to flux
+            page.keyboard.press("n")
+            _wait_global(page, "gd.layout.yaxis.title.text === 'flux / continuum'")
+            page.keyboard.press("n")
+            _wait_global(page, "gd.layout.yaxis.title.text === 'flux (arbitrary units)'")
 
-        # m: every catalogue marker, not only the task's; labels stay apart either way
-        before = len(_global(page)["labels"])
-        page.keyboard.press("m")
-        _wait_global(page, f"gd.layout.annotations.filter(a => a.textangle === -90).length "
-                           f"!== {before}")  # fmt: skip
+            # m: every catalogue marker, not only the task's; labels stay apart either way
+            before = len(_global(page)["labels"])
+            page.keyboard.press("m")
+            _wait_global(page, f"gd.layout.annotations.filter(a => a.textangle === -90).length "
+                               f"!== {before}")  # fmt: skip
     finally:
-        srv.close()
         ctx.store.close()
 
 
-def test_pages_open_filled_with_real_headers(browser, tmp_path_factory, tmp_path):  # noqa: F811
+def test_pages_open_filled_with_real_headers(tab, tmp_path_factory, tmp_path):
     ctx = context(tmp_path_factory, tmp_path)
-    srv = serve(ctx)
     try:
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        _open(page, srv.url)
-        page.click("button[role='tab']:has-text('Dashboard')")
-        # filled without pressing Refresh: the progress plot is drawn, the summary written
-        page.wait_for_selector("#dash-progress .js-plotly-plot", timeout=20_000)
-        page.wait_for_function(
-            "() => document.querySelector('#dash-summary').innerText.includes('candidates')",
-            timeout=20_000,
-        )
-        heads = page.locator("#dash-table thead th").all_inner_texts()
-        assert any("precision" in h for h in heads) and not any(h.strip() == "1" for h in heads)
-        assert any("Fleiss" in h for h in page.locator("#dash-kappa thead th").all_inner_texts())
-        page.click("button[role='tab']:has-text('Experts')")
-        page.wait_for_selector("#experts-list thead th", timeout=10_000)
-        assert any("role" in h for h in page.locator("#experts-list thead th").all_inner_texts())
-        page.wait_for_function(
-            "() => document.querySelector('#experts-list').innerText.includes('local')",
-            timeout=10_000,
-        )
-        page.click("button[role='tab']:has-text('Export')")
-        heads = page.locator("#export-history thead th").all_inner_texts()
-        assert any("kind" in h for h in heads)
+        with tab.serve(ctx) as (srv, page):
+            _open(page, srv.url)
+            page.click("button[role='tab']:has-text('Dashboard')")
+            # filled without pressing Refresh: the progress plot is drawn, the summary written
+            page.wait_for_selector("#dash-progress .js-plotly-plot", timeout=20_000)
+            page.wait_for_function(
+                "() => document.querySelector('#dash-summary').innerText.includes('candidates')",
+                timeout=20_000,
+            )
+            heads = page.locator("#dash-table thead th").all_inner_texts()
+            assert any("precision" in h for h in heads) and not any(h.strip() == "1" for h in heads)
+            assert any(
+                "Fleiss" in h for h in page.locator("#dash-kappa thead th").all_inner_texts()
+            )
+            page.click("button[role='tab']:has-text('Experts')")
+            page.wait_for_selector("#experts-list thead th", timeout=10_000)
+            assert any(
+                "role" in h for h in page.locator("#experts-list thead th").all_inner_texts()
+            )
+            page.wait_for_function(
+                "() => document.querySelector('#experts-list').innerText.includes('local')",
+                timeout=10_000,
+            )
+            page.click("button[role='tab']:has-text('Export')")
+            heads = page.locator("#export-history thead th").all_inner_texts()
+            assert any("kind" in h for h in heads)
     finally:
-        srv.close()
         ctx.store.close()
 
 
@@ -164,77 +163,75 @@ def _submit_authored(ctx, author: str) -> int:
     return d.authored_id
 
 
-def test_audit_shows_what_the_model_will_see_and_approves(browser, tmp_path_factory, tmp_path):  # noqa: F811
+def test_audit_shows_what_the_model_will_see_and_approves(tab, tmp_path_factory, tmp_path):
     from annotate.experts import create_expert
 
     ctx = context(tmp_path_factory, tmp_path, login=True)
     create_expert(ctx.store, "ann", "expert", "pw-ann-1234")
     create_expert(ctx.store, "ada", "admin", "pw-ada-1234")
     aid = _submit_authored(ctx, "ann")
-    srv = serve(ctx)
     try:
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(srv.url, wait_until="load")
-        page.fill("input[name=username]", "ada")
-        page.fill("input[name=password]", "pw-ada-1234")
-        page.click("button[type=submit]")
-        page.wait_for_selector("#vet-header .loupe-head", timeout=30_000)
-        page.click("button[role='tab']:has-text('Author')")
-        # the list is filled when the tab opens, no Refresh needed
-        page.wait_for_function(
-            "() => (document.querySelector('#audit-note') || {}).innerText"
-            "?.includes('1 trajectory')",
-            timeout=15_000,
-        )
-        page.click("#audit-pick input")
-        page.click(f"li[role=option]:has-text('#{aid} ')")
-        # the whole spectrum and both zooms, decoded and drawn, each zoom beside its thought
-        page.wait_for_function(
-            "() => [...document.querySelectorAll('#audit-view img.loupe-audit-image')]"
-            ".filter(i => i.complete && i.naturalWidth > 100).length === 3",
-            timeout=20_000,
-        )
-        for i, text in enumerate(["the blue end", "the red end"]):
-            block = page.locator(f"#audit-step-{i}")
-            assert text in block.inner_text()
-            assert block.locator("img.loupe-audit-image").count() == 1
-            # beside, not below: the image starts right of the thought, on the same row
-            box_t = block.locator("div").first.bounding_box()
-            box_i = block.locator("img").bounding_box()
-            assert box_i["x"] >= box_t["x"] + box_t["width"] - 1 and box_i["y"] < box_t["y"] + 40
-        assert page.locator("#audit-overview img.loupe-audit-image").count() == 1
-        page.click("#btn-audit-approve")
-        page.wait_for_function(
-            f"() => document.body.innerText.includes('#{aid} approved')", timeout=15_000
-        )
-        assert ctx.store.authored(aid).status == "approved"
-        page.wait_for_function(
-            "() => document.querySelector('#audit-note').innerText.includes('Nothing to audit')",
-            timeout=10_000,
-        )
+        with tab.serve(ctx) as (srv, page):
+            page.goto(srv.url, wait_until="load")
+            page.fill("input[name=username]", "ada")
+            page.fill("input[name=password]", "pw-ada-1234")
+            page.click("button[type=submit]")
+            page.wait_for_selector("#vet-header .loupe-head", timeout=30_000)
+            page.click("button[role='tab']:has-text('Author')")
+            # the list is filled when the tab opens, no Refresh needed
+            page.wait_for_function(
+                "() => (document.querySelector('#audit-note') || {}).innerText"
+                "?.includes('1 trajectory')",
+                timeout=15_000,
+            )
+            page.click("#audit-pick input")
+            page.click(f"li[role=option]:has-text('#{aid} ')")
+            # the whole spectrum and both zooms, decoded and drawn, each zoom beside its thought
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('#audit-view img.loupe-audit-image')]"
+                ".filter(i => i.complete && i.naturalWidth > 100).length === 3",
+                timeout=20_000,
+            )
+            for i, text in enumerate(["the blue end", "the red end"]):
+                block = page.locator(f"#audit-step-{i}")
+                assert text in block.inner_text()
+                assert block.locator("img.loupe-audit-image").count() == 1
+                # beside, not below: the image starts right of the thought, on the same row
+                box_t = block.locator("div").first.bounding_box()
+                box_i = block.locator("img").bounding_box()
+                assert (
+                    box_i["x"] >= box_t["x"] + box_t["width"] - 1 and box_i["y"] < box_t["y"] + 40
+                )
+            assert page.locator("#audit-overview img.loupe-audit-image").count() == 1
+            page.click("#btn-audit-approve")
+            page.wait_for_function(
+                f"() => document.body.innerText.includes('#{aid} approved')", timeout=15_000
+            )
+            assert ctx.store.authored(aid).status == "approved"
+            page.wait_for_function(
+                "() => document.querySelector('#audit-note').innerText.includes('Nothing to audit')",
+                timeout=10_000,
+            )
     finally:
-        srv.close()
         ctx.store.close()
 
 
-def test_single_user_audit_list_says_why_it_is_empty(browser, tmp_path_factory, tmp_path):  # noqa: F811
+def test_single_user_audit_list_says_why_it_is_empty(tab, tmp_path_factory, tmp_path):
     ctx = context(tmp_path_factory, tmp_path)
     _submit_authored(ctx, ctx.local_expert)
-    srv = serve(ctx)
     try:
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        _open(page, srv.url)
-        page.click("button[role='tab']:has-text('Author')")
-        page.wait_for_function(
-            "() => (document.querySelector('#audit-note') || {}).innerText"
-            "?.includes('single-user mode')",
-            timeout=15_000,
-        )
-        note = page.inner_text("#audit-note")
-        assert "cannot approve their own" in note and "1 of yours" in note and "--login" in note
-        page.click("#audit-pick input")
-        page.wait_for_timeout(300)
-        assert page.locator("li[role=option]").count() == 0
+        with tab.serve(ctx) as (srv, page):
+            _open(page, srv.url)
+            page.click("button[role='tab']:has-text('Author')")
+            page.wait_for_function(
+                "() => (document.querySelector('#audit-note') || {}).innerText"
+                "?.includes('single-user mode')",
+                timeout=15_000,
+            )
+            note = page.inner_text("#audit-note")
+            assert "cannot approve their own" in note and "1 of yours" in note and "--login" in note
+            page.click("#audit-pick input")
+            page.wait_for_timeout(300)
+            assert page.locator("li[role=option]").count() == 0
     finally:
-        srv.close()
         ctx.store.close()
