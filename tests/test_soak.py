@@ -3,7 +3,7 @@ on SQLite and, where LOUPE_TEST_PG_URL names a server, on PostgreSQL.
 
 Every submitted review must be stored exactly once and no item may be served to two
 experts (overlap 1; only label-setting actions are used, so a reviewed item is done).
-Duration: LOUPE_SOAK_SECONDS (default 20 here; 120 for the full soak). Prints p50/p95.
+Duration: LOUPE_SOAK_SECONDS (default 10 in the suite; 120 for the full soak). Prints p50/p95.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from tests.concurrency import run_threads
 pytestmark = pytest.mark.slow
 
 N_EXPERTS = 8
-SECONDS = float(os.environ.get("LOUPE_SOAK_SECONDS", "20"))
+SECONDS = float(os.environ.get("LOUPE_SOAK_SECONDS", "10"))
 # Enough candidates that the experts are still busy at the deadline (up to 12 reviews/s
 # were measured here with 8 experts), so the soak lasts the time it is given.
 N_PER_CLASS = max(6, int(SECONDS * 0.9))
