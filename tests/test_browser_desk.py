@@ -11,7 +11,7 @@ from contextlib import contextmanager
 import pytest
 
 from tests.app_support import context
-from tests.test_browser import DRAWN, _current_key, _drawn_after, _reviews_of
+from tests.test_browser import DRAWN, HOLD, _current_key, _drawn_after, _reviews_of
 
 OPEN_S = 120  # seconds to open the page (tests.test_browser.OPEN_MS)
 
@@ -55,7 +55,7 @@ def test_unsaved_correction_is_never_replaced_by_a_shortcut(tab, tmp_path_factor
     with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         key = _current_key(page)
         page.keyboard.press("c")
-        page.wait_for_selector("#correct-panel", state="visible", timeout=5_000)
+        page.wait_for_selector("#correct-panel", state="visible", timeout=20_000)
         page.keyboard.type("I see C2 Swan bands at 5165")
         page.keyboard.press("Shift+Tab")
         page.keyboard.press("ArrowDown")
@@ -85,7 +85,7 @@ def test_unsaved_correction_is_never_replaced_by_a_shortcut(tab, tmp_path_factor
         assert len(asked) == 2 and _reviews_of(ctx, key) == []
         # Esc discards it (the panel closes); now s is a skip
         page.keyboard.press("Escape")
-        page.wait_for_selector("#correct-panel", state="hidden", timeout=5_000)
+        page.wait_for_selector("#correct-panel", state="hidden", timeout=20_000)
         _drawn_after(page, "s")
         (r,) = _stored(ctx, key)
         assert r.action == "skip"
@@ -95,7 +95,7 @@ def test_unsaved_reason_is_never_replaced_by_a_shortcut(tab, tmp_path_factory, t
     with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         key = _current_key(page)
         page.keyboard.press("r")
-        page.wait_for_selector("#reject-reason", state="visible", timeout=5_000)
+        page.wait_for_selector("#reject-reason", state="visible", timeout=20_000)
         page.keyboard.type("TiO bands")
         for k in ["s", "a", "f", "u"]:
             page.evaluate("() => document.activeElement.blur()")
@@ -120,23 +120,23 @@ def test_esc_always_cancels(tab, tmp_path_factory, tmp_path):
     with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         key = _current_key(page)
         page.keyboard.press("r")
-        page.wait_for_selector("#reject-reason", state="visible", timeout=5_000)
+        page.wait_for_selector("#reject-reason", state="visible", timeout=20_000)
         page.keyboard.press("Escape")
-        page.wait_for_selector("#reject-reason", state="hidden", timeout=5_000)
+        page.wait_for_selector("#reject-reason", state="hidden", timeout=20_000)
         page.keyboard.press("r")
-        page.wait_for_selector("#reject-reason", state="visible", timeout=5_000)
+        page.wait_for_selector("#reject-reason", state="visible", timeout=20_000)
         page.keyboard.type("half a reason")
         page.keyboard.press("Escape")
-        page.wait_for_selector("#reject-reason", state="hidden", timeout=5_000)
+        page.wait_for_selector("#reject-reason", state="hidden", timeout=20_000)
         page.keyboard.press("c")
-        page.wait_for_selector("#correct-panel", state="visible", timeout=5_000)
+        page.wait_for_selector("#correct-panel", state="visible", timeout=20_000)
         page.keyboard.press("Escape")
-        page.wait_for_selector("#correct-panel", state="hidden", timeout=5_000)
+        page.wait_for_selector("#correct-panel", state="hidden", timeout=20_000)
         _settle(page, 1500)
         assert _reviews_of(ctx, key) == [] and _current_key(page) == key
         # the reason box was emptied: r opens it empty, Enter saves a reject without one
         page.keyboard.press("r")
-        page.wait_for_selector("#reject-reason", state="visible", timeout=5_000)
+        page.wait_for_selector("#reject-reason", state="visible", timeout=20_000)
         assert page.locator("#reject-reason input, #reject-reason textarea").input_value() == ""
         page.keyboard.press("Enter")
         page.wait_for_function(DRAWN, arg=key, timeout=20_000)
@@ -223,7 +223,7 @@ def test_undo_brings_back_the_decision_before(tab, tmp_path_factory, tmp_path):
         _drawn_after(page, "k")
         assert _current_key(page) == key
         page.keyboard.press("r")
-        page.wait_for_selector("#reject-reason", state="visible", timeout=5_000)
+        page.wait_for_selector("#reject-reason", state="visible", timeout=20_000)
         page.keyboard.type("on second thoughts, no")
         page.keyboard.press("Enter")
         page.wait_for_function(DRAWN, arg=key, timeout=20_000)
@@ -284,8 +284,10 @@ def test_a_refused_decision_brings_its_candidate_back(tab, tmp_path_factory, tmp
                  ".value || '').includes('\"for\":\"' + k + '\"')")  # fmt: skip
         page.wait_for_function(ready, arg=key, timeout=OPEN_S * 1000)
         update_expert(ctx.store, "local", active=False)
+        page.evaluate(HOLD)
         page.keyboard.press("a")
-        page.wait_for_function(DRAWN, arg=key, timeout=5_000, polling="raf")  # drawn at once
+        page.wait_for_function(DRAWN, arg=key, timeout=20_000, polling="raf")  # before any answer
+        page.evaluate("window.__release()")
         page.wait_for_function(
             "k => document.querySelector('#vet-header .loupe-head .id').textContent.trim() "
             "=== k && document.querySelector('#vet-message').innerText.includes('Not saved')",

@@ -86,7 +86,10 @@ def test_eight_experts_soak(team_ctx):
                        data={"username": name, "password": f"pw-{name}-secret"})  # fmt: skip
         token = r.cookies.get("loupe_session")
         assert token, f"{name}: login failed ({r.status_code})"
-        c = Client(srv.url, verbose=False, headers={"Cookie": f"loupe_session={token}"})
+        # httpx's default 5 s is too short for 8 clients fetching the API schema at once on a
+        # loaded 2-core machine
+        c = Client(srv.url, verbose=False, headers={"Cookie": f"loupe_session={token}"},
+                   httpx_kwargs={"timeout": 120})  # fmt: skip
         try:
             t0 = time.perf_counter()
             key = _key(c.predict(api_name="/next"))
