@@ -335,22 +335,3 @@ def test_a_hot_subdwarf_on_a_reddened_continuum_is_no_da(snr, seed):
     assert any("lower gravity of a hot subdwarf" in n for n in v.evidence.notes), v.evidence.notes
     # a DA on the same continuum, its lines pressure-broadened to 70 Å, stays one
     assert inspect(star(70.0), "wd").answer == "YES"
-
-
-def test_two_gravity_indicators_each_short_of_a_verdict_together_lean_giant():
-    from agent.policies.rules.features import Measurements
-    from agent.policies.rules.m_giant import evidence
-
-    # An M2 III of the tune split at SNR 8: CaH3 1.6 sigma above the dwarf sequence (a
-    # giant verdict needs 2) and CaH 6385 at 0.00, 2 sigma under a dwarf's 0.08 with noise
-    # too large for a giant verdict. Each alone left it at even odds, called NO.
-    m2iii = {"tio5": 0.56, "tio_7054": 0.40, "cah3": 0.87, "cah1": 0.0, "snr": 8.0}
-    m2iii |= {"b_r": -0.36}
-    ev = evidence(Measurements(m2iii))
-    assert any("together they lean to a low-gravity giant" in n for n in ev.notes), ev.notes
-    assert ev.score > 1.0, ev.notes
-    # an M dwarf of that TiO and CaH3, its CaH 6385 band there at 0.12, does not lean giant
-    dwarf = evidence(Measurements({**m2iii, "cah1": 0.12}))
-    assert not any("lean to a low-gravity giant" in n for n in dwarf.notes) and dwarf.score < 0
-    v = inspect(Spectrum(W, np.ones_like(W)), "m_giant", Measurements(m2iii))
-    assert v.answer == "YES", v.evidence.notes

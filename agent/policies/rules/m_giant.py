@@ -12,7 +12,7 @@ HYPOTHESIS = (
 )
 # p = sigmoid(a * x + b), x = Reading.x (the score after caps, shrunk by noise and coverage);
 # see agent.policies.rules.calibration.
-CALIBRATION = (1.279, 0.0)
+CALIBRATION = (1.249, 0.0)
 
 
 TIO = ("tio5", "tio_7054")
@@ -78,10 +78,6 @@ def evidence(m: dict[str, float]) -> Evidence:
             e.add(1.0, f"{txt}: absent, as in a giant", ("cah1",))
     else:
         e.missing.append("CaH 6385")
-    lean = leans_giant(m)
-    if lean:
-        e.checked += 1
-        e.add(1.5, lean, ("cah3", "tio5", "cah1"))
     na = sodium(m)
     if na is not None:
         e.checked += 1
@@ -276,31 +272,6 @@ def gravity_cah1(m: dict[str, float]) -> tuple[str, str] | None:
     if d < CAH1_GIANT and sig < 0.035:
         return "giant", txt
     return "", txt
-
-
-# CaH 6385 in M dwarfs from M0 on: at least this deep (Reid et al. 1995).
-CAH1_DWARF_LEAST = 0.08
-
-
-def leans_giant(m: dict[str, float]) -> str:
-    """The sentence where two independent gravity indicators, each short of a verdict at this
-    SNR, both sit on the giant side ("" otherwise): CaH3 at least 1 sigma above the dwarf
-    sequence for its TiO, and CaH 6385 at least 1.5 sigma shallower than the 0.08 of the
-    shallowest M dwarf's. Alone each is what one noisy dwarf in six (or in fifteen) shows;
-    together, with independent noise, far fewer."""
-    g, g1 = gravity_cah(m), gravity_cah1(m)
-    if g is None or g1 is None or g[0] != "" or g1[0] != "":
-        return ""
-    snr = m["snr"] if finite(m.get("snr")) else 10.0
-    s3, s1 = cah3_sigma(snr), cah1_sigma(snr)
-    if g[1] < s3 or m["cah1"] > CAH1_DWARF_LEAST - 1.5 * s1:
-        return ""
-    return (
-        f"CaH3 {g[1] / s3:.1f} sigma above the dwarf sequence and CaH 6385 depth "
-        f"{max(m['cah1'], 0.0):.2f}, {(CAH1_DWARF_LEAST - m['cah1']) / s1:.1f} sigma shallower "
-        f"than an M dwarf's {CAH1_DWARF_LEAST:.2f}: neither decides at this SNR, but together "
-        "they lean to a low-gravity giant"
-    )
 
 
 def sodium(m: dict[str, float]) -> str | None:
