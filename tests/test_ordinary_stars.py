@@ -314,3 +314,24 @@ def test_a_balmer_profile_with_no_continuum_beside_it_has_no_width_and_makes_no_
     da = Measurements({**g, "hg_w_fwhm": 80.0, "hg_w_depth": 0.5, "hg_w_ew": 45.0, "b_r": 0.3})
     assert not unanchored(da, "hg_w")
     assert any("as in a DA white dwarf" in n for n in evidence(da).notes), evidence(da).notes
+
+
+@pytest.mark.parametrize("snr,seed", [(8, 0), (20, 1), (35, 2)])
+def test_a_hot_subdwarf_on_a_reddened_continuum_is_no_da(snr, seed):
+    # An sdB's 40 Å lines with its continuum reddened (flux calibration, dust) to log
+    # F4600/F6100 ~ 0.2, below the A stars' colour a hot DA was once tested from, passed
+    # for a DA white dwarf at P(YES) 0.77-0.99.
+    def star(fwhm):
+        f = (W / 5000.0) ** -2.0
+        for c in BALMER:
+            f = f * (1 - 0.35 / (1 + ((W - c) / (fwhm / 2)) ** 2))
+        return _survey(f, snr=snr, seed=seed)
+
+    spec = star(40.0)
+    m = measure_all(spec)
+    assert 0.1 < m["b_r"] < 0.3, m["b_r"]
+    v = inspect(spec, "wd", m)
+    assert v.answer == "NO", v.evidence.notes
+    assert any("lower gravity of a hot subdwarf" in n for n in v.evidence.notes), v.evidence.notes
+    # a DA on the same continuum, its lines pressure-broadened to 70 Å, stays one
+    assert inspect(star(70.0), "wd").answer == "YES"

@@ -41,9 +41,9 @@ def evidence(m: dict[str, float]) -> Evidence:
             strong_balmer = True
             partner, others = series_partner(m, n, f)
             if finite(br) and br > HOT_DA_COLOUR and f < HOT_DA_FWHM:
-                # At log g 8 a DA this hot (Teff above ~12,000 K) has Balmer lines 60-100 Å
-                # wide; lines half that width on so blue a continuum are a hot subdwarf's,
-                # whose gravity (log g 5-6) broadens them far less.
+                # At log g 8 a DA as hot as an A star or hotter has Balmer lines 60-100 Å
+                # wide (widest near 12,000 K); lines half that width on so blue a continuum
+                # are a hot subdwarf's, whose gravity (log g 5-6) broadens them far less.
                 e.add(
                     -1.5,
                     f"{txt}, on a continuum as blue as log F4600/F6100 = {br:.2f}: narrower "
@@ -260,10 +260,13 @@ def featureless(m: dict[str, float], hot: bool) -> float | None:
     return None
 
 
-# A continuum bluer than this (log F4600/F6100; Teff above ~12,000 K) and a lead Balmer
-# line narrower than HOT_DA_FWHM (Å) is no DA: the tune split's DAs this hot read 58 Å and
-# wider, while hot subdwarfs' lines stay near 15-40 Å.
-HOT_DA_COLOUR, HOT_DA_FWHM = 0.3, 50.0
+# A continuum bluer than this (log F4600/F6100; the tune split's A stars read 0.15-0.42, its
+# F and G dwarfs mostly below it) and a lead Balmer line narrower than HOT_DA_FWHM (Å) is no
+# DA: the tune split's DAs on such a continuum read 58 Å and wider (the coolest, at 0.02-0.07,
+# too), while hot subdwarfs' lines stay near 15-40 Å. The bound sits well below a 20,000-
+# 40,000 K subdwarf's own colour (0.4-0.5) because a flux-calibration error or reddening of
+# 0.1-0.3 in this colour must not let its narrow lines pass for a DA's.
+HOT_DA_COLOUR, HOT_DA_FWHM = 0.1, 50.0
 
 # A DB white dwarf's He I: at least two lines this strong (EW, Å) and this deep.
 DB_HE_EW, DB_HE_DEPTH = 2.5, 0.1
