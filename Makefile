@@ -26,10 +26,13 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/python launch.py serve --port $(PORT) --host $(HOST)
 
-# One worker per core; a file's tests stay on one worker (they share its app and browser).
-# Files go out in collection order, which tests/conftest.py sorts longest first.
+# Two workers per core: at one per core the suite kept the cores half busy (its tests wait
+# on browsers, servers and child processes). A file's tests stay on one worker (they share
+# its app and browser); files go out in collection order, which tests/conftest.py sorts
+# longest first.
+WORKERS ?= $(shell echo $$(( 2 * $$(nproc 2>/dev/null || echo 1) )))
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n auto --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
