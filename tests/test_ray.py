@@ -12,6 +12,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -182,7 +183,14 @@ def test_killing_rays_dashboard_agent_is_said_in_one_line(demo, tmp_path):
                         killed = agents["DashboardAgent"]
                         os.kill(killed, signal.SIGKILL)
             time.sleep(0.1)
-        _, err = proc.communicate(timeout=240)
+        try:
+            _, err = proc.communicate(timeout=240)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            _, err = proc.communicate()
+            raise AssertionError(
+                f"the run did not end 240 s after {killed=}: {err[-3000:]}"
+            ) from None
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -325,3 +333,52 @@ def test_vet_without_ray_never_imports_it(demo, tmp_path):
         timeout=120,
     )
     assert res.returncode == 0, res.stdout + res.stderr[-1500:]
+
+
+def test_a_process_whose_raylet_is_gone_is_ended_not_left_hanging(monkeypatch, caplog):
+    """The watch on `--ray local`'s node: a raylet that exits is said once, and should Ray
+    not end the driver after it (it always should), the watch ends it with status 1."""
+    import types
+
+    import ray._private.worker as ray_worker
+
+    raylet = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    node = types.SimpleNamespace(all_processes={"raylet": [types.SimpleNamespace(process=raylet)]})
+    monkeypatch.setattr(ray_worker, "_global_node", node, raising=False)
+    monkeypatch.setattr(cluster, "NODE_GONE_GRACE_S", 0.5)
+    ended = []
+    monkeypatch.setattr(cluster.os, "_exit", ended.append)
+    stop = cluster._watch_local_node()
+    try:
+        time.sleep(0.3)
+        assert not ended and not [r for r in caplog.records if r.levelname == "ERROR"]
+        raylet.kill()
+        raylet.wait()
+        deadline = time.time() + 10
+        while not ended and time.time() < deadline:
+            time.sleep(0.1)
+        assert ended == [1]
+        said = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+        assert len(said) == 1 and "its raylet exited" in said[0]
+    finally:
+        stop.set()
+        raylet.kill()
+
+
+def test_the_watch_ends_nothing_once_the_run_is_over(monkeypatch):
+    import types
+
+    import ray._private.worker as ray_worker
+
+    raylet = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    node = types.SimpleNamespace(all_processes={"raylet": [types.SimpleNamespace(process=raylet)]})
+    monkeypatch.setattr(ray_worker, "_global_node", node, raising=False)
+    monkeypatch.setattr(cluster, "NODE_GONE_GRACE_S", 0.5)
+    ended = []
+    monkeypatch.setattr(cluster.os, "_exit", ended.append)
+    stop = cluster._watch_local_node()
+    stop.set()  # the run ended and shuts its node down on purpose
+    raylet.kill()
+    raylet.wait()
+    time.sleep(1.5)
+    assert ended == []

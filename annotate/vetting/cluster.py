@@ -42,6 +42,7 @@ import logging
 import os
 import pickle
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,8 @@ EXIT_ON_ENV = "LOUPE_RAY_EXIT_ON"
 
 # Tries a candidate gets when its worker process dies while vetting it.
 MAX_ATTEMPTS = 3
+# Seconds this process waits, once its local raylet has exited, for Ray to end it.
+NODE_GONE_GRACE_S = 30.0
 
 
 class ClusterError(LoupeError):
@@ -405,7 +408,22 @@ def _watch_local_node() -> threading.Event:
                     "is recorded, run the same command again to vet the rest",
                     what,
                 )
-                return
+                break
+        else:
+            return
+        # Once the raylet is gone nothing can finish, and Ray's core ends this process.
+        # Should it not (seen once on a machine loaded far past its cores), end it as Ray
+        # would, status 1, rather than hang: the sinks hold what finished.
+        gone_at = None
+        while not stop.wait(0.5):
+            if proc.poll() is None:
+                continue
+            gone_at = gone_at or time.monotonic()
+            if time.monotonic() - gone_at > NODE_GONE_GRACE_S:
+                log.warning("Ray did not end this process %.0f s after its raylet stopped; "
+                            "ending it", NODE_GONE_GRACE_S)  # fmt: skip
+                logging.shutdown()
+                os._exit(1)
 
     threading.Thread(target=watch, name="loupe-ray-node-watch", daemon=True).start()
     return stop
