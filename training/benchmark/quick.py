@@ -75,7 +75,11 @@ def measured(bench: Path, split: str, remeasure: bool = False, workers: int = 1)
 def readings(bench: Path, split: str, remeasure: bool = False, workers: int = 1) -> list[dict]:
     """Each catalogue row with the inspector's P(YES) and evidence notes for its task."""
     from agent.policies.rules import inspect
+    from agent.policies.rules.policy import task_module
 
+    for name, t in TASKS.items():  # the rules as they are now, not as edited while measuring
+        if t.inspector:
+            task_module(name)
     files = measured(bench, split, remeasure, workers)
     with open(bench / split / "catalog.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
