@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+import tempfile
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -11,6 +12,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+# Each test process its own Gradio upload folder (inherited by the servers it starts): a
+# test that checks what an anonymous call left there must not see a parallel test's files.
+os.environ["GRADIO_TEMP_DIR"] = tempfile.mkdtemp(prefix="loupe-test-gradio-")
 SHARED_SPECTRA = Path(os.environ.get("LOUPE_SPECTRA") or REPO.parent / "shared" / "spectra")
 
 
