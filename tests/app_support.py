@@ -8,6 +8,15 @@ from pathlib import Path
 
 _TEMPLATE: dict[str, Path] = {}
 
+# httpx settings for gradio_client in tests: its default 5 s read timeout is too short for a
+# 2-core machine running the suite's workers at once.
+SLOW_OK = {"timeout": 120}
+
+
+def as_cookie(token: str) -> dict[str, str]:
+    """Request headers presenting `token` as the session cookie."""
+    return {"Cookie": f"loupe_session={token}"}
+
 
 def seeded_copy(tmp_path_factory, dest: Path, n_per_class: int = 2) -> Path:
     """A fresh SQLite file holding the demo set vetted by the rules agent (copied, not re-run)."""

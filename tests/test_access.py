@@ -29,7 +29,7 @@ from starlette.testclient import TestClient
 from app import context as app_context
 from app.main import build_app, serve
 from app.pages import upload as upload_page
-from tests.app_support import context
+from tests.app_support import SLOW_OK, as_cookie, context
 from tests.store_factory import write_text_spectrum
 
 PASSWORDS = {"ada": "pw-ada-123456", "bob": "pw-bob-123456", "cy": "pw-cy-123456"}
@@ -80,7 +80,7 @@ def as_(token: str) -> dict[str, str]:
 
 
 def client(url: str, token: str) -> Client:
-    return Client(url, verbose=False, headers={"Cookie": f"loupe_session={token}"})
+    return Client(url, verbose=False, headers=as_cookie(token), httpx_kwargs=SLOW_OK)
 
 
 def snapshot(store) -> dict[str, tuple[int, str]]:

@@ -7,7 +7,7 @@ import pytest
 from gradio_client import Client
 
 from app.main import serve
-from tests.app_support import context
+from tests.app_support import SLOW_OK, as_cookie, context
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,7 @@ def team_app(tmp_path_factory):
 
 def test_vet_through_the_api(app):
     ctx, srv = app
-    c = Client(srv.url, verbose=False)
+    c = Client(srv.url, verbose=False, httpx_kwargs=SLOW_OK)
     out = c.predict(api_name="/next")
     plot = next(o for o in out if isinstance(o, dict) and o.get("type") == "plotly")
     assert '"scattergl"' in plot["plot"] or '"scatter"' in plot["plot"]
@@ -55,7 +55,7 @@ def _login(url: str, name: str, password: str) -> Client:
     r = httpx.post(url + "/login", data={"username": name, "password": password})
     token = r.cookies.get("loupe_session") or r.history[0].cookies.get("loupe_session")
     assert token, r.text
-    return Client(url, verbose=False, headers={"Cookie": f"loupe_session={token}"})
+    return Client(url, verbose=False, headers=as_cookie(token), httpx_kwargs=SLOW_OK)
 
 
 def _head(out) -> str:
@@ -73,7 +73,7 @@ def test_two_experts_get_different_items(team_app):
 
 def test_dashboard_and_export_endpoints(app):
     ctx, srv = app
-    c = Client(srv.url, verbose=False)
+    c = Client(srv.url, verbose=False, httpx_kwargs=SLOW_OK)
     c.predict(api_name="/next")
     c.predict(api_name="/reject")
     dash = c.predict("all", 0.95, api_name="/dashboard")
@@ -91,14 +91,14 @@ def test_login_required_and_writes_attributed(team_app):
     assert r.status_code in (302, 303, 307) and r.headers["location"].endswith("/login")
     assert httpx.get(srv.url + "/gradio_api/info").status_code == 401
     with pytest.raises(Exception):  # noqa: B017 - any refusal will do; nothing may be written
-        Client(srv.url, verbose=False).predict(api_name="/accept")
+        Client(srv.url, verbose=False, httpx_kwargs=SLOW_OK).predict(api_name="/accept")
     assert ctx.store.reviews(actions=["accept"]) == []
     bad = httpx.post(srv.url + "/login", data={"username": "bob", "password": "nope"})
     assert bad.status_code == 401
     ok = httpx.post(srv.url + "/login", data={"username": "bob", "password": "pw-bob-123"})
     token = ok.cookies.get("loupe_session") or ok.history[0].cookies.get("loupe_session")
     assert token
-    c = Client(srv.url, verbose=False, headers={"Cookie": f"loupe_session={token}"})
+    c = Client(srv.url, verbose=False, headers=as_cookie(token), httpx_kwargs=SLOW_OK)
     c.predict(api_name="/next")
     c.predict(api_name="/accept")
     r = ctx.store.reviews(actions=["accept"])[-1]

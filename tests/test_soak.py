@@ -20,7 +20,7 @@ import pytest
 from gradio_client import Client
 
 from app.main import serve
-from tests.app_support import context
+from tests.app_support import SLOW_OK, as_cookie, context
 from tests.concurrency import run_threads
 
 pytestmark = pytest.mark.slow
@@ -85,10 +85,7 @@ def test_eight_experts_soak(team_ctx):
                        data={"username": name, "password": f"pw-{name}-secret"})  # fmt: skip
         token = r.cookies.get("loupe_session")
         assert token, f"{name}: login failed ({r.status_code})"
-        # httpx's default 5 s is too short for 8 clients fetching the API schema at once on a
-        # loaded 2-core machine
-        c = Client(srv.url, verbose=False, headers={"Cookie": f"loupe_session={token}"},
-                   httpx_kwargs={"timeout": 120})  # fmt: skip
+        c = Client(srv.url, verbose=False, headers=as_cookie(token), httpx_kwargs=SLOW_OK)
         try:
             # each expert's time runs from their first item: logging 8 clients in takes
             # longer than the soak itself on a loaded machine
