@@ -104,7 +104,7 @@ def test_vet_correct_and_author_in_the_browser(tab, tmp_path_factory, tmp_path):
 
             # correct: c opens the panel, choose the label, edit the explanation, save
             page.keyboard.press("c")
-            page.wait_for_selector("#correct-panel", state="visible", timeout=10_000)
+            page.wait_for_selector("#correct-panel", state="visible", timeout=30_000)
             page.click("#correct-label label:has-text('YES')")
             box = page.locator("#correct-explanation textarea")
             box.fill("C2 Swan bands are clear at 5165 Å")
@@ -243,7 +243,7 @@ def test_the_experts_desk_in_the_browser(tab, tmp_path_factory, tmp_path):
         key = _current_key(page)
         page.keyboard.press("2")
         page.wait_for_function("() => document.querySelector('#vet-message').innerText"
-                               ".includes('Grade 2 kept')", timeout=10_000)  # fmt: skip
+                               ".includes('Grade 2 kept')", timeout=30_000)  # fmt: skip
         assert page.is_checked("#vet-grade input[value='2']")
         _drawn_after(page, "a")
         (r,) = _stored(ctx, key)
@@ -309,7 +309,7 @@ def test_the_experts_desk_in_the_browser(tab, tmp_path_factory, tmp_path):
         multi = next(k for k in keys if keys.count(k) > 1)
         page.fill("#jump-id textarea, #jump-id input", multi)
         page.keyboard.press("Enter")
-        page.wait_for_selector("#jump-task", state="visible", timeout=10_000)
+        page.wait_for_selector("#jump-task", state="visible", timeout=30_000)
         tasks = page.locator("#jump-task label").all_inner_texts()
         assert len(tasks) == keys.count(multi)
         page.click(f"#jump-task label:has-text('{tasks[-1].strip()}')")
@@ -369,10 +369,10 @@ def test_log_out_from_the_page(tab, tmp_path_factory, tmp_path):
             with page.expect_popup() as opened:  # Gradio opens Markdown links in a new tab
                 page.click("#whoami a[href='/logout']")
             popup = opened.value
-            popup.wait_for_selector("button#logout", timeout=10_000)
+            popup.wait_for_selector("button#logout", timeout=30_000)
             assert ctx.store.session_expert(cookie["value"]) == "ada"  # the GET ends nothing
             popup.click("button#logout")
-            popup.wait_for_url("**/login", timeout=10_000)
+            popup.wait_for_url("**/login", timeout=30_000)
             assert ctx.store.session_expert(cookie["value"]) is None
             assert not [c for c in page.context.cookies() if c["name"] == "loupe_session"]
     finally:

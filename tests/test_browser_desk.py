@@ -162,7 +162,7 @@ def test_an_out_of_range_redshift_is_refused_aloud(tab, tmp_path_factory, tmp_pa
         assert typed in msg and "not a number from" in msg
         page.wait_for_function(
             "([s, v]) => parseFloat(document.querySelector(s).value) === parseFloat(v)",
-            arg=[box, before], timeout=10_000)  # fmt: skip
+            arg=[box, before], timeout=30_000)  # fmt: skip
         _drawn_after(page, "a")
         (r,) = _stored(ctx, key)
         assert r.redshift_source != "expert"
@@ -218,7 +218,7 @@ def test_undo_brings_back_the_decision_before(tab, tmp_path_factory, tmp_path):
         key = _current_key(page)
         page.keyboard.press("3")
         page.wait_for_function("() => document.querySelector('#vet-message').innerText"
-                               ".includes('Grade 3 kept')", timeout=10_000)  # fmt: skip
+                               ".includes('Grade 3 kept')", timeout=30_000)  # fmt: skip
         _drawn_after(page, "a")
         _drawn_after(page, "k")
         assert _current_key(page) == key
@@ -295,7 +295,7 @@ def test_a_refused_decision_brings_its_candidate_back(tab, tmp_path_factory, tmp
         assert "deactivated" in page.inner_text(MESSAGE)
         assert _reviews_of(ctx, key) == []
         page.wait_for_function("() => !(document.getElementById('loupe-pending') || {})"
-                               ".textContent", timeout=10_000)  # fmt: skip
+                               ".textContent", timeout=30_000)  # fmt: skip
         update_expert(ctx.store, "local", active=True)
         _drawn_after(page, "a")
         (r,) = _stored(ctx, key)
@@ -311,10 +311,10 @@ def test_zero_resets_the_zoom(tab, tmp_path_factory, tmp_path):
         drawn = page.evaluate(rng)
         page.evaluate("() => window.Plotly.relayout(document.querySelector("
                       "'#vet-global .js-plotly-plot'), {'xaxis.range': [6500, 6600]})")  # fmt: skip
-        page.wait_for_function(f"() => ({rng})()[0] === 6500", timeout=10_000)
+        page.wait_for_function(f"() => ({rng})()[0] === 6500", timeout=30_000)
         page.keyboard.press("0")
         page.wait_for_function(f"d => Math.abs(({rng})()[0] - d[0]) < 1e-6", arg=drawn,
-                               timeout=10_000)  # fmt: skip
+                               timeout=30_000)  # fmt: skip
         assert page.evaluate(rng) == pytest.approx(drawn)
 
 
@@ -361,7 +361,7 @@ def test_issue_flags_and_spectral_type_are_kept_with_the_decision(tab, tmp_path_
         assert page.is_hidden("#reject-reason-row input, #reject-reason-row textarea")
         page.keyboard.press("t")
         page.wait_for_function(f"() => document.querySelector('{spectype}').value !== ''",
-                               timeout=10_000)  # fmt: skip
+                               timeout=30_000)  # fmt: skip
         template = page.input_value(spectype)
         assert template == page.input_value("#desk-template input")
         # n: the template is normalised with the spectrum, level about 1
@@ -378,7 +378,7 @@ def test_issue_flags_and_spectral_type_are_kept_with_the_decision(tab, tmp_path_
         _settle(page)
         assert page.evaluate(checked) == [] and page.input_value(spectype) == ""  # the next one
         _drawn_after(page, "k")
-        page.wait_for_function(f"() => ({checked})().length === 2", timeout=10_000)
+        page.wait_for_function(f"() => ({checked})().length === 2", timeout=30_000)
         assert page.input_value(spectype) == template
         page.keyboard.press("Shift+C")
         _says(page, "Issue flags RCS on")

@@ -30,7 +30,7 @@ def _global(page) -> dict:
     )
 
 
-def _wait_global(page, predicate: str, timeout: int = 15_000) -> None:
+def _wait_global(page, predicate: str, timeout: int = 30_000) -> None:
     page.wait_for_function(f"() => {{ const gd = {GLOBAL}; return gd && gd.data && ({predicate}); }}",
                            timeout=timeout)  # fmt: skip
 
@@ -66,12 +66,12 @@ def test_templates_redshift_and_views_by_keyboard(tab, tmp_path_factory, tmp_pat
             _wait_global(page, "gd.data.some(t => t.name === 'template: QSO at z = 1.2700')")
             page.wait_for_function(
                 "() => document.querySelector('#desk-z-info').innerText.includes('yours: 1.2700')",
-                timeout=10_000,
+                timeout=30_000,
             )
             # ] nudges by 0.001, } by 0.05 (from the value the slider shows)
             page.wait_for_function(
                 "() => document.querySelector('#desk-z input[type=number]').value === '1.27'",
-                timeout=10_000,
+                timeout=30_000,
             )
             page.keyboard.press("]")
             _wait_global(page, "gd.data.some(t => t.name === 'template: QSO at z = 1.2710')")
@@ -83,7 +83,7 @@ def test_templates_redshift_and_views_by_keyboard(tab, tmp_path_factory, tmp_pat
             page.keyboard.press("Enter")
             page.wait_for_function(
                 "() => document.querySelector('#vet-message').innerText.includes('not changed')",
-                timeout=10_000,
+                timeout=30_000,
             )
             assert "template: QSO at z = 1.3210" in _global(page)["names"]
             # = adopts the agent's (here the file's) redshift, shown at the control's resolution
@@ -94,7 +94,7 @@ def test_templates_redshift_and_views_by_keyboard(tab, tmp_path_factory, tmp_pat
             _wait_global(page, f"gd.data.some(t => t.name === 'template: QSO at z = {est:.4f}')")
             page.wait_for_function(
                 f"() => document.querySelector('#desk-z-info').innerText.includes('yours: {est:.4f}')",
-                timeout=10_000,
+                timeout=30_000,
             )
             assert _current_key(page) == key  # none of this moved the queue or decided anything
             assert ctx.store.reviews() == []
@@ -132,13 +132,13 @@ def test_pages_open_filled_with_real_headers(tab, tmp_path_factory, tmp_path):
                 "Fleiss" in h for h in page.locator("#dash-kappa thead th").all_inner_texts()
             )
             page.click("button[role='tab']:has-text('Experts')")
-            page.wait_for_selector("#experts-list thead th", timeout=10_000)
+            page.wait_for_selector("#experts-list thead th", timeout=30_000)
             assert any(
                 "role" in h for h in page.locator("#experts-list thead th").all_inner_texts()
             )
             page.wait_for_function(
                 "() => document.querySelector('#experts-list').innerText.includes('local')",
-                timeout=10_000,
+                timeout=30_000,
             )
             page.click("button[role='tab']:has-text('Export')")
             heads = page.locator("#export-history thead th").all_inner_texts()
@@ -182,7 +182,7 @@ def test_audit_shows_what_the_model_will_see_and_approves(tab, tmp_path_factory,
             page.wait_for_function(
                 "() => (document.querySelector('#audit-note') || {}).innerText"
                 "?.includes('1 trajectory')",
-                timeout=15_000,
+                timeout=30_000,
             )
             page.click("#audit-pick input")
             page.click(f"li[role=option]:has-text('#{aid} ')")
@@ -205,12 +205,12 @@ def test_audit_shows_what_the_model_will_see_and_approves(tab, tmp_path_factory,
             assert page.locator("#audit-overview img.loupe-audit-image").count() == 1
             page.click("#btn-audit-approve")
             page.wait_for_function(
-                f"() => document.body.innerText.includes('#{aid} approved')", timeout=15_000
+                f"() => document.body.innerText.includes('#{aid} approved')", timeout=30_000
             )
             assert ctx.store.authored(aid).status == "approved"
             page.wait_for_function(
                 "() => document.querySelector('#audit-note').innerText.includes('Nothing to audit')",
-                timeout=10_000,
+                timeout=30_000,
             )
     finally:
         ctx.store.close()
@@ -226,7 +226,7 @@ def test_single_user_audit_list_says_why_it_is_empty(tab, tmp_path_factory, tmp_
             page.wait_for_function(
                 "() => (document.querySelector('#audit-note') || {}).innerText"
                 "?.includes('single-user mode')",
-                timeout=15_000,
+                timeout=30_000,
             )
             note = page.inner_text("#audit-note")
             assert "cannot approve their own" in note and "1 of yours" in note and "--login" in note
