@@ -6,27 +6,13 @@ from __future__ import annotations
 
 import re
 import time
-from contextlib import contextmanager
 
 import pytest
 
 from tests.app_support import context
-from tests.test_browser import DRAWN, HOLD, _current_key, _drawn_after, _reviews_of
+from tests.test_browser import DRAWN, HOLD, _current_key, _desk, _drawn_after, _reviews_of
 
 OPEN_S = 120  # seconds to open the page (tests.test_browser.OPEN_MS)
-
-
-@contextmanager
-def _desk(tab, tmp_path_factory, tmp_path):
-    """The demo app on a fresh store and the file's page with its first panel drawn."""
-    ctx = context(tmp_path_factory, tmp_path)
-    try:
-        with tab.serve(ctx) as (srv, page):
-            page.goto(srv.url, wait_until="load", timeout=OPEN_S * 1000)
-            page.wait_for_function(DRAWN, arg="", timeout=OPEN_S * 1000)
-            yield ctx, srv, page
-    finally:
-        ctx.store.close()
 
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -335,9 +335,10 @@ def test_vet_without_ray_never_imports_it(demo, tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr[-1500:]
 
 
-def test_a_process_whose_raylet_is_gone_is_ended_not_left_hanging(monkeypatch, caplog):
-    """The watch on `--ray local`'s node: a raylet that exits is said once, and should Ray
-    not end the driver after it (it always should), the watch ends it with status 1."""
+@pytest.fixture
+def fake_node(monkeypatch):
+    """A stand-in raylet process recorded as Ray records this process's local node, a
+    short grace, and `os._exit` replaced: yields (raylet, the statuses it was called with)."""
     import types
 
     import ray._private.worker as ray_worker
@@ -346,8 +347,17 @@ def test_a_process_whose_raylet_is_gone_is_ended_not_left_hanging(monkeypatch, c
     node = types.SimpleNamespace(all_processes={"raylet": [types.SimpleNamespace(process=raylet)]})
     monkeypatch.setattr(ray_worker, "_global_node", node, raising=False)
     monkeypatch.setattr(cluster, "NODE_GONE_GRACE_S", 0.5)
-    ended = []
+    ended: list[int] = []
     monkeypatch.setattr(cluster.os, "_exit", ended.append)
+    yield raylet, ended
+    raylet.kill()
+    raylet.wait()
+
+
+def test_a_process_whose_raylet_is_gone_is_ended_not_left_hanging(fake_node, caplog):
+    """The watch on `--ray local`'s node: a raylet that exits is said once, and should Ray
+    not end the driver after it (it always should), the watch ends it with status 1."""
+    raylet, ended = fake_node
     stop = cluster._watch_local_node()
     try:
         time.sleep(0.3)
@@ -362,20 +372,10 @@ def test_a_process_whose_raylet_is_gone_is_ended_not_left_hanging(monkeypatch, c
         assert len(said) == 1 and "its raylet exited" in said[0]
     finally:
         stop.set()
-        raylet.kill()
 
 
-def test_the_watch_ends_nothing_once_the_run_is_over(monkeypatch):
-    import types
-
-    import ray._private.worker as ray_worker
-
-    raylet = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    node = types.SimpleNamespace(all_processes={"raylet": [types.SimpleNamespace(process=raylet)]})
-    monkeypatch.setattr(ray_worker, "_global_node", node, raising=False)
-    monkeypatch.setattr(cluster, "NODE_GONE_GRACE_S", 0.5)
-    ended = []
-    monkeypatch.setattr(cluster.os, "_exit", ended.append)
+def test_the_watch_ends_nothing_once_the_run_is_over(fake_node):
+    raylet, ended = fake_node
     stop = cluster._watch_local_node()
     stop.set()  # the run ended and shuts its node down on purpose
     raylet.kill()
