@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import io
 import math
+import os
 import threading
 from collections.abc import Iterable
 from dataclasses import replace
@@ -39,6 +40,16 @@ from agent.tasks import TASKS
 Renderer = Literal["fast", "speco3"]
 RENDERERS: tuple[str, ...] = ("fast", "speco3")
 DEFAULT_SIZE = (448, 448)
+
+# Pillow frees an image's memory with the image unless told to keep some (its block
+# allocator's cache, PILLOW_BLOCKS_MAX, is off by default), so in the agent loop each new
+# 448x448 image (800 kB) came from fresh pages, and filling them was about a fifth of a
+# fast render. An episode holds its global view and zooms (six images) until it ends;
+# a few kept blocks let the next episode's images reuse that memory. Only raised, never
+# lowered, and left alone where the environment sets it. No pixel depends on it.
+_KEEP_IMAGE_BLOCKS = 8
+if "PILLOW_BLOCKS_MAX" not in os.environ and hasattr(Image.core, "set_blocks_max"):
+    Image.core.set_blocks_max(max(Image.core.get_blocks_max(), _KEEP_IMAGE_BLOCKS))
 
 # marker colours by feature kind (RGB)
 _MARKER_RGB = {"line": (200, 30, 30), "band": (20, 140, 60), "telluric": (130, 130, 130)}
@@ -453,6 +464,19 @@ def _stamp(text: str, size: int, anchor: str) -> tuple[Image.Image, int, int]:
     return im, left, top
 
 
+@lru_cache(maxsize=4096)
+def _text_length(text: str, size: int) -> float:
+    """`_font(size).getlength(text)`: tick labels and line names repeat from zoom to zoom,
+    and FreeType measures them anew on every call."""
+    return _font(size).getlength(text)
+
+
+@lru_cache(maxsize=64)
+def _text_bbox(text: str, size: int) -> tuple[int, int, int, int]:
+    """`_font(size).getbbox(text)`, for the few fixed strings the layout is sized by."""
+    return _font(size).getbbox(text)
+
+
 def _text(img: Image.Image, xy: tuple[int, int], text: str, size: int, fill, anchor: str) -> None:
     mask, left, top = _stamp(text, size, anchor)
     img.paste(fill, (int(xy[0]) + left, int(xy[1]) + top), mask)
@@ -501,8 +525,8 @@ def _pixel_polylines(xs: np.ndarray, ys: np.ndarray, run: np.ndarray) -> list[li
     col = np.rint(xs).astype(np.int64)
     yi = np.rint(ys).astype(np.int64)
     key = run * (1 << 20) + col  # non-decreasing: wavelength order within increasing runs
-    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    ends = np.r_[starts[1:], key.size]
+    starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+    ends = np.append(starts[1:], key.size)
     gx = col[starts]
     first, last = yi[starts], yi[ends - 1]
     ymin = np.minimum.reduceat(yi, starts)
@@ -512,6 +536,8 @@ def _pixel_polylines(xs: np.ndarray, ys: np.ndarray, run: np.ndarray) -> list[li
     pts[:, 0, 1], pts[:, 1, 1], pts[:, 2, 1], pts[:, 3, 1] = first, ymin, ymax, last
     grun = run[starts]
     cuts = np.flatnonzero(grun[1:] != grun[:-1]) + 1
+    if cuts.size == 0:  # no gap: one polyline (what np.split gives, without its overhead)
+        return [pts.reshape(-1).tolist()]
     return [seg.reshape(-1).tolist() for seg in np.split(pts, cuts)]
 
 
@@ -529,7 +555,6 @@ def _render_fast(
     if width < 64 or height < 64:
         raise ValueError(f"size must be at least 64x64, got {width}x{height}")
     fs = max(9, round(min(width, height) / 36))
-    font, lfont = _font(fs), _font(fs + 1)
     img = Image.new("RGB", (width, height), (255, 255, 255))
     draw = ImageDraw.Draw(img)
 
@@ -549,12 +574,12 @@ def _render_fast(
     xticks, xstep = nice_ticks(lo, hi, target=max(3, width // 85))
     xlabels, _ = _tick_labels(xticks, xstep)
 
-    asc = font.getbbox("0")[3]
-    ytext_w = max((font.getlength(s) for s in ylabels), default=0)
-    lab_h = lfont.getbbox("Flux")[3]
+    asc = _text_bbox("0", fs)[3]
+    ytext_w = max((_text_length(s, fs) for s in ylabels), default=0)
+    lab_h = _text_bbox("Flux", fs + 1)[3]
     left = int(ytext_w) + 5 + lab_h + 10
-    right = max(10, int(font.getlength(xlabels[-1]) / 2) + 2) if xlabels else 10
-    top = (lfont.getbbox("Ag")[3] + 10) if title else max(8, asc // 2 + 4)
+    right = max(10, int(_text_length(xlabels[-1], fs) / 2) + 2) if xlabels else 10
+    top = (_text_bbox("Ag", fs + 1)[3] + 10) if title else max(8, asc // 2 + 4)
     if ynote:
         top = max(top, asc + 8)
     bottom = asc + 6 + lab_h + 12
@@ -601,9 +626,11 @@ def _render_fast(
     img.paste(_TEXT, (3, (y0 + y1 - ylab.height) // 2), ylab)
     if title:
         text = title
-        while lfont.getlength(text) > width - 8 and len(text) > 4:
+        while _text_length(text, fs + 1) > width - 8 and len(text) > 4:
             text = text[:-4] + "…"
-        draw.text((width // 2, 4), text, font=lfont, fill=_TEXT, anchor="mt")
+        # A spectrum's global view is drawn once per task, under the same title: stamped
+        # like the tick labels (the same pixels as drawing it glyph by glyph).
+        _text(img, (width // 2, 4), text, fs + 1, _TEXT, "mt")
     return img
 
 
@@ -621,7 +648,7 @@ def _pil_marker(img, draw, feat: Feature, lo, hi, x0, y0, x1, y1, sx, fs, label_
     for py in range(y0 + 14, y1, 6):
         draw.line((px, py, px, min(py + 3, y1 - 1)), fill=rgb)
     # labels that would overlap the previous one go one text row lower
-    half = int(font.getlength(feat.label) / 2) + 2
+    half = int(_text_length(feat.label, fs) / 2) + 2
     row = next((i for i, r in enumerate(label_right) if px - half > r), len(label_right))
     if row == len(label_right):
         label_right.append(0)

@@ -21,7 +21,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from agent.measure import Arrays
+from agent.measure import Arrays, median
 from agent.templates import builtin_templates
 
 DLN = 4.6e-4  # log-wavelength step: 138 km/s, ~2 LAMOST pixels; sub-pixel peaks fix z to ~20 km/s
@@ -75,12 +75,12 @@ def _continuum(f: np.ndarray, good: np.ndarray) -> np.ndarray:
         sel = good[a:b]
         if sel.sum() >= _BLOCK // 4:
             centres.append(0.5 * (a + b - 1))
-            meds.append(np.median(f[a:b][sel]))
+            meds.append(median(f[a:b][sel]))
     if len(meds) < 2:
         return np.zeros(n)
     meds_a = np.asarray(meds)
     half = _RUN // 2
-    run = np.array([np.median(meds_a[max(0, i - half) : i + half + 1]) for i in range(meds_a.size)])
+    run = np.array([median(meds_a[max(0, i - half) : i + half + 1]) for i in range(meds_a.size)])
     return np.interp(np.arange(n), centres, run)
 
 
@@ -102,7 +102,7 @@ def _noise(f: np.ndarray, good: np.ndarray) -> np.ndarray:
         x = d[a:b][ok[a:b]]
         if x.size >= _BLOCK // 4:
             centres.append(0.5 * (a + b - 1))
-            sig.append(1.4826 * np.median(x) / math.sqrt(2))
+            sig.append(1.4826 * median(x) / math.sqrt(2))
     if not sig:
         return np.full(n, np.nan)
     return np.interp(np.arange(n), centres, sig)
@@ -199,9 +199,11 @@ def correlate(arr: Arrays) -> list[Peak]:
         zlo, zhi = Z_RANGE.get(kind, Z_RANGE["star"])
         s_lo, s_hi = int(math.floor(_shift(zlo))), int(math.ceil(_shift(zhi)))
         lags = np.arange(s_lo - _NOISE_LAGS, s_hi + _NOISE_LAGS + 1)
+        at = lags % _N  # negative shifts wrap to the end of the FFT's output
+        d = den[i, at]
         with np.errstate(divide="ignore", invalid="ignore"):
-            c = num[i, lags % _N] / np.sqrt(gg * den[i, lags % _N])
-        c = np.where(np.isfinite(c) & (den[i, lags % _N] > 1e-9 * gg), c, 0.0)
+            c = num[i, at] / np.sqrt(gg * d)
+        c = np.where(np.isfinite(c) & (d > 1e-9 * gg), c, 0.0)
         inside = slice(_NOISE_LAGS, _NOISE_LAGS + s_hi - s_lo + 1)
         j = _NOISE_LAGS + int(np.argmax(c[inside]))
         h, dj = _vertex(c, j)

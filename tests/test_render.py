@@ -196,7 +196,13 @@ def test_cached_text_draws_the_pixels_pil_draws():
 
     from agent.render import _font, _text
 
-    for text, anchor in (("4861", "mt"), ("0.5", "rm"), ("Wavelength (Å)", "md"), ("×1e-17", "lb")):
+    for text, anchor in (
+        ("4861", "mt"),
+        ("0.5", "rm"),
+        ("Wavelength (Å)", "md"),
+        ("×1e-17", "lb"),
+        ("spec-55862-B6212_sp06-005.fits [3]…", "mt"),  # a global view's title
+    ):
         a = Image.new("RGB", (140, 40), "white")
         ImageDraw.Draw(a).text((70, 20), text, font=_font(12), fill=(40, 40, 40), anchor=anchor)
         b = Image.new("RGB", (140, 40), "white")
