@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from agent.errors import LoupeError
-from agent.policies.rules.learned import InspectorModel, TaskModel
+from agent.policies.rules.learned import InspectorModel, TaskModel, readable
 
 
 @dataclass
@@ -158,7 +158,8 @@ def _fit(kind: str, ex: list[Example], feats: list[str]) -> TaskModel:
             knots_x=[float(v) for v in iso.X_thresholds_],
             knots_y=[float(v) for v in iso.y_thresholds_],
         )
-    raw = np.array([[e.m.get(k, math.nan) for k in feats] for e in ex], dtype=float)
+    seen_m = [readable(e.m) for e in ex]  # what the model will read at inference
+    raw = np.array([[m.get(k, math.nan) for k in feats] for m in seen_m], dtype=float)
     raw[~np.isfinite(raw)] = np.nan
     seen = np.isfinite(raw).any(axis=0)  # a measurement never made gets no weight
     mean = np.zeros(len(feats))

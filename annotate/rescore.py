@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from agent.policies.rules.calibration import VETO_CAP
-from agent.policies.rules.learned import InspectorModel, TaskModel
+from agent.policies.rules.learned import InspectorModel, TaskModel, readable, readable_keys
 
 INPUTS = ("calibration_input", "capped", "p_rules")
 
@@ -77,7 +77,7 @@ def rescore(
     """New P(YES) under `model` for (candidate id, task, current P(YES), stored final-step
     measurements) rows, e.g. `Store.stored_scores()`.
 
-    >>> from agent.policies.rules.learned import InspectorModel, TaskModel
+    >>> from agent.policies.rules.learned import InspectorModel, TaskModel, readable, readable_keys
     >>> model = InspectorModel(2, {"cv": TaskModel("platt", a=1.0, b=0.0)})
     >>> stored = {"calibration_input": 2.0, "capped": 0.0, "p_rules": 0.9}
     >>> r = rescore(model, [(7, "cv", 0.9, stored), (8, "cv", 0.4, {}), (9, "wd", 0.2, stored)])
@@ -101,8 +101,11 @@ def rescore(
         capped = np.fromiter((m["capped"] for m in ms), float, len(ms)) > 0
         p_rules = np.fromiter((m["p_rules"] for m in ms), float, len(ms))
         nan = float("nan")
+        # A combiner reads a Balmer width only where the rules count it as measured.
         feats = np.array(
-            [[m.get(k, nan) for k in tm.features] for m in ms] if tm.kind == "combiner" else [],
+            [[r.get(k, nan) for k in tm.features] for r in map(readable, ms)]
+            if tm.kind == "combiner"
+            else [],
             dtype=float,
         ).reshape(len(ms), len(tm.features) if tm.kind == "combiner" else 0)
         ids.append(np.asarray(cids, np.int64))
@@ -124,5 +127,6 @@ def rescore_store(store: Any, model: InspectorModel, task: str | None = None) ->
     """New P(YES) under `model` for every pending candidate of the store (or one task)."""
     keys = [*INPUTS]
     for tm in model.tasks.values():
-        keys += [k for k in tm.features if tm.kind == "combiner" and k not in keys]
+        if tm.kind == "combiner":
+            keys += [k for k in [*tm.features, *readable_keys(tm.features)] if k not in keys]
     return rescore(model, store.stored_scores(task, keys))

@@ -335,3 +335,45 @@ def test_a_hot_subdwarf_on_a_reddened_continuum_is_no_da(snr, seed):
     assert any("lower gravity of a hot subdwarf" in n for n in v.evidence.notes), v.evidence.notes
     # a DA on the same continuum, its lines pressure-broadened to 70 Å, stays one
     assert inspect(star(70.0), "wd").answer == "YES"
+
+
+# An OB star (STELIB HD271163, SDSS layout at SNR 20): narrow H-gamma and H-delta 4-5 Å
+# wide at depth 0.3, H-beta's broad window a 196 Å shallow wave (depth 0.08) and H-alpha's
+# fit under the noise at its 240 Å bound.
+OB_BALMER = {
+    "hb_w_fwhm": 195.7, "hb_w_depth": 0.083, "hb_w_ew": 15.4, "hb_w_fitsig": 7.9,
+    "hb_w_fitdepth": 0.083, "hb_w_fitbound": 0.0,
+    "hg_w_fwhm": 4.1, "hg_w_depth": 0.296, "hg_w_ew": -0.26, "hg_w_fitsig": 10.4,
+    "hg_w_fitdepth": 0.296, "hg_w_fitbound": 0.0,
+    "hd_w_fwhm": 5.0, "hd_w_depth": 0.289, "hd_w_ew": 1.78, "hd_w_fitsig": 12.0,
+    "hd_w_fitdepth": 0.289, "hd_w_fitbound": 0.0,
+    "ha_w_fwhm": 240.0, "ha_w_depth": 0.031, "ha_w_ew": 12.6, "ha_w_fitsig": 2.2,
+    "ha_w_fitdepth": 0.031, "ha_w_fitbound": 1.0,
+    "b_r": 0.39, "snr": 25.0,
+}  # fmt: skip
+
+
+def test_a_learned_combiner_reads_no_width_the_rules_do_not_count():
+    from agent.policies.rules.learned import TaskModel
+
+    # A combiner fitted on tune leaned on H-beta and H-alpha widths; on this OB star it
+    # once moved P(YES) from 0.03 to 0.90 "mostly through hb_w_fwhm 195.75, ha_w_fwhm 240"
+    tm = TaskModel("combiner", a=1.0, b=0.0, features=["hb_w_fwhm", "ha_w_fwhm", "hg_w_fwhm"],
+                   mean=[60.0, 60.0, 60.0], scale=[30.0, 30.0, 30.0], weights=[0.5, 0.5, 0.5])  # fmt: skip
+    terms = dict(tm.contributions(OB_BALMER))
+    assert terms["hb_w_fwhm"] == 0.0  # shallower than a line that is there
+    assert terms["ha_w_fwhm"] == 0.0  # under 3 sigma, at its bound
+    assert terms["hg_w_fwhm"] != 0.0  # a measured narrow line still speaks
+    da = {**OB_BALMER, "hb_w_fwhm": 90.0, "hb_w_depth": 0.45, "hb_w_fitdepth": 0.45}
+    assert dict(tm.contributions(da))["hb_w_fwhm"] > 0  # a DA's broad H-beta does
+
+
+def test_a_deeper_narrow_line_is_not_called_shallower_than_the_broad_one():
+    from agent.policies.rules.features import Measurements
+    from agent.policies.rules.wd import say_balmer
+
+    # It once read "I judge by H-beta, the deeper and wider line" of an H-beta 0.08 deep
+    # beside this H-gamma 0.30 deep.
+    text = say_balmer(Measurements(OB_BALMER), "hg", "H-gamma")
+    assert "H-gamma in absorption, FWHM 4 Å, depth 0.30" in text, text
+    assert "deeper" not in text and "reads no absorption" in text, text

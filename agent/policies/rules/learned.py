@@ -9,6 +9,7 @@ Per task, one of:
 - `combiner`: the rules prior plus a learned correction over the inspector's own
   measurements, logit = a x + b + sum_j w_j (m_j - mean_j) / scale_j, missing
   measurements set to their training mean (no correction from what was not measured).
+  A Balmer width the rules do not count as measured (`readable`) is missing too.
 
 `calibrate` switches a task's model on only where cross-validation on the labels showed it
 beats the rules. Inference is plain numpy: the agent needs no scikit-learn. The payload is
@@ -66,11 +67,61 @@ class TaskModel:
     def contributions(self, m: dict[str, float]) -> list[tuple[str, float]]:
         """(measurement, its term in the log-odds) for the combiner's features."""
         out = []
+        m = readable(m)
         for k, mu, sd, w in zip(self.features, self.mean, self.scale, self.weights):
             v = m.get(k)
             z = (float(v) - mu) / sd if _finite(v) and sd > 0 else 0.0
             out.append((k, w * z))
         return out
+
+
+# The broad Balmer windows whose fitted width the white-dwarf rules read.
+BROAD_BALMER = ("hb_w", "hg_w", "hd_w", "ha_w")
+
+
+def readable(m: dict[str, float]) -> dict[str, float]:
+    """The measurements as a combiner may read them: a broad Balmer line's width only where
+    the rules count it as measured. A fit under 3 sigma, one that ran to its width bound,
+    one with no continuum beside it (`unanchored`), or a line shallower than PRESENT_DEPTH
+    has no width; a learned weight on such a number would read a flux-calibration wave or
+    blanketed continuum as a white dwarf's pressure-broadened line.
+
+    >>> m = {"ha_w_fwhm": 240.0, "ha_w_fitsig": 2.2, "hb_w_fwhm": 196.0, "hb_w_fitsig": 7.9,
+    ...      "hb_w_fitdepth": 0.08, "hg_w_fwhm": 80.0, "hg_w_fitsig": 9.0, "hg_w_fitdepth": 0.4}
+    >>> r = readable(m)
+    >>> math.isnan(r["ha_w_fwhm"]), math.isnan(r["hb_w_fwhm"]), r["hg_w_fwhm"]
+    (True, True, 80.0)
+    """
+    from agent.policies.rules.features import PRESENT_DEPTH, below_noise, unanchored
+
+    out = dict(m)
+    for n in BROAD_BALMER:
+        k = f"{n}_fwhm"
+        if not _finite(out.get(k)):
+            continue
+        depth = m.get(f"{n}_fitdepth")
+        if (
+            below_noise(m, n)
+            or unanchored(m, n)
+            or m.get(f"{n}_fitbound") == 1.0
+            or (_finite(depth) and depth < PRESENT_DEPTH)
+        ):
+            out[k] = math.nan
+    return out
+
+
+def readable_keys(features: list[str]) -> list[str]:
+    """The measurements `readable` consults for these features, beyond the features.
+
+    >>> readable_keys(["hb_w_fwhm", "cak_ew"])
+    ['hb_w_fitsig', 'hb_w_fitdepth', 'hb_w_fitbound']
+    """
+    return [
+        f"{n}_{k}"
+        for n in BROAD_BALMER
+        if f"{n}_fwhm" in features
+        for k in ("fitsig", "fitdepth", "fitbound")
+    ]
 
 
 def _finite(v: Any) -> bool:

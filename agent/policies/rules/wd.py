@@ -307,6 +307,15 @@ def say_balmer(m: dict[str, float], name: str, lbl: str) -> str:
     lead = {"hb_w": "H-beta", "hg_w": "H-gamma", "ha_w": "H-alpha"}[bw[3]]
     f, d = m.get(f"{name}_w_fwhm"), m.get(f"{name}_w_depth")
     if finite(f) and finite(d) and ((f < 28) != (bw[1] < 28) or (f >= 35) != (bw[1] >= 35)):
+        if d > bw[0]:
+            # This line is the deeper one, yet not the one judged by: its broad window
+            # as a whole reads no absorption (a narrow line in a window that is otherwise
+            # continuum), which the sentence must say rather than call the lead deeper.
+            return (
+                f"{lbl} in absorption, FWHM {f:.0f} Å, depth {d:.2f}: a different width from "
+                f"{lead} (FWHM {bw[1]:.0f} Å, depth {bw[0]:.2f}); its broad window as a whole "
+                f"reads no absorption, so the broad profile is judged by {lead}."
+            )
         return (
             f"{lbl} in absorption, FWHM {f:.0f} Å, depth {d:.2f}: a different width from {lead} "
             f"(FWHM {bw[1]:.0f} Å, depth {bw[0]:.2f}); a shallow line's width is the less "
