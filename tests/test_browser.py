@@ -130,14 +130,14 @@ def test_vet_correct_and_author_in_the_browser(tab, tmp_path_factory, tmp_path):
                 page.click("#btn-author-add")
                 page.wait_for_function(
                     "t => document.querySelector('#author-steps') && "
-                    "document.querySelector('#author-steps').innerText.includes(t)",
+                    "(document.querySelector('#author-steps')?.innerText ?? '').includes(t)",
                     arg=thought, timeout=20_000,
                 )  # fmt: skip
             page.click("#author-verdict label:has-text('NO')")
             page.fill("#author-explanation textarea", "Balmer absorption only")
             page.click("#btn-author-submit")
             page.wait_for_function(
-                "() => document.querySelector('#author-message').innerText.includes('Submitted')",
+                "() => (document.querySelector('#author-message')?.innerText ?? '').includes('Submitted')",
                 timeout=20_000,
             )
             (a,) = ctx.store.list_authored(status="submitted")
@@ -173,7 +173,7 @@ def test_model_script_is_inert_with_login(tab, tmp_path_factory, tmp_path):
             page.fill("#jump-id textarea, #jump-id input", c.key)
             page.keyboard.press("Enter")
             page.wait_for_function(
-                "() => document.querySelector('#vet-thought-0').innerText.includes('<script>')",
+                "() => (document.querySelector('#vet-thought-0')?.innerText ?? '').includes('<script>')",
                 timeout=20_000,
             )
             page.wait_for_timeout(500)
@@ -242,7 +242,7 @@ def test_the_experts_desk_in_the_browser(tab, tmp_path_factory, tmp_path):
         # 2 grades, a accepts: both stored; the grade shows in the header
         key = _current_key(page)
         page.keyboard.press("2")
-        page.wait_for_function("() => document.querySelector('#vet-message').innerText"
+        page.wait_for_function("() => (document.querySelector('#vet-message')?.innerText ?? '')"
                                ".includes('Grade 2 kept')", timeout=30_000)  # fmt: skip
         assert page.is_checked("#vet-grade input[value='2']")
         _drawn_after(page, "a")
@@ -314,7 +314,7 @@ def test_the_experts_desk_in_the_browser(tab, tmp_path_factory, tmp_path):
         assert len(tasks) == keys.count(multi)
         page.click(f"#jump-task label:has-text('{tasks[-1].strip()}')")
         page.wait_for_function(
-            "k => document.querySelector('#vet-header .loupe-head .id').textContent.trim() === k",
+            "k => (document.querySelector('#vet-header .loupe-head .id')?.textContent ?? '').trim() === k",
             arg=multi, timeout=20_000,
         )  # fmt: skip
         assert f"task {tasks[-1].strip()}" in page.inner_text("#vet-header")

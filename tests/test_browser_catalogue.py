@@ -22,7 +22,7 @@ def test_catalogue_button_offers_csv_and_fits(browser, tmp_path_factory, tmp_pat
         page.click("button[role='tab']:has-text('Export')", timeout=120_000)
         page.click("#btn-export-catalogue")
         page.wait_for_function(
-            "() => document.querySelector('#export-catalogue-message').innerText"
+            "() => (document.querySelector('#export-catalogue-message')?.innerText ?? '')"
             ".includes('Catalogue')",
             timeout=120_000,
         )

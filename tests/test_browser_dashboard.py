@@ -55,7 +55,7 @@ def test_dashboard_shows_estimates_biased_caption_and_learning_curve(
         page.goto(srv.url, wait_until="load")
         page.click("button[role='tab']:has-text('Dashboard')", timeout=120_000)
         page.wait_for_function(
-            "() => /\\(n=\\d+\\)/.test(document.querySelector('#dash-audit-table').innerText)",
+            "() => /\\(n=\\d+\\)/.test((document.querySelector('#dash-audit-table')?.innerText ?? ''))",
             timeout=60_000,
         )
         table = page.locator("#dash-audit-table").inner_text()

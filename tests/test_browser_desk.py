@@ -142,7 +142,7 @@ def test_an_out_of_range_redshift_is_refused_aloud(tab, tmp_path_factory, tmp_pa
         page.keyboard.type(typed)
         page.keyboard.press("Enter")
         page.wait_for_function(
-            "() => document.querySelector('#vet-message').innerText.includes('Redshift not "
+            "() => (document.querySelector('#vet-message')?.innerText ?? '').includes('Redshift not "
             "changed')", timeout=20_000)  # fmt: skip
         msg = page.inner_text(MESSAGE)
         assert typed in msg and "not a number from" in msg
@@ -203,7 +203,7 @@ def test_undo_brings_back_the_decision_before(tab, tmp_path_factory, tmp_path):
     with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         key = _current_key(page)
         page.keyboard.press("3")
-        page.wait_for_function("() => document.querySelector('#vet-message').innerText"
+        page.wait_for_function("() => (document.querySelector('#vet-message')?.innerText ?? '')"
                                ".includes('Grade 3 kept')", timeout=30_000)  # fmt: skip
         _drawn_after(page, "a")
         _drawn_after(page, "k")
@@ -275,8 +275,8 @@ def test_a_refused_decision_brings_its_candidate_back(tab, tmp_path_factory, tmp
         page.wait_for_function(DRAWN, arg=key, timeout=20_000, polling="raf")  # before any answer
         page.evaluate("window.__release()")
         page.wait_for_function(
-            "k => document.querySelector('#vet-header .loupe-head .id').textContent.trim() "
-            "=== k && document.querySelector('#vet-message').innerText.includes('Not saved')",
+            "k => (document.querySelector('#vet-header .loupe-head .id')?.textContent ?? '').trim() "
+            "=== k && (document.querySelector('#vet-message')?.innerText ?? '').includes('Not saved')",
             arg=key, timeout=30_000)  # fmt: skip
         assert "deactivated" in page.inner_text(MESSAGE)
         assert _reviews_of(ctx, key) == []

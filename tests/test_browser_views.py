@@ -65,7 +65,7 @@ def test_templates_redshift_and_views_by_keyboard(tab, tmp_path_factory, tmp_pat
             page.keyboard.press("Enter")
             _wait_global(page, "gd.data.some(t => t.name === 'template: QSO at z = 1.2700')")
             page.wait_for_function(
-                "() => document.querySelector('#desk-z-info').innerText.includes('yours: 1.2700')",
+                "() => (document.querySelector('#desk-z-info')?.innerText ?? '').includes('yours: 1.2700')",
                 timeout=30_000,
             )
             # ] nudges by 0.001, } by 0.05 (from the value the slider shows)
@@ -82,7 +82,7 @@ def test_templates_redshift_and_views_by_keyboard(tab, tmp_path_factory, tmp_pat
             page.keyboard.type("9")
             page.keyboard.press("Enter")
             page.wait_for_function(
-                "() => document.querySelector('#vet-message').innerText.includes('not changed')",
+                "() => (document.querySelector('#vet-message')?.innerText ?? '').includes('not changed')",
                 timeout=30_000,
             )
             assert "template: QSO at z = 1.3210" in _global(page)["names"]
@@ -93,7 +93,7 @@ def test_templates_redshift_and_views_by_keyboard(tab, tmp_path_factory, tmp_pat
             page.keyboard.press("=")
             _wait_global(page, f"gd.data.some(t => t.name === 'template: QSO at z = {est:.4f}')")
             page.wait_for_function(
-                f"() => document.querySelector('#desk-z-info').innerText.includes('yours: {est:.4f}')",
+                f"() => (document.querySelector('#desk-z-info')?.innerText ?? '').includes('yours: {est:.4f}')",
                 timeout=30_000,
             )
             assert _current_key(page) == key  # none of this moved the queue or decided anything
@@ -123,7 +123,7 @@ def test_pages_open_filled_with_real_headers(tab, tmp_path_factory, tmp_path):
             # filled without pressing Refresh: the progress plot is drawn, the summary written
             page.wait_for_selector("#dash-progress .js-plotly-plot", timeout=20_000)
             page.wait_for_function(
-                "() => document.querySelector('#dash-summary').innerText.includes('candidates')",
+                "() => (document.querySelector('#dash-summary')?.innerText ?? '').includes('candidates')",
                 timeout=20_000,
             )
             heads = page.locator("#dash-table thead th").all_inner_texts()
@@ -137,7 +137,7 @@ def test_pages_open_filled_with_real_headers(tab, tmp_path_factory, tmp_path):
                 "role" in h for h in page.locator("#experts-list thead th").all_inner_texts()
             )
             page.wait_for_function(
-                "() => document.querySelector('#experts-list').innerText.includes('local')",
+                "() => (document.querySelector('#experts-list')?.innerText ?? '').includes('local')",
                 timeout=30_000,
             )
             page.click("button[role='tab']:has-text('Export')")
@@ -209,7 +209,7 @@ def test_audit_shows_what_the_model_will_see_and_approves(tab, tmp_path_factory,
             )
             assert ctx.store.authored(aid).status == "approved"
             page.wait_for_function(
-                "() => document.querySelector('#audit-note').innerText.includes('Nothing to audit')",
+                "() => (document.querySelector('#audit-note')?.innerText ?? '').includes('Nothing to audit')",
                 timeout=30_000,
             )
     finally:
