@@ -129,3 +129,18 @@ def test_cli(tmp_path: Path, capsys):
     assert len(list((tmp_path / "d").glob("*.fits"))) == len(demo.CLASSES)
     bad = parser.parse_args(["--out", str(tmp_path / "e"), "--n-per-class", "0"])
     assert demo_command.main(bad) == 2
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_simulated_m_dwarfs_read_as_dwarfs_by_their_cah(seed):
+    # Every simulated M dwarf once read CaH3 0.97-1.0, "giant-like low gravity", and was
+    # called a dwarf only by its other indicators: the demo's first M-giant answers a new
+    # user reads argued both ways.
+    from agent.policies.rules import measure_all
+
+    spec, _ = demo.simulate("m_dwarf", seed, snr=40)
+    m = measure_all(spec)
+    assert abs(m["cah3"] - (0.60 + 0.37 * m["tio5"])) < 0.07, (m["cah3"], m["tio5"])
+    giant, _ = demo.simulate("m_giant", seed, snr=40)
+    g = measure_all(giant)
+    assert g["cah3"] - (0.60 + 0.37 * g["tio5"]) > 0.1  # a giant's CaH stays weak

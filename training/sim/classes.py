@@ -196,6 +196,24 @@ def _m_dwarf_continuum(m: Model, rng: np.random.Generator, teff: float, tio: flo
     _stellar_lines(m, rng, 1.0)
 
 
+def _window_mean(m: Model, lo: float, hi: float) -> float:
+    return float(np.mean(m.flux[(m.wave >= lo) & (m.wave <= hi)]))
+
+
+def _cah_on_dwarf_sequence(m: Model, rng: np.random.Generator) -> None:
+    """CaH absorption reaching 6960-6990 A as deep as an M dwarf's: CaH3 about
+    0.60 + 0.37 TiO5 with 0.02 scatter (Reid et al. 1995), read off the noise-free model.
+    The 6750 band head alone fades before the CaH3 window, which left every simulated
+    dwarf reading CaH3 0.97-1.0, as weak as a giant's."""
+    ref = _window_mean(m, 7042.0, 7046.0)
+    tio5 = _window_mean(m, 7126.0, 7135.0) / ref
+    cah3 = _window_mean(m, 6960.0, 6990.0) / ref
+    want = min(0.60 + 0.37 * tio5 + rng.normal(0.0, 0.02), cah3)
+    # a smooth plateau over the CaH bands, clear of the 7042-7046 reference window
+    edge = 1.0 / (1.0 + np.exp(-(m.wave - 6820.0) / 8.0)) / (1.0 + np.exp((m.wave - 7015.0) / 5.0))
+    m.flux *= (want / cah3) ** edge
+
+
 def sim_m_dwarf(m: Model, rng: np.random.Generator, active: bool = False) -> dict:
     teff = rng.uniform(2900, 3800)
     tio = np.interp(teff, [2900, 3800], [1.6, 0.5])
@@ -203,6 +221,7 @@ def sim_m_dwarf(m: Model, rng: np.random.Generator, active: bool = False) -> dic
     cah = rng.uniform(0.6, 1.0) * tio
     m.bands("CaH 6382", 0.5 * cah, 30)
     m.bands("CaH 6750", 0.8 * cah, 60)
+    _cah_on_dwarf_sequence(m, rng)
     for key, d in (
         ("Na I 8183", 0.35),
         ("Na I 8195", 0.38),
