@@ -77,7 +77,7 @@ def rescore(
     """New P(YES) under `model` for (candidate id, task, current P(YES), stored final-step
     measurements) rows, e.g. `Store.stored_scores()`.
 
-    >>> from agent.policies.rules.learned import InspectorModel, TaskModel, readable, readable_keys
+    >>> from agent.policies.rules.learned import InspectorModel, TaskModel
     >>> model = InspectorModel(2, {"cv": TaskModel("platt", a=1.0, b=0.0)})
     >>> stored = {"calibration_input": 2.0, "capped": 0.0, "p_rules": 0.9}
     >>> r = rescore(model, [(7, "cv", 0.9, stored), (8, "cv", 0.4, {}), (9, "wd", 0.2, stored)])

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from agent.lines import get as feature
+from agent.policies.rules.m_giant import dwarf_cah3
 from agent.units import C_KMS
 
 HC_K = 1.4387769e8  # h c / k in Angstrom Kelvin
@@ -202,13 +203,13 @@ def _window_mean(m: Model, lo: float, hi: float) -> float:
 
 def _cah_on_dwarf_sequence(m: Model, rng: np.random.Generator) -> None:
     """CaH absorption reaching 6960-6990 A as deep as an M dwarf's: CaH3 about
-    0.60 + 0.37 TiO5 with 0.02 scatter (Reid et al. 1995), read off the noise-free model.
+    `dwarf_cah3(TiO5)` with 0.02 scatter, both read off the noise-free model.
     The 6750 band head alone fades before the CaH3 window, which left every simulated
     dwarf reading CaH3 0.97-1.0, as weak as a giant's."""
     ref = _window_mean(m, 7042.0, 7046.0)
     tio5 = _window_mean(m, 7126.0, 7135.0) / ref
     cah3 = _window_mean(m, 6960.0, 6990.0) / ref
-    want = min(0.60 + 0.37 * tio5 + rng.normal(0.0, 0.02), cah3)
+    want = min(dwarf_cah3(tio5) + rng.normal(0.0, 0.02), cah3)
     # a smooth plateau over the CaH bands, clear of the 7042-7046 reference window
     edge = 1.0 / (1.0 + np.exp(-(m.wave - 6820.0) / 8.0)) / (1.0 + np.exp((m.wave - 7015.0) / 5.0))
     m.flux *= (want / cah3) ** edge

@@ -209,6 +209,11 @@ CAH3_DWARF = 0.015
 CAH3_GIANT_SIGMAS = 2.0
 
 
+def dwarf_cah3(tio5: float) -> float:
+    """CaH3 on the M-dwarf sequence at this TiO5 (Reid et al. 1995)."""
+    return 0.60 + 0.37 * tio5
+
+
 def cah3_sigma(snr: float) -> float:
     """Scatter of an M dwarf's CaH3 about the dwarf sequence: intrinsic plus noise."""
     return float((0.02**2 + (0.28 / max(snr, 1.0)) ** 2) ** 0.5)
@@ -219,7 +224,7 @@ def gravity_cah(m: dict[str, float]) -> tuple[str, float, str] | None:
     sentence that quotes it); None if not measured."""
     if not has(m, "cah3", "tio5"):
         return None
-    d = m["cah3"] - (0.60 + 0.37 * m["tio5"])
+    d = m["cah3"] - dwarf_cah3(m["tio5"])
     sig = cah3_sigma(m["snr"] if finite(m.get("snr")) else 10.0)
     txt = (
         f"CaH3 index {m['cah3']:.2f} at TiO5 {m['tio5']:.2f} ({d:+.2f} from the dwarf "
