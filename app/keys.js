@@ -256,8 +256,29 @@
   // A key that moves or decides is answered in two steps (the move, then what comes after
   // it); keys pressed meanwhile wait for both, in order, so that a decision always applies
   // to the candidate on the screen, and none is dropped.
+  // plotly.js's basic bundle, once its script (in the page's head) has run
+  const withPlotly = (fn) => {
+    if (window.loupePlotly) fn(window.loupePlotly);
+    else (window.loupePlotlyWaiting = window.loupePlotlyWaiting || []).push(fn);
+  };
+  // as Gradio's plot does: the figure fills its box and follows its size
+  const drawFigure = (P, gd, fig) => {
+    // the basic bundle has no WebGL traces; vet panels are decimated to SVG sizes anyway
+    fig.data.forEach((t) => {
+      if (t.type === "scattergl") t.type = "scatter";
+    });
+    fig.layout.autosize = true;
+    fig.layout.margin = { ...(fig.layout.margin || {}), autoexpand: true };
+    return P.react(gd, fig.data, fig.layout, { ...(fig.config || {}), responsive: true });
+  };
   let ahead = null;
   let busyUntil = 0;
+  // How long a key waits at most for an earlier key's answer. Every request ends the wait
+  // when it answers, an error included (its .then calls loupeDone/loupeAhead), so this only
+  // bounds a request that never answers; it is long because an overloaded server can take
+  // seconds, and a key that stops waiting too early applies before the earlier one (a
+  // reject saved without the grade pressed just before it).
+  const ANSWER_WAIT_MS = 20000;
   const waiting = [];
   // Decisions pressed and not yet answered by the server, on the status line.
   const DECIDES = ["a", "s", "f"];
@@ -343,17 +364,14 @@
     drawnToken = "";
     const head = document.querySelector("#vet-header .loupe-head");
     const gd = document.querySelector("#vet-global .js-plotly-plot");
-    if (!item || !head || !gd || !window.Plotly) return;
+    if (!item || !head || !gd || !window.loupePlotly) return;
     const fig = JSON.parse(item.global);
     const box = document.createElement("div");
     box.innerHTML = item.header; // our own server's HTML, as Gradio would set it
     const src = box.querySelector(".loupe-head");
     if (!src) return;
-    // as Gradio's plot does: the figure fills its box
-    fig.layout.autosize = true;
-    fig.layout.margin = { ...(fig.layout.margin || {}), autoexpand: true };
     head.innerHTML = src.innerHTML;
-    window.Plotly.react(gd, fig.data, fig.layout, { responsive: true });
+    drawFigure(window.loupePlotly, gd, fig);
     drawnToken = item.token;
   };
   // What was handed over is drawn with the display it was built for: a change of the
@@ -370,10 +388,31 @@
       true
     )
   );
-  // Gradio imports Plotly once the first plot has a value; start it now, while the page
-  // waits for the server (app/ui/assets.py links the bundle for preloading).
-  const bundle = document.querySelector('link[rel="modulepreload"][href*="PlotlyPlot-"]');
-  if (bundle) import(bundle.href).catch(() => {});
+  // The vet tab's two plots (app/ui/vet.py): the newest figure handed to each box
+  // (window.loupeFigures, "" for none) is drawn with plotly.js's basic bundle once it has
+  // loaded (app/ui/assets.py `plotly_head`), as Gradio's own plot draws its figures.
+  // The step panels are drawn after the frame that paints the whole spectrum: an answer
+  // brings both, and the whole spectrum is what the expert looks at first.
+  window.loupeFigure = (box) => {
+    const later = (fn) => (box === "vet-zooms" ? requestAnimationFrame(() => setTimeout(fn, 0)) : fn());
+    withPlotly((P) => later(() => {
+      const figs = window.loupeFigures || {};
+      if (!(box in figs)) return;
+      const json = figs[box];
+      delete figs[box];
+      const el = document.getElementById(box);
+      const gd = el && el.querySelector(".loupe-plot");
+      if (!gd) return;
+      if (!json) {
+        P.purge(gd);
+        el.style.display = "none";
+        return;
+      }
+      el.style.display = "";
+      drawFigure(P, gd, JSON.parse(json));
+    }));
+  };
+  Object.keys(window.loupeFigures || {}).forEach(window.loupeFigure);
   // -- end vet speed
 
   document.addEventListener(
@@ -405,14 +444,14 @@
         if (busy()) {
           ev.preventDefault();
           waiting.push(() => {
-            busyUntil = performance.now() + 5000;
+            busyUntil = performance.now() + ANSWER_WAIT_MS;
             holdActive();
             drawAhead("next");
             shownKey = on;
             box.dispatchEvent(new KeyboardEvent("keypress", { key: "Enter", bubbles: true }));
           });
         } else {
-          busyUntil = performance.now() + 5000;
+          busyUntil = performance.now() + ANSWER_WAIT_MS;
           holdActive();
           drawAhead("next");
           shownKey = on;
@@ -440,7 +479,7 @@
         // a flag decides nothing: it is kept with the decision (or added to it)
         ev.preventDefault();
         const send = () => {
-          if (toggleIssue(ISSUES[ev.key])) busyUntil = performance.now() + 5000;
+          if (toggleIssue(ISSUES[ev.key])) busyUntil = performance.now() + ANSWER_WAIT_MS;
         };
         if (busy()) waiting.push(send);
         else send();
@@ -472,7 +511,7 @@
       if (onVetPage() && ["1", "2", "3", "4"].includes(key)) {
         ev.preventDefault();
         const send = () => {
-          if (grade(key)) busyUntil = performance.now() + 5000;
+          if (grade(key)) busyUntil = performance.now() + ANSWER_WAIT_MS;
         };
         if (busy()) waiting.push(send);
         else send();
@@ -509,7 +548,7 @@
           heldActive = d.active;
           shownKey = d.on;
         }
-        busyUntil = performance.now() + 5000; // until the answer and what follows arrive
+        busyUntil = performance.now() + ANSWER_WAIT_MS; // until the answer and what follows arrive
         btn.click();
       };
       if (!onVetPage()) return;
@@ -582,7 +621,7 @@
     (ev) => {
       if (ev.ctrlKey || ev.metaKey || ev.altKey || typing(ev)) return;
       const key = ev.key;
-      if (key === "0" && window.Plotly) {
+      if (key === "0" && window.loupePlotly) {
         // every plot of the page back to its full range
         const plots = document.querySelectorAll("#vet-global .js-plotly-plot, #vet-zooms .js-plotly-plot");
         if (!plots.length || !visible(plots[0])) return;
@@ -600,7 +639,7 @@
             else if (ax._autorangeInitial !== undefined) axes[`${k}.autorange`] = ax._autorangeInitial;
             else axes[`${k}.autorange`] = true;
           });
-          window.Plotly.relayout(gd, axes);
+          window.loupePlotly.relayout(gd, axes);
         });
         return;
       }

@@ -128,9 +128,11 @@ def build_app(
     Host is not one of them."""
     import gradio as gr
     from fastapi import FastAPI
+    from fastapi.staticfiles import StaticFiles
 
     from app import auth
     from app.ui import CSS, KEYS_JS, build
+    from app.ui.assets import STATIC, plotly_head
 
     demo = build(ctx)
     demo.queue(default_concurrency_limit=8)
@@ -138,6 +140,7 @@ def build_app(
     kwargs: dict[str, Any] = dict(
         css=CSS,
         js=f"() => {{ {KEYS_JS} }}",
+        head=plotly_head(),
         max_file_size=ctx.settings.max_upload_bytes,
         allowed_paths=[str(ctx.export_dir)],
         footer_links=[],
@@ -156,6 +159,8 @@ def build_app(
         kwargs["auth_dependency"] = lambda request: auth.user_for_request(ctx.store, request)
     else:
         auth.install_origin_check(api, trusted_proxies or ())
+    # the vet tab's Plotly bundle (app/static/README.md); behind the login like the rest
+    api.mount("/loupe-static", StaticFiles(directory=STATIC), name="loupe-static")
     if hosts is not None:
         auth.install_host_check(api, hosts)  # added last, so checked before anything else
     app = gr.mount_gradio_app(api, demo, path="/", **kwargs)

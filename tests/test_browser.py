@@ -393,7 +393,7 @@ def test_j_draws_the_next_candidate_before_the_server_answers(tab, tmp_path_fact
         # count the whole-spectrum draws that reach Plotly, and hold requests back
         page.evaluate("""() => {
           window.__draws = 0;
-          const P = window.Plotly, react = P.react;
+          const P = window.loupePlotly, react = P.react;
           P.react = function (gd, ...a) {
             if (gd.closest && gd.closest('#vet-global')) window.__draws += 1;
             return react.call(this, gd, ...a);

@@ -295,7 +295,7 @@ def test_zero_resets_the_zoom(tab, tmp_path_factory, tmp_path):
     with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         rng = "() => document.querySelector('#vet-global .js-plotly-plot')._fullLayout.xaxis.range"
         drawn = page.evaluate(rng)
-        page.evaluate("() => window.Plotly.relayout(document.querySelector("
+        page.evaluate("() => window.loupePlotly.relayout(document.querySelector("
                       "'#vet-global .js-plotly-plot'), {'xaxis.range': [6500, 6600]})")  # fmt: skip
         page.wait_for_function(f"() => ({rng})()[0] === 6500", timeout=30_000)
         page.keyboard.press("0")

@@ -235,3 +235,32 @@ def test_single_user_audit_list_says_why_it_is_empty(tab, tmp_path_factory, tmp_
             assert page.locator("li[role=option]").count() == 0
     finally:
         ctx.store.close()
+
+
+def test_the_vet_plots_are_drawn_with_the_basic_bundle_only(tab, tmp_path_factory, tmp_path):
+    """A first visit draws both vet plots with plotly.js's basic bundle (app/static) and never
+    fetches Gradio's full Plotly chunk, whose evaluation cost over a second of a first visit;
+    both plots show the header's candidate, and `j` draws the next one."""
+    ctx = context(tmp_path_factory, tmp_path)
+    try:
+        with tab.serve(ctx) as (srv, page):
+            fetched: list[str] = []
+            page.on("request", lambda r: fetched.append(r.url))
+            _open(page, srv.url)
+            drawn = """k => ['#vet-global', '#vet-zooms'].every(s => {
+                const gd = document.querySelector(s + ' .js-plotly-plot');
+                return gd && gd.layout && gd.layout.meta && gd.layout.meta.candidate === k; })"""
+            key = _current_key(page)
+            page.wait_for_function(drawn, arg=key, timeout=30_000)
+            assert any("/loupe-static/plotly-basic-" in u for u in fetched)
+            assert not [u for u in fetched if "PlotlyPlot-" in u]
+            assert page.evaluate("() => window.loupePlotly === window.Plotly")
+            page.keyboard.press("j")
+            page.wait_for_function(f"() => (document.querySelector('#vet-header .loupe-head .id')"
+                                   f"?.innerText ?? '').trim() !== {json.dumps(key)}",
+                                   timeout=30_000)  # fmt: skip
+            nxt = _current_key(page)
+            page.wait_for_function(drawn, arg=nxt, timeout=30_000)
+            assert not [u for u in fetched if "PlotlyPlot-" in u]
+    finally:
+        ctx.store.close()

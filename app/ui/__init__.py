@@ -11,14 +11,14 @@ import gradio as gr
 
 from app import context, views
 from app.ui import author, dashboard, experts, export, vet
-from app.ui.assets import CHEATSHEET, CSS, KEYS_JS, plotly_preload
+from app.ui.assets import CHEATSHEET, CSS, KEYS_JS
 
 __all__ = ["CSS", "KEYS_JS", "build"]
 
 
 def build(ctx: context.Context) -> gr.Blocks:
     with gr.Blocks(title="Loupe") as demo:
-        gr.HTML(CHEATSHEET + plotly_preload())
+        gr.HTML(CHEATSHEET)
         state = gr.State(views.new_state())
         who = gr.Markdown(elem_id="whoami")
         with gr.Tabs():

@@ -22,7 +22,6 @@ from app import context, views
 from app.pages import desk
 from app.pages import vet as vet_page
 from app.plots import drawn_token, stamped, to_json
-from app.ui.plotdata import plotly
 from db.models import MAX_SPECTYPE, MAX_TEXT
 from db.models import SPLITS as MODEL_SPLITS
 
@@ -32,6 +31,8 @@ SPLITS = ["all", *MODEL_SPLITS]
 # Vet events: no progress overlay on a dozen outputs (it costs the browser a re-layout per
 # switch, and a switch is over before an overlay would help).
 FAST: dict[str, Any] = {"show_progress": "hidden"}
+# The box a vet plot is drawn in (keys.js `loupeFigure`)
+PLOT_DIV = '<div class="loupe-plot"></div>'
 
 # -- vet speed: what comes after a move or a decision is built as soon as its handler has
 # answered, while the answer travels and the page draws it; the call that hands it to the
@@ -128,11 +129,17 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
             ]  # fmt: skip
             t_next = gr.Button("Next template (t)", size="sm", elem_id="btn-template-next")
         # -- end desk
-        g_plot = gr.Plot(elem_id="vet-global", show_label=False)
+        # -- vet speed: the two plots are drawn by keys.js with plotly.js's basic bundle
+        # (app/ui/assets.py `plotly_head`), not by gr.Plot, which loads the full bundle once
+        # a plot has a value. Each box holds Plotly's div; the figure's JSON arrives in a
+        # hidden box whose change draws it ("" hides the plot).
+        gr.HTML(PLOT_DIV, elem_id="vet-global", js_on_load=None, apply_default_css=False)
         with gr.Row(equal_height=False, elem_id="vet-steps"):
-            z_plot = gr.Plot(show_label=False, scale=3, elem_id="vet-zooms",
-                             container=False)  # fmt: skip
+            gr.HTML(PLOT_DIV, elem_id="vet-zooms", scale=3, js_on_load=None,
+                    apply_default_css=False)  # fmt: skip
             thoughts = gr.HTML(elem_id="vet-thoughts", padding=False, min_height=0)
+        g_plot = gr.Textbox(visible="hidden", elem_id="vet-global-figure")
+        z_plot = gr.Textbox(visible="hidden", elem_id="vet-zooms-figure")
         answer = gr.HTML(elem_id="vet-answer")
         with gr.Row(elem_id="vet-actions"):
             b_accept = gr.Button("Accept (a)", variant="primary", elem_id="btn-accept")
@@ -231,22 +238,15 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
             head = view.header_html.replace(
                 'class="loupe-head"', f'class="loupe-head" data-n="{n}"', 1
             )
-            if gjson is not None:
-                gplot = plotly(to_json(stamped(view.global_fig, n=n)))
+            gplot = "" if gjson is None else to_json(stamped(view.global_fig, n=n))
             # -- end vet speed
             zjson = None if view.zoom_fig is None else to_json(view.zoom_fig)
             surveys = ["all", *view.surveys]
             out: list[Any] = [
                 None,  # the state, filled in last
                 once("header", view.header_html, head),
-                once("global", gjson, None if gjson is None else gplot),
-                once(
-                    "zooms",
-                    zjson,
-                    gr.update(
-                        value=None if zjson is None else plotly(zjson), visible=zjson is not None
-                    ),
-                ),  # fmt: skip
+                once("global", gjson, gplot),
+                once("zooms", zjson, zjson or ""),
                 once("thoughts", view.thoughts_html, view.thoughts_html),
                 once("answer", view.answer_html, view.answer_html),
                 gr.update(value=view.correct_label),
@@ -326,6 +326,12 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
             early = _take_ahead(getattr(request, "session_hash", None), _ahead_key(ex, st, f, d))
             ahead = early.result() if early is not None else vet_page.prefetch(ctx, ex, st, f, d)
             return "" if ahead is None else json.dumps(ahead, separators=(",", ":"))
+
+        # -- vet speed: a figure's JSON, once changed, is drawn by keys.js in the page
+        for box, fig in (("vet-global", g_plot), ("vet-zooms", z_plot)):
+            fig.change(None, fig, None, api_name=False,
+                       js=f"(v) => {{ (window.loupeFigures = window.loupeFigures || {{}})"
+                          f"['{box}'] = v; window.loupeFigure && window.loupeFigure('{box}'); }}")  # fmt: skip
 
         def then_ahead(dep: Any) -> None:
             dep.then(on_ahead, [state, *filters, *display], ahead_box, api_name=False,
