@@ -541,15 +541,29 @@
           if (deciding) sent(-1);
           return;
         }
-        if (key === "j" || key === "k") drawAhead(key === "j" ? "next" : "prev", false);
-        else if (deciding) {
+        let send;
+        if (key === "j" || key === "k") {
+          drawAhead(key === "j" ? "next" : "prev", false);
+          const token = drawnToken;
+          send = () => {
+            drawnToken = token;
+            btn.click();
+          };
+        } else if (deciding) {
           const d = drawn || draw();
-          drawnToken = d.token;
-          heldActive = d.active;
-          shownKey = d.on;
-        }
+          send = () => {
+            drawnToken = d.token;
+            heldActive = d.active;
+            shownKey = d.on;
+            btn.click();
+          };
+        } else send = () => btn.click();
         busyUntil = performance.now() + ANSWER_WAIT_MS; // until the answer and what follows arrive
-        btn.click();
+        // The click (Gradio's dispatch of the request) goes after the frame that paints
+        // what was drawn: the expert sees the next candidate a dispatch sooner. Keys pressed
+        // meanwhile wait (busy), so requests leave in key order with what each drew.
+        if (drawnToken || deciding) requestAnimationFrame(() => setTimeout(send, 0));
+        else send();
       };
       if (!onVetPage()) return;
       ev.preventDefault();

@@ -43,6 +43,13 @@ _early_lock = threading.Lock()
 EARLY_SESSIONS = 64
 
 
+def data_box(elem_id: str) -> gr.Textbox:
+    """A hidden box that carries data to keys.js (a figure's JSON, what j and k bring): one
+    line, no autoscroll, because a multi-line box measures its text's height, a forced
+    layout of the whole page, each time a value arrives."""
+    return gr.Textbox(visible="hidden", elem_id=elem_id, lines=1, max_lines=1, autoscroll=False)
+
+
 def _ahead_key(ex: Any, st: dict, f: views.QueueFilters, d: views.Display) -> tuple:
     # everything prefetch reads: who, where in the session, filters and display
     return (getattr(ex, "name", None), st.get("current"), st.get("pos"),
@@ -138,8 +145,8 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
             gr.HTML(PLOT_DIV, elem_id="vet-zooms", scale=3, js_on_load=None,
                     apply_default_css=False)  # fmt: skip
             thoughts = gr.HTML(elem_id="vet-thoughts", padding=False, min_height=0)
-        g_plot = gr.Textbox(visible="hidden", elem_id="vet-global-figure")
-        z_plot = gr.Textbox(visible="hidden", elem_id="vet-zooms-figure")
+        g_plot = data_box("vet-global-figure")
+        z_plot = data_box("vet-zooms-figure")
         answer = gr.HTML(elem_id="vet-answer")
         with gr.Row(elem_id="vet-actions"):
             b_accept = gr.Button("Accept (a)", variant="primary", elem_id="btn-accept")
@@ -196,10 +203,10 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
             comment_btn = gr.Button("Add comment", scale=1, elem_id="btn-comment")
         message = gr.Markdown(elem_id="vet-message")
         # -- vet speed: what j/k would show, handed to keys.js (vet_page.prefetch)
-        ahead_box = gr.Textbox(visible="hidden", elem_id="vet-ahead")
-        drawn_box = gr.Textbox(visible="hidden", elem_id="vet-drawn")
+        ahead_box = data_box("vet-ahead")
+        drawn_box = data_box("vet-drawn")
         # the id on the screen when a decision's key was pressed (vet_page.vet_act `shown`)
-        shown_box = gr.Textbox(visible="hidden", elem_id="vet-shown")
+        shown_box = data_box("vet-shown")
 
     def wire(demo: gr.Blocks) -> None:
         filters = [f_task, f_band, f_status, f_survey, f_split]
