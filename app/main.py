@@ -144,6 +144,11 @@ def build_app(
         max_file_size=ctx.settings.max_upload_bytes,
         allowed_paths=[str(ctx.export_dir)],
         footer_links=[],
+        # Gradio keeps every call's inputs and outputs in the browser's localStorage by
+        # default: each decision re-read and re-wrote that history (figures included) on the
+        # page's main thread, a third of a decision's cost there, and left the spectra and
+        # verdicts an expert saw in the browser's storage.
+        run_history=False,
     )
     if ctx.login:
         auth.install(

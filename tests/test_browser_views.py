@@ -264,3 +264,26 @@ def test_the_vet_plots_are_drawn_with_the_basic_bundle_only(tab, tmp_path_factor
             assert not [u for u in fetched if "PlotlyPlot-" in u]
     finally:
         ctx.store.close()
+
+
+def test_decisions_leave_nothing_in_the_browsers_storage(tab, tmp_path_factory, tmp_path):
+    """Gradio's run history (every call's inputs and outputs in localStorage) is off: the
+    spectra and verdicts an expert saw stay on the server, and a decision does not re-read
+    and re-write that history on the page's main thread."""
+    ctx = context(tmp_path_factory, tmp_path)
+    try:
+        with tab.serve(ctx) as (srv, page):
+            _open(page, srv.url)
+            page.wait_for_selector("#vet-global .js-plotly-plot", timeout=30_000)
+            for _ in range(3):
+                key = _current_key(page)
+                page.keyboard.press("j")
+                page.wait_for_function(f"() => (document.querySelector('#vet-header .loupe-head "
+                                       f".id')?.innerText ?? '').trim() !== {json.dumps(key)}",
+                                       timeout=30_000)  # fmt: skip
+            page.wait_for_timeout(500)
+            stored = page.evaluate("() => Object.keys(localStorage).map(k => [k, "
+                                   "localStorage.getItem(k).length])")  # fmt: skip
+            assert sum(n for _, n in stored) < 2_000, stored
+    finally:
+        ctx.store.close()
