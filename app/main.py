@@ -128,11 +128,10 @@ def build_app(
     Host is not one of them."""
     import gradio as gr
     from fastapi import FastAPI
-    from fastapi.staticfiles import StaticFiles
 
     from app import auth
     from app.ui import CSS, KEYS_JS, build
-    from app.ui.assets import STATIC, plotly_head
+    from app.ui.assets import plotly_head, script_response
 
     demo = build(ctx)
     demo.queue(default_concurrency_limit=8)
@@ -164,8 +163,16 @@ def build_app(
         kwargs["auth_dependency"] = lambda request: auth.user_for_request(ctx.store, request)
     else:
         auth.install_origin_check(api, trusted_proxies or ())
+
     # the vet tab's Plotly bundle (app/static/README.md); behind the login like the rest
-    api.mount("/loupe-static", StaticFiles(directory=STATIC), name="loupe-static")
+    api.add_route(
+        "/loupe-static/{name}",
+        lambda request: script_response(
+            request.path_params["name"], request.headers.get("accept-encoding", "")
+        ),
+        include_in_schema=False,
+    )
+
     if hosts is not None:
         auth.install_host_check(api, hosts)  # added last, so checked before anything else
     app = gr.mount_gradio_app(api, demo, path="/", **kwargs)

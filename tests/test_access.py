@@ -556,6 +556,10 @@ def test_the_vet_tabs_plotly_bundle_is_served_behind_the_login(web):
     r = web.get(path, headers=as_(token_for(web, "bob")))
     assert r.status_code == 200 and "javascript" in r.headers["content-type"]
     assert r.text.startswith("/**\n* plotly.js (basic - minified) v3.7.0")
+    # gzipped where accepted (httpx decodes it), and kept by the browser: the name has the version
+    assert r.headers["content-encoding"] == "gzip" and "immutable" in r.headers["cache-control"]
+    plain = web.get(path, headers={**as_(token_for(web, "bob")), "Accept-Encoding": "identity"})
+    assert "content-encoding" not in plain.headers and plain.text == r.text
     assert (
         web.get("/loupe-static/../main.py", headers=as_(token_for(web, "bob"))).status_code == 404
     )

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import functools
+import gzip
 from pathlib import Path
 
 KEYS_JS = (Path(__file__).parent.parent / "keys.js").read_text()
@@ -102,3 +104,25 @@ def plotly_head() -> str:
         'onload="window.loupePlotly = window.Plotly; '
         '(window.loupePlotlyWaiting || []).forEach((f) => f(window.loupePlotly));"></script>'
     )
+
+
+@functools.cache
+def _script(name: str) -> tuple[bytes, bytes]:
+    raw = (STATIC / name).read_bytes()
+    return raw, gzip.compress(raw, compresslevel=9, mtime=0)
+
+
+def script_response(name: str, accept_encoding: str):
+    """The vendored script `name` (only PLOTLY_BASIC is served), gzipped once and kept
+    (1.1 MB -> about 0.35 MB on the wire) where the browser accepts it. Its name carries its
+    version, so browsers keep it for good and a returning expert does not ask again."""
+    from fastapi import Response
+
+    if name != PLOTLY_BASIC:
+        return Response(status_code=404)
+    raw, packed = _script(name)
+    headers = {"Cache-Control": "public, max-age=31536000, immutable", "Vary": "Accept-Encoding"}
+    if "gzip" in accept_encoding.lower():
+        headers["Content-Encoding"] = "gzip"
+        raw = packed
+    return Response(raw, media_type="text/javascript; charset=utf-8", headers=headers)
