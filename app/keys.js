@@ -403,12 +403,13 @@
       const el = document.getElementById(box);
       const gd = el && el.querySelector(".loupe-plot");
       if (!gd) return;
+      // hidden until a figure is drawn (app/ui/assets.py CSS), and when there is none
       if (!json) {
         P.purge(gd);
-        el.style.display = "none";
+        el.classList.remove("loupe-drawn");
         return;
       }
-      el.style.display = "";
+      el.classList.add("loupe-drawn"); // first, so that Plotly measures a shown box
       drawFigure(P, gd, JSON.parse(json));
     }));
   };

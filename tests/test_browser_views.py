@@ -287,3 +287,41 @@ def test_decisions_leave_nothing_in_the_browsers_storage(tab, tmp_path_factory, 
             assert sum(n for _, n in stored) < 2_000, stored
     finally:
         ctx.store.close()
+
+
+def test_a_trajectory_without_zooms_hides_the_step_panels(tab, tmp_path_factory, tmp_path):
+    """A model that answered without zooming has no step panels: their box is hidden, not
+    left showing the previous candidate's, and the next candidate with zooms shows its own
+    again."""
+    ctx = context(tmp_path_factory, tmp_path)
+    first, other = ctx.store.list_candidates(limit=2)
+    t = ctx.store.trajectory(first.trajectory_id)
+    t.steps, t.verdict, t.confidence, t.policy = [], "NO", 0.3, "hasty"
+    t.explanation = "Answered at once, without a zoom."
+    ctx.store.record_trajectory(t, ctx.store.start_run("hasty", None, t.renderer, {}))
+    zooms = "() => document.getElementById('vet-zooms')"
+    drawn = """k => { const gd = document.querySelector('#vet-global .js-plotly-plot');
+                      return !!gd && gd.layout.meta.candidate === k; }"""
+    try:
+        with tab.serve(ctx) as (srv, page):
+            _open(page, srv.url)
+            for key, steps in ((first.key, False), (other.key, True), (first.key, False)):
+                # a jump to the candidate shown changes nothing on the page to wait for, and
+                # Gradio drops a second submit of the box while the first is running
+                if _current_key(page) != key:
+                    page.fill("#jump-id textarea, #jump-id input", key)
+                    page.keyboard.press("Enter")
+                page.wait_for_function(drawn, arg=key, timeout=30_000)
+                shown = f"() => getComputedStyle(({zooms})()).display !== 'none'"
+                if steps:
+                    page.wait_for_function(
+                        "k => { const gd = document.querySelector('#vet-zooms .js-plotly-plot');"
+                        " return !!gd && gd.layout.meta.candidate === k; }", arg=key,
+                        timeout=30_000,
+                    )  # fmt: skip
+                    assert page.evaluate(shown)
+                else:
+                    page.wait_for_function(f"() => !({shown})()", timeout=30_000)
+                    assert "without a zoom" in page.inner_text("#vet-answer")
+    finally:
+        ctx.store.close()

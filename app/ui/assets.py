@@ -48,6 +48,8 @@ CSS = """
 #correct-warning:empty {display:none}
 .loupe-stale {opacity:.25; transition:opacity 60ms}
 .loupe-grade b {padding:1px 6px; border-radius:4px; background:#1f3b73; color:#fff}
+/* the vet plots' boxes (keys.js loupeFigure): shown once a figure is drawn in them */
+#vet-global:not(.loupe-drawn), #vet-zooms:not(.loupe-drawn) {display:none}
 """
 
 CHEATSHEET = """
