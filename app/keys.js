@@ -299,7 +299,10 @@
   // (bench/app_latency.py reads it).
   const stats = { now: 0, waited: 0 };
   window.loupeKeyStats = stats;
-  const busy = () => performance.now() < busyUntil;
+  // Requests drawn at their key press and not yet sent (sent after the frame that paints
+  // what they drew): keys wait for them as for an answer, so none overtakes them.
+  let unsent = 0;
+  const busy = () => unsent > 0 || performance.now() < busyUntil;
   // A request that answers with the session's state (a grade) ends here: keys pressed
   // meanwhile waited, so its answer cannot overwrite a later decision's state.
   window.loupeDone = () => {
@@ -562,9 +565,17 @@
         busyUntil = performance.now() + ANSWER_WAIT_MS; // until the answer and what follows arrive
         // The click (Gradio's dispatch of the request) goes after the frame that paints
         // what was drawn: the expert sees the next candidate a dispatch sooner. Keys pressed
-        // meanwhile wait (busy), so requests leave in key order with what each drew.
-        if (drawnToken || deciding) requestAnimationFrame(() => setTimeout(send, 0));
-        else send();
+        // meanwhile wait (unsent), so requests leave in key order with what each drew.
+        if (drawnToken || deciding) {
+          unsent += 1;
+          requestAnimationFrame(() =>
+            setTimeout(() => {
+              unsent -= 1;
+              busyUntil = performance.now() + ANSWER_WAIT_MS; // an earlier answer may have ended it
+              send();
+            }, 0)
+          );
+        } else send();
       };
       if (!onVetPage()) return;
       ev.preventDefault();
