@@ -249,13 +249,6 @@
     });
   };
 
-  // -- vet speed: j and k draw the candidate they bring at once. After each move the server
-  // hands over what j and k would show (app/pages/vet.py `prefetch`): its header and its
-  // whole-spectrum figure, drawn here with Plotly.react before the server's answer, which
-  // then replaces them (the same candidate, or another if the queue changed meanwhile).
-  // A key that moves or decides is answered in two steps (the move, then what comes after
-  // it); keys pressed meanwhile wait for both, in order, so that a decision always applies
-  // to the candidate on the screen, and none is dropped.
   // plotly.js's basic bundle, once its script (in the page's head) has run
   const withPlotly = (fn) => {
     if (window.loupePlotly) fn(window.loupePlotly);
@@ -271,6 +264,13 @@
     fig.layout.margin = { ...(fig.layout.margin || {}), autoexpand: true };
     return P.react(gd, fig.data, fig.layout, { ...(fig.config || {}), responsive: true });
   };
+  // -- vet speed: j and k draw the candidate they bring at once. After each move the server
+  // hands over what j and k would show (app/pages/vet.py `prefetch`): its header and its
+  // whole-spectrum figure, drawn here with Plotly.react before the server's answer, which
+  // then replaces them (the same candidate, or another if the queue changed meanwhile).
+  // A key that moves or decides is answered in two steps (the move, then what comes after
+  // it); keys pressed meanwhile wait for both, in order, so that a decision always applies
+  // to the candidate on the screen, and none is dropped.
   let ahead = null;
   let busyUntil = 0;
   // How long a key waits at most for an earlier key's answer. Every request ends the wait

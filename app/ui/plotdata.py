@@ -11,8 +11,4 @@ from app.plots import to_json
 
 def plot(fig: dict[str, Any] | None) -> PlotData | None:
     # Our figures are plain dicts: hand Gradio the JSON directly, skipping graph objects.
-    return None if fig is None else plotly(to_json(fig))
-
-
-def plotly(fig_json: str) -> PlotData:
-    return PlotData(type="plotly", plot=fig_json)
+    return None if fig is None else PlotData(type="plotly", plot=to_json(fig))
