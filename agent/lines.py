@@ -172,6 +172,10 @@ FEATURES: tuple[Feature, ...] = (
         note="higher series members merge early in white dwarfs (low Balmer jump)",
     ),
     _line("H9", "H9", "H I", 3835.38, ("wd",), 30),
+    # The lines a white dwarf's pressure merges and a subdwarf's or A/B star's show apart.
+    _line("H10", "H10", "H I", 3797.90, ("wd",), 20),
+    _line("H11", "H11", "H I", 3770.63, ("wd",), 15),
+    _line("H12", "H12", "H I", 3750.15, ("wd",), 12),
     # -- helium -------------------------------------------------------------------------
     _line("He I 4026", "He I", "He I", 4026.19, ("wd",), 50),
     _line(

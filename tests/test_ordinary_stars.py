@@ -337,6 +337,42 @@ def test_a_hot_subdwarf_on_a_reddened_continuum_is_no_da(snr, seed):
     assert inspect(star(70.0), "wd").answer == "YES"
 
 
+def subdwarf_with_high_series(merged: bool = False):
+    """A 30,000 K star whose H-alpha to H-epsilon a Lorentzian fit reads 55 Å wide (past
+    the width a DA this hot must exceed) and whose H8-H16 stand apart, 12 Å wide, as a
+    hot subdwarf's (log g 5-6) do; `merged`: a DA instead, its series from H8 on blended
+    into one depressed stretch by the pressure of log g 8."""
+    f = (W / 5000.0) ** -3.5
+    for c in BALMER[:5]:
+        f = f * (1 - (0.5 if merged else 0.35) / (1 + ((W - c) / 27.5) ** 2))
+    if merged:
+        return f * (1 - 0.35 / (1 + np.exp((W - 3900.0) / 30.0)))
+    for n in range(8, 17):
+        c = 3647.05 * n * n / (n * n - 4)
+        f = f * (1 - 0.3 * 0.93 ** (n - 8) / (1 + ((W - c) / 6.0) ** 2))
+    return f
+
+
+@pytest.mark.parametrize("snr,seed", [(12, 0), (20, 1), (35, 2)])
+def test_a_balmer_series_resolved_to_h12_is_no_da(snr, seed):
+    # Once: hot subdwarfs called DA white dwarfs in 40% of their spectra, most at SNR
+    # above 8, where lines 50 Å and wider passed every width test; their H10-H12, which a
+    # white dwarf's pressure merges, stood apart.
+    spec = _survey(subdwarf_with_high_series(), snr=snr, seed=seed)
+    m = measure_all(spec)
+    assert m["hb_w_fwhm"] > 50 and m["b_r"] > 0.3, (m["hb_w_fwhm"], m["b_r"])
+    v = inspect(spec, "wd", m)
+    assert v.answer == "NO", v.evidence.notes
+    assert any("the Balmer series resolved to H12" in n for n in v.evidence.notes)
+    t, text = _played(spec, "wd")
+    assert "the series is resolved to H12" in text and not found("wd", t.confidence, text)
+    # the DA beside it, its high series merged, stays one and is said to be merged
+    da = _survey(subdwarf_with_high_series(merged=True), snr=snr, seed=seed)
+    assert inspect(da, "wd").answer == "YES"
+    t, text = _played(da, "wd")
+    assert "not clearly apart" in text and not found("wd", t.confidence, text)
+
+
 # An OB star (STELIB HD271163, SDSS layout at SNR 20): narrow H-gamma and H-delta 4-5 Å
 # wide at depth 0.3, H-beta's broad window a 196 Å shallow wave (depth 0.08) and H-alpha's
 # fit under the noise at its 240 Å bound.

@@ -31,6 +31,7 @@ AGAINST: dict[str, tuple[str, ...]] = {
         "not a DZ white dwarf",
         "not the lines tens of Å wide of a DB white dwarf",
         "the lower gravity of a hot subdwarf",
+        "as only a gravity lower than a white dwarf's allows",
     ),
     "s_type": ("ZrO no stronger",),
     "carbon": ("TiO bands present",),
@@ -42,7 +43,11 @@ HEDGES = ("near even odds", "Cannot tell whether")
 # task -> (sentence, sentence) that contradict each other in one trajectory
 EXCLUSIVE: dict[str, tuple[tuple[str, str], ...]] = {
     # a DB has no hydrogen: "no Balmer lines" cannot stand beside measured ones
-    "wd": (("with no Balmer lines", "weak, narrow Balmer lines (hot subdwarf or B star)"),),
+    "wd": (
+        ("with no Balmer lines", "weak, narrow Balmer lines (hot subdwarf or B star)"),
+        # the high series is either merged by a white dwarf's pressure or resolved
+        ("H8-H10 blend together", "the series is resolved to H12"),
+    ),
 }
 
 

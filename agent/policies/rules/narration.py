@@ -17,6 +17,7 @@ from agent.policies.rules.features import (
     finite,
     in_emission,
     no_line_text,
+    series_resolved,
     unanchored,
     unanchored_text,
 )
@@ -204,14 +205,24 @@ def say_cat(m: dict[str, float]) -> str:
 
 def say_high_balmer(m: dict[str, float]) -> str:
     h9, cak, cakd = m.get("h9_contrast"), m.get("cak_ew"), m.get("cak_depth")
+    hs, hs_sig = m.get("hser_contrast"), m.get("hser_sig")
     parts = []
+    resolved = series_resolved(m)
+    if resolved:
+        parts.append(
+            f"H10, H11 and H12 stand apart (contrast {hs:.2f} against the flux between them, "
+            f"{hs_sig:.0f} sigma): the series is resolved to H12, as only a gravity lower "
+            "than a white dwarf's allows"
+        )
+    elif finite(hs) and finite(hs_sig):
+        parts.append(f"H10-H12 contrast {hs:.2f} ({hs_sig:.1f} sigma): not clearly apart")
     if finite(h9):
         if h9 > 0.3:
             parts.append(
                 f"H9 stands out sharply (contrast {h9:.2f} against its neighbours): the high "
                 "series is resolved as in an A/B star"
             )
-        elif h9 < 0.2:
+        elif h9 < 0.2 and not resolved:
             parts.append(
                 f"H8-H10 blend together (H9 contrast {h9:.2f}), as pressure broadening in a white dwarf does"
             )
@@ -226,7 +237,7 @@ def say_high_balmer(m: dict[str, float]) -> str:
         else:
             parts.append(f"Ca II K weak (EW {cak:.1f} Å): no metal line of an A star")
     if not parts:
-        return "H8-H10 and Ca II K fall outside the coverage (the blue end is missing)."
+        return "H8-H12 and Ca II K fall outside the coverage (the blue end is missing)."
     return "; ".join(parts) + "."
 
 

@@ -10,6 +10,7 @@ from agent.policies.rules.features import (
     depth_points,
     extragalactic,
     finite,
+    series_resolved,
     unanchored,
 )
 from agent.policies.rules.narration import Zoom, say_balmer_wd, say_he, say_high_balmer
@@ -91,6 +92,17 @@ def evidence(m: dict[str, float]) -> Evidence:
             e.add(-1.0, f"{txt}: weak, narrow Balmer lines (hot subdwarf or B star)", keys)
         else:
             e.add(0.0, f"{txt}: no strong Balmer lines (not a DA)", keys)
+    resolved = strong_balmer and balmer > 0 and series_resolved(m)
+    if resolved:
+        e.add(
+            -3.0,
+            f"H10, H11 and H12 sharp and apart (contrast {m['hser_contrast']:.2f} against the "
+            f"flux between them, {m['hser_sig']:.0f} sigma): the Balmer series resolved to H12, "
+            "which a white dwarf's pressure (log g ~8) merges beyond H8-H9, so the lower "
+            "gravity of a hot subdwarf or an A/B star",
+            ("hser_contrast",),
+            decisive=True,
+        )
     h9 = m.get("h9_contrast")
     if finite(h9) and strong_balmer:
         e.checked += 1
@@ -100,7 +112,7 @@ def evidence(m: dict[str, float]) -> Evidence:
                 f"H9 is sharp and separate (contrast {h9:.2f}): the high series is resolved as in an A/B star",
                 ("h9_contrast",),
             )
-        elif h9 < 0.2 and balmer > 0:
+        elif h9 < 0.2 and balmer > 0 and not resolved:
             e.add(
                 0.5,
                 f"H8-H10 merged (H9 contrast {h9:.2f}), as pressure broadening does",
@@ -340,9 +352,9 @@ ZOOMS = [
         lambda m: say_balmer(m, "hg", "H-gamma") + " " + say_balmer(m, "hd", "H-delta"),
     ),
     Zoom(
-        (3760.0, 4000.0),
-        "H8-H10 and Ca II K (A star check)",
-        ["h9_contrast", "h8_contrast", "cak_ew"],
+        (3725.0, 4000.0),
+        "H8-H12 and Ca II K (A star and subdwarf check)",
+        ["hser_contrast", "h9_contrast", "h8_contrast", "cak_ew"],
         lambda m: say_high_balmer(m),
     ),
     Zoom(
