@@ -337,6 +337,29 @@ def test_a_hot_subdwarf_on_a_reddened_continuum_is_no_da(snr, seed):
     assert inspect(star(70.0), "wd").answer == "YES"
 
 
+def k_dwarf_with_weak_blue_balmer():
+    """A K dwarf as a survey sees it: Ca II K and H 14 Å wide on a continuum just blue
+    of log F4600/F6100 = 0 (a flux-calibration error), H-alpha 8 Å wide and 0.3 deep, and
+    H-beta to H-delta 0.03 deep, shallow enough to pass for absent."""
+    f = (W / 5000.0) ** -0.16 * (1 - _g(6564.6, 8.0, 0.3))
+    for c in BALMER[1:4]:
+        f = f * (1 - _g(c, 6.0, 0.03))
+    return f * (1 - _g(3934.8, 14.0, 0.6)) * (1 - _g(3969.6, 14.0, 0.5))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_ca_k_beside_a_clear_h_alpha_is_no_dz(seed):
+    # Once: Pickles' K0V (and this star at SNR 35) called a DZ white dwarf at P(YES) 0.92-0.99,
+    # "Ca II K ... with no hydrogen" beside its own H-alpha line.
+    spec = _survey(k_dwarf_with_weak_blue_balmer(), snr=35, seed=seed)
+    v = inspect(spec, "wd")
+    assert v.answer == "NO", v.evidence.notes
+    assert any("but H-alpha is there" in n for n in v.evidence.notes), v.evidence.notes
+    t, text = _played(spec, "wd")
+    assert "but H-alpha is there" in text and "with no hydrogen" not in text
+    assert not found("wd", t.confidence, text)
+
+
 def subdwarf_with_high_series(merged: bool = False):
     """A 30,000 K star whose H-alpha to H-epsilon a Lorentzian fit reads 55 Å wide (past
     the width a DA this hot must exceed) and whose H8-H16 stand apart, 12 Å wide, as a

@@ -45,6 +45,7 @@ EXCLUSIVE: dict[str, tuple[tuple[str, str], ...]] = {
     # a DB has no hydrogen: "no Balmer lines" cannot stand beside measured ones
     "wd": (
         ("with no Balmer lines", "weak, narrow Balmer lines (hot subdwarf or B star)"),
+        ("with no hydrogen", "weak, narrow Balmer lines (hot subdwarf or B star)"),
         # the high series is either merged by a white dwarf's pressure or resolved
         ("H8-H10 blend together", "the series is resolved to H12"),
     ),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agent.policies.rules.features import (
+    PRESENT_DEPTH,
     Evidence,
     balmer_absence,
     balmer_wd,
@@ -130,6 +131,18 @@ def evidence(m: dict[str, float]) -> Evidence:
                 )
             elif hot:
                 absent, why, hkeys = balmer_absence(m)
+                ha_f, ha_d = m.get("ha_w_fwhm"), m.get("ha_w_depth")
+                if (
+                    absent
+                    and finite(ha_d)
+                    and ha_d >= PRESENT_DEPTH
+                    and not below_noise(m, "ha_w")
+                    and not unanchored(m, "ha_w")
+                ):
+                    # H-beta to H-delta under the noise, but H-alpha, a cool star's
+                    # strongest Balmer line, stands clear of it: hydrogen is there.
+                    absent, hkeys = False, ("ha_w_depth",)
+                    why = f"H-alpha is there (FWHM {ha_f:.0f} Å, depth {ha_d:.2f})"
                 if absent:
                     e.add(
                         3.0,
