@@ -416,16 +416,19 @@ def _hash(text: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
-def stamped(fig: dict[str, Any], **meta: Any) -> dict[str, Any]:
+def stamped(fig: dict[str, Any], text: str | None = None, **meta: Any) -> dict[str, Any]:
     """`fig` (not changed: it may be cached) with its content's hash in `layout.meta.h`, and
-    `meta`."""
+    `meta`. `text`: `to_json(fig)` where the caller has it already (a whole spectrum's
+    figure is the largest thing a vet answer serialises)."""
     layout = fig.get("layout") or {}
-    h = _hash(to_json(fig))
+    h = _hash(to_json(fig) if text is None else text)
     return {**fig, "layout": {**layout, "meta": {**(layout.get("meta") or {}), "h": h, **meta}}}
 
 
-def drawn_token(view: Any) -> str:
+def drawn_token(view: Any, text: str | None = None) -> str:
     """Names a `VetView`'s header and whole-spectrum figure: the page sends back the token of
-    what it drew ahead at a key press, and the server's answer then leaves both as drawn."""
-    fig = "" if view.global_fig is None else to_json(view.global_fig)
-    return _hash(view.header_html + "\0" + fig)
+    what it drew ahead at a key press, and the server's answer then leaves both as drawn.
+    `text`: the figure's `to_json` where the caller has it already."""
+    if text is None:
+        text = "" if view.global_fig is None else to_json(view.global_fig)
+    return _hash(view.header_html + "\0" + text)

@@ -618,9 +618,10 @@ def prefetch(
             view = build_view(ctx, info, traj, display)
             if view.global_fig is None or view.message:
                 continue  # an unreadable spectrum: the server's answer says so
+            fig = plots.to_json(view.global_fig)
             out[name] = {"key": info["id"], "header": view.header_html,
-                         "global": plots.to_json(plots.stamped(view.global_fig)),
-                         "token": plots.drawn_token(view)}  # fmt: skip
+                         "global": plots.to_json(plots.stamped(view.global_fig, fig)),
+                         "token": plots.drawn_token(view, fig)}  # fmt: skip
     except (*USER_ERRORS, ValueError):
         return None  # the key press asks again and says what is wrong
     return out

@@ -230,7 +230,7 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
             st["_n"] = n
             gjson = None if view.global_fig is None else to_json(view.global_fig)
             if drawn:
-                if drawn == drawn_token(view):
+                if drawn == drawn_token(view, gjson or ""):
                     sent["header"], sent["global"] = view.header_html, gjson
                 else:
                     sent.pop("header", None)
@@ -245,7 +245,12 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
             head = view.header_html.replace(
                 'class="loupe-head"', f'class="loupe-head" data-n="{n}"', 1
             )
-            gplot = "" if gjson is None else to_json(stamped(view.global_fig, n=n))
+            # serialised only where it will be sent (`once` skips an unchanged one)
+            gplot = (
+                ""
+                if gjson is None or sent.get("global") == gjson
+                else to_json(stamped(view.global_fig, gjson, n=n))
+            )
             # -- end vet speed
             zjson = None if view.zoom_fig is None else to_json(view.zoom_fig)
             surveys = ["all", *view.surveys]
