@@ -118,6 +118,9 @@ def sim_da(m: Model, rng: np.random.Generator) -> dict:
     # Balmer lines are strongest near 12,000 K and weaken towards hot DAs.
     s = np.exp(-0.5 * ((np.log10(teff) - 4.08) / 0.22) ** 2)
     width = rng.uniform(0.8, 1.3)
+    # Stark widths grow with the upper level (about as n^2), so beyond H8 the lines of a
+    # log g 8 atmosphere overlap into one trough (its Inglis-Teller limit): H9-H12 wider
+    # than their spacing, and shallower, never the separate lines of an A star or sdB.
     for n, fwhm, depth in (
         (3, 55, 0.45),
         (4, 75, 0.6),
@@ -125,10 +128,10 @@ def sim_da(m: Model, rng: np.random.Generator) -> dict:
         (6, 55, 0.6),
         (7, 45, 0.55),
         (8, 35, 0.5),
-        (9, 28, 0.45),
-        (10, 22, 0.4),
-        (11, 18, 0.35),
-        (12, 15, 0.3),
+        (9, 45, 0.4),
+        (10, 55, 0.3),
+        (11, 65, 0.25),
+        (12, 75, 0.2),
     ):
         m.absorb_voigt(balmer(n), depth * (0.45 + 0.55 * s), fwhm * width * (0.85 + 0.35 * s), 0.7)
     m.flux *= balmer_confluence(m.wave, 0.45 * (0.45 + 0.55 * s))
