@@ -79,7 +79,10 @@ def test_weak_narrow_he_i_of_an_ob_star_is_no_db():
     f = (W / 5000.0) ** -3.0
     for c in (4472.7, 4923.3, 5877.3, 4027.3):
         f = f * (1 - _g(c, 3.5, 0.4))  # EW ~1.5 Å, as an OB star's
-    f = _lines(f, [6.0] * 8, 0.06)  # Balmer lines under the DA reading's depth
+    # Balmer lines as an OB star's at the surveys' resolution (EW ~1.5 Å). Once they stood
+    # at a depth of 0.06, which no OB star shows: a hot star with its hydrogen measured
+    # absent is a helium-atmosphere white dwarf (the test below).
+    f = _lines(f, [6.0] * 8, 0.25)
     v = inspect(_survey(f, snr=35), "wd")
     assert v.answer == "NO", v.evidence.notes
     assert not any("a DB white dwarf" in n and "not" not in n for n in v.evidence.notes)
@@ -358,6 +361,38 @@ def test_ca_k_beside_a_clear_h_alpha_is_no_dz(seed):
     t, text = _played(spec, "wd")
     assert "but H-alpha is there" in text and "with no hydrogen" not in text
     assert not found("wd", t.confidence, text)
+
+
+def helium_atmosphere(he_depth=0.06, balmer_depth=0.0, he2_depth=0.0):
+    """A 15,000 K continuum with He I 4471, 4922 and 5876 30 Å wide at `he_depth` (a cool
+    DB's weak lines, as the CALSPEC DB LTT 9491 shows them), and optionally narrow Balmer
+    lines (a B star) or He II 4686 (a He-rich hot subdwarf)."""
+    f = (W / 5000.0) ** -2.5
+    for c in (4472.7, 4923.3, 5877.3):
+        f = f * (1 - _g(c, 30.0, he_depth))
+    if balmer_depth:
+        f = _lines(f, [8.0] * 8, balmer_depth)
+    if he2_depth:
+        f = f * (1 - _g(4687.0, 6.0, he2_depth))
+    return f
+
+
+@pytest.mark.parametrize("snr,seed", [(20, 0), (35, 1)])
+def test_a_hot_continuum_with_hydrogen_measured_absent_is_a_helium_white_dwarf(snr, seed):
+    # Once: the DB white dwarf LTT 9491 (tune) answered NO at P(YES) 0.08 in 12 of its 15
+    # spectra, its He I too weak for the DB reading and its Balmer lines measured absent.
+    spec = _survey(helium_atmosphere(), snr=snr, seed=seed)
+    v = inspect(spec, "wd")
+    assert v.answer == "YES", v.evidence.notes
+    assert any("unless its atmosphere is helium" in n for n in v.evidence.notes)
+    t, text = _played(spec, "wd")
+    assert not found("wd", t.confidence, text), text
+    assert "could not be measured" not in text  # H-beta was looked at: no line
+    # a B star's narrow Balmer lines beside the same He I, or a He-rich subdwarf's He II,
+    # are no helium white dwarf
+    for other in (helium_atmosphere(balmer_depth=0.3), helium_atmosphere(he2_depth=0.3)):
+        v = inspect(_survey(other, snr=snr, seed=seed), "wd")
+        assert v.answer == "NO", v.evidence.notes
 
 
 def subdwarf_with_high_series(merged: bool = False):

@@ -540,8 +540,8 @@ PRESENT_DEPTH, ABSENT_BELOW = 0.1, 0.3
 
 def balmer_absence(m: dict[str, float]) -> tuple[bool, str, tuple[str, ...]]:
     """Whether H-beta, H-gamma and H-delta were each looked at and none is there at the
-    SNR in hand: (absent, the sentence that says so or names the line that is not absent,
-    the keys it rests on)."""
+    SNR in hand, nor H-alpha clearly: (absent, the sentence that says so or names the line
+    that is not absent, the keys it rests on)."""
     said, keys = [], []
     for n, lbl in ABSENCE_LINES:
         d, err = m.get(f"{n}_fitdepth"), m.get(f"{n}_fiterr")
@@ -560,6 +560,11 @@ def balmer_absence(m: dict[str, float]) -> tuple[bool, str, tuple[str, ...]]:
             return False, f"{lbl} is too noisy to rule out a line of depth {limit:.2f}", (n,)
         said.append(f"{lbl} depth < {limit:.2f}")
         keys.append(n)
+    d = m.get("ha_w_depth")
+    if finite(d) and d >= PRESENT_DEPTH and not below_noise(m, "ha_w") and not unanchored(m, "ha_w"):
+        # H-beta to H-delta under the noise, but H-alpha, a cool star's strongest Balmer
+        # line, stands clear of it: hydrogen is there.
+        return False, f"H-alpha is there (FWHM {m['ha_w_fwhm']:.0f} Å, depth {d:.2f})", ("ha_w",)
     return True, "no hydrogen: " + ", ".join(said), tuple(keys)
 
 

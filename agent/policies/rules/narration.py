@@ -78,6 +78,13 @@ def unmeasured(m: dict[str, float], name: str, lbl: str) -> str:
 def say_balmer_wd(m: dict[str, float], name: str, lbl: str) -> str:
     f, d, w = (m.get(f"{name}_w_{k}") for k in ("fwhm", "depth", "ew"))
     if not (finite(f) and finite(d) and finite(w)):
+        if below_noise(m, f"{name}_w"):
+            # Looked at and found empty (a fit of depth ~0 has no width): a measurement,
+            # which a reading of "no hydrogen" quotes, not a gap in the data.
+            return (
+                f"{no_line_text(m, f'{name}_w', lbl)}: no hydrogen to speak of, so not a "
+                "DA; a DB, DC, DQ or DZ white dwarf or a hot O/sdO star remain."
+            )
         return unmeasured(m, f"{name}_w", lbl)
     if w <= 0:
         return (
@@ -250,7 +257,7 @@ def say_he(m: dict[str, float], name: str, lbl: str, task: str) -> str:
     if task == "cv":
         return say_emission(m, name, lbl)
     if noisy(m, name):
-        return f"{lbl}: nothing above the noise (EW {ew:+.1f} Å), so no helium atmosphere shows."
+        return f"{lbl}: nothing above the noise (EW {ew:+.1f} Å), so no helium lines show here."
     if ew > 1.0:
         return (
             f"{lbl} in absorption, EW {ew:.1f} Å: helium, as in a DB white dwarf (if Balmer lines are "

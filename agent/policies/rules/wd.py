@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from agent.policies.rules.features import (
-    PRESENT_DEPTH,
     Evidence,
     balmer_absence,
     balmer_wd,
@@ -131,18 +130,6 @@ def evidence(m: dict[str, float]) -> Evidence:
                 )
             elif hot:
                 absent, why, hkeys = balmer_absence(m)
-                ha_f, ha_d = m.get("ha_w_fwhm"), m.get("ha_w_depth")
-                if (
-                    absent
-                    and finite(ha_d)
-                    and ha_d >= PRESENT_DEPTH
-                    and not below_noise(m, "ha_w")
-                    and not unanchored(m, "ha_w")
-                ):
-                    # H-beta to H-delta under the noise, but H-alpha, a cool star's
-                    # strongest Balmer line, stands clear of it: hydrogen is there.
-                    absent, hkeys = False, ("ha_w_depth",)
-                    why = f"H-alpha is there (FWHM {ha_f:.0f} Å, depth {ha_d:.2f})"
                 if absent:
                     e.add(
                         3.0,
@@ -181,6 +168,10 @@ def evidence(m: dict[str, float]) -> Evidence:
             if m[f"{k}_ew"] >= DB_HE_EW and m.get(f"{k}_depth", 0.0) >= DB_HE_DEPTH
         ]
         absent, why, hkeys = balmer_absence(m)
+        # Every star hotter than about 7,000 K with hydrogen in its atmosphere shows Balmer
+        # lines: on a blue continuum their measured absence marks a white dwarf with a
+        # helium atmosphere (DB, DC, DZ), unless He II marks a He-rich hot subdwarf.
+        no_h = hot and absent and not he2_abs
         dc = featureless(m, hot)
         c2 = m.get("c2_5165")
         dq = finite(c2) and c2 > 0.15 and finite(br) and br > -0.15
@@ -215,7 +206,7 @@ def evidence(m: dict[str, float]) -> Evidence:
                     f"{why}: a DB white dwarf has no hydrogen",
                     tuple(f"{k}_ew" for k in he_strong) + hkeys,
                 )
-            elif dc is not None or dq or any(i.points > 0 for i in e.items):
+            elif dc is not None or dq or no_h or any(i.points > 0 for i in e.items):
                 # A DC reading (which counts these lines as noise), a DZ or a DQ reading
                 # stands beside them: a thought that then calls them a hot star's lines
                 # would contradict it.
@@ -237,6 +228,14 @@ def evidence(m: dict[str, float]) -> Evidence:
                 3.0,
                 f"C2 Swan 5165 head depth {depth_points(c2):.2f} on a warm continuum (log F4600/F6100 = {br:.2f}): a DQ white dwarf",
                 ("c2_5165",),
+            )
+        if no_h and dc is None and not dq and not any(i.points > 0 for i in e.items):
+            e.add(
+                2.0,
+                f"a continuum as blue as log F4600/F6100 = {br:.2f} with {why}: a star this "
+                "hot shows Balmer lines unless its atmosphere is helium, as a DB, DC or DZ "
+                "white dwarf's is",
+                hkeys,
             )
         if dc is not None:
             e.add(
