@@ -561,7 +561,12 @@ def balmer_absence(m: dict[str, float]) -> tuple[bool, str, tuple[str, ...]]:
         said.append(f"{lbl} depth < {limit:.2f}")
         keys.append(n)
     d = m.get("ha_w_depth")
-    if finite(d) and d >= PRESENT_DEPTH and not below_noise(m, "ha_w") and not unanchored(m, "ha_w"):
+    if (
+        finite(d)
+        and d >= PRESENT_DEPTH
+        and not below_noise(m, "ha_w")
+        and not unanchored(m, "ha_w")
+    ):
         # H-beta to H-delta under the noise, but H-alpha, a cool star's strongest Balmer
         # line, stands clear of it: hydrogen is there.
         return False, f"H-alpha is there (FWHM {m['ha_w_fwhm']:.0f} Å, depth {d:.2f})", ("ha_w",)
