@@ -395,6 +395,17 @@ def test_a_hot_continuum_with_hydrogen_measured_absent_is_a_helium_white_dwarf(s
         assert v.answer == "NO", v.evidence.notes
 
 
+@pytest.mark.parametrize("snr,seed", [(20, 0), (35, 1)])
+def test_balmer_emission_filling_the_absorption_is_hydrogen_all_the_same(snr, seed):
+    # A Be star: a hot continuum whose H-beta to H-delta absorption its disc's emission
+    # fills in, and H-alpha in emission (EW about -10 Å). No Balmer absorption is left to
+    # fit, yet its hydrogen is plain: no helium-atmosphere white dwarf.
+    f = helium_atmosphere(he_depth=0.0) * (1 + _g(6564.6, 12.0, 0.8))
+    v = inspect(_survey(f, snr=snr, seed=seed), "wd")
+    assert v.answer == "NO", v.evidence.notes
+    assert not any("unless its atmosphere is helium" in n for n in v.evidence.notes)
+
+
 def subdwarf_with_high_series(merged: bool = False):
     """A 30,000 K star whose H-alpha to H-epsilon a Lorentzian fit reads 55 Å wide (past
     the width a DA this hot must exceed) and whose H8-H16 stand apart, 12 Å wide, as a

@@ -538,6 +538,24 @@ ABSENCE_LINES = (("hb_w", "H-beta"), ("hg_w", "H-gamma"), ("hd_w", "H-delta"))
 PRESENT_DEPTH, ABSENT_BELOW = 0.1, 0.3
 
 
+def balmer_emission(m: dict[str, float]) -> str | None:
+    """H-alpha clearly in emission (EW under -2 Å at over 5 sigma): the sentence, else None.
+
+    Emission filling the absorption (a Be star, a CV) leaves no Balmer absorption to fit,
+    yet hydrogen is there all the same. H-beta's narrow window is not read for this: a DB's
+    He I 4922 in its red sideband makes its centre look like emission.
+
+    >>> balmer_emission({"ha_ew": -9.5, "ha_sig": 30.0})
+    'H-alpha is in emission (EW -9.5 Å)'
+    >>> balmer_emission({"ha_ew": -1.0, "ha_sig": 30.0}) is None
+    True
+    """
+    ew, sig = m.get("ha_ew"), m.get("ha_sig")
+    if finite(ew) and ew < -2.0 and finite(sig) and sig > 5.0:
+        return f"H-alpha is in emission (EW {ew:.1f} Å)"
+    return None
+
+
 def balmer_absence(m: dict[str, float]) -> tuple[bool, str, tuple[str, ...]]:
     """Whether H-beta, H-gamma and H-delta were each looked at and none is there at the
     SNR in hand, nor H-alpha clearly: (absent, the sentence that says so or names the line
@@ -560,6 +578,9 @@ def balmer_absence(m: dict[str, float]) -> tuple[bool, str, tuple[str, ...]]:
             return False, f"{lbl} is too noisy to rule out a line of depth {limit:.2f}", (n,)
         said.append(f"{lbl} depth < {limit:.2f}")
         keys.append(n)
+    emission = balmer_emission(m)
+    if emission:
+        return False, emission, ("ha",)
     d = m.get("ha_w_depth")
     if (
         finite(d)

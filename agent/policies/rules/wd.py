@@ -5,6 +5,7 @@ from __future__ import annotations
 from agent.policies.rules.features import (
     Evidence,
     balmer_absence,
+    balmer_emission,
     balmer_wd,
     below_noise,
     depth_points,
@@ -279,6 +280,7 @@ def featureless(m: dict[str, float], hot: bool) -> float | None:
         and not lines_seen
         and hot
         and not (finite(c2) and c2 > 0.15)
+        and not balmer_emission(m)  # a Be star's or a CV's emission is a feature
     ):
         return max(broad)
     return None
