@@ -576,7 +576,12 @@ def balmer_absence(m: dict[str, float]) -> tuple[bool, str, tuple[str, ...]]:
             return False, why, (n,)
         if limit >= ABSENT_BELOW:
             return False, f"{lbl} is too noisy to rule out a line of depth {limit:.2f}", (n,)
-        said.append(f"{lbl} depth < {limit:.2f}")
+        if m.get(f"{n}_fitbound") == 1.0 and not below_noise(m, n):
+            # Its width is no measurement (the narration says so); what it shows is that
+            # no line of a star's width stands there, the fit preferring a shallow spread.
+            said.append(f"{lbl} no line, only a depression as wide as its fit allows")
+        else:
+            said.append(f"{lbl} depth < {limit:.2f}")
         keys.append(n)
     emission = balmer_emission(m)
     if emission:
