@@ -302,12 +302,30 @@
   // Requests drawn at their key press and not yet sent (sent after the frame that paints
   // what they drew): keys wait for them as for an answer, so none overtakes them.
   let unsent = 0;
-  const busy = () => unsent > 0 || performance.now() < busyUntil;
+  // Requests sent and not yet answered, by the call their answer ends with: a grade's or a
+  // flag's with loupeDone, a move's or a decision's with loupeAhead. Keys wait until every
+  // one has answered: a grade's answer arriving while an accept is on its way (or the page
+  // load's own look-ahead arriving late) once let the next grade go before the accept's
+  // answer had cleared the grade box, and the reject after it was saved without the grade.
+  let outDone = 0;
+  let outAhead = 0;
+  const busy = () => {
+    if (unsent > 0) return true;
+    if (performance.now() >= busyUntil) {
+      outDone = outAhead = 0; // a request that never answered holds no key past the wait
+      return false;
+    }
+    return outDone + outAhead > 0;
+  };
+  const answered = () => {
+    if (outDone + outAhead === 0) busyUntil = 0;
+    while (waiting.length && !busy()) waiting.shift()();
+  };
   // A request that answers with the session's state (a grade) ends here: keys pressed
   // meanwhile waited, so its answer cannot overwrite a later decision's state.
   window.loupeDone = () => {
-    busyUntil = 0;
-    while (waiting.length && !busy()) waiting.shift()();
+    outDone = Math.max(0, outDone - 1);
+    answered();
   };
   // Whether the last candidate drawn at a key press was brought by a decision (a, r, s, f).
   let decidedDraw = false;
@@ -328,8 +346,8 @@
     const head = headId();
     if (decidedDraw && ahead && ahead.for !== head && ahead.next && ahead.next.key === head)
       ahead = ahead.after ? { for: head, next: ahead.after } : null;
-    busyUntil = 0;
-    while (waiting.length && !busy()) waiting.shift()();
+    outAhead = Math.max(0, outAhead - 1);
+    answered();
   };
   // The token of what was drawn goes with the key's request (app/ui/vet.py reads it through
   // loupeDrawn): the server's answer then leaves the drawn header and figure as they are.
@@ -449,6 +467,7 @@
           ev.preventDefault();
           waiting.push(() => {
             busyUntil = performance.now() + ANSWER_WAIT_MS;
+            outAhead += 1;
             holdActive();
             drawAhead("next");
             shownKey = on;
@@ -456,6 +475,7 @@
           });
         } else {
           busyUntil = performance.now() + ANSWER_WAIT_MS;
+          outAhead += 1;
           holdActive();
           drawAhead("next");
           shownKey = on;
@@ -483,7 +503,10 @@
         // a flag decides nothing: it is kept with the decision (or added to it)
         ev.preventDefault();
         const send = () => {
-          if (toggleIssue(ISSUES[ev.key])) busyUntil = performance.now() + ANSWER_WAIT_MS;
+          if (toggleIssue(ISSUES[ev.key])) {
+            busyUntil = performance.now() + ANSWER_WAIT_MS;
+            outDone += 1;
+          }
         };
         if (busy()) waiting.push(send);
         else send();
@@ -515,7 +538,10 @@
       if (onVetPage() && ["1", "2", "3", "4"].includes(key)) {
         ev.preventDefault();
         const send = () => {
-          if (grade(key)) busyUntil = performance.now() + ANSWER_WAIT_MS;
+          if (grade(key)) {
+            busyUntil = performance.now() + ANSWER_WAIT_MS;
+            outDone += 1;
+          }
         };
         if (busy()) waiting.push(send);
         else send();
@@ -563,6 +589,7 @@
           };
         } else send = () => btn.click();
         busyUntil = performance.now() + ANSWER_WAIT_MS; // until the answer and what follows arrive
+        outAhead += 1;
         // The click (Gradio's dispatch of the request) goes after the frame that paints
         // what was drawn: the expert sees the next candidate a dispatch sooner. Keys pressed
         // meanwhile wait (unsent), so requests leave in key order with what each drew.
