@@ -57,6 +57,18 @@ class Feature:
         return (self.wavelength, self.wavelength)
 
 
+R_H = 109677.58  # Rydberg constant for hydrogen, cm^-1
+
+
+def balmer(n: int) -> float:
+    """Vacuum wavelength (Angstrom) of the Balmer line from level n (n=3: H-alpha).
+
+    >>> round(balmer(3), 1), round(balmer(11), 1)
+    (6564.7, 3771.7)
+    """
+    return 1e8 / (R_H * (0.25 - 1.0 / n**2))
+
+
 def _vac(air: float) -> float:
     return round(float(air_to_vacuum(air)), 2)
 

@@ -317,6 +317,12 @@
     }
     return outDone + outAhead > 0;
   };
+  // A request sent: keys wait for its answer, of this kind ("done" or "ahead").
+  const expect = (kind) => {
+    busyUntil = performance.now() + ANSWER_WAIT_MS;
+    if (kind === "done") outDone += 1;
+    else outAhead += 1;
+  };
   const answered = () => {
     if (outDone + outAhead === 0) busyUntil = 0;
     while (waiting.length && !busy()) waiting.shift()();
@@ -466,16 +472,14 @@
         if (busy()) {
           ev.preventDefault();
           waiting.push(() => {
-            busyUntil = performance.now() + ANSWER_WAIT_MS;
-            outAhead += 1;
+            expect("ahead");
             holdActive();
             drawAhead("next");
             shownKey = on;
             box.dispatchEvent(new KeyboardEvent("keypress", { key: "Enter", bubbles: true }));
           });
         } else {
-          busyUntil = performance.now() + ANSWER_WAIT_MS;
-          outAhead += 1;
+          expect("ahead");
           holdActive();
           drawAhead("next");
           shownKey = on;
@@ -503,10 +507,7 @@
         // a flag decides nothing: it is kept with the decision (or added to it)
         ev.preventDefault();
         const send = () => {
-          if (toggleIssue(ISSUES[ev.key])) {
-            busyUntil = performance.now() + ANSWER_WAIT_MS;
-            outDone += 1;
-          }
+          if (toggleIssue(ISSUES[ev.key])) expect("done");
         };
         if (busy()) waiting.push(send);
         else send();
@@ -538,10 +539,7 @@
       if (onVetPage() && ["1", "2", "3", "4"].includes(key)) {
         ev.preventDefault();
         const send = () => {
-          if (grade(key)) {
-            busyUntil = performance.now() + ANSWER_WAIT_MS;
-            outDone += 1;
-          }
+          if (grade(key)) expect("done");
         };
         if (busy()) waiting.push(send);
         else send();
@@ -588,8 +586,7 @@
             btn.click();
           };
         } else send = () => btn.click();
-        busyUntil = performance.now() + ANSWER_WAIT_MS; // until the answer and what follows arrive
-        outAhead += 1;
+        expect("ahead"); // until the answer and what follows arrive
         // The click (Gradio's dispatch of the request) goes after the frame that paints
         // what was drawn: the expert sees the next candidate a dispatch sooner. Keys pressed
         // meanwhile wait (unsent), so requests leave in key order with what each drew.

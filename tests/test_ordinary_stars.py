@@ -9,6 +9,7 @@ import csv
 import numpy as np
 import pytest
 
+from agent.lines import balmer
 from agent.measure import arrays_of, fit_profile
 from agent.policies.rules import RulesPolicy, inspect, measure_all
 from agent.policies.rules.contradiction import found
@@ -417,7 +418,7 @@ def subdwarf_with_high_series(merged: bool = False):
     if merged:
         return f * (1 - 0.35 / (1 + np.exp((W - 3900.0) / 30.0)))
     for n in range(8, 17):
-        c = 3647.05 * n * n / (n * n - 4)
+        c = balmer(n)
         f = f * (1 - 0.3 * 0.93 ** (n - 8) / (1 + ((W - c) / 6.0) ** 2))
     return f
 

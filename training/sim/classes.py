@@ -13,17 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from agent.lines import balmer
 from agent.lines import get as feature
 from agent.policies.rules.m_giant import dwarf_cah3
 from agent.units import C_KMS
 
 HC_K = 1.4387769e8  # h c / k in Angstrom Kelvin
-R_H = 109677.58  # Rydberg constant for hydrogen, cm^-1
-
-
-def balmer(n: int) -> float:
-    """Vacuum wavelength of the Balmer line from level n (n=3: H-alpha)."""
-    return 1e8 / (R_H * (0.25 - 1.0 / n**2))
 
 
 # -- profiles --------------------------------------------------------------------------

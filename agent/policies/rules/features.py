@@ -309,10 +309,6 @@ def _contrast(
     return float(1.0 - np.min(_sm(fc)) / peak)
 
 
-# The Balmer series limit (vacuum Angstrom): line n sits at BALMER_LIMIT * n^2 / (n^2 - 4).
-BALMER_LIMIT = 3647.05
-
-
 def series_contrast(arr: Arrays, half: float = 2.0) -> tuple[float, float]:
     """H10, H11 and H12 against the flux midway between them: (contrast, its significance).
 
@@ -325,7 +321,7 @@ def series_contrast(arr: Arrays, half: float = 2.0) -> tuple[float, float]:
     >>> w = np.arange(3700.0, 3900.0, 0.5)
     >>> f = np.ones_like(w)
     >>> for n in (9, 10, 11, 12, 13):
-    ...     f = f - 0.3 * np.exp(-0.5 * ((w - BALMER_LIMIT * n**2 / (n**2 - 4)) / 2.5) ** 2)
+    ...     f = f - 0.3 * np.exp(-0.5 * ((w - lines.balmer(n)) / 2.5) ** 2)
     >>> c, sig = series_contrast(Arrays(w, f, np.ones_like(w, bool)))
     >>> round(c, 2)
     0.27
@@ -334,7 +330,7 @@ def series_contrast(arr: Arrays, half: float = 2.0) -> tuple[float, float]:
     >>> abs(c) < 0.02 and abs(sig) < 3
     True
     """
-    at = {n: BALMER_LIMIT * n * n / (n * n - 4) for n in range(9, 14)}
+    at = {n: lines.balmer(n) for n in range(9, 14)}
     cores = [at[n] for n in (10, 11, 12)]
     mids = [0.5 * (at[n] + at[n + 1]) for n in range(9, 13)]
     got = []
