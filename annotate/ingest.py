@@ -107,18 +107,28 @@ def ingest_refs(
     split: str | None = None,
     source_catalog: str | None = None,
     gold: bool = False,
-    read: bool = True,
+    read: bool | str = True,
     hash_files: bool = True,
     batch_size: int = 2000,
     actor: str = "ingest",
 ) -> tuple[Any, list[tuple[str, str]], list[CandidateRef]]:
     """Check `refs` (their spectra read for survey metadata, their files hashed) and add the
     good ones; returns (AddReport, [(item, problem)], the refs now in the store). An id the
-    store already gives to another spectrum comes back as a `Conflict`."""
+    store already gives to another spectrum comes back as a `Conflict`. `read="new"` reads
+    only the files of spectra the store does not hold yet: a run that reads each spectrum
+    anyway (`vet --db`) then pays one extra read per new spectrum, for its survey, position
+    and SNR, and none on a resumed run."""
     from db.store import file_hash
 
     errors: list[tuple[str, str]] = []
-    metas, problems = spectra_meta(refs) if read else ({}, {})
+    metas: dict[int, dict[str, Any]] = {}
+    problems: dict[int, str] = {}
+    if read:
+        held = store.stored_spectra(refs) if read == "new" else set()
+        fresh = [i for i in range(len(refs)) if i not in held]
+        got, bad = spectra_meta([refs[i] for i in fresh])
+        metas = {fresh[j]: v for j, v in got.items()}
+        problems = {fresh[j]: v for j, v in bad.items()}
     meta: dict[int, dict[str, Any]] = {}
     hashes: dict[str, str] = {}
     kept: list[CandidateRef] = []

@@ -304,8 +304,9 @@ def _into_store(args, opts: VetOptions, candidates: list | None, bar: Bar):
             )
             return None, 0, None
         if candidates is not None:
-            # Spectra are read when vetted; here they are only checked and added.
-            _, problems, candidates = ingest_refs(store, candidates, read=False, actor="vet")
+            # A spectrum new to the store is read here for its survey metadata (the Vet
+            # page's survey filter, the VI file's survey column); one already held is not.
+            _, problems, candidates = ingest_refs(store, candidates, read="new", actor="vet")
             refused = report_refused("vet", problems, keep_first=args.keep_first)
         stats = vet_into_store(
             store, candidates, policy=opts.policy, renderer=opts.renderer, options=opts,

@@ -142,6 +142,35 @@ def test_vet_cli_into_the_store_records_params_and_resumes(folder, tmp_path, cap
     assert "vetted 1 candidates" in capsys.readouterr().out
 
 
+def test_vet_db_stores_the_survey_metadata_of_files_it_adds(folder, tmp_path, capsys, monkeypatch):
+    """`vet --db` on files the store has not seen keeps what `ingest` would have kept
+    (survey, position, SNR), and reads no file again on a resumed run."""
+    import annotate.ingest as ingest_mod
+
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    Store(url).close()
+    sdss = next(folder.glob("spec-*.fits"))
+    argv = ["vet", "--input", str(sdss), str(folder / "broken.fits"), "--task", "wd",
+            "--policy", "rules", "--db", url, "--workers", "1", "--no-progress"]  # fmt: skip
+    assert launch.main(argv) == 1
+    captured = capsys.readouterr()
+    assert "vetted 1 candidates" in captured.out
+    assert "broken.fits" in captured.err
+    store = Store(url)
+    try:
+        [c] = store.list_candidates()
+        assert c.survey == "SDSS"
+        assert c.task == "wd" and c.verdict in ("YES", "NO")
+    finally:
+        store.close()
+    read: list = []
+    real = ingest_mod.spectra_meta
+    monkeypatch.setattr(ingest_mod, "spectra_meta", lambda refs: read.extend(refs) or real(refs))
+    launch.main(argv[:3] + argv[4:])  # the SDSS file alone, resumed
+    assert read == []
+    assert "vetted 0 candidates" in capsys.readouterr().out
+
+
 def test_launch_says_a_loupe_error_in_one_line_and_exits_2(monkeypatch, capsys):
     import commands.ingest
     from db.store import StoreError

@@ -125,6 +125,14 @@ def test_prospect_layout_writes_its_16_fields_in_order(ctx, tmp_path):
         assert float(r["Redrock_z"]) >= -1  # the file's own pipeline z
 
 
+def test_prospect_redshift_of_a_star_at_rest_is_never_minus_zero():
+    row = {"object_id": "x", "expert": "e", "grade": "", "issues": "", "redshift": "",
+           "spectype": "", "comment": ""}  # fmt: skip
+    for z in (-0.0, -4e-6, 0.0):
+        assert vi.prospect_row(row, {"class": "STAR", "z": z})[8] == "0.0000"
+    assert vi.prospect_row(row, {"class": "QSO", "z": 1.23456})[8] == "1.2346"
+
+
 def test_marz_layout_is_read_as_marz_reads_it(ctx, tmp_path):
     """Marz takes its header from the last leading '#' line and reads columns by name."""
     _decisions(ctx.store)

@@ -129,7 +129,7 @@ def prospect_row(row: dict[str, Any], pipe: dict[str, Any]) -> list[Any]:
         _int_or(pipe.get("TARGETID", row["object_id"])),
         _int_or(pipe.get("EXPID")), _int_or(pipe.get("NIGHT")), _int_or(pipe.get("TILEID")),
         pipe.get("SPECPROD", "-1"), pipe.get("RRVER", "-1"), pipe.get("TEMNAM", "-1"),
-        pipe.get("class", ""), "-1" if not pipe else f"{float(z or 0.0):.4f}",
+        pipe.get("class", ""), "-1" if not pipe else f"{round(float(z or 0.0), 4) + 0.0:.4f}",
         pipe.get("DELTACHI2", "-1"), row["expert"],
         -1 if row["grade"] == "" else row["grade"], row["issues"], row["redshift"],
         row["spectype"], row["comment"],

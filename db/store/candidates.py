@@ -116,6 +116,20 @@ class CandidatesMixin:
             self._add_batch(batch, report, source_catalog, split, gold, hashes, actor)
         return report
 
+    def stored_spectra(self, refs: Sequence[CandidateRef]) -> set[int]:
+        """Indices of the `refs` whose spectrum (file, HDU, row) the store already holds."""
+        keys = [ref_key(r.path, r.hdu, r.row) for r in refs]
+        held: set[str] = set()
+        with self._ro() as s:
+            uniq = sorted(set(keys))
+            for j in range(0, len(uniq), 500):
+                held.update(
+                    s.scalars(
+                        select(m.Spectrum.ref_key).where(m.Spectrum.ref_key.in_(uniq[j : j + 500]))
+                    )
+                )
+        return {i for i, k in enumerate(keys) if k in held}
+
     def _add_batch(self, batch, report, source_catalog, split, gold, hashes, actor) -> None:
         now = utcnow()
         with self._tx() as s:

@@ -389,7 +389,7 @@ def final_thought(v: Reading, prev: Zoom | None) -> str:
             f"{len(ev.unused)} further reading(s) fell outside the windows I drew and are not used."
         )
     if ev.missing:
-        parts.append("Outside the coverage: " + ", ".join(ev.missing) + ", so I am less certain.")
+        parts.append("Not measured: " + "; ".join(ev.missing) + ", so I am less certain.")
     if v.doubt:
         # A noisy spectrum shrinks the evidence towards the prior; only where that leaves
         # P(YES) near even odds or near the prior may the thought say so, or it would

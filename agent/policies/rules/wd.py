@@ -34,7 +34,14 @@ def evidence(m: dict[str, float]) -> Evidence:
     balmer = 0.0
     strong_balmer = False
     if bw is None:
-        e.missing.append("Balmer lines")
+        # Windows read but holding no absorption (a cool star's net emission or noise) are
+        # not a coverage gap: the thought must not say the plotted lines are missing.
+        read = any(finite(m.get(f"{n}_ew")) for n in ("hb_w", "hg_w", "ha_w"))
+        e.missing.append(
+            "Balmer lines (no absorption profile to fit)"
+            if read
+            else "Balmer lines (outside the coverage or masked)"
+        )
     else:
         e.checked += 1
         d, f, txt, n = bw
