@@ -22,6 +22,9 @@ its `action`, `verdict`, `grade`, `redshift` and `redshift_source`, `issues` and
 `spectype`, `reason` (a reject's),
 `reasoning` and `wrong_step` (a correction's), `comment`, `seconds` and `time`, each row
 as the decision of its `expert` (`--expert` then names the expert of rows that name none).
+An accept or reject keeps its label (the `verdict` column) where this store's agent said
+otherwise or has not vetted the candidate: it becomes the reject, accept or correction that
+gives that label here.
 Prospect's and Marz's names are read as Loupe's (`VI_scanner`, `VI_quality`, `VI_issue`,
 `VI_z`, `VI_spectype`, `VI_comment`, `TARGETID`; `Name`, `QOP`, `FinTN`, `FinZ`, `Comment`,
 a `#` header line); a row with
@@ -165,10 +168,21 @@ def _decision(rec: dict[str, str], label: str | None, verdict: str | None) -> di
     if extras["redshift"] is not None and not extras["redshift_source"]:
         extras["redshift_source"] = "expert"
     action = rec.get("action", "").lower()
+    if action in ("accept", "reject") and label is not None:
+        # An accept or reject judged the verdict of the agent in the store it was made in;
+        # the label it left (the `verdict` column) is the fact. Against another verdict here
+        # (or none, in a store not vetted yet) the same action would record the opposite
+        # label, or nothing: it becomes the decision that gives the same label here.
+        said = verdict if action == "accept" else {"YES": "NO", "NO": "YES"}.get(verdict or "")
+        if said != label:
+            action = "correct" if verdict is None else "accept" if label == verdict else "reject"
+            if action == "correct":
+                rec = {**rec, "reasoning": rec.get("reason") or rec.get("reasoning") or ""}
     if action:
         if action not in DECISIONS:
             raise StoreError(f"action {action!r} is not a decision ({', '.join(DECISIONS)})")
-        step = _number(rec, "wrong_step", int)
+        # The step named is one of the trajectory judged; a store not vetted yet has none.
+        step = _number(rec, "wrong_step", int) if verdict is not None else None
         return {
             "action": action,
             "label": label if action == "correct" else None,

@@ -43,5 +43,6 @@ def main(args: argparse.Namespace) -> int:
         store.close()
     for line, why in report.errors:
         print(f"import-labels: {args.csv} line {line}: {why}", file=sys.stderr)
-    print(f"import-labels: {report} as {args.expert!r}")
+    who = f"as {args.expert!r}" if args.expert else "as the experts the file names"
+    print(f"import-labels: {report} {who}")
     return 1 if report.errors else 0

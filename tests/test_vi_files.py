@@ -89,6 +89,50 @@ def test_export_vi_then_import_labels_reproduces_every_decision(
         fresh.close()
 
 
+def test_a_vi_file_keeps_its_labels_in_a_store_whose_agent_said_otherwise(ctx, tmp_path):
+    """An accept or reject judged the verdict of the agent where it was made. Read into a
+    store not vetted yet, or one whose agent answered the other way, it records the same
+    label (as a correction, or as the opposite decision), never the opposite label."""
+    a, r, c, _, _ = _decisions(ctx.store)
+    out = tmp_path / "vi.csv"
+    vi.write_vi(ctx.store, out)
+    labels = {(x.key, x.task): x for x in (ctx.store.candidate(i) for i in (a, r, c))}
+    want = {
+        (ctx.store.candidate(a).key, ctx.store.candidate(a).task): ctx.store.candidate(a).verdict,
+        (ctx.store.candidate(r).key, ctx.store.candidate(r).task): {"YES": "NO", "NO": "YES"}[
+            ctx.store.candidate(r).verdict
+        ],
+        (ctx.store.candidate(c).key, ctx.store.candidate(c).task): "YES",
+    }
+    unvetted = Store(f"sqlite:///{tmp_path / 'unvetted.db'}")
+    try:
+        unvetted.add_candidates(ctx.store.candidate_refs())
+        report = import_labels(unvetted, out, None, create_expert=True)
+        assert (report.recorded, report.errors) == (5, [])
+        got = {}
+        for rv in unvetted.reviews():
+            info = unvetted.candidate(rv.candidate_id)
+            got[(info.key, info.task)] = (rv.action, rv.label)
+        for k, lab in want.items():
+            assert got[k] == ("correct", lab)
+        assert sorted(a for a, _ in got.values()) == ["correct"] * 3 + ["flag", "skip"]
+    finally:
+        unvetted.close()
+    # The same file where the agent answered the other way for the accepted candidate.
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    flipped = next(x for x in rows if x["action"] == "accept")
+    flipped["verdict"] = {"YES": "NO", "NO": "YES"}[flipped["verdict"]]
+    one = tmp_path / "one.csv"
+    with one.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerow(flipped)
+    assert import_labels(ctx.store, one, None).recorded == 1
+    key = (flipped["id"], flipped["task"])
+    [rv] = ctx.store.reviews(candidate_id=labels[key].id)
+    assert (rv.action, rv.label) == ("reject", flipped["verdict"])
+
+
 def test_vi_csv_writes_reason_and_reasoning_as_columns(ctx, tmp_path):
     _decisions(ctx.store)
     out = tmp_path / "vi.csv"
