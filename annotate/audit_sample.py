@@ -523,6 +523,23 @@ def draw_for_store(
     return draws
 
 
+def accept_confident(
+    store: Any, certainty: float | None = None, *, task: str | None = None, actor: str = "audit"
+) -> tuple[int, float]:
+    """Close a campaign: the agent's verdicts nobody reviewed that are at least `certainty`
+    sure, max(P, 1 - P), become its labels (label_source 'auto'). They join the YES list of
+    `export catalogue` (decided by the agent, its precision estimated by the audit) and
+    leave the queue; an audit item among them is still served, and an expert's decision
+    replaces the agent's label. `certainty` defaults to the team's `auto_accept`, else
+    CONFIDENT (0.9), where the audit's eligibility starts. Returns (how many, certainty)."""
+    if certainty is None:
+        certainty = store.setting("auto_accept") or CONFIDENT
+    certainty = float(certainty)
+    if not 0.5 < certainty <= 1.0:
+        raise ValueError(f"auto-accept certainty must be above 0.5 and at most 1 (got {certainty})")
+    return store.auto_accept(certainty, task=task, actor=actor), certainty
+
+
 def store_estimates(
     store: Any, task: str | None = None, *, reps: int = 1000, seed: int = 0
 ) -> dict[str, TaskEstimates]:

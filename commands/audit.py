@@ -2,6 +2,7 @@
 
     python launch.py audit --db data/loupe.db --draw    # draw each task's sample once
     python launch.py audit --db data/loupe.db           # precision, completeness, ECE so far
+    python launch.py audit --db data/loupe.db --auto-accept  # close: sure verdicts become labels
 
 The share is the team setting `audit_rate` (5% by default; `--rate` for this draw). The
 queue serves the sample's items among the others (annotate.queue); docs/audit.md says how
@@ -16,6 +17,7 @@ import sys
 from annotate.audit_sample import (
     BAND_HEADERS,
     TABLE_HEADERS,
+    accept_confident,
     band_rows,
     draw_for_store,
     store_estimates,
@@ -32,6 +34,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--rate", type=float, default=None, help="share to draw (default: the team's audit_rate)"
     )
     parser.add_argument("--seed", type=int, default=None, help="seed of the draw")
+    parser.add_argument(
+        "--auto-accept",
+        action="store_true",
+        help="close the campaign: the agent's verdicts nobody reviewed that are at least "
+        "--certainty sure become its labels (the catalogue's YES list, out of the queue)",
+    )
+    parser.add_argument(
+        "--certainty",
+        type=float,
+        default=None,
+        help="max(P, 1 - P) from which --auto-accept takes a verdict (default: the team's "
+        "auto_accept, else 0.9)",
+    )
     parser.add_argument("--task", default=None, help="figures of this task only")
 
 
@@ -50,6 +65,13 @@ def main(args: argparse.Namespace) -> int:
             draws = draw_for_store(store, args.rate, seed=args.seed, actor="audit")
             tasks = sorted({d.task for d in draws})
             print(f"audit: drew {len(draws)} item(s) for {', '.join(tasks) or 'no task'}")
+        if args.auto_accept:
+            n, sure = accept_confident(store, args.certainty, task=args.task, actor="audit")
+            print(
+                f"audit: {n} verdict(s) at least {sure:g} sure auto-accepted"
+                + (f" for {args.task}" if args.task else "")
+                + " (the agent's labels now; an expert's decision replaces them)"
+            )
         est = store_estimates(store, args.task)
     except ValueError as exc:
         print(f"audit: {exc}", file=sys.stderr)

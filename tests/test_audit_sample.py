@@ -258,3 +258,41 @@ def test_an_item_moved_past_does_not_hold_up_the_audit(mem_store):
     # another expert gets the other one: a leased audit item is not served twice
     mem_store.ensure_expert("bob")
     assert mem_store.next_audit_item("bob", 600) == (sample - {got}).pop()
+
+
+def test_auto_accept_closes_the_campaign_into_the_catalogue(tmp_path, capsys):
+    """`audit --auto-accept`: sure verdicts nobody reviewed become the agent's labels, so
+    the catalogue lists the agent's YES beside the experts' and the audit can weigh them;
+    an unsure verdict stays pending and an expert's decision is never overwritten."""
+    import csv
+
+    import launch
+    from db.store import Store
+    from tests.store_factory import seeded
+
+    db = tmp_path / "loupe.db"
+    store = Store(str(db))
+    ids = seeded(store, [0.995] * 6 + [0.004] * 3 + [0.7, 0.96], task="wd")
+    store.ensure_expert("ada")
+    decide(store, "ada", ids[-1], "reject", explanation="an A star's narrow lines")
+    store.close()
+    run = ["audit", "--db", str(db)]
+    assert launch.main([*run, "--auto-accept", "--certainty", "0.3"]) == 2
+    assert "above 0.5" in capsys.readouterr().err
+    assert launch.main([*run, "--auto-accept"]) == 0
+    out = capsys.readouterr().out
+    assert "9 verdict(s) at least 0.9 sure auto-accepted" in out
+    assert launch.main(["export", "catalogue", "--db", str(db), "--out", str(tmp_path / "c")]) == 0
+    with open(tmp_path / "c" / "wd.csv", newline="") as fh:
+        listed = {r["id"]: r["decided_by"] for r in csv.DictReader(fh)}
+    assert sorted(listed) == [f"c{i}" for i in range(6)]  # not c9 (unsure), not c10 (rejected)
+    assert set(listed.values()) == {"rules"}
+    store = Store(str(db))
+    try:
+        by_key = {c.key: c for c in store.list_candidates(limit=20)}
+        assert by_key["c9"].label is None and by_key["c10"].label == "NO"
+        assert {by_key[f"c{i}"].label for i in range(6, 9)} == {"NO"}
+    finally:
+        store.close()
+    assert launch.main([*run, "--auto-accept"]) == 0  # nothing left to take
+    assert "0 verdict(s)" in capsys.readouterr().out
