@@ -139,5 +139,17 @@ def test_export_page_writes_the_catalogue_for_admins_only(tmp_path_factory, tmp_
             assert h["NYES"] == 0 and h["PRECNOTE"] == "the YES list is empty"
         msg, files = export_page.catalogue_download(ctx, app_context.Viewer("bob", "expert"))
         assert msg.startswith("Refused") and files == []
+        assert export_page.close_campaign(ctx, app_context.Viewer("bob", "expert")).startswith(
+            "Refused"
+        )
+        sure = [c for c in ctx.store.list_candidates(limit=500)
+                if c.confidence is not None and max(c.confidence, 1 - c.confidence) >= 0.9]  # fmt: skip
+        assert sure and any(c.verdict == "YES" for c in sure)
+        msg = export_page.close_campaign(ctx, app_context.Viewer("local", "admin"))
+        assert msg.startswith(f"{len(sure)} verdict(s) at least 0.9 sure")
+        msg, files = export_page.catalogue_download(ctx, app_context.Viewer("local", "admin"))
+        listed = sum(int(fits.getheader(p, "CATALOGUE")["NYES"]) for p in files
+                     if p.endswith(".fits"))  # fmt: skip
+        assert listed == sum(c.verdict == "YES" for c in sure)
     finally:
         ctx.store.close()

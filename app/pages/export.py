@@ -1,6 +1,7 @@
 """The export page: admins run the SFT, RL and pairs exports (`annotate.export`) and
 download what they wrote, download the decisions as VI CSVs (`annotate.export.vi`) and the
-catalogue: each task's YES list with its estimated precision (`annotate.export.catalogue`).
+catalogue: each task's YES list with its estimated precision (`annotate.export.catalogue`),
+after closing the campaign, where the agent's sure verdicts become its labels.
 Only admins see the earlier batches (their folders) and the files."""
 
 from __future__ import annotations
@@ -106,3 +107,18 @@ def catalogue_download(ctx: Context, ex: Viewer | None) -> tuple[str, list[str]]
         return "No task yet: nothing to write.", []
     return ("Catalogue (see docs/audit.md): " + "; ".join(quotes) + ".",
             [str(p) for p in cat.files])  # fmt: skip
+
+
+def close_campaign(ctx: Context, ex: Viewer | None) -> str:
+    """Auto-accept the agent's sure verdicts nobody reviewed (admins only), at the team's
+    `auto_accept` certainty, else 0.9 (`annotate.audit_sample.accept_confident`), so that
+    the catalogue lists the agent's YES beside the experts'."""
+    from annotate.audit_sample import accept_confident
+
+    try:
+        require(ex, admin=True)
+        n, sure = accept_confident(ctx.store, actor=ex.name if ex else "admin")
+    except (AccessError, ValueError) as e:
+        return f"Refused: {escape(e)}"
+    return (f"{n} verdict(s) at least {sure:g} sure auto-accepted: the agent's labels now, "
+            "in the catalogue's YES list; an expert's decision replaces them.")  # fmt: skip

@@ -33,7 +33,11 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
                              elem_id="export-vi-files")  # fmt: skip
         # -- end VI CSV
         # -- catalogue (annotate.export.catalogue)
-        e_cat_go = gr.Button("Write the catalogue (CSV + FITS)", elem_id="btn-export-catalogue")
+        with gr.Row():
+            e_close_go = gr.Button("Close the campaign: auto-accept sure verdicts",
+                                   elem_id="btn-close-campaign")  # fmt: skip
+            e_cat_go = gr.Button("Write the catalogue (CSV + FITS)",
+                                 elem_id="btn-export-catalogue")  # fmt: skip
         e_cat_msg = gr.Markdown(elem_id="export-catalogue-message")
         e_cat_files = gr.File(label="catalogue", file_count="multiple", interactive=False,
                               elem_id="export-catalogue-files")  # fmt: skip
@@ -64,6 +68,11 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
             return export_page.catalogue_download(ctx, ex)
 
         e_cat_go.click(on_catalogue, None, [e_cat_msg, e_cat_files], api_name="export_catalogue")
+
+        def on_close(request: gr.Request):
+            return export_page.close_campaign(ctx, context.expert_for(ctx, request))
+
+        e_close_go.click(on_close, None, e_cat_msg, api_name="close_campaign")
 
         def on_export_tab(request: gr.Request):
             # Exports are for admins: others see a note, not controls that refuse them.
