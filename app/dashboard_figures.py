@@ -50,7 +50,11 @@ def precision_figure(estimates: dict[str, TaskEstimates]) -> dict[str, Any]:
     """The YES list's precision per task with its 95% interval as error bars; a task
     without an estimate is named below the plot with the reason."""
     shown = {t: e.precision for t, e in estimates.items() if e.precision.value is not None}
-    missing = [f"{t}: {e.precision.note}" for t, e in estimates.items() if t not in shown]
+    why: dict[str, list[str]] = {}
+    for t, e in estimates.items():
+        if t not in shown:
+            why.setdefault(e.precision.note or "no estimate", []).append(t)
+    missing = [f"{note} ({', '.join(ts)})" for note, ts in why.items()]
     if not shown:
         return empty_figure("No precision estimate yet: " + "; ".join(missing or ["no tasks"]))
     tasks = list(shown)

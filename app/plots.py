@@ -386,6 +386,15 @@ def stack_panels(
 
 
 def empty_figure(message: str, height: int = 200) -> dict[str, Any]:
+    """A figure that holds only `message`, broken into lines: Plotly draws an annotation
+    on one line, and a long one is clipped at both sides of a half-width panel.
+
+    >>> empty_figure("a " * 40)["layout"]["annotations"][0]["text"].count("<br>")
+    1
+    """
+    import textwrap
+
+    message = "<br>".join(textwrap.wrap(message, 60)) or message
     return {
         "data": [],
         "layout": {

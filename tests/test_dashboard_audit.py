@@ -57,6 +57,9 @@ def test_nothing_audited_is_said_plainly(ctx):
     assert av.bands["data"] == []
     # no estimate, so no point: the figure says why instead
     assert av.precision["data"] == [] and "no audited YES" in str(av.precision["layout"])
+    # one reason for several tasks is said once, in lines short enough for a half panel
+    text = av.precision["layout"]["annotations"][0]["text"]
+    assert all(len(line) <= 60 for line in text.split("<br>"))
     assert av.reliability["data"] == []
     ctx.store.set_setting("audit_rate", 0.1)
     drawn = draw_for_store(ctx.store, seed=0)
