@@ -34,6 +34,8 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
             value={"headers": dashboard_page.AUDIT_HEADERS, "data": []},
             label="per task: estimated from the random audit (95% intervals, n audited)",
             interactive=False, wrap=True, elem_id="dash-audit-table",
+            # the counts are short, the estimates long: even widths broke "listed" in two
+            column_widths=["8%", "8%", "8%", "9%", "9%", "22%", "22%", "14%"],
         )  # fmt: skip
         with gr.Row():
             d_audit_prec = gr.Plot(show_label=False, elem_id="dash-audit-precision")
