@@ -7,6 +7,7 @@ without `--ray` never imports Ray."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import sqlite3
@@ -164,8 +165,18 @@ def test_killing_rays_dashboard_agent_is_said_in_one_line(demo, tmp_path):
     import signal
     import time
 
+    # Six candidates per demo line (ids apart), so that the run is still going when the
+    # raylet stops: 32 were done on a loaded machine before the kill took effect.
+    with demo.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    n = 6 * len(rows)
+    many = demo.parent / "six_times.csv"
+    with many.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows({**r, "id": f"{r['id']}-{k}"} for k in range(6) for r in rows)
     out = tmp_path / "ray.jsonl"
-    cmd = [sys.executable, "launch.py", "vet", "--catalog", str(demo), "--policy", "rules"]
+    cmd = [sys.executable, "launch.py", "vet", "--catalog", str(many), "--policy", "rules"]
     cmd += ["--no-progress", "--out", str(out), "--ray", "local", "--ray-actors", "2"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
@@ -197,7 +208,9 @@ def test_killing_rays_dashboard_agent_is_said_in_one_line(demo, tmp_path):
             proc.wait()
     assert killed, "the dashboard agent was not found before the run ended: " + err[-2000:]
     said = [x for x in err.splitlines() if "annotate.vetting" in x and "ERROR" in x]
-    assert proc.returncode == 1 and len(said) == 1, err[-3000:]
+    # Ray's core ends the driver (status 1); on a loaded machine Python may get Ray's
+    # error first, and the run stops as a Loupe error (status 2), without a second line.
+    assert proc.returncode in (1, 2) and len(said) == 1, err[-3000:]
     assert "DashboardAgent died" in said[0] and "run the same command again" in said[0]
     done = len(_records(out))
     # The re-run resumes from the sink, with or without Ray; without, it does not depend on
@@ -205,8 +218,9 @@ def test_killing_rays_dashboard_agent_is_said_in_one_line(demo, tmp_path):
     cmd = cmd[: cmd.index("--ray")] + ["--workers", "1"]
     rerun = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr[-2000:]
-    assert f"{done} of 32 candidates already done; resuming" in rerun.stderr
-    assert len(_records(out)) == 32  # each once
+    assert 0 < done < n
+    assert f"{done} of {n} candidates already done; resuming" in rerun.stderr
+    assert len(_records(out)) == n  # each once
 
 
 @pytest.mark.slow
@@ -358,10 +372,11 @@ def test_a_process_whose_raylet_is_gone_is_ended_not_left_hanging(fake_node, cap
     """The watch on `--ray local`'s node: a raylet that exits is said once, and should Ray
     not end the driver after it (it always should), the watch ends it with status 1."""
     raylet, ended = fake_node
-    stop = cluster._watch_local_node()
+    stop, said_it = cluster._watch_local_node()
     try:
         time.sleep(0.3)
         assert not ended and not [r for r in caplog.records if r.levelname == "ERROR"]
+        assert not said_it.is_set()
         raylet.kill()
         raylet.wait()
         deadline = time.time() + 10
@@ -370,15 +385,16 @@ def test_a_process_whose_raylet_is_gone_is_ended_not_left_hanging(fake_node, cap
         assert ended == [1]
         said = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
         assert len(said) == 1 and "its raylet exited" in said[0]
+        assert said_it.is_set()  # so the run's own error handler says nothing more
     finally:
         stop.set()
 
 
 def test_the_watch_ends_nothing_once_the_run_is_over(fake_node):
     raylet, ended = fake_node
-    stop = cluster._watch_local_node()
+    stop, said_it = cluster._watch_local_node()
     stop.set()  # the run ended and shuts its node down on purpose
     raylet.kill()
     raylet.wait()
     time.sleep(1.5)
-    assert ended == []
+    assert ended == [] and not said_it.is_set()

@@ -315,7 +315,7 @@ def _stream(todo, opts, kwargs, renderer, plan, started: bool) -> Iterator[Traje
     attempts = (
         ray.remote(Attempts).options(num_cpus=0, scheduling_strategy=here, max_restarts=0).remote()
     )
-    stop_watching = _watch_local_node()
+    stop_watching, node_gone = _watch_local_node()
     try:
         ds = ray.data.from_items([{"ref": pickle.dumps(c)} for c in todo])
         out = ds.map_batches(
@@ -347,8 +347,12 @@ def _stream(todo, opts, kwargs, renderer, plan, started: bool) -> Iterator[Traje
         except Exception as exc:
             # A node, a worker or one of Ray's own agents died and Ray gave up; Ray Data
             # raises its own types (not only RayError) for that. The sink holds what
-            # finished, so the one thing to say is that a re-run resumes.
-            log.exception("the Ray run stopped")
+            # finished, so the one thing to say is that a re-run resumes. Where the node
+            # watch has said so already (its agent died first), this is the same event:
+            # Python got Ray's error before Ray's core ended the process, and a second
+            # line with Ray's traceback would say nothing new.
+            if not node_gone.is_set():
+                log.exception("the Ray run stopped")
             raise RunStopped(exc) from None
     finally:
         stop_watching.set()  # before a shutdown stops the node on purpose
@@ -369,26 +373,26 @@ class RunStopped(ClusterError):
         )
 
 
-def _watch_local_node() -> threading.Event:
+def _watch_local_node() -> tuple[threading.Event, threading.Event]:
     """Watch this machine's raylet and Ray's agents beside it, when this process started
     them (`--ray local`), and log one line if one goes during the run; returns the event
-    that ends the watch.
+    that ends the watch and the one set once that line is said.
 
     The raylet shares its fate with Ray's agents (killing the dashboard agent stops it),
     and once it is gone Ray's core ends this process from C++ (status 1) with no Python
     exception to catch. The agent goes a fraction of a second before the raylet; this
     line, logged as soon as either is seen gone, is the only chance to say what happened.
     """
-    stop = threading.Event()
+    stop, said = threading.Event(), threading.Event()
     try:  # Ray's own record of the processes it started here (not a public API)
         import ray._private.worker as ray_worker
     except ImportError:
-        return stop
+        return stop, said
     node = getattr(ray_worker, "_global_node", None)
     raylets = (getattr(node, "all_processes", None) or {}).get("raylet") or []
     proc = getattr(raylets[0], "process", None) if raylets else None
     if proc is None:  # joined a cluster: its raylet is not this process's to watch
-        return stop
+        return stop, said
     agents = _agents_of(proc.pid)
 
     def gone() -> str | None:
@@ -403,6 +407,7 @@ def _watch_local_node() -> threading.Event:
         while not stop.wait(0.02):
             what = gone()
             if what and not stop.is_set():
+                said.set()
                 log.error(
                     "Ray's node on this machine stopped during the run (%s); what finished "
                     "is recorded, run the same command again to vet the rest",
@@ -426,7 +431,7 @@ def _watch_local_node() -> threading.Event:
                 os._exit(1)
 
     threading.Thread(target=watch, name="loupe-ray-node-watch", daemon=True).start()
-    return stop
+    return stop, said
 
 
 def _agents_of(raylet: int) -> dict[int, str]:
