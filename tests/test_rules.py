@@ -266,26 +266,6 @@ def test_weak_cah3_reads_giant_only_clear_of_the_dwarfs_noise():
     assert gravity_cah({"tio5": 0.4, "cah3": 0.60 + 0.37 * 0.4 + 0.15, "snr": 5.0})[0] == "giant"
 
 
-def test_cah3_short_of_a_verdict_still_leans():
-    """An M-type star whose only gravity reading is CaH3 between the dwarf and giant bounds
-    was P(YES) 0.50 exactly (the prior and TiO cancel): 16 M-giant spectra of the tune split
-    sat there, none of them a dwarf. The excess now leans by how far it stands from the
-    dwarfs' scatter: giant past one sigma, dwarf below."""
-    from agent.policies.rules import m_giant
-    from agent.policies.rules.policy import verdict_probability
-
-    def p_and_notes(excess: float) -> tuple[float, list[str]]:
-        m = {"tio5": 0.57, "tio_7054": 0.14, "snr": 8.0,
-             "cah3": m_giant.dwarf_cah3(0.57) + excess, "b_r": -0.4}  # fmt: skip
-        ev = m_giant.evidence(m)
-        return verdict_probability(m_giant.CALIBRATION, ev, m)[0], ev.notes
-
-    p, notes = p_and_notes(0.08)  # 2 sigma at SNR 8, just short of the giant bound
-    assert p > 0.55 and any("leaning giant" in n for n in notes)
-    p, notes = p_and_notes(0.02)  # half a sigma: where a dwarf sits
-    assert p < 0.45 and any("leaning dwarf" in n for n in notes)
-
-
 def test_zro_is_judged_against_an_m_giant_of_the_same_tio():
     from agent.policies.rules.s_type import zro_excess
 

@@ -61,7 +61,7 @@ def evidence(m: dict[str, float]) -> Evidence:
         elif kind == "dwarf":
             e.add(-2.5, f"{txt}: CaH as strong as a dwarf's", keys, decisive=True)
         else:
-            e.add(cah3_lean(m), f"{txt}: {ambiguous_words(m)}", keys)
+            e.add(0.0, f"{txt}: gravity ambiguous", keys)
     else:
         e.missing.append("CaH/TiO indices")
     g1 = gravity_cah1(m)
@@ -237,33 +237,6 @@ def gravity_cah(m: dict[str, float]) -> tuple[str, float, str] | None:
     return "", d, txt
 
 
-def cah3_lean(m: dict[str, float]) -> float:
-    """The points of a CaH3 excess between the dwarf and giant bounds (0 outside them).
-
-    A dwarf's excess over the dwarf sequence scatters about 0 by sigma; a giant's stands
-    well above it. So short of either verdict the excess still leans: giant past one sigma,
-    dwarf below it, 0.5 points per sigma (at most +0.5 at the giant bound).
-
-    >>> m = {"cah3": 0.0, "tio5": 0.57, "snr": 8.0}
-    >>> [round(cah3_lean({**m, "cah3": dwarf_cah3(0.57) + d}), 2) for d in (0.02, 0.06, 0.08)]
-    [-0.25, 0.24, 0.49]
-    """
-    g = gravity_cah(m)
-    if g is None or g[0]:
-        return 0.0
-    sig = cah3_sigma(m["snr"] if finite(m.get("snr")) else 10.0)
-    return 0.5 * (g[1] / sig - 1.0)
-
-
-def ambiguous_words(m: dict[str, float]) -> str:
-    lean = cah3_lean(m)
-    if lean >= 0.15:
-        return "gravity ambiguous, leaning giant (CaH weaker than most dwarfs' at this SNR)"
-    if lean <= -0.15:
-        return "gravity ambiguous, leaning dwarf"
-    return "gravity ambiguous"
-
-
 # CaH 6385 in M giants sits at 0.00 +- 0.02 at high SNR, in M dwarfs from M0 on at >= 0.08
 # (Reid et al. 1995 use it to separate the two). Its noise grows as 1/SNR: about 0.3/SNR
 # in the band depth measured over 10 A against two 10 A sidebands.
@@ -373,7 +346,7 @@ def say_gravity_cah(m: dict[str, float]) -> str:
         return f"{txt}: dwarf-like, {disagree(others)}."
     if kind == "dwarf":
         return f"{txt}: CaH as strong as a dwarf's, pointing to an M dwarf."
-    return f"{txt}: between giants and dwarfs, {ambiguous_words(m)}."
+    return f"{txt}: between giants and dwarfs, gravity ambiguous."
 
 
 def say_cah1(m: dict[str, float]) -> str:
