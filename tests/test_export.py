@@ -25,6 +25,7 @@ from annotate.export import (
     object_split,
 )
 from annotate.export import run_export as _run_export
+from annotate.export.selection import collect
 from annotate.review import decide
 from db.store import Store
 
@@ -603,3 +604,27 @@ def test_empty_export_says_why_and_training_scripts_stop_with_one_line(world, ca
         assert err.count("\n") == 0 and str(folder) in err, err
         assert ("--full" in err) == (folder.name != "nothing")
     assert not (tmp / "o").exists()
+
+
+def test_auto_accepted_labels_are_marked_and_never_outrank_an_expert(world, tmp_path):
+    """`audit --auto-accept` makes the agent's sure verdicts labels. An export leaves them
+    out unless --include-auto, and then its rows say `auto`; an approved authored
+    trajectory of the same candidate (c5: the agent said YES, bob wrote NO, ada approved)
+    is an expert's label and wins over the agent's."""
+    store, cid, _ = world
+    assert store.auto_accept(0.6) == 1  # c5: vetted, reviewed by nobody
+    assert store.candidate(cid["c5"]).label_source == "auto"
+    for kind in ("rl", "sft"):
+        res = run_export(store, kind, tmp_path / f"{kind}-plain", full=True)
+        m = res.manifest
+        assert m["left_out"]["reasons"].get("auto-accepted (no expert saw it)") == 1
+        assert m["counts"]["source"].get("authored") == 1 and "auto" not in m["counts"]["source"]
+        res = run_export(store, kind, tmp_path / f"{kind}-auto", full=True, include_auto=True)
+        out = tmp_path / f"{kind}-auto"
+        rows = _jsonl(out) if kind == "rl" else [r for rs in _rows(out).values() for r in rs]
+        c5 = [r for r in rows if r["candidate"] == "c5"]
+        assert [(r["source"], r["label"]) for r in c5] == [("authored", "NO")]
+        # before the one-row-per-object choice both were offered, the agent's marked auto
+        got = collect(store, kind, include_auto=True).records
+        offered = sorted((r.source, r.label) for r in got if r.key == "c5")
+        assert offered == [("authored", "NO"), ("auto", "YES")]

@@ -33,6 +33,7 @@ SOURCE_RANK = {
     "review": 3,
     "gold": 2,
     "catalog": 1,
+    "auto": 0,  # the agent's own verdict, auto-accepted (--include-auto): nobody saw it
 }
 # For pairs a correction is preferred: it shares the agent's steps up to the wrong one, a
 # cleaner contrast; an unexplained reject's neutral answer comes last.
@@ -158,8 +159,12 @@ def _collect(store: Any, kind: str, include_auto: bool) -> Collected:
             continue
         usable.append(c)
     if kind == "rl":
-        records = [_rl_record(c, c.label, "review") for c in usable]
-        labelled = {c.id for c in cands}
+        records = [
+            _rl_record(c, c.label, "auto" if c.label_source == "auto" else "review") for c in usable
+        ]
+        # the agent's own auto-accepted label is no expert's: an approved trajectory of
+        # the candidate still counts (and outranks it where both are exported)
+        labelled = {c.id for c in cands if c.label_source != "auto"}
         for a in store.list_authored(status="approved"):
             # an audited expert trajectory is an expert label too
             if a.candidate_id not in labelled and a.verdict in ("YES", "NO"):
@@ -199,7 +204,7 @@ def _collect(store: Any, kind: str, include_auto: bool) -> Collected:
 
     for a in store.list_authored(status="approved"):
         c = info_by_id.get(a.candidate_id) or store.candidate(a.candidate_id)
-        if c.label in ("YES", "NO") and c.label != a.verdict:
+        if c.label in ("YES", "NO") and c.label != a.verdict and c.label_source != "auto":
             skipped["approved authored verdict disagrees with the resolved label"] += 1
             continue
         chosen = authored_to_trajectory(a, c)
@@ -322,4 +327,7 @@ def _review_record(
     if not t.format_ok or t.state != "done":
         return None, "agent trajectory malformed or unfinished"
     recency = max((r.id for r in agreeing), default=0)
-    return ExportRecord(**base, source="accepted", trajectory=t, recency=recency), None
+    # An auto-accepted label (exported with --include-auto) is the agent agreeing with
+    # itself; its rows say so, and any expert's row of the object wins over it.
+    source = "auto" if c.label_source == "auto" and not agreeing else "accepted"
+    return ExportRecord(**base, source=source, trajectory=t, recency=recency), None
