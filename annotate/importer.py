@@ -43,7 +43,7 @@ from typing import Any
 
 from agent.formats.catalogue import LABEL_ALIASES
 from annotate.export.vi import TIME_FORMAT
-from annotate.review import decide
+from annotate.review import decide, derive_label
 from db.models import DECISIONS
 from db.store import Store, StoreError
 
@@ -173,7 +173,7 @@ def _decision(rec: dict[str, str], label: str | None, verdict: str | None) -> di
         # the label it left (the `verdict` column) is the fact. Against another verdict here
         # (or none, in a store not vetted yet) the same action would record the opposite
         # label, or nothing: it becomes the decision that gives the same label here.
-        said = verdict if action == "accept" else {"YES": "NO", "NO": "YES"}.get(verdict or "")
+        said = None if verdict is None else derive_label(action, verdict, None)
         if said != label:
             action = "correct" if verdict is None else "accept" if label == verdict else "reject"
             if action == "correct":

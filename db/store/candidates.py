@@ -119,16 +119,22 @@ class CandidatesMixin:
     def stored_spectra(self, refs: Sequence[CandidateRef]) -> set[int]:
         """Indices of the `refs` whose spectrum (file, HDU, row) the store already holds."""
         keys = [ref_key(r.path, r.hdu, r.row) for r in refs]
-        held: set[str] = set()
         with self._ro() as s:
-            uniq = sorted(set(keys))
-            for j in range(0, len(uniq), 500):
-                held.update(
-                    s.scalars(
-                        select(m.Spectrum.ref_key).where(m.Spectrum.ref_key.in_(uniq[j : j + 500]))
-                    )
-                )
+            held = self._spectrum_ids(s, sorted(set(keys)))
         return {i for i, k in enumerate(keys) if k in held}
+
+    @staticmethod
+    def _spectrum_ids(s: Session, keys: Sequence[str]) -> dict[str, int]:
+        """ref_key -> id of the stored spectra among `keys` (queried 500 at a time)."""
+        out: dict[str, int] = {}
+        for j in range(0, len(keys), 500):
+            chunk = keys[j : j + 500]
+            out.update(
+                s.execute(
+                    select(m.Spectrum.ref_key, m.Spectrum.id).where(m.Spectrum.ref_key.in_(chunk))
+                ).all()
+            )
+        return out
 
     def _add_batch(self, batch, report, source_catalog, split, gold, hashes, actor) -> None:
         now = utcnow()
@@ -163,17 +169,7 @@ class CandidatesMixin:
                 }
             conn = s.connection()
             self._bulk_insert_ignore(conn, m.Spectrum, list(spec_rows.values()))
-            keys = list(spec_rows)
-            spec_ids: dict[str, int] = {}
-            for j in range(0, len(keys), 500):
-                chunk = keys[j : j + 500]
-                spec_ids.update(
-                    s.execute(
-                        select(m.Spectrum.ref_key, m.Spectrum.id).where(
-                            m.Spectrum.ref_key.in_(chunk)
-                        )
-                    ).all()
-                )
+            spec_ids = self._spectrum_ids(s, list(spec_rows))
             threshold = self._threshold(s)
             cand_rows = []
             seen: set[tuple[str, int]] = set()
