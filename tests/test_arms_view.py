@@ -238,7 +238,7 @@ GLOBAL = "document.querySelector('#vet-global .js-plotly-plot')"
 @pytest.mark.slow
 def test_b_and_y_toggle_the_arms_and_sky_in_chromium(browser, tmp_path_factory, tmp_path):
     from app.main import serve
-    from tests.app_support import context
+    from tests.app_support import ANSWER_MS, context
     from tests.test_browser import _open
 
     ctx = context(tmp_path_factory, tmp_path)
@@ -256,7 +256,7 @@ def test_b_and_y_toggle_the_arms_and_sky_in_chromium(browser, tmp_path_factory, 
                 f"""k => {{ const gd = {GLOBAL}; if (!gd || !gd.data || !gd.layout.meta ||
                     gd.layout.meta.candidate !== k) return false;
                     const names = gd.data.map(t => t.name); return {predicate}; }}""",
-                arg=key, timeout=20_000,
+                arg=key, timeout=ANSWER_MS,
             )  # fmt: skip
 
         def traces() -> dict:

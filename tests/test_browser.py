@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.app_support import context
+from tests.app_support import ANSWER_MS, context
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -120,25 +120,25 @@ def test_vet_correct_and_author_in_the_browser(tab, tmp_path_factory, tmp_path):
             target = ctx.store.list_candidates(limit=5, order="id")[0]
             page.fill("#author-cid textarea, #author-cid input", target.key)
             page.click("#btn-author-load")
-            page.wait_for_selector("#author-global .js-plotly-plot", timeout=20_000)
+            page.wait_for_selector("#author-global .js-plotly-plot", timeout=ANSWER_MS)
             for lo, hi, thought in [(6450, 6680, "H-alpha window"), (4800, 4950, "H-beta window")]:
                 page.fill("#author-lo input", str(lo))
                 page.fill("#author-hi input", str(hi))
                 page.fill("#author-thought textarea", thought)
                 page.click("#btn-author-zoom")
-                page.wait_for_selector("#author-image img", timeout=20_000)
+                page.wait_for_selector("#author-image img", timeout=ANSWER_MS)
                 page.click("#btn-author-add")
                 page.wait_for_function(
                     "t => document.querySelector('#author-steps') && "
                     "(document.querySelector('#author-steps')?.innerText ?? '').includes(t)",
-                    arg=thought, timeout=20_000,
+                    arg=thought, timeout=ANSWER_MS,
                 )  # fmt: skip
             page.click("#author-verdict label:has-text('NO')")
             page.fill("#author-explanation textarea", "Balmer absorption only")
             page.click("#btn-author-submit")
             page.wait_for_function(
                 "() => (document.querySelector('#author-message')?.innerText ?? '').includes('Submitted')",
-                timeout=20_000,
+                timeout=ANSWER_MS,
             )
             (a,) = ctx.store.list_authored(status="submitted")
             assert a.candidate_id == target.id and len(a.steps) == 3 and a.verdict == "NO"
@@ -174,7 +174,7 @@ def test_model_script_is_inert_with_login(tab, tmp_path_factory, tmp_path):
             page.keyboard.press("Enter")
             page.wait_for_function(
                 "() => (document.querySelector('#vet-thought-0')?.innerText ?? '').includes('<script>')",
-                timeout=20_000,
+                timeout=ANSWER_MS,
             )
             page.wait_for_timeout(500)
             assert page.evaluate("() => window.__pwned === undefined")
@@ -198,7 +198,7 @@ def _drawn_after(page, key: str) -> tuple[str, float]:
     old = _current_key(page)
     t0 = time.perf_counter()
     page.keyboard.press(key)
-    page.wait_for_function(DRAWN, arg=old, timeout=20_000, polling="raf")
+    page.wait_for_function(DRAWN, arg=old, timeout=ANSWER_MS, polling="raf")
     return _current_key(page), (time.perf_counter() - t0) * 1000
 
 
@@ -256,33 +256,33 @@ def test_the_experts_desk_in_the_browser(tab, tmp_path_factory, tmp_path):
 
         # r opens a focused one-line reason; Enter saves the reject with it
         page.keyboard.press("r")
-        page.wait_for_selector("#reject-reason", state="visible", timeout=20_000)
+        page.wait_for_selector("#reject-reason", state="visible", timeout=ANSWER_MS)
         assert page.evaluate("() => !!document.activeElement.closest('#reject-reason')")
         page.keyboard.type("An M giant: TiO bands and no CN, so NO")
         old = _current_key(page)
         page.keyboard.press("Enter")
-        page.wait_for_function(DRAWN, arg=old, timeout=20_000)
+        page.wait_for_function(DRAWN, arg=old, timeout=ANSWER_MS)
         _stored(ctx, old, lambda rs: rs and rs[0].action == "reject")
         r = ctx.store.review(r.id)
         assert (r.action, r.explanation) == ("reject", "An M giant: TiO bands and no CN, so NO")
         # ... Esc cancels, and Enter in the empty box saves the reject without one
         key2 = _current_key(page)
         page.keyboard.press("r")
-        page.wait_for_selector("#reject-reason", state="visible", timeout=20_000)
+        page.wait_for_selector("#reject-reason", state="visible", timeout=ANSWER_MS)
         page.keyboard.press("Escape")
-        page.wait_for_selector("#reject-reason", state="hidden", timeout=20_000)
+        page.wait_for_selector("#reject-reason", state="hidden", timeout=ANSWER_MS)
         assert _reviews_of(ctx, key2) == []
         page.keyboard.press("r")
-        page.wait_for_selector("#reject-reason", state="visible", timeout=20_000)
+        page.wait_for_selector("#reject-reason", state="visible", timeout=ANSWER_MS)
         page.keyboard.press("Enter")
-        page.wait_for_function(DRAWN, arg=key2, timeout=20_000)
+        page.wait_for_function(DRAWN, arg=key2, timeout=ANSWER_MS)
         (r2,) = _stored(ctx, key2)
         assert (r2.action, r2.explanation) == ("reject", None)
 
         # c: the panel opens in view and focused, empty; warns on a note about the agent;
         # Esc cancels; Ctrl+Enter saves
         page.keyboard.press("c")
-        page.wait_for_selector("#correct-panel", state="visible", timeout=20_000)
+        page.wait_for_selector("#correct-panel", state="visible", timeout=ANSWER_MS)
         assert page.evaluate("() => !!document.activeElement.closest('#correct-explanation')")
         assert page.locator("#correct-explanation textarea").input_value() == ""
         box = page.locator("#correct-panel").bounding_box()
@@ -290,16 +290,16 @@ def test_the_experts_desk_in_the_browser(tab, tmp_path_factory, tmp_path):
         page.keyboard.type("the agent mislabelled this")
         page.wait_for_selector("#correct-warning:has-text('note about the agent')")
         page.keyboard.press("Escape")
-        page.wait_for_selector("#correct-panel", state="hidden", timeout=20_000)
+        page.wait_for_selector("#correct-panel", state="hidden", timeout=ANSWER_MS)
         assert _reviews_of(ctx, _current_key(page)) == []
         page.keyboard.press("c")
-        page.wait_for_selector("#correct-panel", state="visible", timeout=20_000)
+        page.wait_for_selector("#correct-panel", state="visible", timeout=ANSWER_MS)
         page.click("#correct-label label:has-text('YES')")
         page.fill("#correct-explanation textarea", "I see C2 Swan bands at 5165 Å, so YES")
         page.fill("#correct-note textarea, #correct-note input", "check the 4737 band too")
         key3 = _current_key(page)
         page.keyboard.press("Control+Enter")
-        page.wait_for_function(DRAWN, arg=key3, timeout=20_000)
+        page.wait_for_function(DRAWN, arg=key3, timeout=ANSWER_MS)
         (r3,) = _reviews_of(ctx, key3)
         assert (r3.action, r3.label, r3.comment) == ("correct", "YES", "check the 4737 band too")
         assert r3.explanation == "I see C2 Swan bands at 5165 Å, so YES"
@@ -315,7 +315,7 @@ def test_the_experts_desk_in_the_browser(tab, tmp_path_factory, tmp_path):
         page.click(f"#jump-task label:has-text('{tasks[-1].strip()}')")
         page.wait_for_function(
             "k => (document.querySelector('#vet-header .loupe-head .id')?.textContent ?? '').trim() === k",
-            arg=multi, timeout=20_000,
+            arg=multi, timeout=ANSWER_MS,
         )  # fmt: skip
         assert f"task {tasks[-1].strip()}" in page.inner_text("#vet-header")
 
@@ -388,7 +388,7 @@ def test_j_draws_the_next_candidate_before_the_server_answers(tab, tmp_path_fact
         ready = ("k => ((document.querySelector('#vet-ahead textarea, #vet-ahead input') || {})"
                  ".value || '').includes('\"for\":\"' + k + '\"')")  # fmt: skip
         first = _current_key(page)
-        page.wait_for_function(ready, arg=first, timeout=20_000)
+        page.wait_for_function(ready, arg=first, timeout=ANSWER_MS)
         page.wait_for_timeout(200)
         # count the whole-spectrum draws that reach Plotly, and hold requests back
         page.evaluate("""() => {
@@ -401,7 +401,7 @@ def test_j_draws_the_next_candidate_before_the_server_answers(tab, tmp_path_fact
         }""")
         page.evaluate(HOLD)
         page.keyboard.press("j")
-        page.wait_for_function(DRAWN, arg=first, timeout=20_000, polling="raf")  # no answer yet
+        page.wait_for_function(DRAWN, arg=first, timeout=ANSWER_MS, polling="raf")  # no answer yet
         second = _current_key(page)
         page.evaluate("window.__release()")
         meta = "() => document.querySelector('#vet-global .js-plotly-plot').layout.meta"
@@ -410,20 +410,20 @@ def test_j_draws_the_next_candidate_before_the_server_answers(tab, tmp_path_fact
         # the server's answer (the step panels): the same candidate, not drawn a second time
         zooms = "k => ((document.querySelector('#vet-zooms .js-plotly-plot') || {}).layout" \
                 " || {meta: {}}).meta.candidate === k"  # fmt: skip
-        page.wait_for_function(zooms, arg=second, timeout=20_000)
+        page.wait_for_function(zooms, arg=second, timeout=ANSWER_MS)
         page.wait_for_timeout(300)
         assert _current_key(page) == second and page.evaluate("() => window.__draws") == 1
         assert page.evaluate(meta) == drawn_ahead
         assert ctx.store.candidate(ctx.store.find_candidate(second).id) is not None
         # k: back to the first, drawn ahead too
-        page.wait_for_function(ready, arg=second, timeout=20_000)
+        page.wait_for_function(ready, arg=second, timeout=ANSWER_MS)
         page.wait_for_timeout(200)
         page.evaluate(HOLD)
         page.keyboard.press("k")
-        page.wait_for_function(DRAWN, arg=second, timeout=20_000, polling="raf")  # no answer yet
+        page.wait_for_function(DRAWN, arg=second, timeout=ANSWER_MS, polling="raf")  # no answer yet
         assert _current_key(page) == first
         page.evaluate("window.__release()")
-        page.wait_for_function(zooms, arg=first, timeout=20_000)
+        page.wait_for_function(zooms, arg=first, timeout=ANSWER_MS)
         page.wait_for_timeout(300)
         assert _current_key(page) == first and page.evaluate("() => window.__draws") == 2
         assert ctx.store.reviews() == []
@@ -436,7 +436,7 @@ def test_a_typed_redshift_is_stored_with_the_decision(tab, tmp_path_factory, tmp
         page.keyboard.press("z")
         page.keyboard.type("1.27")
         page.keyboard.press("Enter")
-        page.wait_for_selector("#desk-z-info:has-text('yours: 1.2700')", timeout=20_000)
+        page.wait_for_selector("#desk-z-info:has-text('yours: 1.2700')", timeout=ANSWER_MS)
         _drawn_after(page, "a")
         (r,) = _stored(ctx, key)
         assert (r.action, r.redshift, r.redshift_source) == ("accept", 1.27, "expert")
@@ -450,7 +450,7 @@ def test_two_decisions_are_drawn_at_their_presses(tab, tmp_path_factory, tmp_pat
         ready = ("k => ((document.querySelector('#vet-ahead textarea, #vet-ahead input') || {})"
                  ".value || '').includes('\"for\":\"' + k + '\"')")  # fmt: skip
         first = _current_key(page)
-        page.wait_for_function(ready, arg=first, timeout=20_000)
+        page.wait_for_function(ready, arg=first, timeout=ANSWER_MS)
         page.evaluate(HOLD)  # the two presses must draw without any answer
         page.keyboard.press("a")
         second = _current_key(page)
@@ -463,7 +463,7 @@ def test_two_decisions_are_drawn_at_their_presses(tab, tmp_path_factory, tmp_pat
         (a1,) = _stored(ctx, first)
         (a2,) = _stored(ctx, second)
         assert (a1.action, a2.action) == ("accept", "accept")
-        page.wait_for_function("() => window.loupeSending() === 0", timeout=20_000)
+        page.wait_for_function("() => window.loupeSending() === 0", timeout=ANSWER_MS)
         assert _current_key(page) == third and len(ctx.store.reviews()) == 2
 
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.app_support import context
+from tests.app_support import ANSWER_MS, context
 from tests.test_browser import DRAWN, HOLD, _current_key, _desk, _drawn_after, _reviews_of
 
 OPEN_S = 120  # seconds to open the page (tests.test_browser.OPEN_MS)
@@ -41,7 +41,7 @@ def test_unsaved_correction_is_never_replaced_by_a_shortcut(tab, tmp_path_factor
     with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         key = _current_key(page)
         page.keyboard.press("c")
-        page.wait_for_selector("#correct-panel", state="visible", timeout=20_000)
+        page.wait_for_selector("#correct-panel", state="visible", timeout=ANSWER_MS)
         page.keyboard.type("I see C2 Swan bands at 5165")
         page.keyboard.press("Shift+Tab")
         page.keyboard.press("ArrowDown")
@@ -71,7 +71,7 @@ def test_unsaved_correction_is_never_replaced_by_a_shortcut(tab, tmp_path_factor
         assert len(asked) == 2 and _reviews_of(ctx, key) == []
         # Esc discards it (the panel closes); now s is a skip
         page.keyboard.press("Escape")
-        page.wait_for_selector("#correct-panel", state="hidden", timeout=20_000)
+        page.wait_for_selector("#correct-panel", state="hidden", timeout=ANSWER_MS)
         _drawn_after(page, "s")
         (r,) = _stored(ctx, key)
         assert r.action == "skip"
@@ -81,7 +81,7 @@ def test_unsaved_reason_is_never_replaced_by_a_shortcut(tab, tmp_path_factory, t
     with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         key = _current_key(page)
         page.keyboard.press("r")
-        page.wait_for_selector("#reject-reason", state="visible", timeout=20_000)
+        page.wait_for_selector("#reject-reason", state="visible", timeout=ANSWER_MS)
         page.keyboard.type("TiO bands")
         for k in ["s", "a", "f", "u"]:
             page.evaluate("() => document.activeElement.blur()")
@@ -96,7 +96,7 @@ def test_unsaved_reason_is_never_replaced_by_a_shortcut(tab, tmp_path_factory, t
             "TiO bands"
         )
         page.keyboard.press("Enter")
-        page.wait_for_function(DRAWN, arg=key, timeout=20_000)
+        page.wait_for_function(DRAWN, arg=key, timeout=ANSWER_MS)
         (r,) = _stored(ctx, key)
         assert (r.action, r.explanation) == ("reject", "TiO bands")
 
@@ -106,26 +106,26 @@ def test_esc_always_cancels(tab, tmp_path_factory, tmp_path):
     with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         key = _current_key(page)
         page.keyboard.press("r")
-        page.wait_for_selector("#reject-reason", state="visible", timeout=20_000)
+        page.wait_for_selector("#reject-reason", state="visible", timeout=ANSWER_MS)
         page.keyboard.press("Escape")
-        page.wait_for_selector("#reject-reason", state="hidden", timeout=20_000)
+        page.wait_for_selector("#reject-reason", state="hidden", timeout=ANSWER_MS)
         page.keyboard.press("r")
-        page.wait_for_selector("#reject-reason", state="visible", timeout=20_000)
+        page.wait_for_selector("#reject-reason", state="visible", timeout=ANSWER_MS)
         page.keyboard.type("half a reason")
         page.keyboard.press("Escape")
-        page.wait_for_selector("#reject-reason", state="hidden", timeout=20_000)
+        page.wait_for_selector("#reject-reason", state="hidden", timeout=ANSWER_MS)
         page.keyboard.press("c")
-        page.wait_for_selector("#correct-panel", state="visible", timeout=20_000)
+        page.wait_for_selector("#correct-panel", state="visible", timeout=ANSWER_MS)
         page.keyboard.press("Escape")
-        page.wait_for_selector("#correct-panel", state="hidden", timeout=20_000)
+        page.wait_for_selector("#correct-panel", state="hidden", timeout=ANSWER_MS)
         _settle(page, 1500)
         assert _reviews_of(ctx, key) == [] and _current_key(page) == key
         # the reason box was emptied: r opens it empty, Enter saves a reject without one
         page.keyboard.press("r")
-        page.wait_for_selector("#reject-reason", state="visible", timeout=20_000)
+        page.wait_for_selector("#reject-reason", state="visible", timeout=ANSWER_MS)
         assert page.locator("#reject-reason input, #reject-reason textarea").input_value() == ""
         page.keyboard.press("Enter")
-        page.wait_for_function(DRAWN, arg=key, timeout=20_000)
+        page.wait_for_function(DRAWN, arg=key, timeout=ANSWER_MS)
         (r,) = _stored(ctx, key)
         assert (r.action, r.explanation) == ("reject", None)
 
@@ -143,7 +143,7 @@ def test_an_out_of_range_redshift_is_refused_aloud(tab, tmp_path_factory, tmp_pa
         page.keyboard.press("Enter")
         page.wait_for_function(
             "() => (document.querySelector('#vet-message')?.innerText ?? '').includes('Redshift not "
-            "changed')", timeout=20_000)  # fmt: skip
+            "changed')", timeout=ANSWER_MS)  # fmt: skip
         msg = page.inner_text(MESSAGE)
         assert typed in msg and "not a number from" in msg
         page.wait_for_function(
@@ -159,7 +159,7 @@ def test_dashboard_and_experts_refresh_when_opened(tab, tmp_path_factory, tmp_pa
         page.click("button[role='tab']:has-text('Dashboard')")
         page.wait_for_function(
             "() => /\\b0\\*?\\*? reviewed/.test(document.querySelector('#dash-summary')"
-            ".innerText)", timeout=20_000)  # fmt: skip
+            ".innerText)", timeout=ANSWER_MS)  # fmt: skip
         page.click("button[role='tab']:has-text('Vet')")
         page.wait_for_selector("#btn-accept", state="visible")
         for k in ["a", "a"]:
@@ -170,22 +170,22 @@ def test_dashboard_and_experts_refresh_when_opened(tab, tmp_path_factory, tmp_pa
         page.click("button[role='tab']:has-text('Dashboard')")
         page.wait_for_function(
             "() => /\\b2\\*?\\*? reviewed/.test(document.querySelector('#dash-summary')"
-            ".innerText)", timeout=20_000)  # fmt: skip
+            ".innerText)", timeout=ANSWER_MS)  # fmt: skip
         page.click("button[role='tab']:has-text('Experts')")
         page.wait_for_function(
             "() => /local\\s+admin\\s+yes\\s+2\\b/.test("
             "(document.querySelector('#experts-list') || {}).innerText || '')",
-            timeout=20_000,
+            timeout=ANSWER_MS,
         )  # fmt: skip (shown to the admin once the tab is opened)
         # the team's settings, changed by the admin here, reach the store (a bad one says why)
-        page.wait_for_selector("#team-settings-table", state="visible", timeout=20_000)
+        page.wait_for_selector("#team-settings-table", state="visible", timeout=ANSWER_MS)
 
         def set_audit_rate(text: str, says: str) -> None:
             page.fill("#team-setting-value textarea, #team-setting-value input", text)
             page.click("#btn-team-setting")
             page.wait_for_function(
                 f"() => /{says}/.test(document.querySelector('#team-setting-message')"
-                ".innerText)", timeout=20_000)  # fmt: skip
+                ".innerText)", timeout=ANSWER_MS)  # fmt: skip
 
         set_audit_rate("0.2", "audit_rate.* is now 0.2")
         assert ctx.store.setting("audit_rate") == 0.2
@@ -209,10 +209,10 @@ def test_undo_brings_back_the_decision_before(tab, tmp_path_factory, tmp_path):
         _drawn_after(page, "k")
         assert _current_key(page) == key
         page.keyboard.press("r")
-        page.wait_for_selector("#reject-reason", state="visible", timeout=20_000)
+        page.wait_for_selector("#reject-reason", state="visible", timeout=ANSWER_MS)
         page.keyboard.type("on second thoughts, no")
         page.keyboard.press("Enter")
-        page.wait_for_function(DRAWN, arg=key, timeout=20_000)
+        page.wait_for_function(DRAWN, arg=key, timeout=ANSWER_MS)
         deadline = time.time() + 20
         while time.time() < deadline and _reviews_of(ctx, key)[0].action != "reject":
             time.sleep(0.1)
@@ -245,12 +245,12 @@ def test_a_non_admin_sees_no_admin_controls(tab, tmp_path_factory, tmp_path):
                 page.wait_for_function(DRAWN, arg="", timeout=OPEN_S * 1000)
                 assert name in page.inner_text("#whoami")
                 page.click("button[role='tab']:has-text('Export')")
-                page.wait_for_selector("#export-note", state="visible", timeout=20_000)
+                page.wait_for_selector("#export-note", state="visible", timeout=ANSWER_MS)
                 page.wait_for_timeout(500)
                 assert page.is_visible("#btn-export") is admin
                 assert page.is_visible("#btn-export-vi")  # everyone's own decisions
                 page.click("button[role='tab']:has-text('Experts')")
-                page.wait_for_selector("#experts-note", state="visible", timeout=20_000)
+                page.wait_for_selector("#experts-note", state="visible", timeout=ANSWER_MS)
                 page.wait_for_timeout(500)
                 assert page.is_visible("#experts-add") is admin
                 assert page.is_visible("#experts-list") is admin
@@ -272,7 +272,8 @@ def test_a_refused_decision_brings_its_candidate_back(tab, tmp_path_factory, tmp
         update_expert(ctx.store, "local", active=False)
         page.evaluate(HOLD)
         page.keyboard.press("a")
-        page.wait_for_function(DRAWN, arg=key, timeout=20_000, polling="raf")  # before any answer
+        # before any answer
+        page.wait_for_function(DRAWN, arg=key, timeout=ANSWER_MS, polling="raf")
         page.evaluate("window.__release()")
         page.wait_for_function(
             "k => (document.querySelector('#vet-header .loupe-head .id')?.textContent ?? '').trim() "
@@ -352,7 +353,7 @@ def test_issue_flags_and_spectral_type_are_kept_with_the_decision(tab, tmp_path_
         assert template == page.input_value("#desk-template input")
         # n: the template is normalised with the spectrum, level about 1
         page.keyboard.press("n")
-        page.wait_for_function(NORMALISED_TEMPLATE, timeout=20_000)
+        page.wait_for_function(NORMALISED_TEMPLATE, timeout=ANSWER_MS)
         # the header's SNR is the one the agent's thoughts quote
         snr = float(re.search(r"SNR ([0-9.]+)", page.inner_text("#vet-header")).group(1))
         said = re.search(r"at SNR ~([0-9]+)", page.inner_text("#vet-thoughts"))

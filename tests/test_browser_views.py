@@ -11,7 +11,7 @@ import json
 import pytest
 
 from app.pages import desk
-from tests.app_support import context
+from tests.app_support import ANSWER_MS, context
 from tests.test_browser import _current_key, _open
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -191,7 +191,7 @@ def test_audit_shows_what_the_model_will_see_and_approves(tab, tmp_path_factory,
             page.wait_for_function(
                 "() => [...document.querySelectorAll('#audit-view img.loupe-audit-image')]"
                 ".filter(i => i.complete && i.naturalWidth > 100).length === 3",
-                timeout=20_000,
+                timeout=ANSWER_MS,
             )
             for i, text in enumerate(["the blue end", "the red end"]):
                 block = page.locator(f"#audit-step-{i}")
