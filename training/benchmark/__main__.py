@@ -9,7 +9,7 @@ from pathlib import Path
 
 from training import benchmark
 from training.benchmark.report import write_report
-from training.benchmark.sources import DEFAULT_SPECTRA, build
+from training.benchmark.sources import DEFAULT_SPECTRA, build, freeze_splits, load_sources
 from training.benchmark.tuning import fit_calibration
 
 
@@ -43,7 +43,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--reuse-results", action="store_true", help="Resume from results already in OUT/eval-*."
     )
+    ap.add_argument(
+        "--freeze-splits",
+        action="store_true",
+        help="Write the split of each library object that training/benchmark/splits.csv "
+        "does not hold yet into it (rows already there never change), then stop.",
+    )
     args = ap.parse_args(argv)
+    if args.freeze_splits:
+        added = freeze_splits(load_sources(Path(args.spectra)))
+        print(f"benchmark: froze the split of {len(added)} new object(s) {' '.join(added)}")
+        return 0
     out = Path(args.out)
     if not args.skip_build:
         paths = build(

@@ -453,7 +453,11 @@ def write_report(
         "telluric bands and a pipeline redshift (3% of them wrong). The SDSS QSO and galaxy "
         "templates are observed at random redshifts (QSO 0.3-2.6, galaxy 0.02-0.4).",
         "",
-        "Splits are by source object. The inspector's rules are set on `tune`; the "
+        "Splits are by source object. Each object's split is frozen in "
+        "`training/benchmark/splits.csv` (`python -m training.benchmark --freeze-splits` adds "
+        "new ones): a positive added to the library joins the split holding fewer of its "
+        "task's objects, any other star goes by a hash of its name, and no object already "
+        "scored moves. The inspector's rules are set on `tune`; the "
         "numbers below are on `test`. Confidence intervals resample source objects (the "
         "realisations of one star are not independent), positives and negatives separately "
         "per task; 1000 resamples.",

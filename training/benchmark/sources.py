@@ -1,7 +1,7 @@
 """The benchmark's sources and splits, and the survey files built from them.
 
 `load_sources` reads the library manifest, `assign_splits` puts each source OBJECT in one
-split, `plan` picks each task's positives and hard negatives, and `build` observes every
+split (kept from then on in `splits.csv`, which `freeze_splits` extends), `plan` picks each task's positives and hard negatives, and `build` observes every
 source in every layout and SNR (`training.sim.surveys`) and writes each split's catalogue.
 """
 
@@ -62,6 +62,8 @@ EXTRAGALACTIC = {
 # At most this many source objects per (hard-negative label, task), so one plentiful
 # class does not swamp a task; ordinary stars are not capped.
 MAX_NEG_SOURCES = 16
+# Each object's split, frozen once it has been scored (`freeze_splits`; committed).
+SPLITS_FILE = Path(__file__).with_name("splits.csv")
 # Approximate resolving power of each library (None: much higher than the surveys').
 SOURCE_R = {
     "miles": 2000.0,
@@ -174,9 +176,40 @@ def _h(text: str) -> int:
     return int(hashlib.sha1(text.encode()).hexdigest()[:8], 16)
 
 
-def assign_splits(sources: list[Source]) -> dict[str, str]:
-    """object -> 'tune' | 'test'. Rare classes alternate so both splits get some."""
-    split: dict[str, str] = {}
+def _frozen_rows(path: Path) -> dict[str, tuple[str, str]]:
+    if not path.exists():
+        return {}
+    with path.open(newline="") as fh:
+        return {r["object"]: (r["split"], r["label"]) for r in csv.DictReader(fh)}
+
+
+def read_splits(path: Path = SPLITS_FILE) -> dict[str, str]:
+    """object -> split, as frozen in `path` (empty where there is no such file)."""
+    return {o: sp for o, (sp, _) in _frozen_rows(path).items()}
+
+
+def freeze_splits(sources: list[Source], path: Path = SPLITS_FILE) -> list[str]:
+    """Add to `path` the objects of `sources` it does not hold yet, with the split
+    `assign_splits` gives them; the rows already there stay as they are. Returns the added."""
+    rows = _frozen_rows(path)
+    split = assign_splits(sources, {o: sp for o, (sp, _) in rows.items()})
+    label = {s.obj: s.label for s in sources}
+    added = sorted(set(split) - set(rows))
+    rows.update({o: (split[o], label[o]) for o in added})
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(["object", "split", "label"])
+        w.writerows((o, *rows[o]) for o in sorted(rows))
+    return added
+
+
+def assign_splits(sources: list[Source], frozen: dict[str, str] | None = None) -> dict[str, str]:
+    """object -> 'tune' | 'test'. An object frozen in `training/benchmark/splits.csv` keeps
+    its split, so spectra added to the library never move an object whose split has been
+    scored; a new positive goes to the split holding fewer of its task's objects."""
+    frozen = read_splits() if frozen is None else frozen
+    objects = {s.obj for s in sources}
+    split = {o: sp for o, sp in frozen.items() if o in objects}
     # Positives are grouped by task (U Gem and the CV template are both "cv"), real
     # stars before templates, and alternate test/tune so each split gets some; so do the
     # extragalactic contaminants (real SDSS quasars, the QSO and galaxy templates).
@@ -191,8 +224,11 @@ def assign_splits(sources: list[Source]) -> dict[str, str]:
         for s in sorted(groups[g], key=lambda s: (s.template, _h(s.obj))):
             if s.obj not in objs:
                 objs.append(s.obj)
-        for i, o in enumerate(objs):
-            split.setdefault(o, "test" if i % 2 == 0 else "tune")
+        held = Counter(split[o] for o in objs if o in split)
+        for o in objs:
+            if o not in split:
+                split[o] = "test" if held["test"] <= held["tune"] else "tune"
+                held[split[o]] += 1
     for s in sources:
         split.setdefault(s.obj, "test" if _h("split:" + s.obj) % 2 == 0 else "tune")
     return split
@@ -303,6 +339,13 @@ def build(
     """
     sources = load_sources(spectra)
     split = assign_splits(sources)
+    if loose := sorted(set(split) - set(read_splits())):
+        log.warning(
+            "%d objects are not in %s (%s): their split may move when more spectra join "
+            "the library; freeze it with `python -m training.benchmark --freeze-splits` "
+            "before setting rules on tune",
+            len(loose), SPLITS_FILE.name, ", ".join(loose[:5]) + (" ..." if len(loose) > 5 else ""),
+        )  # fmt: skip
     tasks = plan(sources)
     if max_objects is not None:
         kept: dict[tuple[str, str, str], set[str]] = defaultdict(set)
