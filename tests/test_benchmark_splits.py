@@ -42,6 +42,19 @@ def test_new_stars_join_the_thinner_split_and_move_no_frozen_one(tmp_path):
     assert freeze_splits(s_stars + new + others, path) == []  # nothing more to freeze
 
 
+def test_a_new_hot_subdwarf_joins_the_split_holding_fewer_of_them(tmp_path):
+    path = tmp_path / "splits.csv"
+    sdbs = [star(f"GD{i}", "hot_subdwarf") for i in (1, 2, 3)]
+    freeze_splits(sdbs, path)
+    held = sorted(read_splits(path).values())
+    assert held == ["test", "test", "tune"]
+    for i in (4, 5):  # one at a time, as a library grows
+        sdbs.append(star(f"GD{i}", "hot_subdwarf"))
+        freeze_splits(sdbs, path)
+    assert sorted(read_splits(path).values()) == ["test", "test", "test", "tune", "tune"]
+    assert [read_splits(path)[f"GD{i}"] for i in (4, 5)] == ["tune", "test"]
+
+
 def test_an_object_left_out_of_the_library_keeps_no_split(tmp_path):
     path = tmp_path / "splits.csv"
     freeze_splits([star("HD1", "s_type"), star("HD2", "m_giant")], path)

@@ -456,8 +456,9 @@ def write_report(
         "Splits are by source object. Each object's split is frozen in "
         "`training/benchmark/splits.csv` (`python -m training.benchmark --freeze-splits` adds "
         "new ones): a positive added to the library joins the split holding fewer of its "
-        "task's objects, any other star goes by a hash of its name, and no object already "
-        "scored moves. The inspector's rules are set on `tune`; the "
+        "task's objects, a hard negative the one holding fewer of its class, an ordinary star "
+        "goes by a hash of its name, and no object already scored moves. The inspector's "
+        "rules are set on `tune`; the "
         "numbers below are on `test`. Confidence intervals resample source objects (the "
         "realisations of one star are not independent), positives and negatives separately "
         "per task; 1000 resamples.",

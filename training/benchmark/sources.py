@@ -206,19 +206,24 @@ def freeze_splits(sources: list[Source], path: Path = SPLITS_FILE) -> list[str]:
 def assign_splits(sources: list[Source], frozen: dict[str, str] | None = None) -> dict[str, str]:
     """object -> 'tune' | 'test'. An object frozen in `training/benchmark/splits.csv` keeps
     its split, so spectra added to the library never move an object whose split has been
-    scored; a new positive goes to the split holding fewer of its task's objects."""
+    scored; a new positive goes to the split holding fewer of its task's objects, a new hard
+    negative to the one holding fewer of its class."""
     frozen = read_splits() if frozen is None else frozen
     objects = {s.obj for s in sources}
     split = {o: sp for o, sp in frozen.items() if o in objects}
     # Positives are grouped by task (U Gem and the CV template are both "cv"), real
     # stars before templates, and alternate test/tune so each split gets some; so do the
-    # extragalactic contaminants (real SDSS quasars, the QSO and galaxy templates).
+    # extragalactic contaminants (real SDSS quasars, the QSO and galaxy templates) and,
+    # by class, the other hard negatives, few of each (hot subdwarfs: four). Ordinary stars
+    # are many: a hash of the name splits them.
     groups: dict[str, list[Source]] = defaultdict(list)
     for s in sources:
         if s.label in POSITIVE:
             groups[POSITIVE[s.label][0]].append(s)
         elif s.label in ("qso", "galaxy"):
             groups["extragalactic"].append(s)
+        elif s.label not in ORDINARY:
+            groups[f"negative:{s.label}"].append(s)
     for g in sorted(groups):
         objs: list[str] = []
         for s in sorted(groups[g], key=lambda s: (s.template, _h(s.obj))):
