@@ -16,7 +16,11 @@ resolutions, arm joins, masks and flux units, written as real files the readers 
 error, sky residuals and flagged bad columns. Each split gets a labelled catalogue
 (`tune/catalog.csv`, `test/catalog.csv`). Splits are by source OBJECT: one star observed
 by two libraries (MILES and STELIB, CALSPEC and STELIB) or several times (U Gem) lands in
-one split only, and objects whose labels disagree between libraries are left out.
+one split only, and objects whose labels disagree between libraries are left out. Each
+object's split is frozen in `training/benchmark/splits.csv`: after adding spectra to the
+manifest, `python -m training.benchmark --freeze-splits` gives each new object a split (a
+positive or hard negative joins the split holding fewer of its kind) and changes no row
+already there, so no object already scored moves.
 
 `--report` scores the policies on both splits and writes the report: per layout and per
 SNR, with object-level bootstrap confidence intervals, the demo's numbers beside it, and
