@@ -1,8 +1,9 @@
 """The benchmark's sources and splits, and the survey files built from them.
 
 `load_sources` reads the library manifest, `assign_splits` puts each source OBJECT in one
-split (kept from then on in `splits.csv`, which `freeze_splits` extends), `plan` picks each task's positives and hard negatives, and `build` observes every
-source in every layout and SNR (`training.sim.surveys`) and writes each split's catalogue.
+split (kept from then on in `splits.csv`, which `freeze_splits` extends), `plan` picks each
+task's positives and hard negatives, and `build` observes every source in every layout and
+SNR (`training.sim.surveys`) and writes each split's catalogue.
 """
 
 from __future__ import annotations
@@ -214,7 +215,7 @@ def assign_splits(sources: list[Source], frozen: dict[str, str] | None = None) -
     # Positives are grouped by task (U Gem and the CV template are both "cv"), real
     # stars before templates, and alternate test/tune so each split gets some; so do the
     # extragalactic contaminants (real SDSS quasars, the QSO and galaxy templates) and,
-    # by class, the other hard negatives, few of each (hot subdwarfs: four). Ordinary stars
+    # by class, the other hard negatives (a handful of hot subdwarfs). Ordinary stars
     # are many: a hash of the name splits them.
     groups: dict[str, list[Source]] = defaultdict(list)
     for s in sources:
