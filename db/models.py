@@ -106,6 +106,16 @@ class Candidate(Base):
             "id",
         ),
         Index("ix_candidate_object", "object_id"),
+        # the audit's estimates aggregate per task and design stratum from this index alone
+        Index(
+            "ix_candidate_audit",
+            "task_id",
+            "audit_stratum",
+            "label",
+            "label_source",
+            "audit_inclusion",
+            "confidence",
+        ),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
     key: Mapped[str] = mapped_column(String(256))
@@ -138,6 +148,10 @@ class Candidate(Base):
     # In the random audit sample: the probability it was drawn with (estimates weight by
     # 1/pi; annotate.audit_sample). NULL: not in the sample.
     audit_inclusion: Mapped[float | None] = mapped_column(Float)
+    # The audit design's stratum at the draw, "<draw>:<verdict> <band>", for every candidate
+    # of a draw's population, drawn or not: the estimates weigh it by this, whatever
+    # re-scoring does to its P(YES) later. NULL: in no draw's population.
+    audit_stratum: Mapped[str | None] = mapped_column(String(32))
     # The inspector version whose re-scoring gave `confidence` and `verdict` (from the
     # trajectory's stored inputs, annotate.learning); NULL: the trajectory's own.
     scored_by: Mapped[int | None] = mapped_column(Integer)
@@ -321,6 +335,22 @@ class ExportBatch(Base):
     code_version: Mapped[str] = mapped_column(String(128), default="")
     content_hash: Mapped[str | None] = mapped_column(String(80))  # hash over the files written
     manifest: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
+class ExportFile(Base):
+    """A file an export wrote, offered for download by its opaque `token` alone: the app
+    serves a file only through this record (never by a path a request spells), and checks
+    the viewer's role on each request: admins, or the `owner` named (an expert's own VI
+    CSV); no owner: admins only."""
+
+    __tablename__ = "export_file"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    token: Mapped[str] = mapped_column(String(64), unique=True)
+    path: Mapped[str] = mapped_column(String(4096))
+    name: Mapped[str] = mapped_column(String(255))
+    owner: Mapped[str | None] = mapped_column(String(128))
+    actor: Mapped[str] = mapped_column(String(128), default="")
+    created: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
 
 class ExportItem(Base):
