@@ -1,26 +1,20 @@
 """The random audit: a stratified draw among the candidates the agent decided confidently,
-and the weighted estimates it allows (precision and completeness of the YES list, the
-agent's error rate per confidence band, ECE), each with a 95% interval.
+and the estimates it allows (precision and completeness of the YES list, the agent's error
+rate per stratum, ECE), each with a 95% interval (`annotate.audit_estimate`).
 
 Why: the hand-off queue serves the least certain verdicts first, so the items experts label
 are no sample of anything, and a confident mistake is never seen. A random share of the
-confident verdicts (`audit_rate`, default 5%) is reviewed like any other item; weighting each
-audited item by 1/pi (its inclusion probability) makes the figures unbiased for the whole
-population it was drawn from.
+confident verdicts (`audit_rate`, default 5%) is reviewed like any other item.
 
 Strata are (task, the agent's verdict, certainty band), certainty = max(P, 1 - P) in the
 bands `CERTAINTY_EDGES`. `draw_audit` takes a simple random sample without replacement in
-each stratum and returns each draw's inclusion probability n_h / N_h. Drawn items not yet
-reviewed are non-response: within a band, the reviewed ones stand for all (Hajek).
-
-Experts' labels are taken as the truth. So the YES list's precision is
-(K + T) / (K + U): K items an expert decided YES, U the agent's own YES (auto-accepted,
-nobody reviewed) of which T are estimated truly YES, per band from the audited items. The
-interval is Wilson's at the Kish effective sample size (sum w)^2 / sum w^2, carried through
-that monotone map; a band the audit has not reached counts as all wrong at the interval's
-low end and all right at its high end. Completeness (among decided candidates: items still
-pending in the queue are in neither list) needs audited NO verdicts too, and its interval
-combines the two ends (conservative). ECE's interval is a stratified bootstrap.
+each stratum and returns each draw's inclusion probability n_h / N_h. `draw_for_store`
+records, for every candidate of the draw's population, drawn or not, the stratum it is in
+at the draw ("<draw>:<verdict> <band>"): the estimates weigh each candidate by that stratum
+whatever re-scoring does to its P(YES) later. A later draw takes only the confident
+candidates in no earlier draw's population (vetted since, or made confident by a
+re-scoring): a new design of its own, beside the first. Drawn items not yet reviewed are
+non-response: within a stratum, the reviewed ones stand for all.
 
 >>> pop = [(i, "wd", 0.97) for i in range(100)] + [(100 + i, "wd", 0.5) for i in range(50)]
 >>> draws = draw_audit(pop, 0.05, seed=1)
@@ -34,10 +28,14 @@ import bisect
 import functools
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
+
+from annotate.audit_estimate import Estimate, StratumCounts, TaskEstimates, task_figures
+
+__all__ = ["Estimate", "StratumCounts", "TaskEstimates"]  # re-exported: the figures' types
 
 AUDIT_RATE = 0.05  # the default share of confident verdicts drawn into the audit
 AUDIT_RATE_SETTING = "audit_rate"  # the team setting beside overlap and gold_rate
@@ -140,7 +138,8 @@ def audit_turn(review_count: int, rate: float) -> bool:
 
 
 def wilson(p: float, n: float, z: float = Z95) -> tuple[float, float]:
-    """Wilson's score interval for a proportion p seen on n (possibly effective) items.
+    """Wilson's score interval for a proportion p seen on n (possibly effective) items: the
+    reliability diagram's bins (`annotate.agreement.weighted_reliability`).
 
     >>> [round(v, 3) for v in wilson(0.5, 100)]
     [0.404, 0.596]
@@ -168,42 +167,16 @@ def kish(weights: Sequence[float]) -> float:
     return float(np.sum(w)) ** 2 / s2 if s2 > 0 else 0.0
 
 
-@dataclass
-class Estimate:
-    """A figure with its 95% interval, the audited items it rests on and their effective
-    number; `value` is None where the audit does not allow it (`note` says why)."""
-
-    value: float | None
-    low: float | None
-    high: float | None
-    n: int  # audited (reviewed) items behind the figure
-    n_eff: float = 0.0
-    note: str = ""
-
-    def __str__(self) -> str:
-        if self.value is None:
-            return f"n/a ({self.note})" if self.note else "n/a"
-        return f"{self.value:.3f} [{self.low:.3f}, {self.high:.3f}] (n={self.n})"
-
-
-def weighted_rate(hits: Sequence[bool], weights: Sequence[float]) -> Estimate:
-    """Hajek's weighted proportion with Wilson's interval at the Kish effective size.
-
-    >>> str(weighted_rate([True] * 9 + [False], [1.0] * 10))
-    '0.900 [0.596, 0.982] (n=10)'
-    >>> weighted_rate([], []).value is None
-    True
-    """
-    w = np.asarray(weights, dtype=float)
-    if len(w) == 0 or float(w.sum()) <= 0:
-        return Estimate(None, None, None, 0, 0.0, "no audited item")
-    p = float(np.sum(w * np.asarray(hits, dtype=float)) / w.sum())
-    ne = kish(w)
-    lo, hi = wilson(p, ne)
-    return Estimate(p, lo, hi, len(w), ne)
-
-
 # -- the population and its estimates -------------------------------------------------------
+
+
+def stratum_name(draw: int, band: Band) -> str:
+    """How a candidate's stratum is recorded at the draw: "<draw>:<verdict> <band>".
+
+    >>> stratum_name(1, band_of(0.97))
+    '1:YES 0.95-0.99'
+    """
+    return f"{int(draw)}:{band}"
 
 
 @dataclass(frozen=True)
@@ -212,254 +185,121 @@ class Decided:
 
     `label` is the final label (None while pending), `by_agent` whether that label is the
     agent's own (auto-accepted, no expert saw it), `inclusion` the probability with which it
-    entered the audit sample (None: not in it). A gold item counts as audited only when its
-    inclusion probability is known (a gold set drawn at random from the task's candidates).
+    entered the audit sample (None: not in it), `stratum` the one it had at the draw (None:
+    in no draw's population, as is a sample drawn before strata were recorded).
     """
 
     task: str
-    p_yes: float | None  # the agent's P(YES): the verdict the audit judges
+    p_yes: float | None  # the agent's P(YES) now
     label: str | None
     by_agent: bool = False
     inclusion: float | None = None
+    stratum: str | None = None
+
+    @property
+    def expert(self) -> bool:
+        """Labelled by an expert (whose label is the truth)."""
+        return self.label in ("YES", "NO") and not self.by_agent
 
     @property
     def audited(self) -> bool:
-        """In the audit sample and decided by an expert (whose label is the truth)."""
-        return (
-            self.inclusion is not None
-            and self.inclusion > 0
-            and self.label in ("YES", "NO")
-            and not self.by_agent
-            and self.p_yes is not None
-        )
+        """In the audit sample and decided by an expert."""
+        return self.inclusion is not None and self.inclusion > 0 and self.expert
 
 
-@dataclass
-class TaskEstimates:
-    task: str
-    yes_list: int  # items in the final YES list
-    yes_by_expert: int
-    yes_by_agent: int  # auto-accepted YES nobody reviewed
-    no_by_agent: int
-    drawn: int  # items in the audit sample
-    audited: int  # of them reviewed
-    precision: Estimate
-    completeness: Estimate
-    band_errors: dict[str, Estimate] = field(default_factory=dict)
-    ece: Estimate = field(default_factory=lambda: Estimate(None, None, None, 0))
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["band_errors"] = {b: asdict(e) for b, e in self.band_errors.items()}
-        return d
-
-
-def _weights(items: Sequence[Decided]) -> dict[Band, list[tuple[bool, float]]]:
-    """Band -> (truth is YES, weight) of its audited items: 1/pi, scaled within the band
-    by drawn/reviewed (the band's reviewed items stand for its unreviewed draws)."""
-    drawn: dict[Band, float] = {}
-    seen: dict[Band, float] = {}
-    out: dict[Band, list[tuple[bool, float]]] = {}
+def stratum_counts(items: Iterable[Decided]) -> dict[str, list[StratumCounts]]:
+    """Per task, its candidates counted per design stratum (as `Store.audit_counts` does in
+    the database), the stratum None last."""
+    acc: dict[tuple[str, str | None], StratumCounts] = {}
     for d in items:
-        if d.inclusion is None or d.p_yes is None or not d.inclusion > 0:
-            continue  # not in the sample (a probability of 0 could not have been drawn)
-        b = band_of(d.p_yes)
-        drawn[b] = drawn.get(b, 0.0) + 1.0 / d.inclusion
-        if d.audited:
-            seen[b] = seen.get(b, 0.0) + 1.0 / d.inclusion
-            out.setdefault(b, []).append((d.label == "YES", 1.0 / d.inclusion))
-    return {b: [(y, w * drawn[b] / seen[b]) for y, w in v] for b, v in out.items()}
+        st = d.stratum
+        h = acc.setdefault((d.task, st), StratumCounts(st))
+        p = float(d.p_yes) if d.p_yes is not None else 0.5
+        h.members += 1
+        h.p_sum += p
+        drawn = d.inclusion is not None and d.inclusion > 0
+        h.drawn += drawn
+        if d.expert:
+            h.expert += 1
+            h.expert_yes += d.label == "YES"
+            if drawn:
+                h.audited += 1
+                h.audited_yes += d.label == "YES"
+        elif d.label == "YES":
+            h.agent_yes, h.p_agent_yes = h.agent_yes + 1, h.p_agent_yes + p
+        elif d.label == "NO":
+            h.agent_no, h.p_agent_no = h.agent_no + 1, h.p_agent_no + p
+        else:
+            h.pending += 1
+    out: dict[str, list[StratumCounts]] = {}
+    for (task, _st), h in sorted(acc.items(), key=lambda kv: (kv[0][0], kv[0][1] is None,
+                                                              kv[0][1] or "")):  # fmt: skip
+        out.setdefault(task, []).append(h)
+    return out
 
 
-def true_yes_count(
-    targets: dict[Band, int], audited: dict[Band, list[tuple[bool, float]]]
-) -> tuple[float, float, float, int, float]:
-    """How many of the agent-decided items in `targets` (band -> count) are truly YES:
-    (estimate, low, high, audited items used, their effective number).
-
-    Within a band the audited items estimate the band's rate (Hajek); across bands they
-    are post-stratified to the target counts. A target band without audited items takes
-    the pooled rate as the estimate and [0, all] as its share of the interval.
-
-    >>> b = band_of(0.97)
-    >>> est, lo, hi, n, ne = true_yes_count({b: 100}, {b: [(True, 20.0)] * 4 + [(False, 20.0)]})
-    >>> round(est), n, lo < est < hi
-    (80, 5, True)
-    """
-    covered = {b: c for b, c in targets.items() if c and audited.get(b)}
-    uncovered = sum(c for b, c in targets.items() if c and not audited.get(b))
-    total = sum(covered.values())
-    if not total:
-        return math.nan, 0.0, float(uncovered), 0, 0.0
-    ys, ws = [], []
-    for b, c in covered.items():
-        wsum = sum(w for _, w in audited[b])
-        for y, w in audited[b]:
-            ys.append(y)
-            ws.append(c * w / wsum)  # post-stratified: the band's items stand for its c
-    r = weighted_rate(ys, ws)
-    assert r.value is not None and r.low is not None and r.high is not None
-    est = total * r.value + uncovered * r.value
-    return est, total * r.low, total * r.high + uncovered, r.n, r.n_eff
-
-
-def task_estimates(task: str, items: Sequence[Decided], *, reps: int = 1000, seed: int = 0):
-    """The figures of one task's candidates (`items` all of that task)."""
-    by_w = _weights(items)
-    yes_expert = sum(1 for d in items if d.label == "YES" and not d.by_agent)
-    yes_agent: dict[Band, int] = {}
-    no_agent: dict[Band, int] = {}
-    for d in items:
-        if d.by_agent and d.label in ("YES", "NO") and d.p_yes is not None:
-            t = yes_agent if d.label == "YES" else no_agent
-            b = band_of(d.p_yes)
-            t[b] = t.get(b, 0) + 1
-    audited_yes = {b: v for b, v in by_w.items() if b.side == "YES"}
-    audited_no = {b: v for b, v in by_w.items() if b.side == "NO"}
-    u, v = sum(yes_agent.values()), sum(no_agent.values())
-    listed = yes_expert + u
-
-    tp, tp_lo, tp_hi, n_yes, ne_yes = true_yes_count(yes_agent, audited_yes)
-    if not u:
-        tp = tp_lo = tp_hi = 0.0
-    if not listed:
-        precision = Estimate(None, None, None, 0, 0.0, "the YES list is empty")
-    elif not u:
-        precision = Estimate(1.0, 1.0, 1.0, 0, 0.0, "every YES was decided by an expert")
-    elif math.isnan(tp):
-        precision = Estimate(None, 0.0, 1.0, 0, 0.0, "no audited YES verdict yet")
-    else:
-        precision = Estimate(
-            (yes_expert + tp) / listed,
-            (yes_expert + tp_lo) / listed,
-            (yes_expert + tp_hi) / listed,
-            n_yes,
-            ne_yes,
-        )
-    fn, fn_lo, fn_hi, n_no, ne_no = true_yes_count(no_agent, audited_no)
-    if not v:
-        fn = fn_lo = fn_hi = 0.0
-    if precision.value is None or math.isnan(fn):
-        why = "no audited NO verdict yet" if precision.value is not None else precision.note
-        completeness = Estimate(None, None, None, n_no, ne_no, why)
-    else:
-        t, t_lo, t_hi = yes_expert + tp, yes_expert + tp_lo, yes_expert + tp_hi
-
-        def share(a: float, b: float) -> float:
-            return a / (a + b) if a + b > 0 else 1.0
-
-        completeness = Estimate(
-            share(t, fn), share(t_lo, fn_hi), share(t_hi, fn_lo), n_yes + n_no, ne_yes + ne_no
-        )
-    errors = {
-        str(b): weighted_rate([y != (b.side == "YES") for y, _ in v], [w for _, w in v])
-        for b, v in sorted(by_w.items())
+def from_counts(counts: dict[str, list[StratumCounts]]) -> dict[str, TaskEstimates]:
+    """Per task, the figures of its strata (`annotate.audit_estimate.task_figures`); the
+    experts' YES are counted in every stratum, the None one included."""
+    return {
+        t: task_figures(t, hs, expert_yes_total=sum(h.expert_yes for h in hs))
+        for t, hs in sorted(counts.items())
     }
-    return TaskEstimates(
-        task,
-        listed,
-        yes_expert,
-        u,
-        v,
-        sum(1 for d in items if d.inclusion is not None),
-        sum(1 for d in items if d.audited),
-        precision,
-        completeness,
-        errors,
-        ece(items, reps=reps, seed=seed),
-    )
 
 
-def estimate(
-    items: Iterable[Decided], *, reps: int = 1000, seed: int = 0
-) -> dict[str, TaskEstimates]:
-    """Per task, the audit's figures (see the module's docstring for what each one means).
+def task_estimates(task: str, items: Sequence[Decided], **_: Any) -> TaskEstimates:
+    """The figures of one task's candidates (`items` all of that task)."""
+    return from_counts({task: stratum_counts(items).get(task, [])})[task]
 
-    >>> pop = [Decided("wd", 0.97, "YES", True) for _ in range(95)]
-    >>> pop += [Decided("wd", 0.97, "YES", inclusion=0.05) for _ in range(4)]
-    >>> pop += [Decided("wd", 0.97, "NO", inclusion=0.05)]
-    >>> pop += [Decided("wd", 0.01, "NO", True) for _ in range(50)]
-    >>> e = estimate(pop, reps=200)["wd"]
+
+def estimate(items: Iterable[Decided], **_: Any) -> dict[str, TaskEstimates]:
+    """Per task, the audit's figures (annotate.audit_estimate says how each is made).
+
+    >>> pop = [Decided("wd", 0.97, "YES", True, stratum="1:YES 0.95-0.99") for _ in range(95)]
+    >>> pop += [Decided("wd", 0.97, "YES", False, 0.05, "1:YES 0.95-0.99") for _ in range(4)]
+    >>> pop += [Decided("wd", 0.97, "NO", False, 0.05, "1:YES 0.95-0.99")]
+    >>> pop += [Decided("wd", 0.01, "NO", True, stratum="1:NO 0.99-1.00") for _ in range(50)]
+    >>> e = estimate(pop)["wd"]
     >>> e.yes_list, e.yes_by_agent, e.audited, round(e.precision.value, 3)
     (99, 95, 5, 0.808)
     >>> e.completeness.note
-    'no audited NO verdict yet'
+    "a stratum of the agent's lists has no audited item yet"
     """
-    by_task: dict[str, list[Decided]] = {}
-    for d in items:
-        by_task.setdefault(d.task, []).append(d)
-    return {t: task_estimates(t, v, reps=reps, seed=seed) for t, v in sorted(by_task.items())}
+    return from_counts(stratum_counts(items))
 
 
-def _ece(p: np.ndarray, y: np.ndarray, w: np.ndarray, bins: int) -> float:
-    k = np.minimum((p * bins).astype(int), bins - 1)
-    tot = np.bincount(k, w, bins)
-    gap = np.abs(np.bincount(k, w * (y - p), bins))
-    return float(gap.sum() / tot.sum())
+def audited_points(items: Iterable[Decided]) -> list[tuple[float, bool, float]]:
+    """(the agent's P(YES), the expert said YES, weight N_h / n_h of its stratum) of each
+    audited item: what an unbiased reliability diagram draws.
 
-
-def audited_points(items: Sequence[Decided]) -> list[tuple[float, bool, float]]:
-    """(the agent's P(YES), the expert said YES, weight) of each audited item, weighted as
-    the estimates weight it: what an unbiased reliability diagram draws.
-
-    >>> pts = audited_points([Decided("cv", 0.95, "YES", inclusion=0.1),
-    ...                       Decided("cv", 0.95, "NO", True), Decided("cv", 0.4, "NO")])
+    >>> pts = audited_points([Decided("cv", 0.95, "YES", inclusion=0.1, stratum="1:YES x"),
+    ...                       Decided("cv", 0.95, "NO", True, stratum="1:YES x"),
+    ...                       Decided("cv", 0.4, "NO")])
     >>> [(p, y, round(w, 3)) for p, y, w in pts]
-    [(0.95, True, 10.0)]
+    [(0.95, True, 2.0)]
     """
-    by_w = _weights(items)
-    p_of: dict[Band, list[float]] = {}
-    for d in items:
-        if d.audited:
-            p_of.setdefault(band_of(d.p_yes), []).append(float(d.p_yes))
-    return [(p, y, w) for b, v in sorted(by_w.items()) for p, (y, w) in zip(p_of[b], v)]
-
-
-def ece(items: Sequence[Decided], *, bins: int = 10, reps: int = 1000, seed: int = 0) -> Estimate:
-    """Expected calibration error of P(YES) over the population the audit represents,
-    weighted by 1/pi, in `bins` equal bins; 95% interval by a bootstrap that resamples the
-    audited items within each band. A few items per bin inflate ECE: read it with its n.
-
-    >>> pop = [Decided("cv", 0.95, "YES", inclusion=0.1) for _ in range(19)]
-    >>> pop += [Decided("cv", 0.95, "NO", inclusion=0.1)]
-    >>> e = ece(pop, reps=200)
-    >>> round(e.value, 3), e.n, e.low <= e.value <= e.high
-    (0.0, 20, True)
-    """
-    by_w = _weights(items)
-    p_of: dict[Band, list[float]] = {}
-    for d in items:
-        if d.audited:
-            p_of.setdefault(band_of(d.p_yes), []).append(float(d.p_yes))
-    if not by_w:
-        return Estimate(None, None, None, 0, 0.0, "no audited item")
-    groups = [
-        (np.array(p_of[b]), np.array([y for y, _ in v], float), np.array([w for _, w in v]))
-        for b, v in sorted(by_w.items())
-    ]
-    p, y, w = (np.concatenate(a) for a in zip(*groups))
-    value = _ece(p, y, w, bins)
-    rng = np.random.default_rng(seed)
-    boot = np.empty(reps)
-    for r in range(reps):
-        take = [rng.integers(0, len(g[0]), len(g[0])) for g in groups]
-        bp, by, bw = (np.concatenate([g[j][t] for g, t in zip(groups, take)]) for j in range(3))
-        boot[r] = _ece(bp, by, bw, bins)
-    lo, hi = np.quantile(boot, [0.025, 0.975]) if reps else (value, value)
-    return Estimate(value, min(float(lo), value), max(float(hi), value), len(p), kish(w))
+    items = list(items)
+    counts = {(t, h.stratum): h for t, hs in stratum_counts(items).items() for h in hs}
+    return [
+        (float(d.p_yes), d.label == "YES", counts[(d.task, st)].members / counts[(d.task, st)].audited)
+        for d in items
+        if d.audited and d.p_yes is not None and (st := d.stratum) is not None
+    ]  # fmt: skip
 
 
 TABLE_HEADERS = ["task", "YES listed", "by experts", "by the agent alone", "audited / drawn",
                  "precision [95%]", "completeness [95%]", "ECE [95%]"]  # fmt: skip
-BAND_HEADERS = ["task", "agent's verdict and certainty", "audited", "error rate [95%]"]
+BAND_HEADERS = ["task", "stratum at the draw (draw:verdict band)", "audited",
+                "error rate [95%]"]  # fmt: skip
 
 
 def table_rows(estimates: dict[str, TaskEstimates]) -> list[list[Any]]:
     """One row per task for a table (`TABLE_HEADERS`): what the Dashboard shows.
 
-    >>> pop = [Decided("wd", 0.97, "YES", True)] * 9 + [Decided("wd", 0.97, "YES", inclusion=0.1)]
-    >>> table_rows(estimate(pop, reps=0))[0][:6]
-    ['wd', 10, 1, 9, '1 / 1', '1.000 [0.286, 1.000] (n=1)']
+    >>> pop = [Decided("wd", 0.97, "YES", True, stratum="1:YES 0.95-0.99")] * 9
+    >>> pop += [Decided("wd", 0.97, "YES", inclusion=0.1, stratum="1:YES 0.95-0.99")]
+    >>> table_rows(estimate(pop))[0][:6]
+    ['wd', 10, 1, 9, '1 / 1', '1.000 [0.100, 1.000] (n=1)']
     """
     return [
         [
@@ -477,7 +317,7 @@ def table_rows(estimates: dict[str, TaskEstimates]) -> list[list[Any]]:
 
 
 def band_rows(estimates: dict[str, TaskEstimates]) -> list[list[Any]]:
-    """The agent's error rate per task and band, from the audit (`BAND_HEADERS`)."""
+    """The agent's error rate per task and stratum, from the audit (`BAND_HEADERS`)."""
     return [[t, b, r.n, str(r)] for t, e in estimates.items() for b, r in e.band_errors.items()]
 
 
@@ -503,35 +343,49 @@ def draw_for_store(
     seed: int | None = None,
     actor: str = "audit",
 ) -> list[Draw]:
-    """Draw the audit sample among the store's confident, still unreviewed verdicts, for
-    each task that has none yet (a second draw would change the first's probabilities),
-    and record each draw's inclusion probability. Returns the draws, in serving order."""
+    """Draw the audit sample among the store's confident, still unreviewed verdicts that are
+    in no earlier draw's population, and record both each draw's inclusion probability and
+    every such candidate's stratum (a new design, numbered after the earlier ones: their
+    probabilities stay as they were). The first draw also holds confident verdicts out of
+    the queue (`auto_accept` = 0.9) unless the team has chosen otherwise, so that experts'
+    time goes to the uncertain items and to the sample. Returns the draws, in serving order."""
     share = audit_rate(store) if share is None else share
     rows = store.audit_population()
-    sampled = {r.task for r in rows if r.audit_inclusion is not None}
+    done = [int(r.audit_stratum.partition(":")[0]) for r in rows if r.audit_stratum]
+    draw_no = max(done, default=0) + 1
     pool = [
         (r.id, r.task, r.confidence)
         for r in rows
-        if r.task not in sampled
+        if r.audit_stratum is None
+        and r.audit_inclusion is None
         and not r.is_gold
         and r.confidence is not None
         and r.label_source in (None, "auto")
     ]
     draws = draw_audit(pool, share, seed=seed)
+    strata = {
+        cid: stratum_name(draw_no, band_of(p))
+        for cid, _, p in pool
+        if math.isfinite(p) and max(p, 1.0 - p) >= CONFIDENT
+    }
     if draws:
-        store.mark_audit({d.id: d.inclusion for d in draws}, actor=actor)
+        store.mark_audit({d.id: d.inclusion for d in draws}, actor=actor, strata=strata)
+        unset = object()
+        if store.settings({"auto_accept": unset})["auto_accept"] is unset:
+            store.set_setting("auto_accept", CONFIDENT, actor=actor)
     return draws
 
 
 def accept_confident(
     store: Any, certainty: float | None = None, *, task: str | None = None, actor: str = "audit"
 ) -> tuple[int, float]:
-    """Close a campaign: the agent's verdicts nobody reviewed that are at least `certainty`
-    sure, max(P, 1 - P), become its labels (label_source 'auto'). They join the YES list of
-    `export catalogue` (decided by the agent, its precision estimated by the audit) and
-    leave the queue; an audit item among them is still served, and an expert's decision
-    replaces the agent's label. `certainty` defaults to the team's `auto_accept`, else
-    CONFIDENT (0.9), where the audit's eligibility starts. Returns (how many, certainty)."""
+    """Close a campaign: the agent's verdicts nobody reviewed whose P(YES) agrees with them
+    at least `certainty` sure (a YES at P(YES) >= certainty, a NO at P(YES) <= 1 - certainty)
+    become its labels (label_source 'auto'). They join the YES list of `export catalogue`
+    (decided by the agent, its precision estimated by the audit) and leave the queue; an
+    audit item among them is still served, and an expert's decision replaces the agent's
+    label. `certainty` defaults to the team's `auto_accept`, else CONFIDENT (0.9), where the
+    audit's eligibility starts. Returns (how many, certainty)."""
     if certainty is None:
         certainty = store.setting("auto_accept") or CONFIDENT
     certainty = float(certainty)
@@ -540,16 +394,34 @@ def accept_confident(
     return store.auto_accept(certainty, task=task, actor=actor), certainty
 
 
-def store_estimates(
-    store: Any, task: str | None = None, *, reps: int = 1000, seed: int = 0
-) -> dict[str, TaskEstimates]:
-    """The audit's figures for each task of the store (or one)."""
-    return estimate(store_decided(store, task), reps=reps, seed=seed)
+def store_estimates(store: Any, task: str | None = None, **_: Any) -> dict[str, TaskEstimates]:
+    """The audit's figures for each task of the store (or one), from per-stratum counts
+    the database aggregates (`Store.audit_counts`): nothing here reads every candidate."""
+    return from_counts(store.audit_counts(task))
+
+
+def store_audited_points(store: Any, task: str | None = None) -> list[tuple[float, bool, float]]:
+    """`audited_points` of the store's audited items, weighted by their stratum's N_h / n_h."""
+    counts = {(t, h.stratum): h for t, hs in store.audit_counts(task).items() for h in hs}
+    out = []
+    for t, st, p, label in store.audited_items(task):
+        h = counts.get((t, st))
+        if h is not None and h.audited and p is not None:
+            out.append((float(p), label == "YES", h.members / h.audited))
+    return out
 
 
 def store_decided(store: Any, task: str | None = None) -> list[Decided]:
-    """The store's candidates (of one task, or all) as the estimates see them."""
+    """The store's candidates (of one task, or all) as the estimates see them, one by one
+    (tests and simulations; the app reads `store_estimates`, aggregated)."""
     return [
-        Decided(r.task, r.confidence, r.label, r.label_source == "auto", r.audit_inclusion)
+        Decided(
+            r.task,
+            r.confidence,
+            r.label,
+            r.label_source == "auto",
+            r.audit_inclusion,
+            r.audit_stratum,
+        )  # fmt: skip
         for r in store.audit_population(task)
     ]

@@ -213,21 +213,26 @@ class AuditView:
     reliability: dict[str, Any]
 
 
-def audit_estimates(ctx: Context, ex: Viewer | None, task: str = "all",
-                    *, reps: int = 1000) -> AuditView:  # fmt: skip
-    """Per task, what the random audit estimates (weighted by each audited item's inclusion
-    probability, 95% intervals, the audited items counted), and the unbiased reliability
-    diagram of the audited items; says so plainly where nothing is audited yet."""
-    if ex is None:
-        empty = plots.empty_figure("Log in first.")
-        return AuditView("Log in first.", {"headers": AUDIT_HEADERS, "data": []},
-                         {"headers": BAND_HEADERS, "data": []}, empty, empty)  # fmt: skip
+def audit_estimates(ctx: Context, ex: Viewer | None, task: str = "all", **_: Any) -> AuditView:
+    """Per task, what the random audit estimates (each candidate in the stratum it had at
+    the draw, exact 95% intervals, the audited items counted), and the reliability diagram
+    of the audited items; says so plainly where nothing is audited yet.
+
+    Admins only: the counts of audited items move when an item of the sample is decided,
+    so an expert who decides and takes back could find out which items are audited, and
+    review those differently. Read from per-stratum counts the database aggregates."""
+    empty_tables = ({"headers": AUDIT_HEADERS, "data": []}, {"headers": BAND_HEADERS, "data": []})
+    if ex is None or not ex.admin:
+        note = "Log in first." if ex is None else (
+            "The random audit's figures are shown to admins: which items are audited stays "
+            "unknown to the experts who review them.")  # fmt: skip
+        empty = plots.empty_figure(note)
+        return AuditView(note, *empty_tables, empty, empty)
     only = None if task in (None, "", "all") else task
-    items = audit_sample.store_decided(ctx.read, only)
-    est = audit_sample.estimate(items, reps=reps)
+    est = audit_sample.store_estimates(ctx.read, only)
     drawn = sum(e.drawn for e in est.values())
     audited = sum(e.audited for e in est.values())
-    if not items:
+    if not est:
         note = "No candidates yet."
     elif not drawn:
         note = ("**Nothing audited yet**: no audit sample has been drawn (`launch.py audit "
@@ -238,14 +243,15 @@ def audit_estimates(ctx: Context, ex: Viewer | None, task: str = "all",
                 "reviewed so far; the estimates appear as experts review them.")  # fmt: skip
     else:
         note = (f"From **{audited}** audited item(s) of **{drawn}** drawn at random among the "
-                "agent's confident verdicts, each weighted by 1/its inclusion probability; "
-                "[a, b] is the 95% interval and n the audited items behind a figure.")  # fmt: skip
-    bins = ag.weighted_reliability(audit_sample.audited_points(items))
+                "agent's confident verdicts, each candidate counted in the stratum it had at "
+                "the draw; [a, b] is the exact 95% interval and n the audited items behind a "
+                "figure.")  # fmt: skip
+    bins = ag.weighted_reliability(audit_sample.store_audited_points(ctx.read, only))
     return AuditView(
         note,
         {"headers": AUDIT_HEADERS, "data": audit_sample.table_rows(est)},
         {"headers": BAND_HEADERS, "data": audit_sample.band_rows(est)},
-        dashboard_figures.precision_figure(est) if items else plots.empty_figure(note),
+        dashboard_figures.precision_figure(est) if est else plots.empty_figure(note),
         dashboard_figures.audit_reliability_figure(bins),
     )
 

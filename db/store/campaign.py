@@ -11,7 +11,18 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BigInteger, bindparam, cast, exists, func, literal, select, text, update
+from sqlalchemy import (
+    BigInteger,
+    bindparam,
+    case,
+    cast,
+    exists,
+    func,
+    literal,
+    select,
+    text,
+    update,
+)
 
 from db import models as m
 from db.models import utcnow
@@ -31,6 +42,7 @@ class PopulationRow:
     label_source: str | None  # review / adjudication / auto / ...
     audit_inclusion: float | None
     is_gold: bool
+    audit_stratum: str | None = None  # "<draw>:<verdict> <band>" at the draw
 
 
 class CampaignMixin:
@@ -42,23 +54,34 @@ class CampaignMixin:
         with self._ro() as s:
             q = select(
                 C.id, m.Task.name, C.confidence, C.label, C.label_source,
-                C.audit_inclusion, C.is_gold,
+                C.audit_inclusion, C.is_gold, C.audit_stratum,
             ).join(m.Task, m.Task.id == C.task_id)  # fmt: skip
             if task is not None:
                 q = q.where(m.Task.name == task)
             return [PopulationRow(*r) for r in s.execute(q.order_by(C.id))]
 
-    def mark_audit(self, inclusion: dict[int, float], actor: str = "audit") -> int:
-        """Put candidates into the audit sample with their inclusion probabilities; one
-        already in it keeps the probability it was drawn with. Returns how many joined."""
+    def mark_audit(
+        self,
+        inclusion: dict[int, float],
+        actor: str = "audit",
+        strata: dict[int, str] | None = None,
+    ) -> int:
+        """Put candidates into the audit sample with their inclusion probabilities, and record
+        the draw's stratum of every candidate of its population (`strata`, drawn or not), in
+        one transaction. A candidate already in a sample keeps the probability it was drawn
+        with, and one already in a draw's population its stratum. Returns how many joined."""
         bad = {cid: p for cid, p in inclusion.items() if not 0.0 < float(p) <= 1.0}
         if bad:
             cid, p = next(iter(bad.items()))
             raise StoreError(f"candidate #{cid}: inclusion probability {p} is not in (0, 1]")
+        strata = dict(strata or {})
         C = m.Candidate
         with self._tx() as s:
-            known = set(s.scalars(select(C.id).where(C.id.in_(list(inclusion)))))
-            missing = sorted(set(inclusion) - known)
+            ids = sorted(set(inclusion) | set(strata))
+            known: set[int] = set()
+            for j in range(0, len(ids), 500):
+                known |= set(s.scalars(select(C.id).where(C.id.in_(ids[j : j + 500]))))
+            missing = sorted(set(ids) - known)
             if missing:
                 raise StoreError(f"no candidate #{missing[0]} (of {len(missing)} unknown)")
             n = 0
@@ -68,8 +91,90 @@ class CampaignMixin:
                     .where(C.id == cid, C.audit_inclusion.is_(None))
                     .values(audit_inclusion=float(p))
                 ).rowcount
-            self._audit(s, actor, "audit_draw", "candidate", None, {"drawn": n})
+            by_stratum: dict[str, list[int]] = {}
+            for cid, st in strata.items():
+                by_stratum.setdefault(str(st), []).append(int(cid))
+            for st, members in sorted(by_stratum.items()):
+                for j in range(0, len(members), 500):
+                    s.execute(
+                        update(C)
+                        .where(C.id.in_(members[j : j + 500]), C.audit_stratum.is_(None))
+                        .values(audit_stratum=st)
+                    )
+            self._audit(
+                s, actor, "audit_draw", "candidate", None,
+                {"drawn": n, "population": len(strata),
+                 "strata": {k: len(v) for k, v in sorted(by_stratum.items())}},
+            )  # fmt: skip
             return n
+
+    def audit_counts(self, task: str | None = None) -> dict[str, list[Any]]:
+        """Per task, its candidates counted per audit stratum (`StratumCounts`, the stratum
+        None last): one GROUP BY over the candidate index the estimates read, so reading the
+        audit's figures does not grow with what each candidate holds."""
+        from annotate.audit_estimate import StratumCounts
+
+        C = m.Candidate
+        expert = C.label.is_not(None) & (C.label_source.is_(None) | (C.label_source != "auto"))
+        kind = case(
+            (C.label.is_(None), literal("pending")),
+            (expert, literal("expert")),
+            else_=literal("agent"),
+        )
+        drawn = case((C.audit_inclusion > 0, 1), else_=0)
+        q = (
+            select(
+                C.task_id, C.audit_stratum, kind, C.label, drawn, func.count(),
+                func.coalesce(func.sum(func.coalesce(C.confidence, 0.5)), 0.0),
+            ).group_by(C.task_id, C.audit_stratum, kind, C.label, drawn)
+        )  # fmt: skip
+        with self._ro() as s:
+            names = dict(s.execute(select(m.Task.id, m.Task.name)).tuples().all())
+            if task is not None:
+                tid = next((i for i, n in names.items() if n == task), None)
+                if tid is None:
+                    return {}
+                q = q.where(C.task_id == tid)
+            rows = s.execute(q).all()
+        acc: dict[tuple[str, str | None], Any] = {}
+        for tid, st, k, label, d, n, psum in rows:
+            h = acc.setdefault((names[tid], st), StratumCounts(st))
+            n, psum = int(n), float(psum)
+            h.members += n
+            h.p_sum += psum
+            h.drawn += n * d
+            if k == "expert":
+                h.expert += n
+                h.expert_yes += n * (label == "YES")
+                h.audited += n * d
+                h.audited_yes += n * d * (label == "YES")
+            elif k == "pending":
+                h.pending += n
+            elif label == "YES":
+                h.agent_yes, h.p_agent_yes = h.agent_yes + n, h.p_agent_yes + psum
+            else:
+                h.agent_no, h.p_agent_no = h.agent_no + n, h.p_agent_no + psum
+        out: dict[str, list[Any]] = {}
+        for (t, _st), h in sorted(acc.items(), key=lambda kv: (kv[0][0], kv[0][1] is None,
+                                                              kv[0][1] or "")):  # fmt: skip
+            out.setdefault(t, []).append(h)
+        return out
+
+    def audited_items(self, task: str | None = None) -> list[tuple[str, str | None, Any, str]]:
+        """(task, stratum at the draw, P(YES), the expert's label) of each item of the audit
+        sample an expert labelled: the points of the audit's reliability diagram."""
+        C = m.Candidate
+        q = (
+            select(m.Task.name, C.audit_stratum, C.confidence, C.label)
+            .join(m.Task, m.Task.id == C.task_id)
+            .where(C.audit_inclusion > 0, C.label.in_(("YES", "NO")))
+            .where(C.label_source.is_(None) | (C.label_source != "auto"))
+            .order_by(C.id)
+        )
+        if task is not None:
+            q = q.where(m.Task.name == task)
+        with self._ro() as s:
+            return [tuple(r) for r in s.execute(q)]
 
     def next_audit_item(
         self,

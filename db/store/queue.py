@@ -233,8 +233,9 @@ class QueueMixin:
     def auto_accept(
         self, min_certainty: float, task: str | None = None, actor: str = "admin"
     ) -> int:
-        """Label unreviewed items whose agent certainty max(p, 1-p) >= min_certainty with
-        the agent's verdict (label_source 'auto') and take them out of the queue."""
+        """Label unreviewed items with the agent's verdict (label_source 'auto') where their
+        P(YES) agrees with it at least `min_certainty` sure (a YES at P(YES) >= it, a NO at
+        P(YES) <= 1 - it), and take them out of the queue."""
         if not 0.5 <= min_certainty <= 1.0:
             raise StoreError(f"auto-accept certainty must be in [0.5, 1] (got {min_certainty})")
         C = m.Candidate
@@ -247,7 +248,12 @@ class QueueMixin:
                     C.is_gold.is_(False),
                     C.verdict.is_not(None),
                     C.confidence.is_not(None),
-                    or_(C.confidence >= min_certainty, C.confidence <= 1.0 - min_certainty),
+                    # the verdict and its P(YES) must agree: with several samples a
+                    # candidate's verdict (their vote) can sit on the other side of P(YES)
+                    or_(
+                        (C.verdict == "YES") & (C.confidence >= min_certainty),
+                        (C.verdict == "NO") & (C.confidence <= 1.0 - min_certainty),
+                    ),
                 )
                 .values(auto=True, label=C.verdict, label_source="auto")
             )

@@ -1,0 +1,340 @@
+"""The audit's estimates from per-stratum counts: exact finite-population intervals, combined
+across strata by splitting the error rate between them (Bonferroni), so that each interval
+holds at its nominal 95% whatever the number of audited items.
+
+Why exact: a stratum ("band") of the audit is a finite set of N candidates of which a simple
+random sample of n was reviewed, x of them truly YES. The number M of truly YES candidates in
+the stratum then follows the hypergeometric law, and inverting it gives an interval for M
+that is exact at any n, including n = 1 and a band of three (a Wilson or bootstrap interval
+at a handful of items is not: one audited error among three made a pure band read 0 [0, 0.79]).
+n = 0 leaves M anywhere in [0, N] (said as "not estimated" where no stratum has an audited
+item). The figures are sums over strata (the agent's YES verdicts nobody reviewed, per
+stratum); the strata's intervals hold together with probability at least 95% when stratum h
+gets the error rate 0.05 * u_h / sum u (u_h: its candidates whose truth is unknown), so the
+figure's interval is the sum of their ends.
+
+Each candidate is counted in the stratum it had at the draw (`StratumCounts.stratum`), not
+the one its P(YES) has now: re-scoring changes verdicts, never the design. Candidates in no
+draw's population (vetted after the draw, or not confident then) whose truth is unknown are
+bounded, not estimated: each may be YES or NO.
+
+Experts' labels are the truth; candidates an expert labelled are known whatever stratum.
+
+>>> h = StratumCounts("1:YES 0.95-0.99", members=3, drawn=1, audited=1, audited_yes=0,
+...                   expert=1, expert_yes=0, agent_yes=2)
+>>> e = task_figures("s_type", [h], expert_yes_total=0)
+>>> e.precision.value, e.precision.low, e.precision.high
+(0.0, 0.0, 1.0)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from scipy.stats import hypergeom
+
+ALPHA = 0.05  # 1 - the intervals' confidence level
+
+
+@dataclass
+class Estimate:
+    """A figure with its 95% interval, the audited items it rests on and their effective
+    number; `value` is None where the audit does not allow it (`note` says why; `low` and
+    `high` may still bound it)."""
+
+    value: float | None
+    low: float | None
+    high: float | None
+    n: int  # audited (reviewed) items behind the figure
+    n_eff: float = 0.0
+    note: str = ""
+
+    def __str__(self) -> str:
+        if self.value is None:
+            return f"not estimated ({self.note})" if self.note else "not estimated"
+        return f"{self.value:.3f} [{self.low:.3f}, {self.high:.3f}] (n={self.n})"
+
+
+@dataclass
+class StratumCounts:
+    """One stratum of a task as the estimates read it. `stratum` is "<draw>:<verdict> <band>"
+    as recorded at the draw; None holds the task's candidates in no draw's population."""
+
+    stratum: str | None
+    members: int = 0  # N: candidates of the stratum
+    drawn: int = 0  # in the audit sample
+    audited: int = 0  # n: drawn and labelled by an expert
+    audited_yes: int = 0  # x: of them truly YES
+    expert: int = 0  # members labelled by an expert (audited or not): their truth is known
+    expert_yes: int = 0
+    agent_yes: int = 0  # the agent's own YES label, nobody reviewed (auto-accepted)
+    agent_no: int = 0
+    pending: int = 0  # no label yet
+    p_sum: float = 0.0  # sum of the members' P(YES) now
+    p_agent_yes: float = 0.0  # sum of P(YES) over `agent_yes`
+    p_agent_no: float = 0.0
+
+    @property
+    def unknown(self) -> int:
+        return self.members - self.expert
+
+    @property
+    def side(self) -> str:
+        """The agent's verdict at the draw ("YES"/"NO"; "" outside any draw)."""
+        return (self.stratum or "").partition(":")[2].split(" ")[0]
+
+
+@lru_cache(maxsize=65536)
+def yes_count_interval(members: int, audited: int, yes: int, alpha: float) -> tuple[int, int]:
+    """Exact interval (level 1 - alpha, equal tails) for the number of truly YES among
+    `members` candidates, `yes` of a simple random sample of `audited` being YES.
+
+    >>> yes_count_interval(3, 1, 0, 0.05), yes_count_interval(100, 100, 40, 0.05)
+    ((0, 2), (40, 40))
+    >>> yes_count_interval(50, 0, 0, 0.05)
+    (0, 50)
+    >>> lo, hi = yes_count_interval(1000, 100, 90, 0.05); 800 < lo < 900 < hi < 960
+    True
+    """
+    n_, n, x = int(members), int(audited), int(yes)
+    if not 0 <= x <= n <= n_:
+        raise ValueError(f"stratum counts: {x} YES of {n} audited of {n_} members")
+    lo_b, hi_b = x, n_ - (n - x)  # what the sample itself rules out
+    if n == 0 or n == n_ or alpha <= 0:
+        return lo_b, hi_b
+    a = alpha / 2
+    # P(X >= x | M) grows with M: the lowest M it exceeds a at
+    if x == 0:
+        lo = lo_b
+    else:
+        lo = lo_b
+        lo_hi = hi_b
+        while lo < lo_hi:
+            mid = (lo + lo_hi) // 2
+            if hypergeom.sf(x - 1, n_, mid, n) > a:
+                lo_hi = mid
+            else:
+                lo = mid + 1
+    # P(X <= x | M) falls with M: the highest M it exceeds a at
+    if x == n:
+        hi = hi_b
+    else:
+        hi_lo, hi = lo_b, hi_b
+        while hi_lo < hi:
+            mid = (hi_lo + hi + 1) // 2
+            if hypergeom.cdf(x, n_, mid, n) > a:
+                hi_lo = mid
+            else:
+                hi = mid - 1
+        hi = hi_lo
+    return int(lo), int(hi)
+
+
+def _alphas(weights: dict[int, float], alpha: float = ALPHA) -> dict[int, float]:
+    """Bonferroni: the error rate split among the strata in proportion to `weights`."""
+    total = sum(w for w in weights.values() if w > 0)
+    return {k: alpha * w / total for k, w in weights.items() if w > 0} if total else {}
+
+
+def _m_bounds(h: StratumCounts, alpha: float) -> tuple[int, int, float]:
+    """(low, high, point) of the stratum's truly-YES count, within what the experts' labels
+    already fix: at least their YES, at most their YES plus every unknown member."""
+    lo, hi = yes_count_interval(h.members, h.audited, h.audited_yes, alpha)
+    lo, hi = max(lo, h.expert_yes), min(hi, h.expert_yes + h.unknown)
+    point = h.members * h.audited_yes / h.audited if h.audited else math.nan
+    return lo, hi, point
+
+
+def _share(h: StratumCounts, part: int, point: float, lo: int, hi: int) -> tuple[float, ...]:
+    """Truly YES among `part` of the stratum's unknown members (its agent YES or agent NO):
+    the stratum's truly YES, less the experts' YES, less what its other unknowns may hold."""
+    others = h.unknown - part
+    low = max(0.0, lo - h.expert_yes - others)
+    high = min(float(part), hi - h.expert_yes)
+    if math.isnan(point) or not h.unknown:
+        est = math.nan
+    else:  # the unknown members' YES rate, estimated without bias, applied to `part`
+        rate = min(1.0, max(0.0, (point - h.expert_yes) / h.unknown))
+        est = min(high, max(low, part * rate))
+    return est, low, min(max(high, low), float(part))
+
+
+@dataclass
+class TaskEstimates:
+    task: str
+    yes_list: int  # items in the final YES list
+    yes_by_expert: int
+    yes_by_agent: int  # auto-accepted YES nobody reviewed
+    no_by_agent: int
+    drawn: int  # items in the audit sample
+    audited: int  # of them reviewed
+    precision: Estimate
+    completeness: Estimate
+    band_errors: dict[str, Estimate] = field(default_factory=dict)
+    ece: Estimate = field(default_factory=lambda: Estimate(None, None, None, 0))
+    outside: int = 0  # agent-decided candidates in no draw's population
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["band_errors"] = {b: asdict(e) for b, e in self.band_errors.items()}
+        return d
+
+
+def mover_sum(parts: Sequence[tuple[float, float, float]]) -> tuple[float, float, float]:
+    """(estimate, low, high) of a sum of independent parts, each (estimate, low, high) with
+    its own interval: the MOVER limits (Zou and Donner 2008; Newcombe's for a difference of
+    proportions), sum - sqrt(sum (est - low)^2) and sum + sqrt(sum (high - est)^2). One part
+    gives its own interval back; several add in quadrature, as their errors do.
+
+    >>> mover_sum([(8.0, 5.0, 9.0)]), [round(v, 3) for v in mover_sum([(8.0, 5.0, 9.0)] * 2)]
+    ((8.0, 5.0, 9.0), [16.0, 11.757, 17.414])
+    """
+    est = sum(e for e, _, _ in parts)
+    low = est - math.sqrt(sum((e - a) ** 2 for e, a, _ in parts))
+    high = est + math.sqrt(sum((b - e) ** 2 for e, _, b in parts))
+    return est, low, high
+
+
+def _sum_parts(strata: Sequence[StratumCounts], attr: str, p_attr: str, alpha: float):
+    """(estimate, low, high, audited items used, their effective number, whether every
+    stratum behind it has an audited item) of the truly YES among the agent-labelled `attr`
+    items of every stratum: each audited stratum's exact interval, combined by MOVER; a
+    stratum nobody audited, and the items outside every draw, add their whole range."""
+    parts: list[tuple[float, float, float]] = []
+    box_est = box_low = box_high = 0.0
+    n = 0
+    wsum = w2sum = 0.0
+    covered = True
+    for h in strata:
+        part = getattr(h, attr)
+        if not part:
+            continue
+        if h.stratum is None:  # outside every draw: anything from none to all
+            box_est, box_high = box_est + min(part, getattr(h, p_attr)), box_high + part
+            covered = False
+            continue
+        lo, hi, point = _m_bounds(h, alpha)
+        e, a, b = _share(h, part, point, lo, hi)
+        if math.isnan(e):  # nothing audited: bounded by its range, not estimated
+            box_est, box_low, box_high = box_est + min(b, max(a, getattr(h, p_attr))), \
+                box_low + a, box_high + b  # fmt: skip
+            covered = False
+            continue
+        parts.append((e, a, b))
+        n += h.audited
+        w = part / h.audited
+        wsum += w * h.audited
+        w2sum += w * w * h.audited
+    est, low, high = mover_sum(parts)
+    ne = wsum * wsum / w2sum if w2sum else 0.0
+    return est + box_est, low + box_low, high + box_high, n, ne, covered
+
+
+def task_figures(
+    task: str, strata: Sequence[StratumCounts], *, expert_yes_total: int, alpha: float = ALPHA
+) -> TaskEstimates:
+    """The audit's figures of one task from its strata (the one with stratum None holding
+    its candidates outside every draw) and its expert-decided YES count."""
+    k = int(expert_yes_total)
+    u = sum(h.agent_yes for h in strata)
+    v = sum(h.agent_no for h in strata)
+    drawn = sum(h.drawn for h in strata)
+    audited = sum(h.audited for h in strata)
+    listed = k + u
+    tp, tp_lo, tp_hi, n_yes, ne_yes, cov_yes = _sum_parts(strata, "agent_yes", "p_agent_yes",
+                                                          alpha)  # fmt: skip
+    out_yes = sum(h.agent_yes for h in strata if h.stratum is None)
+    out_any = sum(h.agent_yes + h.agent_no for h in strata if h.stratum is None)
+    if not listed:
+        precision = Estimate(None, None, None, 0, 0.0, "the YES list is empty")
+    elif not u:
+        precision = Estimate(1.0, 1.0, 1.0, 0, 0.0, "every YES was decided by an expert")
+    elif not cov_yes:
+        precision = Estimate(None, (k + tp_lo) / listed, (k + tp_hi) / listed, n_yes, 0.0,
+                             _why(drawn, out_yes, "YES list"))  # fmt: skip
+    else:
+        precision = Estimate(
+            (k + tp) / listed, (k + tp_lo) / listed, (k + tp_hi) / listed, n_yes, ne_yes
+        )
+    # completeness: the true YES in both lists at once, each at 1 - alpha/2 (Bonferroni)
+    ty = _sum_parts(strata, "agent_yes", "p_agent_yes", alpha / 2)
+    fn = _sum_parts(strata, "agent_no", "p_agent_no", alpha / 2)
+    t = [k + ty[0], k + ty[1], k + ty[2]]
+    f = [fn[0], fn[1], fn[2]]
+    n_c = ty[3] + fn[3]
+    cov = ty[5] and fn[5]
+
+    def share(a: float, b: float) -> float:
+        return a / (a + b) if a + b > 0 else 1.0
+
+    if not (u or v):
+        completeness = Estimate(None, None, None, 0, 0.0,
+                                "nothing decided by the agent yet: close the campaign")  # fmt: skip
+    elif not cov:
+        completeness = Estimate(None, share(t[1], f[2]), share(t[2], f[1]), n_c, 0.0,
+                                _why(drawn, out_any, "agent's lists"))  # fmt: skip
+    else:
+        completeness = Estimate(share(t[0], f[0]), share(t[1], f[2]), share(t[2], f[1]), n_c)
+    errors = {}
+    for h in strata:
+        if h.stratum is None:
+            continue
+        if not h.audited:
+            errors[h.stratum] = Estimate(None, None, None, 0, 0.0, "none audited")
+            continue
+        lo, hi, point = _m_bounds(h, alpha)
+        sign, base = (-1, h.members) if h.side == "YES" else (1, 0)  # wrong = YES on NO side
+        e_lo, e_hi = sorted(((base + sign * lo) / h.members, (base + sign * hi) / h.members))
+        val = min(e_hi, max(e_lo, (base + sign * point) / h.members))
+        errors[h.stratum] = Estimate(val, e_lo, e_hi, h.audited, float(h.audited))
+    return TaskEstimates(
+        task, listed, k, u, v, drawn, audited, precision, completeness, errors,
+        calibration_error(strata, alpha), out_any,
+    )  # fmt: skip
+
+
+def _why(drawn: int, outside: int, what: str) -> str:
+    """Why a figure is not estimated: no sample, unreviewed strata, items outside the draws."""
+    if not drawn:
+        return "no audit sample drawn"
+    if outside:
+        return (f"{outside} item(s) of the {what} are in no draw's population: "
+                "draw again (audit --draw)")  # fmt: skip
+    return f"a stratum of the {what} has no audited item yet"
+
+
+def calibration_error(strata: Sequence[StratumCounts], alpha: float = ALPHA) -> Estimate:
+    """ECE of the P(YES) the store holds now over the audit's population, the draw's strata
+    as its bins: sum over strata of |truly YES - sum of P(YES)|, over the members. Its
+    interval combines the strata's exact intervals by MOVER (no resampling of a handful of
+    identical outcomes, which gave widths near zero); not estimated until every stratum has an audited item,
+    since an unaudited stratum could hold anything.
+
+    >>> hs = [StratumCounts("1:YES 0.99-1.00", 100, 10, 10, 10, 10, 10, p_sum=99.5),
+    ...       StratumCounts("1:NO 0.99-1.00", 100, 10, 10, 0, 10, 0, p_sum=0.5)]
+    >>> e = calibration_error(hs); round(e.value, 4), e.low < e.value < e.high, e.high < 0.25
+    (0.005, True, True)
+    """
+    inside = [h for h in strata if h.stratum is not None and h.members]
+    if not inside:
+        return Estimate(None, None, None, 0, 0.0, "no audit sample drawn")
+    if any(not h.audited and h.unknown for h in inside):
+        return Estimate(None, None, None, sum(h.audited for h in inside), 0.0,
+                        "a stratum has no audited item yet")  # fmt: skip
+    total = sum(h.members for h in inside)
+    parts = []
+    for h in inside:
+        lo, hi, point = _m_bounds(h, alpha)
+        if not h.unknown:
+            point = lo = hi = h.expert_yes
+        s = h.p_sum
+        point = min(hi, max(lo, point))
+        low = 0.0 if lo <= s <= hi else min(abs(lo - s), abs(hi - s))
+        parts.append((abs(point - s), low, max(abs(lo - s), abs(hi - s))))
+    val, lo_s, hi_s = mover_sum(parts)
+    n = sum(h.audited for h in inside)
+    return Estimate(val / total, lo_s / total, hi_s / total, n, float(n))
