@@ -245,14 +245,27 @@ def fit_task(
 
 
 def fit(
-    examples: list[Example], version: int, min_labels: int = 50, folds: int = 5, seed: int = 0
+    examples: list[Example],
+    version: int,
+    min_labels: int = 50,
+    folds: int = 5,
+    seed: int = 0,
+    current: InspectorModel | None = None,
+    **select: Any,
 ) -> InspectorModel:
+    """The next version: per task, what the labels support against what serves now
+    (`current`, else the plain rules), as `annotate.inspector_evidence.select_task` decides;
+    a task with no labels here keeps its current model."""
+    from annotate.inspector_evidence import select_task
+
     by: dict[str, list[Example]] = {}
     for e in examples:
         by.setdefault(e.task, []).append(e)
-    tasks, info = {}, {}
+    tasks = dict(current.tasks) if current is not None else {}
+    info = {}
     for t in sorted(by):
-        tasks[t], info[t] = fit_task(by[t], min_labels, folds, seed)
+        tasks[t], info[t] = select_task(by[t], tasks.get(t), min_labels=min_labels,
+                                        folds=folds, seed=seed, **select)  # fmt: skip
     created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     return InspectorModel(version, tasks, created, {"cv": info})
 
@@ -261,21 +274,30 @@ CV_HEADERS = ["task", "n", "positives", "chosen", "rules log-loss", "rules F1",
               "after log-loss", "after F1", "note"]  # fmt: skip
 
 
+def _after(r: dict[str, Any]) -> dict[str, float]:
+    """The out-of-fold scores of what the task serves after the fit."""
+    for k in (r.get("chosen"), r.get("current")):
+        if isinstance(r.get(k), dict):
+            return r[k]
+    return r["rules"]
+
+
 def cv_rows(model: InspectorModel) -> list[list[Any]]:
-    """Per task, the cross-validated rules (before) and the chosen model (after)."""
+    """Per task, the out-of-fold rules (before) and what serves after, with why."""
     rows = []
     for t, r in model.info["cv"].items():
-        c = r["chosen"]
-        got = r.get(c, r["rules"])
-        rows.append([t, r["n"], r["positives"], c,
+        got = _after(r)
+        served = model.tasks[t].kind if t in model.tasks else "rules"
+        said = f"{r.get('status', '')}: {r.get('why', '')}".strip(": ")
+        rows.append([t, r["n"], r["positives"], served,
                      round(r["rules"]["log_loss"], 3), round(r["rules"]["f1"], 3),
-                     round(got["log_loss"], 3), round(got["f1"], 3), r.get("why", "")])  # fmt: skip
+                     round(got["log_loss"], 3), round(got["f1"], 3), said])  # fmt: skip
     return rows
 
 
 def cv_table(model: InspectorModel) -> str:
     lines = [
-        "task      n  pos  chosen    rules logloss/F1   chosen logloss/F1   note",
+        "task      n  pos  serves    rules logloss/F1   after logloss/F1   what and why",
     ]
     for t, n, pos, c, rl, rf, cl, cf, why in cv_rows(model):
         lines.append(

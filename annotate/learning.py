@@ -1,33 +1,38 @@
-"""Learning while experts work: the schedule that fits the next inspector version, adopts it
-only where grouped cross-validation says it beats the current one, and re-scores the
-pending candidates with it.
+"""Learning while experts work: the schedule that fits the next inspector version in a
+separate process, adopts per task only what the labels support, and re-scores the pending
+candidates with it.
 
-When: after every `learn_every` new expert labels (a team setting beside `audit_rate`,
+When: after `learn_every` distinct new expert labels (a team setting beside `audit_rate`,
 overlap and gold_rate; default 100; 0 switches the schedule off) and whenever an admin asks
-(the Dashboard's Calibrate button). Recording a label only bumps a counter
-(`note_labels`, called by `annotate.review`); the fit runs in a background thread, one at a
-time per store, while the app keeps serving. A fit that fails is logged and recorded in the
-`learning` setting and the audit log, and the current version stays.
+(the Dashboard's Calibrate button). Recording a label only notes the (candidate, label)
+pair (`note_labels`, called by `annotate.review`): a pair the last fit already saw, or one
+noted since, counts once, so taking a decision back and making it again (accept, undo,
+accept...) starts nothing. The fit runs in a child process (`multiprocessing`, spawned,
+under a lower CPU priority), one at a time per store, so it never holds the server's
+interpreter while experts wait; a fit that fails, crashes or is killed is logged and
+recorded in the `learning` setting and the audit log, and the current version stays (the
+adoption is one transaction, written only at the very end). An in-memory store, which no
+other process can open, is fitted in a thread instead.
 
-What is adopted (`learn`): the candidate is fitted on every expert label in the store as
-`launch.py calibrate` fits (`annotate.inspector_fit.fit`: per task, the rules or a model
-that beat them under cross-validation with folds grouped by object). Per task it is then
-compared on the same labels with the current version: the candidate's out-of-fold log loss
-must be clearly lower (`MARGIN`) and its F1 no lower, or the task keeps its current model.
-The current version is scored with its fixed parameters on labels it was partly fitted on,
-so the comparison leans towards keeping it: a new version must earn its place. A current
-model that now scores worse than the plain rules on the labels falls back to them, so no
-task is ever served worse than the plain rules would serve it. The version is adopted when
-at least one task changes; else nothing is written but the outcome.
+What is adopted (`learn`): the fit reads every expert label in the store and, per task,
+decides as `annotate.inspector_evidence.select_task` says: a task with too few labels of
+either class waits (and says what for); otherwise the plain rules, the kind serving now
+and each candidate kind are refitted on the same folds grouped by object (repeated), and
+the candidate replaces what serves only where a paired bootstrap over objects puts its
+improvement above zero and its F1 does not drop; a current model the rules now beat out
+of fold gives way to them. The version is adopted when at least one task changes; else
+nothing is written but the outcome. `launch.py calibrate` (`force`) judges every task
+against the plain rules instead of the current version and always writes a version.
 
 On adoption (`Store.adopt_scores`, one transaction): the version becomes the store's
 inspector model (`inspector_model`, what `vet --db` and the app's vetting use), every
 pending candidate whose trajectory stored the model's inputs is re-scored from them
 (`annotate.rescore`, the agent is not rerun) and gets the new P(YES), the verdict it
 implies, its queue priority (so the queue re-ranks) and `scored_by` = the version; the
-audit log records the adoption: version, cross-validated log loss and F1 per task before
-and after, how many candidates were re-scored and how many verdicts flipped. Every outcome
-(adopted, not adopted, failed) is also the `learning` setting the Dashboard reads.
+audit log records the adoption: version, the out-of-fold scores per task before and
+after, how many candidates were re-scored and how many verdicts flipped. Every outcome
+(adopted, not adopted, failed) is also the `learning` setting the Dashboard reads, with
+per task what was adopted, what waited and why.
 """
 
 from __future__ import annotations
@@ -41,19 +46,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from agent.policies.rules.learned import InspectorModel, ModelError, TaskModel
-from annotate.inspector_fit import Example, NoLabels, fit, inspector_dir, labelled_from_store
+from annotate.inspector_fit import NoLabels, fit, inspector_dir, labelled_from_store
 from annotate.rescore import rescore_store
 from annotate.vetting.into_store import INSPECTOR_SETTING
 
 log = logging.getLogger(__name__)
 
-LEARN_EVERY = 100  # new expert labels between two fits
+LEARN_EVERY = 100  # distinct new expert labels between two fits
 LEARN_EVERY_SETTING = "learn_every"  # the team setting beside audit_rate, overlap, gold_rate
 STATUS_SETTING = "learning"  # the last fit's outcome (labels it saw, adopted or why not)
-MARGIN = 0.05  # a task's new model must lower the log loss by this share, F1 no lower
 
 
 def learn_every(store: Any) -> int:
@@ -82,65 +84,27 @@ def current_model(store: Any) -> InspectorModel | None:
         return None
 
 
-def _scores(p: np.ndarray, y: np.ndarray) -> dict[str, float]:
-    from annotate.inspector_fit import _f1, _log_loss
-
-    return {"log_loss": _log_loss(p, y), "f1": _f1(p, y)}
-
-
-def _task_p(tm: TaskModel, ex: list[Example]) -> np.ndarray:
-    return np.array([tm.p_yes(e.x, e.m, e.p_rules, e.capped) for e in ex])
-
-
-def _beats(new: dict[str, float], old: dict[str, float], margin: float = MARGIN) -> bool:
-    return new["log_loss"] < (1 - margin) * old["log_loss"] and new["f1"] >= old["f1"]
-
-
-def choose(
-    candidate: InspectorModel, current: InspectorModel | None, examples: list[Example]
-) -> tuple[InspectorModel, dict[str, dict[str, Any]], bool]:
-    """Per task, the candidate's model where it beats the current one on `examples`, else
-    the current one (or the rules, where the current one now scores worse than them).
-    Returns the version to adopt, per task {"before", "after", "model"} and whether any task
-    changed (adopt only then)."""
-    by: dict[str, list[Example]] = {}
-    for e in examples:
-        by.setdefault(e.task, []).append(e)
-    cur_tasks = current.tasks if current is not None else {}
-    tasks: dict[str, TaskModel] = dict(cur_tasks)
-    info = {t: dict(r) for t, r in (candidate.info.get("cv") or {}).items()}
-    report: dict[str, dict[str, Any]] = {}
-    changed = False
-    for task, ex in sorted(by.items()):
-        y = np.array([int(e.label) for e in ex])
-        r = info.get(task) or {}
-        rules = r.get("rules") or _scores(np.array([e.p_rules for e in ex]), y)
-        cur_tm = cur_tasks.get(task, TaskModel("rules"))
-        before = rules if cur_tm.kind == "rules" else _scores(_task_p(cur_tm, ex), y)
-        keep, kept_kind = cur_tm, cur_tm.kind
-        if cur_tm.kind != "rules" and (
-            before["log_loss"] > rules["log_loss"] or before["f1"] < rules["f1"]
-        ):
-            keep, kept_kind, base = TaskModel("rules"), "rules", rules  # no worse than the rules
-        else:
-            base = before
-        chosen = r.get("chosen", "rules")
-        after_new = r.get(chosen) or rules
-        if chosen != "rules" and _beats(after_new, base):
-            tasks[task], after, how = candidate.tasks[task], after_new, chosen
-        else:
-            tasks[task], after, how = keep, base, f"kept {kept_kind}"
-            if task in info:  # the version's own record says what it serves, and why
-                info[task]["chosen"] = "kept"
-                info[task]["kept"] = {**base, "kind": kept_kind}
-        moved = (tasks[task].kind, vars(tasks[task])) != (cur_tm.kind, vars(cur_tm))
-        changed = changed or moved
-        report[task] = {"n": len(ex), "before": {**before, "kind": cur_tm.kind},
-                        "after": {**after, "kind": tasks[task].kind}, "model": how,
-                        "changed": moved}  # fmt: skip
-    version = (current.version if current is not None else 0) + 1
-    model = InspectorModel(version, tasks, candidate.created, {**candidate.info, "cv": info})
-    return model, report, changed
+def task_report(model: InspectorModel, current: InspectorModel | None) -> dict[str, dict]:
+    """Per task the fit saw: labels, what served before and after (with out-of-fold
+    scores), the status (adopted, kept, waited, fell back), why, and whether it changed."""
+    cur = current.tasks if current is not None else {}
+    out = {}
+    for task, r in (model.info.get("cv") or {}).items():
+        old = cur.get(task, TaskModel("rules"))
+        new = model.tasks.get(task, TaskModel("rules"))
+        # what served, with its own parameters where the fit scored them, else out of fold
+        before = r.get("served") or (
+            r[old.kind] if isinstance(r.get(old.kind), dict) else r["rules"]
+        )
+        after = r.get(new.kind) if isinstance(r.get(new.kind), dict) else before
+        moved = (new.kind, vars(new)) != (old.kind, vars(old))
+        out[task] = {"n": r["n"], "positives": r.get("positives"),
+                     "negatives": r.get("negatives"), "status": r.get("status", ""),
+                     "why": r.get("why", ""), "gain": r.get("gain"),
+                     "before": {**before, "kind": old.kind}, "after": {**after, "kind": new.kind},
+                     "model": new.kind if moved else f"kept {old.kind}",
+                     "changed": moved}  # fmt: skip
+    return out
 
 
 @dataclass
@@ -157,13 +121,21 @@ class Outcome:
     path: str | None = None
     problems: list[str] = field(default_factory=list)
     model: InspectorModel | None = None  # the version adopted (None: none was)
+    seen: list[tuple[int, str]] = field(default_factory=list)  # (candidate, label) fitted on
 
     def in_words(self) -> str:
+        waited = [t for t, r in self.tasks.items() if r.get("status") == "waited"]
+        tail = f"; waiting for labels: {', '.join(waited)}" if waited else ""
         if not self.adopted:
-            return f"inspector not changed ({self.why}; {self.labels} labels)"
+            return f"inspector not changed ({self.why}; {self.labels} labels){tail}"
         moved = ", ".join(f"{t} {r['model']}" for t, r in self.tasks.items() if r["changed"])
-        return (f"adopted inspector-v{self.version} from {self.labels} labels ({moved}); "
-                f"{self.rescored} pending candidates re-scored, {self.flips} verdicts flipped")  # fmt: skip
+        return (f"adopted inspector-v{self.version} from {self.labels} labels ({moved or 'no task changed'}); "
+                f"{self.rescored} pending candidates re-scored, {self.flips} verdicts flipped{tail}")  # fmt: skip
+
+    def per_task(self) -> list[str]:
+        """One line per task: what was adopted, kept or waited, and why."""
+        return [f"{t}: {r.get('status') or r['model']} ({r['model']}); {r.get('why', '')}".rstrip("; ")
+                for t, r in sorted(self.tasks.items())]  # fmt: skip
 
 
 def _stamp() -> str:
@@ -180,27 +152,26 @@ def learn(
     seed: int = 0,
     actor: str = "learning",
 ) -> Outcome:
-    """Fit the next inspector version, adopt it where it beats the current one (or, with
-    `force`, adopt the candidate as fitted: what `launch.py calibrate` asks), re-score the
-    pending candidates with it and record the outcome."""
+    """Fit the next inspector version, adopt per task what the labels support against the
+    current version (with `force`, against the plain rules, and written even where nothing
+    changed: what `launch.py calibrate` asks), re-score the pending candidates with it and
+    record the outcome."""
+    from annotate.inspector_fit import expert_labels
+
     examples, problems = labelled_from_store(store)
     if not examples:
         raise NoLabels("no labelled decisions in the store to learn from")
+    seen = [(int(c.id), str(lab)) for c, lab in expert_labels(store)]
     current = current_model(store)
     version = (current.version if current is not None else 0) + 1
-    candidate = fit(examples, version, min_labels, folds, seed)
-    model, report, changed = choose(candidate, current, examples)
-    if force:  # the candidate as fitted: each task still no worse than the rules
-        model, changed = candidate, True
-        for t, rep in report.items():
-            r = candidate.info["cv"].get(t) or {}
-            got = r.get(r.get("chosen", "rules")) or r.get("rules") or rep["before"]
-            rep.update(after={**got, "kind": candidate.tasks[t].kind}, changed=True,
-                       model=r.get("chosen", "rules"))  # fmt: skip
+    model = fit(examples, version, min_labels, folds, seed,
+                current=None if force else current)  # fmt: skip
+    report = task_report(model, current)
+    changed = force or any(r["changed"] for r in report.values())
     outcome = Outcome(changed, model.version if changed else getattr(current, "version", None),
-                      len(examples), report, problems=problems)  # fmt: skip
+                      len(examples), report, problems=problems, seen=seen)  # fmt: skip
     if not changed:
-        outcome.why = "no task's model beat the current one under grouped cross-validation"
+        outcome.why = "no task's evidence supported a change"
         _record(store, outcome, actor)
         return outcome
     folder = Path(inspector_dir() if out is None else out)
@@ -235,9 +206,38 @@ def status(store: Any) -> dict[str, Any] | None:
     return store.setting(STATUS_SETTING)
 
 
+NICE = 10  # the fit process's CPU priority below the server's
+
+
+def _fit_in_child(
+    url: str, out: str, actor: str, force: bool, fit_args: dict[str, Any], conn: Any
+) -> None:
+    """The fit, in its own process: it opens the store itself, fits, adopts and records,
+    then sends the outcome (or the error) back."""
+    import os
+
+    try:
+        os.nice(NICE)
+    except (AttributeError, OSError):
+        pass
+    from db.store import Store
+
+    try:
+        store = Store(url, create=False)
+        try:
+            got: tuple[str, Any] = ("ok", learn(store, out, force=force, actor=actor, **fit_args))
+        finally:
+            store.close()
+    except Exception as exc:  # reported to the server, which records it
+        got = ("error", f"{type(exc).__name__}: {exc}")
+    conn.send(got)
+    conn.close()
+
+
 class Learner:
-    """The schedule of one store: counts new labels, runs one fit at a time, in a
-    background thread (or inline, `background=False`: the bench and the command line)."""
+    """The schedule of one store: notes new labels, runs one fit at a time, in a child
+    process (an in-memory store: a thread; `background=False`: inline, for the bench and the
+    command line)."""
 
     def __init__(self, store: Any, out: str | Path, *, background: bool = True, **fit_args: Any):
         self.store, self.out, self.background, self.fit_args = (
@@ -247,43 +247,80 @@ class Learner:
             fit_args,
         )
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
+        self._thread: threading.Thread | None = None  # the fit's watcher, or the fit itself
+        self._proc: Any = None  # the fit's process, while one runs
         self.last: Outcome | None = None
         self.error: str | None = None
         self.every = learn_every(store)
         seen = (status(store) or {}).get("expert_labels", 0)
-        self._new = max(0, store.count_expert_labels() - int(seen or 0))
+        # labels recorded while no server ran: counted once, as the store counts them
+        self._backlog = max(0, store.count_expert_labels() - int(seen or 0))
+        self._seen: set[tuple[int, str]] = set()  # (candidate, label) the last fit read
+        self._fresh: set[tuple[int, str]] = set()  # distinct pairs noted since
 
     @property
     def running(self) -> bool:
         t = self._thread
         return t is not None and t.is_alive()
 
-    def note_labels(self, n: int = 1) -> bool:
-        """Count `n` new expert labels (the request path: no query, no fit); start a fit
-        when `learn_every` of them have come in since the last. Whether one started."""
+    @property
+    def pending(self) -> int:
+        """Distinct new labels counted towards the next fit."""
+        return self._backlog + len(self._fresh)
+
+    def note_labels(self, n: int = 1, pairs: Any = None) -> bool:
+        """Note new labels (the request path: no query, no fit): `pairs` of (candidate id,
+        label) count only where neither the last fit nor an earlier note saw them; without
+        pairs, `n` labels count. Start a fit when `learn_every` have come in; whether one
+        started."""
         with self._lock:
-            self._new += n
-            due = self.every > 0 and self._new >= self.every
+            if pairs is None:
+                self._backlog += n
+            else:
+                self._fresh.update(p for p in pairs if p not in self._seen)
+            due = self.every > 0 and self.pending >= self.every
         return due and self.start("learning")
 
+    def _use_process(self) -> bool:
+        url = getattr(self.store, "url", None)
+        memory = getattr(self.store, "is_sqlite", False) and getattr(url, "database", None) in (
+            None, "", ":memory:")  # fmt: skip
+        return url is not None and not memory
+
     def start(self, actor: str = "learning", *, force: bool = False) -> bool:
-        """Fit now (in the background unless `background` is off); False when a fit is
+        """Fit now (in a child process unless `background` is off); False when a fit is
         already running (it will see the labels this one would have)."""
+        import multiprocessing as mp
+
         with self._lock:
             if self.running:
                 return False
-            self._new = 0
+            self._backlog = 0
+            self._seen |= self._fresh
+            self._fresh = set()
             if not self.background:
                 self._thread = None
+            elif self._use_process():
+                ctx = mp.get_context("spawn")  # a fresh interpreter: no server threads forked
+                recv, send = ctx.Pipe(duplex=False)
+                url = self.store.url.render_as_string(hide_password=False)
+                self._proc = ctx.Process(
+                    target=_fit_in_child, name="loupe-learning", daemon=True,
+                    args=(url, str(self.out), actor, force, self.fit_args, send),
+                )  # fmt: skip
+                self._proc.start()
+                send.close()
+                self._thread = threading.Thread(target=self._watch, args=(self._proc, recv, actor),
+                                                name="loupe-learning-watch", daemon=True)  # fmt: skip
             else:
                 self._thread = threading.Thread(
                     target=self._run, args=(actor, force), name="loupe-learning", daemon=True
                 )
-        if self._thread is None:
+            thread = self._thread
+        if thread is None:
             self._run(actor, force)
         else:
-            self._thread.start()
+            thread.start()
         return True
 
     def join(self, timeout: float | None = None) -> None:
@@ -291,25 +328,60 @@ class Learner:
         if t is not None:
             t.join(timeout)
 
+    def _watch(self, proc: Any, conn: Any, actor: str) -> None:
+        """Wait for the child's answer; a child that dies without one failed."""
+        got = None
+        try:
+            while got is None:
+                if conn.poll(0.5):
+                    try:
+                        got = conn.recv()
+                    except (EOFError, OSError):
+                        break
+                elif not proc.is_alive() and not conn.poll(0):
+                    break
+        finally:
+            conn.close()
+            proc.join()
+            self._proc = None
+        if got is not None and got[0] == "ok":
+            self._done(got[1])
+        else:
+            why = got[1] if got is not None else (
+                f"the fit process ended without an answer (exit code {proc.exitcode})")  # fmt: skip
+            self._failed(actor, why)
+
     def _run(self, actor: str, force: bool) -> None:
         try:
-            self.last, self.error = learn(self.store, self.out, force=force, actor=actor,
-                                          **self.fit_args), None  # fmt: skip
+            got = learn(self.store, self.out, force=force, actor=actor, **self.fit_args)
         except Exception as exc:  # serving goes on; the current version stays
-            log.exception("learning: the fit failed; the current inspector version stays")
-            self.error = f"{type(exc).__name__}: {exc}"
-            try:
-                _record(self.store, Outcome(False, None, 0, why="the fit failed"), actor,
-                        error=f"the fit failed: {self.error}")  # fmt: skip
-            except Exception:
-                log.exception("learning: could not record the failed fit")
-        finally:
-            try:
-                self.every = learn_every(self.store)  # a changed setting applies from now on
-            except Exception:
-                log.exception(
-                    "learning: unreadable %s; keeping %d", LEARN_EVERY_SETTING, self.every
-                )
+            log.exception("learning: the fit failed")
+            self._failed(actor, f"{type(exc).__name__}: {exc}")
+        else:
+            self._done(got)
+
+    def _done(self, outcome: Outcome) -> None:
+        with self._lock:
+            self.last, self.error = outcome, None
+            self._seen = set(map(tuple, outcome.seen))
+            self._fresh -= self._seen
+        self._reread_every()
+
+    def _failed(self, actor: str, error: str) -> None:
+        log.error("learning: the fit failed (%s); the current inspector version stays", error)
+        self.error = error
+        try:
+            _record(self.store, Outcome(False, None, 0, why="the fit failed"), actor,
+                    error=f"the fit failed: {error}")  # fmt: skip
+        except Exception:
+            log.exception("learning: could not record the failed fit")
+        self._reread_every()
+
+    def _reread_every(self) -> None:
+        try:
+            self.every = learn_every(self.store)  # a changed setting applies from now on
+        except Exception:
+            log.exception("learning: unreadable %s; keeping %d", LEARN_EVERY_SETTING, self.every)
 
 
 _LEARNERS: weakref.WeakKeyDictionary[Any, Learner] = weakref.WeakKeyDictionary()
@@ -329,9 +401,16 @@ def learner(store: Any) -> Learner | None:
     return _LEARNERS.get(store)
 
 
-def note_labels(store: Any, n: int = 1) -> None:
-    """What recording a label calls: a counter, and a background fit when one is due; a
-    store with no schedule attached (the command line) does nothing."""
+def note_labels(
+    store: Any, n: int = 1, *, candidate: int | None = None, label: str | None = None
+) -> None:
+    """What recording a label calls: the (candidate, label) pair noted, and a background
+    fit when enough distinct new ones are due; a store with no schedule attached (the
+    command line) does nothing."""
     got = _LEARNERS.get(store)
-    if got is not None:
+    if got is None:
+        return
+    if candidate is not None and label is not None:
+        got.note_labels(pairs=[(int(candidate), str(label))])
+    else:
         got.note_labels(n)

@@ -154,6 +154,7 @@ def decide(
     explanation: str | None = None,
     wrong_step: int | None = None,
     source: str | None = None,
+    verbatim: bool = False,
     **fields: Any,
 ):
     """Record `expert`'s decision on a candidate (their existing review is revised).
@@ -161,9 +162,10 @@ def decide(
     Only `correct` sets a label; only `correct` and `reject` carry an explanation (the
     reasoning the model should learn) and name the step that went wrong: a form that still
     holds them from another action does not leak them into this one. `source` marks
-    imported reviews. Other `fields`: comment, seconds, trajectory_id, grade, redshift,
-    redshift_source, issues, spectype (as `db.models.Review` holds them; issue flags in any
-    order or case, see `issue_flags`).
+    imported reviews; `verbatim` keeps the explanation exactly as given (an import: the
+    file's text as written), where the desk trims what was typed. Other `fields`: comment,
+    seconds, trajectory_id, grade, redshift, redshift_source, issues, spectype (as
+    `db.models.Review` holds them; issue flags in any order or case, see `issue_flags`).
     """
     if action not in DECISIONS:
         raise ReviewError(f"unknown review action {action!r} (expected one of {DECISIONS})")
@@ -172,7 +174,9 @@ def decide(
     fields.update(
         issues=issue_flags(fields.get("issues")),
         spectype=spectral_type(fields.get("spectype")),
-        explanation=(explanation or "").strip() or None if reasoned else None,
+        explanation=(explanation if verbatim else explanation.strip())
+        if reasoned and explanation and explanation.strip()
+        else None,
         wrong_step=wrong_step if reasoned else None,
         comment=fields.get("comment") or None,
     )
@@ -182,7 +186,9 @@ def decide(
         **extra,
     )  # fmt: skip
     if action in LABEL_ACTIONS:
-        learning.note_labels(store)  # a counter; a fit, when due, runs in the background
+        # the (candidate, label) pair: taking a decision back and making it again counts
+        # once; a fit, when enough distinct new labels are due, runs in its own process
+        learning.note_labels(store, candidate=candidate_id, label=getattr(review, "label", None))
     return review
 
 

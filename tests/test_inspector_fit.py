@@ -120,7 +120,8 @@ def test_calibrate_end_to_end(tmp_path):
     saved = store.setting(INSPECTOR_SETTING)
     assert saved["version"] == 1 and set(saved["tasks"]) >= {"cv", "m_giant", "wd"}
     for t, r in saved["info"]["cv"].items():
-        assert r["chosen"] in ("rules", "platt", "isotonic", "combiner"), t
+        assert r["chosen"] in ("kept", "rules", "platt", "isotonic", "combiner"), t
+        assert r["status"] in ("waited", "kept", "adopted", "fell back"), t
     path = saved["path"]
     store.close()
     assert load(path).version == 1

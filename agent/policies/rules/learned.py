@@ -45,6 +45,7 @@ class TaskModel:
     mean: list[float] = field(default_factory=list)
     scale: list[float] = field(default_factory=list)
     weights: list[float] = field(default_factory=list)
+    labels: int = 0  # expert labels of the task it was fitted on (said in the thought)
 
     def p_yes(self, x: float, m: dict[str, float], p_rules: float, capped: bool = False) -> float:
         """P(YES) from the rules' calibration input `x`, the measurements and the rules'
@@ -124,6 +125,16 @@ def readable_keys(features: list[str]) -> list[str]:
     ]
 
 
+def _speaks_against(verdict: Any) -> bool:
+    """Whether a note of the verdict's evidence says the candidate is not the target (the
+    contradiction table's sentences a YES may never say)."""
+    from agent.policies.rules.contradiction import AGAINST
+
+    ev = getattr(verdict, "evidence", None)
+    notes = " ".join(getattr(i, "note", "") for i in getattr(ev, "items", []) or [])
+    return any(s in notes for s in AGAINST.get(verdict.task, ()))
+
+
 def _finite(v: Any) -> bool:
     return isinstance(v, int | float) and math.isfinite(v)
 
@@ -147,14 +158,21 @@ class InspectorModel:
         m = verdict.measurements
         before = verdict.p_yes
         verdict.p_yes = tm.p_yes(verdict.x, m, verdict.p_yes, bool(verdict.capped))
+        held = ""
+        if verdict.p_yes > 0.5 and _speaks_against(verdict):
+            # A reading the thought quotes against the target: a learned weighting may
+            # doubt the rules, never answer YES over what the thought itself says.
+            verdict.p_yes, held = 0.5, " (held at 0.50: a reading it quotes speaks against)"
         said = ""
         if tm.kind == "combiner":
             top = sorted(tm.contributions(m), key=lambda kc: -abs(kc[1]))[:2]
             said = ", ".join(f"{k} {m[k]:.2f} ({c:+.1f})" for k, c in top if abs(c) >= 0.3)
+        learned = f"the weighting was learned from {tm.labels} expert labels" if tm.labels else ""
         # Said in the final thought, so a verdict the correction moved is explained there.
         verdict.correction = (
-            f"{self.tag} {tm.kind} moved P(YES) from {before:.2f} to {verdict.p_yes:.2f}"
+            f"{self.tag} {tm.kind} moved P(YES) from {before:.2f} to {verdict.p_yes:.2f}{held}"
             + (f", mostly through {said} in the log-odds" if said else "")
+            + (f"; {learned}" if learned else "")
         )
         return verdict
 
