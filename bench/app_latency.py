@@ -19,6 +19,8 @@ Browser figures come twice: from outside (Playwright's key-down to its poll seei
 which adds its own round trips) and "in page" (the key event to the first animation frame
 that paints the panel); each run also says how many keys were drawn at the press and how
 many waited for an earlier key's answer.
+- fit: the server measure's p99 while the inspector is idle, then while fits run (each in
+  its own process, `annotate.learning`, restarted as one ends), and their ratio (goal: 2x).
 Timings on a loaded machine are noise: the load average is printed first.
 Prints p50/p95 of each; the last line is the server p95.
 """
@@ -97,6 +99,37 @@ def bench_server(ctx, n: int, ahead: bool = False) -> list[float]:
         if st["current"] is None:
             break
     return out
+
+
+def bench_during_fit(ctx, n: int) -> tuple[list[float], list[float], int]:
+    """Next-item latency (as `bench_server`) with no fit, then with an inspector fit running
+    in its own process throughout (a new one started whenever the last ended); only steps
+    taken while a fit process was alive count. Returns (idle ms, during ms, fits run)."""
+    from annotate import learning
+    from app import context, views
+    from app.pages import vet as vet_page
+
+    ex = context.expert_for(ctx, None)
+    f, d = views.QueueFilters(), views.Display()
+    lr = learning.attach(ctx.store, Path(ctx.export_dir) / "inspector")
+    st, _ = vet_page.vet_next(ctx, ex, views.new_state(), f, d)
+    idle: list[float] = []
+    during: list[float] = []
+    fits = 0
+    while len(during) < n and st["current"] is not None:
+        fitting = len(idle) >= n
+        if fitting and not lr.running:
+            fits += lr.start("bench", force=True)
+            time.sleep(0.5)  # the child is starting: its imports are part of the load
+        t0 = time.perf_counter()
+        st, _ = vet_page.vet_act(ctx, ex, st, "skip", f, d)
+        ms = (time.perf_counter() - t0) * 1000
+        if not fitting:
+            idle.append(ms)
+        elif lr.running:
+            during.append(ms)
+    lr.join(300)
+    return idle, during, fits
 
 
 def bench_http(ctx, n: int) -> list[float]:
@@ -207,7 +240,7 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=100, help="candidates to step through per measure")
     ap.add_argument("--no-browser", action="store_true", help="skip the Chromium measure")
     ap.add_argument("--only", nargs="+", default=None, metavar="MEASURE",
-                    help="run only these: server ahead http browser browser_a")  # fmt: skip
+                    help="run only these: server ahead http browser browser_a fit")  # fmt: skip
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         results = {}
@@ -236,6 +269,15 @@ def main() -> int:
                 report(name, ms)
             if page_ms.get(name):
                 report(f"{name} (in page)", page_ms[name])
+        if not args.only or "fit" in args.only:
+            ctx = fresh(Path(tmp) / "fit", 2 * args.n + 20)
+            idle, during, fits = bench_during_fit(ctx, args.n)
+            ctx.store.close()
+            if idle and during:
+                ratio = pct(during, 0.99) / pct(idle, 0.99)
+                print(f"fit      idle p99 {pct(idle, 0.99):.1f} ms (n={len(idle)}), during "
+                      f"{fits} fits p99 {pct(during, 0.99):.1f} ms (n={len(during)}): "
+                      f"{ratio:.2f}x idle (goal <= 2x)")  # fmt: skip
         if "server" in results:
             print(f"next_item_server_p95_ms: {pct(results['server'], 0.95):.1f}")
     return 0

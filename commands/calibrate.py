@@ -29,8 +29,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--if-better",
         action="store_true",
-        help="Adopt only where grouped cross-validation beats the current version (as the "
-        "app's learning schedule does); without it the fitted version is adopted.",
+        help="Judge each task against the current version (as the app's learning schedule "
+        "does); without it each task is judged against the plain rules and the version is "
+        "written. Either way a task adopts only what a paired bootstrap over objects supports, "
+        "and waits while it has too few labels of either class.",
     )
     add_run_arguments(parser)
 
@@ -54,9 +56,12 @@ def main(args: argparse.Namespace) -> int:
         print(f"calibrate: skipped {p}", file=sys.stderr)
     if done.model is None:
         print(f"calibrate: {done.labels} labelled decisions; {done.in_words()}")
+        for line in done.per_task():  # what waited, what was kept, and why
+            print(f"calibrate: {line}")
         return 0
     tag, path = done.model.tag, done.path
-    print(f"calibrate: {done.labels} labelled decisions; cross-validated, before -> after:")
+    print(f"calibrate: {done.labels} labelled decisions; out of fold (folds grouped by "
+          "object), before -> after, and per task what was adopted, kept or waited and why:")  # fmt: skip
     print(cv_table(done.model))
     print(f"calibrate: saved {tag} to the store and {path}")
     print(f"calibrate: {done.rescored} pending candidates re-scored by {tag} from their stored "

@@ -89,6 +89,8 @@ def test_calibrate_button_to_vet_to_gold_agreement_by_version(team, tmp_path):
     assert fit["headers"] == dashboard_page.FIT_HEADERS
     assert {r[0] for r in fit["data"]} == {c.task for c in labelled}
     assert all(r[2] == "rules" and r[5] == "kept rules" and r[8] == "no" for r in fit["data"])
+    # per task, what waited and why: too few labels of a class to consider a fit
+    assert all(r[9].startswith("waited: ") and "(needs 40)" in r[9] for r in fit["data"])
 
     # `launch.py calibrate` adopts the version as fitted (each task no worse than the rules)
     done = learning.learn(store, ctx.export_dir / "inspector", force=True, actor=ada.name)

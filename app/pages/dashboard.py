@@ -346,12 +346,13 @@ def calibrate_now(
 # -- the learning schedule's last fit (annotate.learning) --
 
 FIT_HEADERS = ["task", "labels", "before", "before log loss", "before F1", "after",
-               "after log loss", "after F1", "changed"]  # fmt: skip
+               "after log loss", "after F1", "changed", "what and why"]  # fmt: skip
 
 
 def last_fit(ctx: Context, ex: Viewer | None) -> tuple[str, dict[str, Any]]:
-    """The last fit's outcome in words and, per task, the cross-validated log loss and F1
-    of the current version (before) and of what serves now (after)."""
+    """The last fit's outcome in words and, per task, the out-of-fold log loss and F1 of
+    the current version (before) and of what serves now (after), with what was adopted,
+    kept or waited and why."""
     from annotate import learning
 
     empty = {"headers": FIT_HEADERS, "data": []}
@@ -366,5 +367,7 @@ def last_fit(ctx: Context, ex: Viewer | None) -> tuple[str, dict[str, Any]]:
         msg += " Another fit is running now."
     rows = [[t, r["n"], r["before"]["kind"], _r(r["before"]["log_loss"]), _r(r["before"]["f1"]),
              r["model"], _r(r["after"]["log_loss"]), _r(r["after"]["f1"]),
-             "yes" if r["changed"] else "no"] for t, r in (got.get("cv") or {}).items()]  # fmt: skip
+             "yes" if r["changed"] else "no",
+             escape(f"{r.get('status', '')}: {r.get('why', '')}".strip(": "))]
+            for t, r in (got.get("cv") or {}).items()]  # fmt: skip
     return msg, {"headers": FIT_HEADERS, "data": rows}
