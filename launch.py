@@ -17,12 +17,14 @@ command runs, so `vet --policy rules` never imports torch or gradio.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import logging
 import sys
 from pathlib import Path
 
 from agent.errors import LoupeError
+from commands import UsageError
 
 log = logging.getLogger("launch")
 
@@ -45,7 +47,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "commands.import_labels",
         "Record earlier verdicts from a CSV as an expert's reviews.",
     ),
-    "export": ("commands.export", "Export reviewed decisions as SFT, RL or preference-pair data."),
+    # {choices}: filled from the parser's own list of kinds, so the summary cannot go stale
+    "export": ("commands.export", "Export reviewed decisions as {choices}."),
     "add-expert": (
         "commands.add_expert",
         "Create or update an expert account (name, role, password).",
@@ -91,10 +94,19 @@ def describe(doc: str) -> str:
     return line[:1].upper() + line[1:]
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, except that a usage error is raised as `UsageError` rather than printed
+    with the usage block and exited on, so that `main` says it on one line like every other
+    problem a command cannot run with."""
+
+    def error(self, message: str):
+        raise UsageError(f"{message} (`{self.prog} --help` lists every flag)")
+
+
 def build_parser(command: str) -> argparse.ArgumentParser:
     module_name, help_text = COMMANDS[command]
     module = importlib.import_module(module_name)
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=f"{program()} {command}",
         description=describe(module.__doc__ or help_text),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -102,6 +114,33 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     module.add_arguments(parser)
     parser.set_defaults(_main=module.main)
     return parser
+
+
+def positional_choices(command: str) -> tuple[str, ...]:
+    """The choices of `command`'s first positional argument that has any (export's kinds)."""
+    for action in build_parser(command)._actions:
+        if not action.option_strings and action.choices:
+            return tuple(action.choices)
+    return ()
+
+
+def summary(command: str) -> str:
+    """`command`'s line in the top-level help; `{choices}` lists its positional's choices."""
+    text = COMMANDS[command][1]
+    if "{choices}" in text:
+        *head, last = positional_choices(command)
+        text = text.replace("{choices}", f"{', '.join(head)} or {last}" if head else last)
+    return text
+
+
+def nearest_command(name: str) -> str | None:
+    """The command `name` was most likely meant to be (a typo, a missing hyphen), if any.
+
+    >>> nearest_command("exprot"), nearest_command("import_labels"), nearest_command("zzz")
+    ('export', 'import-labels', None)
+    """
+    close = difflib.get_close_matches(name.replace("_", "-").lower(), COMMANDS, n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 def top_help() -> str:
@@ -115,7 +154,7 @@ def top_help() -> str:
         "",
         "commands:",
     ]
-    lines += [f"  {c.ljust(width)}  {h}" for c, (_, h) in COMMANDS.items()]
+    lines += [f"  {c.ljust(width)}  {summary(c)}" for c in COMMANDS]
     lines += [
         "",
         f"`{prog} COMMAND --help` documents every flag of a command.",
@@ -180,11 +219,17 @@ def main(argv: list[str] | None = None) -> int:
     if argv and not argv[0].startswith("-"):
         command = argv.pop(0)
         if command not in COMMANDS:
-            print(f"{program()}: unknown command {command!r}\n\n{top_help()}", file=sys.stderr)
+            near = nearest_command(command)
+            hint = f"did you mean {near!r}? " if near else ""
+            print(
+                f"{program()}: unknown command {command!r} ({hint}"
+                f"`{program()} --help` lists the commands)",
+                file=sys.stderr,
+            )
             return 2
-    parser = build_parser(command)
-    args = parser.parse_args(argv)
+    args = None
     try:
+        args = build_parser(command).parse_args(argv)
         return int(args._main(args) or 0)
     except LoupeError as err:
         # A problem the user can fix: one line, no traceback. Anything else is a bug and

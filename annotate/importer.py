@@ -95,6 +95,8 @@ def import_labels(
         raise StoreError(f"{path}: no 'label' column (header: {sorted(header)})")
     if not header & {"id", "object_id"} and not {"path", "task"} <= header:
         raise StoreError(f"{path}: needs an 'id' column or 'path' and 'task' columns")
+    if not create_expert:
+        _refuse_unknown_experts(store, path, rows, expert)
     base = path.resolve().parent
     for line, rec in rows:
         try:
@@ -113,6 +115,27 @@ def import_labels(
         else:
             report.unchanged += 1
     return report
+
+
+def _refuse_unknown_experts(
+    store: Store, path: Path, rows: list[tuple[int, dict[str, str]]], default: str | None
+) -> None:
+    """Refuse the whole file, before anything is recorded, when its rows name experts the
+    store does not have: one mistyped or new name is one problem to fix (add the expert or
+    pass --create-expert), not a refusal repeated on each of its rows."""
+    named: dict[str, int] = {}
+    for _, rec in rows:
+        who = rec.get("expert") or default
+        if who:
+            named[who] = named.get(who, 0) + 1
+    unknown = [who for who in named if store.expert(who) is None]
+    if unknown:
+        rows_of = {who: f"{named[who]} row{'s' * (named[who] != 1)}" for who in unknown}
+        which = ", ".join(f"{who!r} ({n})" for who, n in rows_of.items())
+        raise StoreError(
+            f"{path}: no expert {which} in the store; nothing recorded (create it with "
+            "`launch.py add-expert`, or pass --create-expert)"
+        )
 
 
 def _read_rows(fh: io.TextIOBase) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from commands import UsageError
 from training.degrade import degrade_candidates
 
 
@@ -50,12 +51,10 @@ def main(args: argparse.Namespace) -> int:
         cands += read_candidates(args.catalog)
     if args.input:
         if not args.task:
-            print("degrade: --input needs --task")
-            return 2
+            raise UsageError("--input needs --task")
         cands += read_candidates(args.input, task=args.task)
     if not cands:
-        print("degrade: nothing to degrade (give --input or --catalog)")
-        return 2
+        raise UsageError("nothing to degrade (give --input or --catalog)")
     rows, skipped = degrade_candidates(
         cands,
         args.out,

@@ -1,6 +1,6 @@
 """`launch.py demo`: write the simulated demo spectra (and optionally their labels).
 
-    python launch.py demo --out data/demo --labels data/demo-labels.csv
+    python launch.py demo --out data/demo --labels data/demo/labels.csv
 
 The spectra and their physics are `training.sim.demo`'s; this module holds the flags.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from commands import UsageError
 from training.sim.demo import CLASSES, generate_demo
 
 
@@ -38,11 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     if args.n_per_class < 1:
-        print("demo: --n-per-class must be at least 1")
-        return 2
+        raise UsageError("--n-per-class must be at least 1")
     if args.snr is not None and not args.snr > 0:
-        print("demo: --snr must be positive")
-        return 2
+        raise UsageError("--snr must be positive")
     t0 = time.perf_counter()
     rows = generate_demo(args.out, args.n_per_class, args.seed, snr=args.snr, labels=args.labels)
     n = len({r["id"] for r in rows})

@@ -12,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from commands import UsageError
 from training.evaluate import evaluate, markdown_table
 
 
@@ -51,8 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     sources = list(args.catalog) + list(args.input)
     if not sources:
-        print("evaluate: give a labelled set with --catalog or --input", file=sys.stderr)
-        return 2
+        raise UsageError("give a labelled set with --catalog or --input")
     if not args.policy and not args.results:
         args.policy = ["rules"]
     try:

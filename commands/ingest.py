@@ -94,13 +94,13 @@ def main(args: argparse.Namespace) -> int:
     from agent.formats.catalogue import normalise_task
     from agent.spectrum import SpectrumError
     from annotate.ingest import ingest
+    from commands import UsageError
     from db.store import Store
 
     try:
         normalise_task(args.task)
     except SpectrumError as err:
-        print(f"ingest: {err}", file=sys.stderr)
-        return 2
+        raise UsageError(str(err)) from None  # --task names no task
     t0 = time.time()
     store = Store(args.db)
     try:

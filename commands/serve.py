@@ -117,19 +117,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def seed_demo(ctx, out_dir: Path, policy: str = "rules", n_per_class: int | None = None) -> int:
-    """Generate, ingest and vet the demo set; returns the number of candidates vetted."""
+    """Generate, ingest and vet the demo set; returns the number of candidates vetted.
+
+    Its true labels are written beside the spectra as `labels.csv` (a catalogue CSV): the
+    README's examples after `make run` read the demo set through it."""
     from app.pages.upload import ingest_and_vet
     from training.sim.demo import generate_demo
 
     kwargs: dict[str, Any] = {}
     if n_per_class is not None:
         kwargs["n_per_class"] = n_per_class
-    rows = generate_demo(out_dir, **kwargs)
+    rows = generate_demo(out_dir, labels=Path(out_dir) / "labels.csv", **kwargs)
     return ingest_and_vet(ctx, rows, policy=policy, actor="demo")
 
 
 def main(args: argparse.Namespace) -> int:
     sock = listen_socket(args.host, args.port)  # a bad port or address stops here, on one line
+    ctx = prepare(args)
+    srv = serve(
+        ctx,
+        args.host,
+        args.port,
+        secure_cookie=args.secure_cookie,
+        trusted_proxies=args.trusted_proxy,
+        extra_hosts=args.allowed_host,
+        sock=sock,
+    )
+    print(f"Loupe is running on {srv.url}  (Ctrl+C to stop)")
+    try:
+        while srv.thread.is_alive():
+            srv.thread.join(0.5)
+    except KeyboardInterrupt:
+        srv.close()
+    return 0
+
+
+def prepare(args: argparse.Namespace):
+    """The app's context on the store `serve` serves: opened (created on the default
+    database or with --seed-demo) and, when empty there, seeded with the demo set. `make run`
+    is this, then the server."""
     settings = ServeSettings(
         max_upload_bytes=int(args.max_upload_mb * 1024 * 1024),
         session_seconds=args.session_hours * 3600,
@@ -154,19 +180,4 @@ def main(args: argparse.Namespace) -> int:
         print("login is on but there are no experts: `launch.py add-expert NAME --role admin`")
     if args.host not in ("127.0.0.1", "localhost", "::1") and not args.login:
         print("warning: serving beyond localhost without --login; anyone who can reach it writes")
-    srv = serve(
-        ctx,
-        args.host,
-        args.port,
-        secure_cookie=args.secure_cookie,
-        trusted_proxies=args.trusted_proxy,
-        extra_hosts=args.allowed_host,
-        sock=sock,
-    )
-    print(f"Loupe is running on {srv.url}  (Ctrl+C to stop)")
-    try:
-        while srv.thread.is_alive():
-            srv.thread.join(0.5)
-    except KeyboardInterrupt:
-        srv.close()
-    return 0
+    return ctx

@@ -13,6 +13,7 @@ import argparse
 import sys
 
 from annotate import team_settings
+from commands import UsageError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,8 +34,7 @@ def main(args: argparse.Namespace) -> int:
     for item in args.changes:
         key, eq, value = item.partition("=")
         if not eq:
-            print(f"settings: {item!r} is not KEY=VALUE", file=sys.stderr)
-            return 2
+            raise UsageError(f"{item!r} is not KEY=VALUE")
         pairs.append((key.strip(), value))
     store = Store(args.db, create=False)
     try:

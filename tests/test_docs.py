@@ -53,8 +53,8 @@ def test_documented_command_parses(doc, rest):
     parser = launch.build_parser(command)
     try:
         parser.parse_args(argv)
-    except SystemExit as e:  # argparse exits on a bad flag
-        pytest.fail(f"{doc}: `launch.py {rest}` does not parse (exit {e.code})")
+    except launch.UsageError as e:  # a bad flag
+        pytest.fail(f"{doc}: `launch.py {rest}` does not parse ({e})")
 
 
 def test_linked_docs_exist():
