@@ -35,9 +35,13 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from scipy.stats import hypergeom
+from scipy.stats import beta, hypergeom
 
 ALPHA = 0.05  # 1 - the intervals' confidence level
+# Strata up to this size get the exact hypergeometric interval (a few milliseconds each);
+# larger ones Clopper-Pearson's, which leaves out the finite-population correction and is
+# so a little wider than it need be (at a 5% audit share, about 2.5%), and takes microseconds.
+EXACT_UP_TO = 5000
 
 
 @dataclass
@@ -88,10 +92,23 @@ class StratumCounts:
         return (self.stratum or "").partition(":")[2].split(" ")[0]
 
 
+def _first(holds, lo: int, hi: int) -> int:
+    """The first integer of [lo, hi] where a monotone (False, then True) predicate holds;
+    hi + 1 where it never does."""
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if holds(mid):
+            hi = mid - 1
+        else:
+            lo = mid + 1
+    return lo
+
+
 @lru_cache(maxsize=65536)
 def yes_count_interval(members: int, audited: int, yes: int, alpha: float) -> tuple[int, int]:
     """Exact interval (level 1 - alpha, equal tails) for the number of truly YES among
-    `members` candidates, `yes` of a simple random sample of `audited` being YES.
+    `members` candidates, `yes` of a simple random sample of `audited` being YES
+    (hypergeometric; Clopper-Pearson's above `EXACT_UP_TO` members).
 
     >>> yes_count_interval(3, 1, 0, 0.05), yes_count_interval(100, 100, 40, 0.05)
     ((0, 2), (40, 40))
@@ -107,30 +124,14 @@ def yes_count_interval(members: int, audited: int, yes: int, alpha: float) -> tu
     if n == 0 or n == n_ or alpha <= 0:
         return lo_b, hi_b
     a = alpha / 2
-    # P(X >= x | M) grows with M: the lowest M it exceeds a at
-    if x == 0:
-        lo = lo_b
-    else:
-        lo = lo_b
-        lo_hi = hi_b
-        while lo < lo_hi:
-            mid = (lo + lo_hi) // 2
-            if hypergeom.sf(x - 1, n_, mid, n) > a:
-                lo_hi = mid
-            else:
-                lo = mid + 1
-    # P(X <= x | M) falls with M: the highest M it exceeds a at
-    if x == n:
-        hi = hi_b
-    else:
-        hi_lo, hi = lo_b, hi_b
-        while hi_lo < hi:
-            mid = (hi_lo + hi + 1) // 2
-            if hypergeom.cdf(x, n_, mid, n) > a:
-                hi_lo = mid
-            else:
-                hi = mid - 1
-        hi = hi_lo
+    if n_ > EXACT_UP_TO:  # Clopper-Pearson: no finite-population correction, so wider
+        lo = lo_b if x == 0 else max(lo_b, math.ceil(n_ * beta.ppf(a, x, n - x + 1) - 1e-9))
+        hi = hi_b if x == n else min(hi_b, math.floor(n_ * beta.ppf(1 - a, x + 1, n - x) + 1e-9))
+        return int(lo), int(hi)
+    # P(X >= x | M) grows with M: the lowest M where it exceeds a
+    lo = lo_b if x == 0 else _first(lambda m: hypergeom.sf(x - 1, n_, m, n) > a, lo_b, hi_b)
+    # P(X <= x | M) falls with M: the first M where it no longer does, less one
+    hi = hi_b if x == n else _first(lambda m: hypergeom.cdf(x, n_, m, n) <= a, lo_b, hi_b) - 1
     return int(lo), int(hi)
 
 

@@ -400,12 +400,16 @@ def store_estimates(store: Any, task: str | None = None, **_: Any) -> dict[str, 
     return from_counts(store.audit_counts(task))
 
 
-def store_audited_points(store: Any, task: str | None = None) -> list[tuple[float, bool, float]]:
-    """`audited_points` of the store's audited items, weighted by their stratum's N_h / n_h."""
-    counts = {(t, h.stratum): h for t, hs in store.audit_counts(task).items() for h in hs}
+def store_audited_points(
+    store: Any, task: str | None = None, counts: dict[str, list[StratumCounts]] | None = None
+) -> list[tuple[float, bool, float]]:
+    """`audited_points` of the store's audited items, weighted by their stratum's N_h / n_h
+    (from `counts`, `Store.audit_counts` already read, where given)."""
+    counts = store.audit_counts(task) if counts is None else counts
+    by = {(t, h.stratum): h for t, hs in counts.items() for h in hs}
     out = []
     for t, st, p, label in store.audited_items(task):
-        h = counts.get((t, st))
+        h = by.get((t, st))
         if h is not None and h.audited and p is not None:
             out.append((float(p), label == "YES", h.members / h.audited))
     return out

@@ -15,8 +15,10 @@ from db.store import Store
 
 READS = frozenset(
     {
+        "audit_counts",
         "audit_events",
         "audit_population",
+        "audited_items",
         "authored",
         "candidate",
         "count_candidates",

@@ -10,7 +10,8 @@ candidates through `Store.add_candidates` (timed), the rest by bulk insert; 20% 
 once by one of 8 experts. Then: next-item p50/p99 (lease + review, 8 experts in turn), the
 dashboard (`Store.dashboard_stats` and the app's `dashboard` handler, all tasks and one
 task; `--before` adds the previous handler's reads: every candidate and every review into
-Python), and the exports: RL over `--rl-n` labelled rows and SFT over `--sft-n`
+Python), the audit (drawn at 5% by the app's draw, the campaign closed, then the
+Dashboard's audit read), and the exports: RL over `--rl-n` labelled rows and SFT over `--sft-n`
 trajectories, each on small text spectra written for the purpose (the RL export renders one
 overview image per row). Ends with `dashboard_ms: N` (all tasks, handler).
 """
@@ -130,6 +131,20 @@ def main() -> int:
     ms_task, _ = timed(lambda: dashboard_page.dashboard(ctx, ex, TASK_NAMES[0], 0.95))
     print(f"dashboard: Store.dashboard_stats {ms_stats:.0f} ms; handler, all tasks {ms_dash:.0f} "
           f"ms; one task {ms_task:.0f} ms ({view.summary})")  # fmt: skip
+    # the audit: the app's draw over the confident verdicts, the close, then the Dashboard's
+    # audit read (per-stratum counts aggregated in the database, and the audited points)
+    from annotate.audit_sample import draw_for_store
+
+    t0 = time.perf_counter()
+    draws = draw_for_store(store, 0.05, seed=0, actor="bench")
+    drawn_s = time.perf_counter() - t0
+    closed = store.auto_accept(0.9, actor="bench")
+    with store.engine.connect() as c:
+        c.exec_driver_sql("ANALYZE")
+    ms_audit, av = timed(lambda: dashboard_page.audit_estimates(ctx, ex, "all"))
+    print(f"audit: drew {len(draws):,} in {drawn_s:.1f} s, closed {closed:,}; the Dashboard's "
+          f"audit read {ms_audit:.0f} ms ({av.estimates['data'][0][4]} audited / drawn, "
+          f"{av.estimates['data'][0][0]})")  # fmt: skip
     if args.before:
         t0 = time.perf_counter()
         cands = store.list_candidates(limit=10_000_000, order="id")

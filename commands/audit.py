@@ -65,6 +65,10 @@ def main(args: argparse.Namespace) -> int:
             draws = draw_for_store(store, args.rate, seed=args.seed, actor="audit")
             tasks = sorted({d.task for d in draws})
             print(f"audit: drew {len(draws)} item(s) for {', '.join(tasks) or 'no task'}")
+            sure = store.setting("auto_accept")
+            if draws and sure is not None:
+                print(f"audit: the queue serves the sample and the verdicts under {sure:g} sure; "
+                      "the others wait for --auto-accept (team setting auto_accept)")  # fmt: skip
         if args.auto_accept:
             n, sure = accept_confident(store, args.certainty, task=args.task, actor="audit")
             print(

@@ -24,6 +24,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -115,6 +116,20 @@ class Candidate(Base):
             "label_source",
             "audit_inclusion",
             "confidence",
+        ),
+        # the audit sample alone (a few percent of the candidates): its reliability points
+        # and the queue's audit turns read it without a scan
+        Index(
+            "ix_candidate_audit_sample",
+            "audit_inclusion",
+            "task_id",
+            "audit_stratum",
+            "label",
+            "label_source",
+            "confidence",
+            "review_count",
+            sqlite_where=text("audit_inclusion IS NOT NULL"),
+            postgresql_where=text("audit_inclusion IS NOT NULL"),
         ),
     )
     id: Mapped[int] = mapped_column(primary_key=True)

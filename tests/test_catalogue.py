@@ -136,7 +136,7 @@ def test_export_page_writes_the_catalogue_for_admins_only(tmp_path_factory, tmp_
         assert msg.startswith("Catalogue") and all(f"{t}: precision" in msg for t in tasks)
         with fits.open(next(p for p in files if p.endswith(".fits"))) as hdul:
             h = hdul["CATALOGUE"].header  # no decision yet: the notes say why, whole
-            assert h["NYES"] == 0 and h["PRECNOTE"] == "the YES list is empty"
+            assert h["NYES"] == 0 and h["PRECNOTE"] == "not estimated: the YES list is empty"
         msg, files = export_page.catalogue_download(ctx, app_context.Viewer("bob", "expert"))
         assert msg.startswith("Refused") and files == []
         assert export_page.close_campaign(ctx, app_context.Viewer("bob", "expert")).startswith(

@@ -53,10 +53,11 @@ def test_nothing_audited_is_said_plainly(ctx):
     av = dashboard_page.audit_estimates(ctx, ex, "all", reps=50)
     assert "Nothing audited yet" in av.note and "no audit sample has been drawn" in av.note
     (row,) = av.estimates["data"]
-    assert row[4] == "0 / 0" and row[5] == "n/a (no audited YES verdict yet)"
+    assert row[4] == "0 / 0" and row[5] == "not estimated (no audit sample drawn)"
+    assert row[6] == "not estimated (no audit sample drawn)"  # not 1.000 [1.000, 1.000]
     assert av.bands["data"] == []
     # no estimate, so no point: the figure says why instead
-    assert av.precision["data"] == [] and "no audited YES" in str(av.precision["layout"])
+    assert av.precision["data"] == [] and "no audit sample drawn" in str(av.precision["layout"])
     # one reason for several tasks is said once, in lines short enough for a half panel
     text = av.precision["layout"]["annotations"][0]["text"]
     assert all(len(line) <= 60 for line in text.split("<br>"))
@@ -94,8 +95,8 @@ def test_estimates_are_weighted_with_intervals_and_counts(ctx):
     assert row[6].startswith("1.000") and "(n=15)" in row[6]  # no audited NO was wrong
     assert "(n=15)" in row[7]  # ECE with its interval and count
     bands = {b: (n, s) for _, b, n, s in av.bands["data"]}
-    assert bands["YES 0.99-1.00"][0] == 5 and bands["YES 0.99-1.00"][1].startswith("0.200 [")
-    assert bands["NO 0.99-1.00"][0] == 10 and bands["NO 0.99-1.00"][1].startswith("0.000 [")
+    assert bands["1:YES 0.99-1.00"][0] == 5 and bands["1:YES 0.99-1.00"][1].startswith("0.200 [")
+    assert bands["1:NO 0.99-1.00"][0] == 10 and bands["1:NO 0.99-1.00"][1].startswith("0.000 [")
     # the figure: the same value with asymmetric error bars to the interval's ends
     go.Figure(av.precision)
     (pt,) = av.precision["data"]
@@ -110,6 +111,29 @@ def test_estimates_are_weighted_with_intervals_and_counts(ctx):
     assert audit["y"] == [0.0, pytest.approx(0.8)]
     assert audit["text"] == ["n=10 audited", "n=5 audited"]
     assert "unbiased" in heading(av.reliability)
+
+
+def test_an_expert_cannot_learn_which_items_are_audited(ctx):
+    """An expert who jumps to an item, decides it and takes it back must not read, in any
+    audit count, whether that item is in the sample: the audit's figures are for admins."""
+    store = ctx.store
+    drawn = wd_campaign(store)
+    store.ensure_expert("eve")
+    eve = app_context.Viewer("eve", "expert")
+    before = dashboard_page.audit_estimates(ctx, eve, "all")
+    cid = sorted(drawn)[0]
+    decide(store, "eve", cid, "accept")
+    after = dashboard_page.audit_estimates(ctx, eve, "all")
+    for av in (before, after):
+        assert av.estimates["data"] == [] and av.bands["data"] == []
+        assert "admins" in av.note and str(len(drawn)) not in av.note
+        assert av.precision["data"] == [] and av.reliability["data"] == []
+    assert before == after
+    # an admin sees the counts move
+    admin = app_context.Viewer("root", "admin")
+    assert dashboard_page.audit_estimates(ctx, admin, "all").estimates["data"][0][4] == (
+        f"1 / {len(drawn)}"
+    )
 
 
 def test_reliability_on_reviewed_items_says_it_is_biased_above_the_plot(ctx):

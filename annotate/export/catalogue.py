@@ -127,13 +127,14 @@ def header_cards(e: TaskEstimates) -> list[tuple[str, Any, str]]:
         ("AUD_DRWN", e.drawn, "items drawn into the random audit"),
         ("AUD_REV", e.audited, "of them reviewed by an expert"),
         ("CONFLEV", CONFIDENCE, "confidence level of the intervals"),
+        ("CONFMETH", "exact per stratum, MOVER", "how the intervals are made (docs/audit.md)"),
     ]
     for key, lo, hi, est, what in (
         ("PRECISN", "PREC_LO", "PREC_HI", e.precision, "precision (purity) of the YES list"),
         ("COMPLETE", "COMP_LO", "COMP_HI", e.completeness, "completeness among decided"),
     ):
         if est.value is None:
-            cards.append((key[:4] + "NOTE", est.note[:40], "why it is not estimated"))
+            cards.append((key[:4] + "NOTE", f"not estimated: {est.note}"[:60], "and why"))
             continue
         cards += [
             (key, est.value, what),

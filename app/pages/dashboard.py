@@ -229,7 +229,8 @@ def audit_estimates(ctx: Context, ex: Viewer | None, task: str = "all", **_: Any
         empty = plots.empty_figure(note)
         return AuditView(note, *empty_tables, empty, empty)
     only = None if task in (None, "", "all") else task
-    est = audit_sample.store_estimates(ctx.read, only)
+    counts = ctx.read.audit_counts(only)
+    est = audit_sample.from_counts(counts)
     drawn = sum(e.drawn for e in est.values())
     audited = sum(e.audited for e in est.values())
     if not est:
@@ -246,7 +247,7 @@ def audit_estimates(ctx: Context, ex: Viewer | None, task: str = "all", **_: Any
                 "agent's confident verdicts, each candidate counted in the stratum it had at "
                 "the draw; [a, b] is the exact 95% interval and n the audited items behind a "
                 "figure.")  # fmt: skip
-    bins = ag.weighted_reliability(audit_sample.store_audited_points(ctx.read, only))
+    bins = ag.weighted_reliability(audit_sample.store_audited_points(ctx.read, only, counts))
     return AuditView(
         note,
         {"headers": AUDIT_HEADERS, "data": audit_sample.table_rows(est)},
