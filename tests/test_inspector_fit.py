@@ -160,3 +160,42 @@ def test_calibrate_end_to_end(tmp_path):
     store = Store(str(db))
     assert store.setting(INSPECTOR_SETTING)["version"] == 2
     store.close()
+
+
+def test_a_learned_weighting_is_said_in_the_thought_and_never_contradicts_it():
+    """A combiner that leans hard towards YES for every task: the thoughts still quote the
+    measurements, say the weighting was learned from N expert labels of version N, and a
+    reading quoted against the target holds the answer at even odds (the contradiction
+    table holds)."""
+    from agent.loop import run_batch
+    from agent.policies.rules import RulesPolicy, inspect
+    from agent.policies.rules.contradiction import AGAINST, found
+    from annotate.inspector_models import task_features
+    from training.sim.demo import CLASS_BY_NAME, plan, simulate
+
+    tasks = {}
+    for t in ("cv", "carbon", "s_type", "m_giant", "wd"):
+        f = task_features(t)
+        tasks[t] = TaskModel("combiner", a=1.0, b=4.0, features=f, mean=[0.0] * len(f),
+                             scale=[1.0] * len(f), weights=[0.0] * len(f), labels=137)  # fmt: skip
+    model = InspectorModel(7, tasks, info={"cv": {}})
+    items = []
+    for k, (sid, cls) in enumerate(plan(2, 5)):
+        spec, _ = simulate(cls, (5, k), spec_id=sid)
+        items += [(spec, task) for task in CLASS_BY_NAME[cls].tasks]
+    trajs = run_batch(items, RulesPolicy(model=model.to_json()))
+    held = 0
+    for (spec, task), t in zip(items, trajs):
+        assert t.state == "done", t.error
+        thoughts = " ".join(s.thought for s in t.steps) + " " + t.explanation
+        assert not found(task, t.confidence, thoughts), (task, t.confidence)
+        v = inspect(spec, task, max_zooms=5)
+        moved = "inspector-v7 combiner moved p(yes)" in thoughts.lower()
+        assert moved and "the weighting was learned from 137 expert labels" in thoughts
+        notes = " ".join(i.note for i in v.evidence.items)
+        if any(s in notes for s in AGAINST.get(task, ())) and not v.capped:
+            assert t.confidence <= 0.5, (task, t.confidence)
+            held += "held at 0.50" in thoughts
+        for i in v.evidence.items:  # the measurements the verdict rests on are still quoted
+            assert not i.points or i.note in thoughts, i.note
+    assert held, "no learned YES was held over a reading quoted against its task"
