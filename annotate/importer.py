@@ -8,7 +8,11 @@ that differs from the agent's verdict is the review's explanation, what the mode
 have concluded: that row exports as a reject with a reason does (an SFT row ending in that
 reasoning, a DPO pair, an RL label). A `comment` is the note to other experts and is never
 trained on: a row with a comment and no reason exports as a reject without one does, the
-same neutral row the app's reject gives. This is how a team brings in a past
+same neutral row the app's reject gives. A `reason` with a label that agrees with the agent
+is kept as the accept's comment, never trained on: no text is dropped, and the summary counts
+where each went. Text is kept as written (blanks, line breaks). Where two rows name one
+candidate and expert, the later one wins and the summary names the one it superseded.
+This is how a team brings in a past
 visual-inspection campaign (Prospect or Marz CSVs) or catalogue labels. A bad row is
 reported with its line number and the reason; the good rows are kept. Importing the same
 file again changes nothing. NAME must be an existing expert unless `--create-expert` is
@@ -37,12 +41,15 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agent.formats.catalogue import LABEL_ALIASES
+from annotate.export.spreadsheet import uncell
 from annotate.export.vi import TIME_FORMAT
+from annotate.export.vi_ids import target_id
 from annotate.review import decide, derive_label
 from db.models import DECISIONS
 from db.store import Store, StoreError
@@ -52,6 +59,9 @@ ALIASES = {"verdict": "label", "vi_scanner": "expert", "vi_quality": "grade", "q
            "vi_z": "redshift", "finz": "redshift", "vi_comment": "comment",
            "targetid": "object_id", "name": "id", "vi_issue": "issues",
            "vi_spectype": "spectype", "fintn": "spectype"}  # fmt: skip
+# Free text, kept exactly as written (other cells lose the blanks around them).
+TEXTS = ("reason", "reasoning", "comment")
+_EOL = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass
@@ -59,9 +69,27 @@ class ImportReport:
     recorded: int = 0  # new or changed reviews
     unchanged: int = 0  # identical to what was already stored
     errors: list[tuple[int, str]] = field(default_factory=list)  # (line, reason)
+    # (line, later line): a row replaced by a later one for the same candidate and expert
+    superseded: list[tuple[int, int]] = field(default_factory=list)
+    trained: int = 0  # reasons and reasonings recorded as what the model should learn
+    as_comment: int = 0  # reasons or reasonings kept in the comment (the decision takes none)
+    comments: int = 0  # rows whose comment was recorded
+    steps_dropped: int = 0  # wrong steps of a trajectory this store does not hold
 
     def __str__(self) -> str:
-        return f"{self.recorded} recorded, {self.unchanged} unchanged, {len(self.errors)} refused"
+        out = f"{self.recorded} recorded, {self.unchanged} unchanged, {len(self.errors)} refused"
+        if self.superseded:
+            pairs = ", ".join(f"line {a} by line {b}" for a, b in self.superseded)
+            out += (f"; {len(self.superseded)} superseded by a later row for the same "
+                    f"candidate and expert, which wins ({pairs})")  # fmt: skip
+        if self.trained or self.as_comment or self.comments:
+            out += (f"; text: {self.trained} reason(s) trained on, {self.as_comment} reason(s) "
+                    f"kept as comments (the decision here takes none; not trained on), "
+                    f"{self.comments} comment(s)")  # fmt: skip
+        if self.steps_dropped:
+            out += (f"; {self.steps_dropped} wrong step(s) dropped (a step of a trajectory "
+                    "this store does not hold)")  # fmt: skip
+        return out
 
 
 def import_labels(
@@ -98,6 +126,10 @@ def import_labels(
     if not create_expert:
         _refuse_unknown_experts(store, path, rows, expert)
     base = path.resolve().parent
+    targets = _Targets(store)
+    # One decision per candidate and expert: the last row of the file naming them wins, so
+    # a file read twice records nothing the second time (and never two revisions per read).
+    last: dict[tuple[int, str], tuple[int, dict[str, str], Any]] = {}
     for line, rec in rows:
         try:
             _label(rec)
@@ -106,7 +138,17 @@ def import_labels(
                 raise StoreError("no expert: the row names none and --expert is not given")
             if store.expert(who) is None and not create_expert:
                 raise StoreError(f"no expert {who!r} (pass --create-expert to create it)")
-            changed = _import_row(store, rec, who, base, source, create_expert)
+            info = _candidate(store, rec, base, targets)
+        except (StoreError, PermissionError) as err:
+            report.errors.append((line, str(err)))
+            continue
+        earlier = last.get((info.id, who))
+        if earlier is not None:
+            report.superseded.append((earlier[0], line))
+        last[(info.id, who)] = (line, rec, info)
+    for (_, who), (line, rec, info) in sorted(last.items(), key=lambda kv: kv[1][0]):
+        try:
+            changed = _import_row(store, rec, who, info, source, create_expert, report)
         except (StoreError, PermissionError) as err:
             report.errors.append((line, str(err)))
             continue
@@ -114,6 +156,7 @@ def import_labels(
             report.recorded += 1
         else:
             report.unchanged += 1
+    report.errors.sort()
     return report
 
 
@@ -139,25 +182,40 @@ def _refuse_unknown_experts(
 
 
 def _read_rows(fh: io.TextIOBase) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
-    """(the header with Loupe's lower-case names, [(line, row)]). A Marz results file puts
-    its header on the last of its leading '#' lines."""
-    lines = fh.read().splitlines()
-    start = 0
-    while start < len(lines) and lines[start].startswith("#"):
-        start += 1
-    if start:  # the header is the last '#' line
-        start -= 1
-        lines[start] = lines[start].lstrip("#")
-    reader = csv.reader(lines[start:])
+    """(the header with Loupe's lower-case names, [(line, row)]), the line where each row
+    starts. A Marz results file puts its header on the last of its leading '#' lines.
+
+    The CSV is parsed as one text, never split into lines first: a quoted cell keeps its
+    line breaks (\\n, \\r\\n, \\r) and U+2028, U+2029 and U+0085 are ordinary characters.
+    A file Loupe wrote (one with its `action` column) has its spreadsheet escape taken off
+    (`annotate.export.spreadsheet.uncell`). Free text (`TEXTS`) is kept as written."""
+    text = fh.read()
+    start, skipped, head = 0, 0, None
+    while text.startswith("#", start):  # Marz: the header is the last '#' line
+        m = _EOL.search(text, start)
+        head, skipped = start, skipped + 1
+        start = len(text) if m is None else m.end()
+    if head is not None:
+        start = head + 1  # the header line without its '#'
+        skipped -= 1
+    reader = csv.reader(io.StringIO(text[start:], newline=""))
     names = [str(c).strip().lower() for c in next(reader, [])]
     if "qop" in names:  # Marz: ID is its running number, Name the object's id
         names = ["marz_id" if n == "id" else n for n in names]
     # another tool's name for a column, unless the file also has Loupe's own
     names = [n if ALIASES.get(n, n) in names else ALIASES.get(n, n) for n in names]
+    escaped = "action" in names  # Loupe's own file: its cells went through `cell`
     rows = []
-    for i, values in enumerate(reader):
+    first = reader.line_num + 1
+    for values in reader:
         if any(v.strip() for v in values):
-            rows.append((start + i + 2, {n: v.strip() for n, v in zip(names, values) if n}))
+            rec = {}
+            for n, v in zip(names, values):
+                if n:
+                    v = uncell(v) if escaped else v
+                    rec[n] = v if n in TEXTS else v.strip()
+            rows.append((skipped + first, rec))
+        first = reader.line_num + 1
     return names, rows
 
 
@@ -173,9 +231,13 @@ def _number(rec: dict[str, str], name: str, cast: type = float) -> Any:
         raise StoreError(f"{name} {v!r} is not a number") from None
 
 
-def _decision(rec: dict[str, str], label: str | None, verdict: str | None) -> dict[str, Any]:
+def _decision(
+    rec: dict[str, str], label: str | None, verdict: str | None, report: ImportReport
+) -> dict[str, Any]:
     """The review the row records: as Loupe's VI CSV wrote it (an `action` column), else
-    from the label against the agent's verdict."""
+    from the label against the agent's verdict. No text is dropped: a reason or reasoning
+    the decision here takes no explanation for (an accept, a skip, a flag) is kept in its
+    comment, never trained on; `report` counts where each went."""
     grade = _number(rec, "grade", int)
     if grade == 0:
         grade = None  # VI quality 0, Marz QOP 0: nothing there / not inspected
@@ -184,13 +246,13 @@ def _decision(rec: dict[str, str], label: str | None, verdict: str | None) -> di
         "redshift": _number(rec, "redshift"),
         "redshift_source": rec.get("redshift_source") or None,
         "seconds": _number(rec, "seconds"),
-        "comment": rec.get("comment") or None,
         "issues": rec.get("issues") or None,
         "spectype": rec.get("spectype") or None,
     }
     if extras["redshift"] is not None and not extras["redshift_source"]:
         extras["redshift_source"] = "expert"
     action = rec.get("action", "").lower()
+    step = None
     if action in ("accept", "reject") and label is not None:
         # An accept or reject judged the verdict of the agent in the store it was made in;
         # the label it left (the `verdict` column) is the fact. Against another verdict here
@@ -199,32 +261,40 @@ def _decision(rec: dict[str, str], label: str | None, verdict: str | None) -> di
         said = None if verdict is None else derive_label(action, verdict, None)
         if said != label:
             action = "correct" if verdict is None else "accept" if label == verdict else "reject"
-            if action == "correct":
-                rec = {**rec, "reasoning": rec.get("reason") or rec.get("reasoning") or ""}
     if action:
         if action not in DECISIONS:
             raise StoreError(f"action {action!r} is not a decision ({', '.join(DECISIONS)})")
-        # The step named is one of the trajectory judged; a store not vetted yet has none.
-        step = _number(rec, "wrong_step", int) if verdict is not None else None
-        return {
-            "action": action,
-            "label": label if action == "correct" else None,
-            "explanation": (rec.get("reason") if action == "reject" else
-                            rec.get("reasoning") if action == "correct" else None) or None,
-            "wrong_step": None if step is None else step - 1,  # written 1-based
-            **extras,
-        }  # fmt: skip
-    if label is None:
-        raise StoreError(f"label {rec.get('label', '')!r} is not YES or NO")
-    if verdict is None:
-        action = "correct"
+        step = _number(rec, "wrong_step", int)
     else:
-        action = "accept" if label == verdict else "reject"
-    # A reason is trained on only where the label overrules the agent; a comment never is
-    # (a note to other experts, not the model's reasoning).
-    reason = rec.get("reason", "") if action != "accept" else ""
-    return {"action": action, "label": label if action == "correct" else None,
-            "explanation": reason or None, "wrong_step": None, **extras}  # fmt: skip
+        if label is None:
+            raise StoreError(f"label {rec.get('label', '')!r} is not YES or NO")
+        action = "correct" if verdict is None else "accept" if label == verdict else "reject"
+    # A reason is trained on only where the label overrules the agent (a reject's reason, a
+    # correction's reasoning); any other is the expert's note, kept in the comment.
+    texts = [(n, rec.get(n) or "") for n in ("reason", "reasoning")]
+    texts = [(n, t) for n, t in texts if t.strip()]
+    if action == "correct":
+        texts.reverse()  # a correction's own text first, a reject's reason else
+    explanation = texts.pop(0)[1] if texts and action in ("reject", "correct") else None
+    comment = rec.get("comment") or ""
+    for n, t in texts:
+        comment = f"{comment}\n\n{n}: {t}" if comment else t
+    report.trained += explanation is not None
+    report.as_comment += len(texts)
+    report.comments += bool(rec.get("comment"))
+    # The step named is one of the trajectory judged; a store not vetted yet has none, and
+    # a decision that does not overrule the agent names none.
+    if step is not None and (verdict is None or action not in ("reject", "correct")):
+        report.steps_dropped += 1
+        step = None
+    return {
+        "action": action,
+        "label": label if action == "correct" else None,
+        "explanation": explanation,
+        "wrong_step": None if step is None else step - 1,  # written 1-based
+        "comment": comment or None,
+        **extras,
+    }
 
 
 def _label(rec: dict[str, str]) -> str | None:
@@ -238,31 +308,64 @@ def _label(rec: dict[str, str]) -> str | None:
     return label
 
 
-def _import_row(
-    store: Store, rec: dict[str, str], expert: str, base: Path, source: str, create: bool
-) -> bool:
-    label = _label(rec)
+class _Targets:
+    """The store's candidates by the TARGETID a VI file gives them (`vi_ids.target_id`),
+    read once, when a row names its object by TARGETID alone."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.by_id: dict[int, list[Any]] | None = None
+
+    def find(self, targetid: str, task: str | None) -> Any:
+        tid = int(targetid)
+        if self.by_id is None:
+            self.by_id = {}
+            n, page = self.store.count_candidates(), 1000
+            for off in range(0, n, page):
+                for c in self.store.list_candidates(limit=page, offset=off, order="id"):
+                    self.by_id.setdefault(target_id(c.survey, c.object_id), []).append(c)
+        found = [c for c in self.by_id.get(tid, []) if task is None or c.task == task]
+        return found[0] if found else None
+
+
+def _candidate(store: Store, rec: dict[str, str], base: Path, targets: _Targets) -> Any:
+    """The candidate a row names: by `id`, by `path` and `task`, or by `object_id` (a
+    Prospect file's TARGETID: DESI's own, or the one Loupe gave the object)."""
     task = rec.get("task") or None
-    info = None
     key = rec.get("id") or rec.get("object_id")
     if key and not rec.get("path"):
-        info = store.find_candidate(key, task)
+        info = None
+        if not rec.get("id") and re.fullmatch(r"-?[0-9]+", key):
+            info = targets.find(key, task)
+        info = info or store.find_candidate(key, task)
         if info is None:
             raise StoreError(
                 f"no candidate with id {key!r}" + (f" for task {task!r}" if task else "")
             )
-    elif rec.get("path"):
+        return info
+    if rec.get("path"):
         if not task:
             raise StoreError("a row identified by path needs a task")
         for candidate in _path_forms(rec["path"], base):
             info = store.find_by_path(candidate, task)
             if info is not None:
-                break
-        if info is None:
-            raise StoreError(f"no candidate for path {rec['path']!r} and task {task!r}")
-    else:
-        raise StoreError("empty id and path")
-    decision = _decision(rec, label, info.verdict)
+                return info
+        raise StoreError(f"no candidate for path {rec['path']!r} and task {task!r}")
+    raise StoreError("empty id and path")
+
+
+def _import_row(
+    store: Store,
+    rec: dict[str, str],
+    expert: str,
+    info: Any,
+    source: str,
+    create: bool,
+    report: ImportReport,
+) -> bool:
+    label = _label(rec)
+    counts = ImportReport()
+    decision = _decision(rec, label, info.verdict, counts)
     when = None
     if rec.get("time"):
         try:
@@ -273,9 +376,11 @@ def _import_row(
         store.ensure_expert(expert)  # only now: the row is good and about to be recorded
     before = _current(store, info.id, expert)
     # the reason a reject carries, or a correction's reasoning, is its explanation
-    review = decide(store, expert, info.id, source=source, **decision)
+    review = decide(store, expert, info.id, source=source, verbatim=True, **decision)
     if when is not None:
         review = store.set_review_time(review.id, when)  # when the decision was made
+    for name in ("trained", "as_comment", "comments", "steps_dropped"):
+        setattr(report, name, getattr(report, name) + getattr(counts, name))
     return before is None or before != _state(review)
 
 

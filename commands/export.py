@@ -121,6 +121,11 @@ def add_vi_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def vi_main(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    if Path(args.out).exists() and not args.force:  # a file of decisions is never lost
+        print(f"export vi: {args.out} exists; pass --force to replace it", file=sys.stderr)
+        return 2
     store = Store(args.db, create=False)
     try:
         n = write_vi(store, args.out, campaign=args.campaign, layout=args.layout)

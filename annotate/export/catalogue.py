@@ -11,13 +11,15 @@ one was given, else the agent's; NaN where neither), `p_yes` (the agent's P(YES)
 "inspector-vN", "rules", "policy:model"), `grade` (the lowest grade of the experts' YES
 decisions, 1 a guess .. 4 certain; 0 none) and `audit_weight` (1/pi for an item of the
 random audit sample, 0 otherwise). docs/audit.md says how to read and quote the precision.
+Text is any Unicode: the CSV is UTF-8 with every text cell neutralised for spreadsheets
+(`annotate.export.spreadsheet`: a leading `=`, `+`, `-`, `@`, tab or CR gets a `'`), and the
+FITS table's text columns are UTF-8 bytes (header `TEXTENC = 'UTF-8'`; `read_fits_text`).
 Files: `<task>.csv`, `<task>.fits`, `manifest.json`, written under a staging name and renamed
 into `--out` only when complete.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from dataclasses import dataclass
@@ -26,11 +28,13 @@ from typing import Any
 
 from annotate.audit_sample import TaskEstimates, store_estimates, task_estimates
 from annotate.export.manifest import content_hash, file_hashes, staged
+from annotate.export.spreadsheet import csv_line
 
 COLUMNS = ("id", "survey", "object_id", "ra", "dec", "redshift", "p_yes", "decided_by",
            "grade", "audit_weight")  # fmt: skip
 FLOATS = ("ra", "dec", "redshift", "p_yes", "audit_weight")
 UNITS = {"ra": "deg", "dec": "deg"}
+TEXTS = tuple(c for c in COLUMNS if c not in FLOATS and c != "grade")
 CONFIDENCE = 0.95
 
 
@@ -154,23 +158,48 @@ def write_task(folder: Path, task: str, rows: list[dict[str, Any]], e: TaskEstim
     from astropy.table import Table
 
     with (folder / f"{task}.csv").open("w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(COLUMNS)
+        fh.write(csv_line(list(COLUMNS)))
         for r in rows:
-            w.writerow([repr(r[c]) if c in FLOATS else r[c] for c in COLUMNS])
+            # no text cell runs as a formula when the file is opened in a spreadsheet
+            fh.write(csv_line([repr(r[c]) if c in FLOATS else r[c] for c in COLUMNS]))
     t = Table(
-        {c: [r[c] for r in rows] for c in COLUMNS},
-        dtype=[float if c in FLOATS else int if c == "grade" else str for c in COLUMNS],
+        {c: _utf8([r[c] for r in rows]) if c in TEXTS else [r[c] for r in rows] for c in COLUMNS},
+        dtype=[float if c in FLOATS else int if c == "grade" else None for c in COLUMNS],
     )
     for c, u in UNITS.items():
         t[c].unit = u
     hdu = fits.table_to_hdu(t)
     hdu.name = "CATALOGUE"
+    # FITS strings are ASCII; any Unicode id or survey is kept as its UTF-8 bytes
+    hdu.header["TEXTENC"] = ("UTF-8", "text columns hold UTF-8 bytes")
     for key, value, comment in header_cards(e):
         hdu.header[key] = (value, comment)
     hdu.header.add_comment(quote(e)[:72])
     hdu.header.add_comment("See docs/audit.md of Loupe for how to read the precision.")
     fits.HDUList([fits.PrimaryHDU(), hdu]).writeto(folder / f"{task}.fits")
+
+
+def _utf8(texts: list[Any]) -> Any:
+    import numpy as np
+
+    raw = [str(t).encode("utf-8") for t in texts]
+    return np.array(raw, dtype=f"S{max([1, *map(len, raw)])}")
+
+
+def read_fits_text(path: str | Path) -> list[dict[str, Any]]:
+    """The rows of a catalogue FITS file as written, text columns decoded from UTF-8."""
+    from astropy.io import fits
+
+    with fits.open(path) as hdul:
+        data = hdul["CATALOGUE"].data
+        names = list(data.columns.names)
+        return [{n: _value(rec[n]) for n in names} for rec in data]
+
+
+def _value(v: Any) -> Any:
+    if isinstance(v, bytes):  # astropy hands back an ASCII text as str, any other as bytes
+        return v.decode("utf-8")
+    return v if isinstance(v, str) else v.item()
 
 
 def write_catalogue(

@@ -17,11 +17,13 @@ written: the file is no export batch and can be re-run at will.
 
 from __future__ import annotations
 
-import csv
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from annotate.export.spreadsheet import csv_line
+from annotate.export.vi_ids import prospect_spectype, target_id
 from db.models import DECISIONS
 from db.store import Store, StoreError
 
@@ -41,9 +43,10 @@ MARZ_FIELDS: tuple[str, ...] = (
     "ID", "Name", "RA", "DEC", "Mag", "Type", "AutoTID", "AutoTN", "AutoZ", "AutoXCor",
     "FinTID", "FinTN", "FinZ", "QOP", "Comment",
 )  # fmt: skip
-# The Loupe column each of their fields carries (the others come from the spectrum file).
+# The Loupe column each of their fields carries (the others come from the spectrum file;
+# VI_spectype is Prospect's class of the expert's `spectype`, which follows in its own column).
 PROSPECT_FROM = {"VI_scanner": "expert", "VI_quality": "grade", "VI_issue": "issues",
-                 "VI_z": "redshift", "VI_spectype": "spectype", "VI_comment": "comment"}  # fmt: skip
+                 "VI_z": "redshift", "VI_comment": "comment"}  # fmt: skip
 MARZ_FROM = {"Name": "id", "FinTN": "spectype", "FinZ": "redshift", "QOP": "grade",
              "Comment": "comment"}  # fmt: skip
 LAYOUTS: tuple[str, ...] = ("loupe", "prospect", "marz")
@@ -123,24 +126,37 @@ def _int_or(value: Any, default: int = -1) -> Any:
 
 
 def prospect_row(row: dict[str, Any], pipe: dict[str, Any]) -> list[Any]:
-    """Prospect's 16 fields, with its defaults (-1, "") where Loupe has nothing."""
+    """Prospect's 16 fields, with its defaults (-1, "") where Loupe has nothing; TARGETID is
+    the DESI file's, else one of Loupe's own that no DESI TARGETID takes (`vi_ids`)."""
     z = pipe.get("z")
     return [
-        _int_or(pipe.get("TARGETID", row["object_id"])),
+        target_id(row.get("survey"), row["object_id"], pipe.get("TARGETID")),
         _int_or(pipe.get("EXPID")), _int_or(pipe.get("NIGHT")), _int_or(pipe.get("TILEID")),
         pipe.get("SPECPROD", "-1"), pipe.get("RRVER", "-1"), pipe.get("TEMNAM", "-1"),
         pipe.get("class", ""), "-1" if not pipe else f"{round(float(z or 0.0), 4) + 0.0:.4f}",
         pipe.get("DELTACHI2", "-1"), row["expert"],
         -1 if row["grade"] == "" else row["grade"], row["issues"], row["redshift"],
-        row["spectype"], row["comment"],
+        prospect_spectype(row["spectype"]), row["comment"],
     ]  # fmt: skip
 
 
-def marz_row(n: int, row: dict[str, Any], pipe: dict[str, Any]) -> list[Any]:
-    """Marz's results columns: QOP 0 is "not inspected", as Marz writes it."""
+def _degrees(value: Any) -> str:
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return ""
+    return f"{f:.6f}" if math.isfinite(f) else ""
+
+
+def marz_row(
+    n: int, row: dict[str, Any], pipe: dict[str, Any], position: tuple[Any, Any] = (None, None)
+) -> list[Any]:
+    """Marz's results columns: RA and DEC in degrees from the stored position (empty where
+    the file gave none); QOP 0 is "not inspected", as Marz writes it."""
     z = pipe.get("z")
     return [
-        n, row["id"], "", "", "", pipe.get("class", ""), "", "",
+        n, row["id"], _degrees(position[0]), _degrees(position[1]), "", pipe.get("class", ""),
+        "", "",
         "" if not pipe else f"{float(z or 0.0):.5f}", "", "0", row["spectype"], row["redshift"],
         0 if row["grade"] == "" else row["grade"], row["comment"],
     ]  # fmt: skip
@@ -184,19 +200,23 @@ def write_vi(
     tmp = out.with_name(out.name + ".part")
     n = 0
     files: dict[int, dict[str, Any]] = {}
+    rows = list(vi_rows(store, campaign=campaign, expert=expert))
+    where = store.positions(r["_cid"] for r in rows) if layout == "marz" else {}
     with tmp.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
         if layout == "marz":  # Marz reads its header from the last '#' line
             fh.write("# Loupe decisions as a Marz results file\n#")
-        w.writerow(names)
-        for row in vi_rows(store, campaign=campaign, expert=expert):
+        fh.write(csv_line(names))
+        for row in rows:
             n += 1
             lead: list[Any] = []
             if layout == "prospect":
                 lead = prospect_row(row, _pipeline(store, row["_cid"], files))
             elif layout == "marz":
-                lead = marz_row(n, row, _pipeline(store, row["_cid"], files))
-            w.writerow([*lead, *(row[c] for c in own)])
+                pipe = _pipeline(store, row["_cid"], files)
+                lead = marz_row(n, row, pipe, where.get(row["_cid"], (None, None)))
+            # no text cell runs as a formula in a spreadsheet, and any line break or blank
+            # stays inside its quoted cell (annotate.export.spreadsheet)
+            fh.write(csv_line([*lead, *(row[c] for c in own)]))
     tmp.replace(out)  # a reader never sees half a file
     return n
 

@@ -325,6 +325,21 @@ class CandidatesMixin:
                 raise NotFound(f"no candidate #{candidate_id}")
             return self._info(s, c)
 
+    def positions(self, candidate_ids: Iterable[int]) -> dict[int, tuple[Any, Any]]:
+        """(ra, dec) in degrees as stored with each candidate's spectrum (None where the
+        file gave none), by candidate id."""
+        ids = list(dict.fromkeys(candidate_ids))
+        out: dict[int, tuple[Any, Any]] = {}
+        with self._ro() as s:
+            for j in range(0, len(ids), 500):
+                q = (
+                    select(m.Candidate.id, m.Spectrum.ra, m.Spectrum.dec)
+                    .join(m.Spectrum, m.Spectrum.id == m.Candidate.spectrum_id)
+                    .where(m.Candidate.id.in_(ids[j : j + 500]))
+                )
+                out.update({cid: (ra, dec) for cid, ra, dec in s.execute(q)})
+        return out
+
     def find_candidate(self, key: str, task: str | None = None) -> CandidateInfo | None:
         """Jump-to-id: the candidate with this id (and task, when the id has several);
         a number also matches the internal id."""
