@@ -10,12 +10,15 @@ Labels come from the store: expert reviews and adjudications, imported labels (r
 reviews), gold items and catalogue labels; the agent's own auto-accepted verdicts are not
 labels and are left out. For each labelled candidate the inspector's measurements are read
 from its stored trajectory (its final step keeps what a model reads), or taken again from
-its spectrum where the trajectory lacks them (another policy's, or an older run). Per task, cross-validation with folds grouped by object (a task
-whose rarer class has fewer than 3 objects keeps the rules) compares the rules' own P(YES)
-with a refitted Platt calibration, an isotonic calibration and, where the task has at
-least `--min-labels` labelled decisions, a small combiner (logistic regression: the rules
-prior plus a learned correction over the task's own measurements). A learned model is switched on for a task only where it beats the
-rules under cross-validation (lower log-loss and no lower F1); elsewhere the rules stay.
+its spectrum where the trajectory lacks them (another policy's, or an older run).
+
+Per task (`fit`, deciding through `annotate.inspector_evidence.select_task`): a task with
+too few labels of either class waits and says what for; otherwise the plain rules, the
+kind serving now and each model the labels can carry (`annotate.inspector_models`: a Platt
+map and a sign-constrained logistic combiner over the task's measurements, both shrunk
+towards the rules by a prior; isotonic only with hundreds of each class) are refitted on
+the same repeated folds grouped by object, and a new model is adopted only where a paired
+bootstrap over objects puts its improvement above zero and its F1 does not drop.
 
 The fitted model is versioned: stored in the store's settings (`inspector_model`) and
 written as JSON (`--out`). `vet --db` and the app's vetting use the store's current model
@@ -205,7 +208,9 @@ def _folds(ex: list[Example], k: int, seed: int) -> list[np.ndarray]:
 def fit_task(
     ex: list[Example], min_labels: int = 50, folds: int = 5, seed: int = 0
 ) -> tuple[TaskModel, dict[str, Any]]:
-    """The task's model and its cross-validated comparison with the rules."""
+    """A model run's calibration (`annotate.run_calibration`: the run's own P(YES) as
+    input, no rules prior to shrink towards) and its cross-validated comparison with the raw
+    P(YES). The inspector itself is fitted by `fit`."""
     y = np.array([int(e.label) for e in ex])
     n_pos, n = int(y.sum()), len(y)
     report: dict[str, Any] = {"n": n, "positives": n_pos, "chosen": "rules"}

@@ -18,7 +18,9 @@ and scored on the other, for each candidate minimum, adopting on the point compa
 (the bootstrap gate off, so the minimum is the only guard); it prints the smallest minimum
 at which no task's F1 fell more than 0.01 below the plain rules at any size and seed.
 
-`--plot FILE` draws the curve (macro-F1 and each task's F1 against the campaign size).
+`--plot FILE` draws the curve (macro-F1 and each task's F1 against the campaign size);
+`--doc docs/accuracy.md` writes it into the accuracy report from its `<!-- learning-curve -->`
+line to the end (the report's runner keeps that part).
 The last line is `learning_curve_min_gain: X`, the worst per-task F1 change against the
 plain rules over every size and seed (the goal: no lower than -0.02).
 """
@@ -128,10 +130,11 @@ def curve(
     boot = rng.integers(0, len(gi), (n_boot, len(gi)))
     sel: dict = {"gate": gate} if thresholds is None else {"thresholds": thresholds, "gate": gate}
     out = {"tasks": tasks, "rules": {t: float(f1_of(base_c[t].sum(1))) for t in tasks},
-           "rules_ece": ece(base, y), "sizes": {}}  # fmt: skip
+           "rules_ece": ece(base, y), "sizes": {}, "n_boot": n_boot}  # fmt: skip
     for n in sizes:
         rec = {"f1": {t: [] for t in tasks}, "delta": {t: [] for t in tasks},
-               "adopted": {t: [] for t in tasks}, "macro": [], "ece": [], "seconds": []}  # fmt: skip
+               "adopted": {t: [] for t in tasks}, "macro": [], "ece": [], "seconds": [],
+               "positives": {t: [] for t in tasks}, "status": {t: [] for t in tasks}}  # fmt: skip
         boot_d = {t: np.zeros(n_boot) for t in tasks}
         for s in range(seeds):
             t0 = time.perf_counter()
@@ -149,6 +152,9 @@ def curve(
                 f1s.append(f)
                 tm = model.tasks.get(t) if model is not None else None
                 rec["adopted"][t].append(tm.kind if tm is not None else "rules")
+                why = (model.info["cv"].get(t) or {}) if model is not None else {}
+                rec["positives"][t].append(sum(1 for e in camp if e.task == t and e.label))
+                rec["status"][t].append(why.get("status", "waited"))
                 bc = c[:, boot].sum(2)  # (3, n_boot)
                 bb = base_c[t][:, boot].sum(2)
                 boot_d[t] += (f1_of(bc) - f1_of(bb)) / seeds
@@ -180,6 +186,18 @@ def report(res: dict) -> list[str]:
                          f"{min(r['delta'][t]):+.3f}" + (f" ({'/'.join(kinds)})" if kinds else ""))  # fmt: skip
         lines.append(f"| {n} | {np.mean(r['macro']):.3f}, {min(r['macro']):.3f} | "
                      f"{max(r['ece']):.3f} | " + " | ".join(cells) + " |")  # fmt: skip
+    lines += ["", "What each task did, over the seeds: positive labels in the campaign (median) "
+              "and how many seeds' fits waited (too few labels of a class), kept the rules "
+              "(no interval above zero) or adopted a model.", "",
+              "| labels | " + " | ".join(tasks) + " |", "|---" * (1 + len(tasks)) + "|"]  # fmt: skip
+    for n, r in res["sizes"].items():
+        cells = []
+        for t in tasks:
+            st = r["status"][t]
+            said = ", ".join(f"{k} {st.count(k)}" for k in ("waited", "kept", "fell back", "adopted")
+                             if st.count(k))  # fmt: skip
+            cells.append(f"{int(np.median(r['positives'][t]))} positives: {said}")
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
     lines.append("")
     lines.append(f"Plain rules: macro-F1 {rules_macro:.3f}, ECE {res['rules_ece']:.3f}; "
                  + ", ".join(f"{t} {res['rules'][t]:.3f}" for t in tasks) + ".")  # fmt: skip
@@ -195,7 +213,7 @@ def plot(res: dict, path: Path) -> None:
 
     sizes = list(res["sizes"])
     xs = np.arange(len(sizes))
-    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
+    fig, ax = plt.subplots(figsize=(8, 4.2), dpi=110)
     for t in res["tasks"]:
         mean = [np.mean(res["sizes"][n]["f1"][t]) for n in sizes]
         ax.plot(xs, mean, marker="o", label=t)
@@ -208,10 +226,52 @@ def plot(res: dict, path: Path) -> None:
     ax.set_ylabel("F1 on the test split")
     ax.set_title("What calibrate learns from expert labels (test split)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, ncol=2, loc="lower right")
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+MARKER = "<!-- learning-curve -->"
+
+
+def write_section(doc: Path, res: dict, png: str | None, command: str) -> None:
+    """Replace `doc` from MARKER to its end (or append) with the curve: the accuracy
+    report's runner keeps what follows the marker."""
+    text = doc.read_text() if doc.exists() else ""
+    head = text.split(MARKER)[0].rstrip("\n")
+    last = res["sizes"][max(res["sizes"])]
+    rules_macro = float(np.mean([res["rules"][t] for t in res["tasks"]]))
+    body = [
+        MARKER,
+        "## Learning from experts: the learning curve (test split)",
+        "",
+        "Regenerate with:",
+        "",
+        "```",
+        command,
+        "```",
+        "",
+        "Campaigns of each size are drawn at random from the tune split (one draw per seed, "
+        "as if experts had labelled those candidates), `calibrate`'s fit "
+        "(`annotate.inspector_fit.fit`: a task waits below 40 labels of each class; a model "
+        "is adopted only where a paired bootstrap over objects of out-of-fold predictions "
+        "shows an improvement and F1 does not drop) learns from them, and the test split, "
+        "never seen, is scored. Per task: the F1 change against the plain rules (mean over "
+        f"{len(last['macro'])} seeds) with its 95% interval from {res.get('n_boot', 1000)} "
+        "resamples of test objects, the worst seed's change, and the models any seed "
+        "adopted.",
+        "",
+        *report(res),
+        "",
+        f"Worst per-task change over every size and seed: {worst(res):+.3f} (goal: no lower "
+        f"than -0.02). With all of tune: macro-F1 {np.mean(last['macro']):.3f} against "
+        f"{rules_macro:.3f} for the plain rules.",
+        "",
+    ]
+    if png:
+        body += [f"![learning curve]({Path(png).name})", ""]
+    doc.write_text((head + "\n\n" if head else "") + "\n".join(body))
 
 
 def halves(ex: list) -> tuple[list, list]:
@@ -230,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--remeasure", action="store_true", help="Read the spectra again.")
     ap.add_argument("--thresholds", action="store_true", help="Set the class minimums on tune.")
     ap.add_argument("--plot", default=None, help="Write the curve as a PNG here.")
+    ap.add_argument("--doc", default=None, help=f"Write the curve into this markdown file, "
+                    f"from its {MARKER} line to its end.")  # fmt: skip
     args = ap.parse_args(argv)
     bench = Path(args.bench)
     if not (bench / "tune" / "catalog.csv").exists():
@@ -260,6 +322,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.plot:
         plot(res, Path(args.plot))
         print(f"plot: {args.plot}")
+    if args.doc:
+        cmd = "nice -n 10 python bench/learning_curve.py " + " ".join(
+            a for a in (argv if argv is not None else sys.argv[1:])
+        )
+        write_section(Path(args.doc), res, args.plot, cmd.strip())
+        print(f"doc: {args.doc}")
     print(f"learning_curve_min_gain: {worst(res):+.3f}")
     return 0
 
