@@ -6,6 +6,10 @@ P(YES) at the veto cap), `p_rules` (the plain rules' P(YES)) and the measurement
 leans on. `rescore` evaluates a model on those stored values for many candidates at once
 (numpy, one pass per task), giving the same P(YES) as `TaskModel.p_yes` one at a time. A
 verdict stored without them (an older run, or another policy's) is left as it is and counted.
+The trajectory itself (its thoughts and the P(YES) they state) is not rewritten: a live
+verdict's learned YES is held at 0.50 where a reading its thought quotes speaks against
+the target (`InspectorModel.apply`), which the stored numbers cannot see, so a re-scored
+candidate's P(YES) may differ there until it is vetted again.
 """
 
 from __future__ import annotations
