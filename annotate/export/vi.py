@@ -12,7 +12,9 @@ ordered VI fields first (`PROSPECT_FIELDS`, filled from the spectrum file's head
 fibermap where it has them) and `--layout marz` the columns of a Marz results file
 (`MARZ_FIELDS`, under a `#` header line as Marz writes it); Loupe's own columns follow, so
 `import-labels` reads any layout back into the same decisions. Decisions are read, never
-written: the file is no export batch and can be re-run at will.
+written: the file is no export batch and can be re-run at will. Every cell goes through
+`annotate.export.spreadsheet.csv_line` (no formula runs in a spreadsheet; line breaks and
+blanks stay inside their quoted cell); TARGETID and VI_spectype are `vi_ids`'.
 """
 
 from __future__ import annotations
