@@ -123,8 +123,7 @@ def import_labels(
         raise StoreError(f"{path}: no 'label' column (header: {sorted(header)})")
     if not header & {"id", "object_id"} and not {"path", "task"} <= header:
         raise StoreError(f"{path}: needs an 'id' column or 'path' and 'task' columns")
-    if not create_expert:
-        _refuse_unknown_experts(store, path, rows, expert)
+    _refuse_missing_experts(store, path, rows, expert, create=create_expert)
     base = path.resolve().parent
     targets = _Targets(store)
     # One decision per candidate and expert: the last row of the file naming them wins, so
@@ -160,18 +159,33 @@ def import_labels(
     return report
 
 
-def _refuse_unknown_experts(
-    store: Store, path: Path, rows: list[tuple[int, dict[str, str]]], default: str | None
+def _refuse_missing_experts(
+    store: Store,
+    path: Path,
+    rows: list[tuple[int, dict[str, str]]],
+    default: str | None,
+    *,
+    create: bool,
 ) -> None:
-    """Refuse the whole file, before anything is recorded, when its rows name experts the
-    store does not have: one mistyped or new name is one problem to fix (add the expert or
-    pass --create-expert), not a refusal repeated on each of its rows."""
+    """Refuse the whole file, before anything is recorded, when rows name no expert (and
+    --expert gives none) or, unless `create`, name experts the store does not have: a
+    missing flag or a mistyped name is one problem to fix, not a refusal repeated on each
+    of the file's rows."""
     named: dict[str, int] = {}
+    nameless = 0
     for _, rec in rows:
         who = rec.get("expert") or default
         if who:
             named[who] = named.get(who, 0) + 1
-    unknown = [who for who in named if store.expert(who) is None]
+        else:
+            nameless += 1
+    if nameless:
+        which = "its rows" if nameless == len(rows) else f"{nameless} of its {len(rows)} rows"
+        raise StoreError(
+            f"{path}: {which} name no expert (an `expert` column) and --expert is not given; "
+            "nothing recorded (pass --expert NAME for the rows that name none)"
+        )
+    unknown = [] if create else [who for who in named if store.expert(who) is None]
     if unknown:
         rows_of = {who: f"{named[who]} row{'s' * (named[who] != 1)}" for who in unknown}
         which = ", ".join(f"{who!r} ({n})" for who, n in rows_of.items())
@@ -314,18 +328,15 @@ class _Targets:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.by_id: dict[int, list[Any]] | None = None
+        self.by_id: dict[int, list[tuple[int, str]]] | None = None
 
     def find(self, targetid: str, task: str | None) -> Any:
-        tid = int(targetid)
         if self.by_id is None:
             self.by_id = {}
-            n, page = self.store.count_candidates(), 1000
-            for off in range(0, n, page):
-                for c in self.store.list_candidates(limit=page, offset=off, order="id"):
-                    self.by_id.setdefault(target_id(c.survey, c.object_id), []).append(c)
-        found = [c for c in self.by_id.get(tid, []) if task is None or c.task == task]
-        return found[0] if found else None
+            for cid, oid, survey, t in self.store.object_ids():
+                self.by_id.setdefault(target_id(survey, oid), []).append((cid, t))
+        found = [cid for cid, t in self.by_id.get(int(targetid), []) if task in (None, t)]
+        return self.store.candidate(found[0]) if found else None
 
 
 def _candidate(store: Store, rec: dict[str, str], base: Path, targets: _Targets) -> Any:

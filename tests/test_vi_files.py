@@ -231,10 +231,11 @@ def test_prospects_own_vi_file_is_read(ctx, tmp_path):
     assert (a["redshift"], a["spectype"]) == ("0.23", "QSO")
     assert a["comment"] == "This is a comment containing a , comma."
     assert (line2, b["grade"], b["comment"]) == (3, "4", "This looks nice")
-    report = import_labels(ctx.store, path, "local")
+    # (its scanner is no expert here: --create-expert, which creates none for refused rows)
+    report = import_labels(ctx.store, path, "local", create_expert=True)
     assert report.recorded == 0 and [ln for ln, _ in report.errors] == [2, 3]
     assert all("no YES/NO verdict" in why for _, why in report.errors)
-    assert ctx.store.reviews() == []
+    assert ctx.store.reviews() == [] and ctx.store.expert("Desi Arnaz") is None
 
 
 def test_a_vi_row_with_a_verdict_and_prospect_fields_is_imported(ctx, tmp_path):

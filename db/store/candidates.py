@@ -340,6 +340,19 @@ class CandidatesMixin:
                 out.update({cid: (ra, dec) for cid, ra, dec in s.execute(q)})
         return out
 
+    def object_ids(self) -> list[tuple[int, str, str | None, str]]:
+        """(candidate id, object id, survey, task) of every candidate, in one query: what a
+        file that names objects by survey id alone is matched against."""
+        C, S, T = m.Candidate, m.Spectrum, m.Task
+        q = (
+            select(C.id, C.object_id, func.coalesce(C.survey, S.survey), T.name)
+            .join(S, S.id == C.spectrum_id)
+            .join(T, T.id == C.task_id)
+            .order_by(C.id)
+        )
+        with self._ro() as s:
+            return [tuple(r) for r in s.execute(q)]
+
     def find_candidate(self, key: str, task: str | None = None) -> CandidateInfo | None:
         """Jump-to-id: the candidate with this id (and task, when the id has several);
         a number also matches the internal id."""
