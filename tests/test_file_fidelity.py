@@ -170,7 +170,8 @@ def test_a_refused_row_after_a_cell_of_several_lines_is_named_by_its_own_line(so
 
 def test_the_escape_is_reversible_and_leaves_numbers_alone():
     texts = ["=1+1", "+1", "-1+2", "@A1", "\t=x", "\r=x", "'", "''x", "", "plain", "-",
-             "\uff1dA1", "-0.5", "+3", "-1e-3", "12", "1,5"]  # fmt: skip
+             "\uff1dA1", "-0.5", "+3", "-1e-3", "12", "1,5", " =A1", "\n@A1", " 'x"]  # fmt: skip
+    assert [cell(t)[0] for t in ("\uff1dA1", " =A1", "\n@A1")] == ["'"] * 3
     for t in texts:
         assert uncell(cell(t)) == t
     assert [cell(t) for t in ("-0.5", "+3", "-1e-3", "-12.")] == ["-0.5", "+3", "-1e-3", "-12."]
@@ -178,7 +179,7 @@ def test_the_escape_is_reversible_and_leaves_numbers_alone():
 
 
 def _safe(value: str) -> bool:
-    if not value or value[0] not in TRIGGERS:
+    if not value or (value[0] not in TRIGGERS and value.lstrip()[:1] not in TRIGGERS):
         return True
     try:
         float(value)

@@ -2,7 +2,7 @@
 formula, and read back exactly.
 
 A spreadsheet runs a cell that starts with `=`, `+`, `-` or `@` (and, in some, a tab or a
-carriage return, or their full-width forms) as a formula: an id, reason or comment such as
+carriage return, the full-width forms, or any of them after blanks) as a formula: an id, reason or comment such as
 `=HYPERLINK(...)` would run on the admin's machine. Every text cell that starts with one of
 these is written with a single quote `'` in front, as OWASP recommends; so that the quote can
 be taken off again without doubt, a text that itself starts with `'` gets one more. A plain
@@ -10,8 +10,8 @@ number (`-0.5`, `+3`, `-1e-3`) runs nothing and is written as it is, so numeric 
 numbers. Reading a cell back (`uncell`) takes one leading `'` off: `cell` then `uncell` gives
 back every text exactly.
 
->>> [cell(v) for v in ("=1+1", "-0.5", "'quoted", "@SUM(A1)", "plain", "-", 3)]
-["'=1+1", '-0.5', "''quoted", "'@SUM(A1)", 'plain', "'-", 3]
+>>> [cell(v) for v in ("=1+1", "-0.5", "'quoted", "@SUM(A1)", "plain", "-", " =A1", 3)]
+["'=1+1", '-0.5', "''quoted", "'@SUM(A1)", 'plain', "'-", "' =A1", 3]
 >>> all(uncell(cell(t)) == t for t in ("=1+1", "-0.5", "'quoted", "''", "\\t x", "", "a"))
 True
 """
@@ -33,8 +33,9 @@ def cell(value: Any) -> Any:
     are returned as they are."""
     if not isinstance(value, str) or not value:
         return value
-    first = value[0]
-    if first == QUOTE or (first in TRIGGERS and not _NUMBER.fullmatch(value)):
+    # blanks or line breaks before the sign do not stop every spreadsheet from running it
+    runs = value[0] in TRIGGERS or value.lstrip()[:1] in TRIGGERS
+    if value[0] == QUOTE or (runs and not _NUMBER.fullmatch(value)):
         return QUOTE + value
     return value
 
