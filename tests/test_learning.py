@@ -203,6 +203,24 @@ def test_a_killed_fit_leaves_the_current_version_serving(tmp_path):
         store.close()
 
 
+def test_a_fit_that_fails_in_its_process_is_recorded_and_the_version_stays(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 'c.db'}")
+    try:
+        ids, _ = _campaign(store, labelled=150, pending=20)
+        current = InspectorModel(3, {"wd": TaskModel("platt", a=1.0, b=-1.0)})
+        store.set_setting(INSPECTOR_SETTING, current.to_json())
+        blocked = tmp_path / "not-a-folder"
+        blocked.write_text("a file where the model's folder should be")
+        lr = learning.attach(store, blocked)
+        assert lr.start("ada", force=True) is True
+        lr.join(240)
+        assert lr.error and "not-a-folder" in lr.error
+        assert "the fit failed" in learning.status(store)["error"]
+        assert store.setting(INSPECTOR_SETTING)["version"] == 3
+    finally:
+        store.close()
+
+
 def test_taking_a_decision_back_and_again_starts_no_fit(tmp_path):
     """Accept/undo churn on one item is one label, not hundreds: fits start only on
     distinct new (candidate, label) pairs."""
