@@ -283,6 +283,22 @@ class ReviewRevision(Base):
     superseded: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
 
+class Draft(Base):
+    """What an expert has set on a candidate and not yet saved with a decision (grade,
+    issue flags, spectral type, redshift, template), as a JSON object: one per expert and
+    candidate, kept across page reloads and dropped once a decision holds it."""
+
+    __tablename__ = "draft"
+    __table_args__ = (
+        UniqueConstraint("expert_id", "candidate_id", name="uq_draft_expert_candidate"),
+    )
+    id: Mapped[int] = mapped_column(primary_key=True)
+    expert_id: Mapped[int] = mapped_column(ForeignKey("expert.id"))
+    candidate_id: Mapped[int] = mapped_column(ForeignKey("candidate.id"))
+    fields: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    updated: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
 class AuthoredTrajectory(Base):
     """A cold-start trajectory an expert wrote by zooming themselves."""
 

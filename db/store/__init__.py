@@ -23,7 +23,7 @@ Public methods (all take/return plain values, dataclasses or detached rows):
   `trajectories`, `done_keys`, `runs`
 - queue: `next_item`, `claim`, `release`, `leases`, `auto_accept`, `set_setting`, `setting`
 - reviews: `record_review`, `reviews`, `review`, `review_history`, `adjudicate`,
-  `conflicts`
+  `conflicts`; an expert's draft on a candidate: `draft`, `put_draft`, `drop_draft`
 - experts: `create_expert`, `update_expert`, `ensure_expert`, `expert` (= `get_expert`),
   `experts` (= `list_experts`), `set_password`, `verify_password`, `login` -> token,
   `session_expert(token)` -> name, `logout` (argon2id hashes; only token hashes are kept)
@@ -55,6 +55,7 @@ from db.store.campaign import CampaignMixin, PopulationRow
 from db.store.candidates import SURVEY_META, CandidatesMixin
 from db.store.core import DEFAULT_DB, MIGRATIONS, REPO, CoreMixin, code_version, file_hash
 from db.store.dashboard import DashboardMixin
+from db.store.drafts import DraftsMixin
 from db.store.errors import DatabaseError, NotFound, StoreError, StorePermissionError
 from db.store.exports import ExportsMixin
 from db.store.queue import QueueMixin
@@ -99,6 +100,7 @@ class Store(
     AccountsMixin,
     QueueMixin,
     ReviewsMixin,
+    DraftsMixin,
     AuthoredMixin,
     DashboardMixin,
     ExportsMixin,

@@ -1,0 +1,133 @@
+"""An expert's draft on a candidate: what they set on it before deciding it.
+
+The desk keeps one draft per expert and candidate in the store (`Store.draft`): the grade,
+issue flags, spectral type, redshift (with where it came from), the template drawn over
+the spectrum, and a comment given through the API. A page reload or another tab shows it
+again; moving to another candidate shows that candidate's own draft, never this one's.
+
+`set_field` is the one way the desk changes any of these: on a candidate the expert has
+not decided, the draft holds the value and `decide` saves it with the decision (then drops
+it, keeping only the template, which is a view and not part of a review); on one they have
+decided, the value amends their decision as a revision (the redshift as the grade).
+The text an expert types in the page (comment, a reject's reason, a correction) is kept by
+the page itself, per expert and candidate (app/keys.js), and sent with the decision.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from annotate import review
+from db.models import GRADES, MAX_SPECTYPE, MAX_TEXT, REDSHIFT_SOURCES
+from db.store import Store
+
+# The fields a draft holds; all but "template" are saved with the decision.
+FIELDS = ("grade", "issues", "spectype", "redshift", "redshift_source", "template", "comment")
+SAVED = ("grade", "issues", "spectype", "redshift", "redshift_source", "comment")
+VIEW_ONLY = ("template",)
+
+
+class DraftError(review.ReviewError):
+    """A draft value the desk cannot keep; the message names the field and the value."""
+
+
+def clean(name: str, value: Any) -> Any:
+    """`value` as a draft keeps `name` (None: not set), or a DraftError naming both."""
+    if name not in FIELDS:
+        raise DraftError(f"a draft has no field {name!r} (expected one of {FIELDS})")
+    if value is None or value == "":
+        return None
+    if name == "grade":
+        try:
+            g = int(value)
+        except (TypeError, ValueError):
+            raise DraftError(f"a grade is 1-4 (got {value!r})") from None
+        if g not in GRADES:
+            raise DraftError(f"a grade is 1-4 (got {g})")
+        return g
+    if name == "issues":
+        return review.issue_flags("".join(value) if isinstance(value, (list, tuple)) else value)
+    if name == "spectype":
+        return review.spectral_type(value)
+    if name == "redshift":
+        try:
+            z = float(value)
+        except (TypeError, ValueError):
+            raise DraftError(f"a redshift is a number (got {value!r})") from None
+        if not math.isfinite(z):
+            raise DraftError(f"a redshift is a finite number (got {value!r})")
+        return z
+    if name == "redshift_source":
+        if value not in REDSHIFT_SOURCES:
+            raise DraftError(f"a redshift's source is one of {REDSHIFT_SOURCES} (got {value!r})")
+        return value
+    text = str(value)
+    limit = MAX_SPECTYPE if name == "template" else MAX_TEXT
+    if len(text) > limit:
+        raise DraftError(f"the {name} is {len(text)} characters; the limit is {limit}")
+    return text
+
+
+def clean_all(fields: dict[str, Any]) -> dict[str, Any]:
+    """Every field of `fields` cleaned (`clean`); the first bad one raises."""
+    return {k: clean(k, v) for k, v in fields.items()}
+
+
+def get(store: Store, expert: str, candidate_id: int) -> dict[str, Any]:
+    """`expert`'s draft on the candidate: its fields that are set."""
+    d = store.draft(expert, candidate_id)
+    return {k: v for k, v in d.items() if k in FIELDS and v is not None}
+
+
+def set_field(store: Store, expert: str, candidate_id: int, **changes: Any) -> Any:
+    """Set draft fields on the candidate (None or "" clears one). Returns the expert's
+    decision when the saved fields amended it (a revision), else None (kept in the draft).
+    The template is always kept in the draft: it is how the page draws the candidate."""
+    values = {k: clean(k, v) for k, v in changes.items()}
+    if "redshift" in values and values["redshift"] is None:
+        values["redshift_source"] = None
+    if values.get("redshift") is not None and values.get("redshift_source") is None:
+        values["redshift_source"] = "expert"
+    mine = review.my_decision(store, expert, candidate_id)
+    d = get(store, expert, candidate_id)
+    saved = {k: v for k, v in values.items() if k in SAVED}
+    amended = None
+    if mine is not None and saved:
+        if "comment" in saved:
+            amended = review.comment(store, expert, mine, saved.pop("comment"))
+            mine = amended
+        if saved:
+            amended = review.amend(store, expert, mine, **saved)
+        values = {k: v for k, v in values.items() if k in VIEW_ONLY}
+    for k, v in values.items():
+        if v is None:
+            d.pop(k, None)
+        else:
+            d[k] = v
+    if mine is not None:
+        d = {k: v for k, v in d.items() if k in VIEW_ONLY}
+    store.put_draft(expert, candidate_id, d)
+    return amended
+
+
+def take(store: Store, expert: str, candidate_id: int) -> dict[str, Any]:
+    """The draft's fields a decision saves (grade, flags, type, redshift, comment)."""
+    return {k: v for k, v in get(store, expert, candidate_id).items() if k in SAVED}
+
+
+def settle(store: Store, expert: str, candidate_id: int) -> None:
+    """After a decision saved the draft: keep only what is not part of a review."""
+    d = get(store, expert, candidate_id)
+    store.put_draft(expert, candidate_id, {k: v for k, v in d.items() if k in VIEW_ONLY})
+
+
+def restore(store: Store, expert: str, candidate_id: int, taken: Any) -> None:
+    """After an undo left the candidate undecided: the undone decision's grade, flags,
+    type, redshift and comment are its draft again (what the form shows)."""
+    d = get(store, expert, candidate_id)
+    for k in SAVED:
+        v = getattr(taken, k, None)
+        if v is not None and v != "":
+            d[k] = v
+    store.put_draft(expert, candidate_id, d)
