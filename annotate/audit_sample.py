@@ -394,10 +394,16 @@ def accept_confident(
     return store.auto_accept(certainty, task=task, actor=actor), certainty
 
 
+def store_counts(store: Any, task: str | None = None) -> dict[str, list[StratumCounts]]:
+    """Per task, the store's candidates counted per stratum, aggregated in the database
+    (`Store.audit_counts`)."""
+    return {t: [StratumCounts(**h) for h in hs] for t, hs in store.audit_counts(task).items()}
+
+
 def store_estimates(store: Any, task: str | None = None, **_: Any) -> dict[str, TaskEstimates]:
     """The audit's figures for each task of the store (or one), from per-stratum counts
     the database aggregates (`Store.audit_counts`): nothing here reads every candidate."""
-    return from_counts(store.audit_counts(task))
+    return from_counts(store_counts(store, task))
 
 
 def store_audited_points(
@@ -405,7 +411,7 @@ def store_audited_points(
 ) -> list[tuple[float, bool, float]]:
     """`audited_points` of the store's audited items, weighted by their stratum's N_h / n_h
     (from `counts`, `Store.audit_counts` already read, where given)."""
-    counts = store.audit_counts(task) if counts is None else counts
+    counts = store_counts(store, task) if counts is None else counts
     by = {(t, h.stratum): h for t, hs in counts.items() for h in hs}
     out = []
     for t, st, p, label in store.audited_items(task):

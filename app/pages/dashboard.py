@@ -229,7 +229,7 @@ def audit_estimates(ctx: Context, ex: Viewer | None, task: str = "all", **_: Any
         empty = plots.empty_figure(note)
         return AuditView(note, *empty_tables, empty, empty)
     only = None if task in (None, "", "all") else task
-    counts = ctx.read.audit_counts(only)
+    counts = audit_sample.store_counts(ctx.read, only)
     est = audit_sample.from_counts(counts)
     drawn = sum(e.drawn for e in est.values())
     audited = sum(e.audited for e in est.values())

@@ -107,12 +107,11 @@ class CampaignMixin:
             )  # fmt: skip
             return n
 
-    def audit_counts(self, task: str | None = None) -> dict[str, list[Any]]:
-        """Per task, its candidates counted per audit stratum (`StratumCounts`, the stratum
-        None last): one GROUP BY over the candidate index the estimates read, so reading the
-        audit's figures does not grow with what each candidate holds."""
-        from annotate.audit_estimate import StratumCounts
-
+    def audit_counts(self, task: str | None = None) -> dict[str, list[dict[str, Any]]]:
+        """Per task, its candidates counted per audit stratum (the fields of
+        `annotate.audit_estimate.StratumCounts`, the stratum None last): one GROUP BY over
+        the candidate index the estimates read, so reading the audit's figures does not grow
+        with what each candidate holds."""
         C = m.Candidate
         # grouped by the index's own columns, in its order: the database streams the index
         # (no sort, no table row read); the groups are few (a stratum has one inclusion)
@@ -132,25 +131,28 @@ class CampaignMixin:
                  label, int(bool(incl and incl > 0)), n, psum)
                 for tid_, st, label, src, incl, n, psum in s.execute(q)
             ]  # fmt: skip
-        acc: dict[tuple[str, str | None], Any] = {}
+        acc: dict[tuple[str, str | None], dict[str, Any]] = {}
+        zero = dict.fromkeys(("members", "drawn", "audited", "audited_yes", "expert",
+                              "expert_yes", "agent_yes", "agent_no", "pending"), 0)  # fmt: skip
         for tid, st, k, label, d, n, psum in rows:
-            h = acc.setdefault((names[tid], st), StratumCounts(st))
+            h = acc.setdefault((names[tid], st), {"stratum": st, **zero, "p_sum": 0.0,
+                                                  "p_agent_yes": 0.0, "p_agent_no": 0.0})  # fmt: skip
             n, psum = int(n), float(psum)
-            h.members += n
-            h.p_sum += psum
-            h.drawn += n * d
+            h["members"] += n
+            h["p_sum"] += psum
+            h["drawn"] += n * d
             if k == "expert":
-                h.expert += n
-                h.expert_yes += n * (label == "YES")
-                h.audited += n * d
-                h.audited_yes += n * d * (label == "YES")
+                h["expert"] += n
+                h["expert_yes"] += n * (label == "YES")
+                h["audited"] += n * d
+                h["audited_yes"] += n * d * (label == "YES")
             elif k == "pending":
-                h.pending += n
-            elif label == "YES":
-                h.agent_yes, h.p_agent_yes = h.agent_yes + n, h.p_agent_yes + psum
+                h["pending"] += n
             else:
-                h.agent_no, h.p_agent_no = h.agent_no + n, h.p_agent_no + psum
-        out: dict[str, list[Any]] = {}
+                side = "yes" if label == "YES" else "no"
+                h[f"agent_{side}"] += n
+                h[f"p_agent_{side}"] += psum
+        out: dict[str, list[dict[str, Any]]] = {}
         for (t, _st), h in sorted(acc.items(), key=lambda kv: (kv[0][0], kv[0][1] is None,
                                                               kv[0][1] or "")):  # fmt: skip
             out.setdefault(t, []).append(h)
