@@ -188,6 +188,28 @@ def one_run(base: Path, work: Path, share: float, seed: int, truth, baseline) ->
     return out
 
 
+def print_table(results: dict[tuple, list[tuple]]) -> float:
+    """Coverage, median width and how often not estimated, per estimator, task, figure and
+    share; returns the lowest coverage of the app's estimator."""
+    print(f"\n{'estimator':9s} {'task':8s} {'figure':12s} {'share':>5s} {'runs':>5s} "
+          f"{'covered':>8s} {'median width':>12s} {'not est.':>8s}")  # fmt: skip
+    lowest = 1.0
+    for (name, task, fig, share), v in sorted(results.items()):
+        judged = [(c, w) for c, w, _ in v if c is not None]
+        missing = sum(m for _, _, m in v)
+        if not judged:
+            print(f"{name:9s} {task:8s} {fig:12s} {share:5g} {len(v):5d} {'-':>8s} {'-':>12s} "
+                  f"{missing:8d}")  # fmt: skip
+            continue
+        cover = float(np.mean([c for c, _ in judged]))
+        width = float(np.median([w for _, w in judged]))
+        if name == "new":
+            lowest = min(lowest, cover)
+        print(f"{name:9s} {task:8s} {fig:12s} {share:5g} {len(judged):5d} {cover:8.3f} "
+              f"{width:12.3f} {missing:8d}")  # fmt: skip
+    return lowest
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     ap.add_argument("--catalog", required=True, help="CSV: path,row,task,id,label (the truth)")
@@ -240,22 +262,10 @@ def main(argv: list[str] | None = None) -> int:
                 results.setdefault((name, task, fig, share), []).append((cov, width, missing))
         print(f"share {share:g}: {args.seeds} seeds done ({time.perf_counter() - t0:.0f} s)",
               flush=True)  # fmt: skip
-    print(f"\n{'estimator':9s} {'task':8s} {'figure':12s} {'share':>5s} {'runs':>5s} "
-          f"{'covered':>8s} {'median width':>12s} {'not est.':>8s}")  # fmt: skip
-    lowest = 1.0
-    for (name, task, fig, share), v in sorted(results.items()):
-        judged = [(c, w) for c, w, _ in v if c is not None]
-        missing = sum(m for _, _, m in v)
-        if not judged:
-            print(f"{name:9s} {task:8s} {fig:12s} {share:5g} {len(v):5d} {'-':>8s} {'-':>12s} "
-                  f"{missing:8d}")  # fmt: skip
-            continue
-        cover = float(np.mean([c for c, _ in judged]))
-        width = float(np.median([w for _, w in judged]))
-        if name == "new":
-            lowest = min(lowest, cover)
-        print(f"{name:9s} {task:8s} {fig:12s} {share:5g} {len(judged):5d} {cover:8.3f} "
-              f"{width:12.3f} {missing:8d}")  # fmt: skip
+        if share != shares[-1]:  # what is known so far, should the run be cut short
+            print_table({k: v for k, v in results.items() if k[3] == share})
+            print(flush=True)
+    lowest = print_table(results)
     if tmp:
         tmp.cleanup()
     print(f"audit_coverage_min: {lowest:.3f}")
