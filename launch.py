@@ -242,6 +242,18 @@ def main(argv: list[str] | None = None) -> int:
             hint = " (the database given with --db)"  # the store names it, not the flag
         print(f"{program()} {command}: {' '.join(str(err).split())}{hint}", file=sys.stderr)
         return 2
+    except OSError as err:
+        # A file or folder the system refused (a path that is not there, not writable, a
+        # full disk): the user's to fix, so one line naming it, as for a LoupeError. One
+        # that names no file is not known to be the user's and keeps its traceback.
+        if err.filename is None:
+            raise
+        log.debug("%s failed", command, exc_info=True)
+        paths = " -> ".join(repr(str(f)) for f in (err.filename, err.filename2) if f)
+        why = err.strerror or str(err)
+        print(f"{program()} {command}: {paths}: {why} (check the path and its permissions)",
+              file=sys.stderr)  # fmt: skip
+        return 2
 
 
 if __name__ == "__main__":

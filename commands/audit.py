@@ -23,10 +23,12 @@ from annotate.audit_sample import (
     store_estimates,
     table_rows,
 )
+from commands import flags
+from db.store import DEFAULT_DB
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", default=None, help="Store (file or SQLAlchemy URL).")
+    parser.add_argument("--db", default=DEFAULT_DB, help="Store (file or SQLAlchemy URL).")
     parser.add_argument(
         "--draw", action="store_true", help="draw the sample of every task that has none yet"
     )
@@ -47,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="max(P, 1 - P) from which --auto-accept takes a verdict (default: the team's "
         "auto_accept, else 0.9)",
     )
-    parser.add_argument("--task", default=None, help="figures of this task only")
+    parser.add_argument("--task", type=flags.task, default=None, help="figures of this task only")
 
 
 def _table(headers: list[str], rows: list[list]) -> str:

@@ -14,17 +14,24 @@ from annotate.inspector_fit import NoLabels, cv_table, inspector_dir
 from annotate.learning import learn
 from annotate.run_calibration import CalibrationError, calibrate_run
 from annotate.run_calibration import cv_table as run_cv_table
+from commands import flags
+from db.store import DEFAULT_DB
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", default=None, help="Store (file or SQLAlchemy URL).")
+    parser.add_argument("--db", default=DEFAULT_DB, help="Store (file or SQLAlchemy URL).")
     parser.add_argument(
         "--out", default=str(inspector_dir()), help="Folder for the model JSON (the app's too)."
     )
     parser.add_argument(
-        "--min-labels", type=int, default=50, help="Labels per task before a combiner is tried."
+        "--min-labels",
+        type=flags.at_least(1),
+        default=50,
+        help="Labels per task before a combiner is tried.",
     )
-    parser.add_argument("--folds", type=int, default=5, help="Cross-validation folds.")
+    parser.add_argument(
+        "--folds", type=flags.at_least(2), default=5, help="Cross-validation folds."
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--if-better",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from commands import UsageError
+from commands import UsageError, flags
 from training.degrade import degrade_candidates
 
 
@@ -24,12 +24,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--task", help="Task for --input spectra (cv, carbon, s_type, m_giant, wd)."
     )
     parser.add_argument("--label", choices=["YES", "NO"], help="Label for --input spectra.")
-    parser.add_argument("--snr", type=float, action="append", help="Target SNR (repeatable).")
-    parser.add_argument("--realisations", type=int, default=1, help="Noisy copies per SNR.")
+    parser.add_argument(
+        "--snr", type=flags.positive, action="append", help="Target SNR (repeatable)."
+    )
+    parser.add_argument(
+        "--realisations", type=flags.at_least(1), default=1, help="Noisy copies per SNR."
+    )
     parser.add_argument(
         "--rv-max", type=float, default=300.0, help="|RV| drawn uniformly up to this (km/s)."
     )
-    parser.add_argument("--resolution", type=float, default=1800.0, help="Target resolving power.")
+    parser.add_argument(
+        "--resolution", type=flags.positive, default=1800.0, help="Target resolving power."
+    )
     parser.add_argument(
         "--source-resolution",
         type=float,

@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from commands import UsageError
+from commands import UsageError, flags
 from training.evaluate import evaluate, markdown_table
 
 
@@ -42,9 +42,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--by", default=None, help="Also report per value of this catalogue column (e.g. snr)."
     )
-    parser.add_argument("--workers", type=int, default=None, help="rules: worker processes.")
     parser.add_argument(
-        "--max-turns", type=int, default=None, help="Assistant turns per candidate."
+        "--workers", type=flags.at_least(1), default=None, help="rules: worker processes."
+    )
+    parser.add_argument(
+        "--max-turns", type=flags.at_least(1), default=None, help="Assistant turns per candidate."
     )
     parser.add_argument("--out", default="eval", help="Output folder.")
 

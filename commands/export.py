@@ -14,6 +14,7 @@ from annotate.export.batch import empty_reason, run_export
 from annotate.export.catalogue import CatalogueError, write_catalogue
 from annotate.export.record import DEFAULT_RENDERER, KINDS
 from annotate.export.vi import LAYOUTS, VIError, write_vi
+from commands import flags
 from db.store import DEFAULT_DB, DatabaseError, Store
 
 
@@ -37,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--test-fraction",
-        type=float,
+        type=flags.share,
         default=0.1,
         help="fraction of objects without a stored split that go to test (by hash of object id)",
     )
@@ -51,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--min-grade",
-        type=int,
+        type=flags.between(1, 4),
         default=None,
         help="only decisions an expert graded at least N (1 a guess .. 4 certain); ungraded "
         "ones, gold and catalogue labels are left out too",
@@ -59,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="replace --out if it is not empty")
     parser.add_argument(
         "--workers",
-        type=int,
+        type=flags.at_least(1),
         default=None,
         help="render processes; None: as many as CPUs, at most 4",
     )

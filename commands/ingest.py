@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from commands import flags
 from db.store import DEFAULT_DB
 
 
@@ -63,7 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="Refuse paths outside this folder (repeatable).",
     )
-    parser.add_argument("--batch-size", type=int, default=2000, help="Candidates per transaction.")
+    parser.add_argument(
+        "--batch-size", type=flags.at_least(1), default=2000, help="Candidates per transaction."
+    )
     parser.add_argument(
         "--keep-first",
         action="store_true",

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from app.main import listen_socket, make_context, serve
+from commands import flags
 from db.settings import DEFAULTS, ServeSettings
 from db.store import DEFAULT_DB
 
@@ -64,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-upload-mb",
-        type=float,
+        type=flags.positive,
         default=DEFAULTS.max_upload_mb,
         help="Largest spectrum file accepted.",
     )
@@ -86,7 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--session-hours",
-        type=float,
+        type=flags.positive,
         default=DEFAULTS.session_hours,
         help="With --login: a session expires this long after logging in.",
     )

@@ -14,10 +14,11 @@ import sys
 
 from annotate import team_settings
 from commands import UsageError
+from db.store import DEFAULT_DB
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", default=None, help="Store (file or SQLAlchemy URL).")
+    parser.add_argument("--db", default=DEFAULT_DB, help="Store (file or SQLAlchemy URL).")
     parser.add_argument(
         "changes",
         nargs="*",

@@ -35,6 +35,7 @@ from typing import Any
 from agent.errors import LoupeError
 from agent.loop import DEFAULT_MAX_TURNS
 from annotate.vetting.runner import POLICY_CHOICES, VetOptions
+from commands import flags
 
 _DEFAULT = VetOptions()
 
@@ -61,7 +62,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="task for inputs that carry none: cv, carbon, s_type, m_giant, wd",
     )
-    src.add_argument("--limit", type=int, default=None, help="vet at most this many candidates")
+    src.add_argument(
+        "--limit", type=flags.at_least(1), default=None, help="vet at most this many candidates"
+    )
     src.add_argument(
         "--strict",
         action="store_true",
@@ -91,7 +94,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     pol.add_argument(
         "--max-turns",
-        type=int,
+        type=flags.at_least(1),
         default=DEFAULT_MAX_TURNS,
         help="assistant turns per candidate (zooms + the answer)",
     )
@@ -100,13 +103,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     pol.add_argument(
         "--max-new-tokens",
-        type=int,
+        type=flags.at_least(1),
         default=_DEFAULT.max_new_tokens,
         help="token budget per assistant turn (model backends)",
     )
     pol.add_argument(
         "--samples",
-        type=int,
+        type=flags.at_least(1),
         default=_DEFAULT.samples,
         help="openai: answers sampled per final turn for agreement-based "
         "confidence when the server returns no logprobs",
@@ -117,14 +120,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     par = parser.add_argument_group("throughput")
     par.add_argument(
-        "--workers", type=int, default=_DEFAULT.workers, help="rules: worker processes"
+        "--workers",
+        type=flags.at_least(1),
+        default=_DEFAULT.workers,
+        help="rules: worker processes",
     )
     par.add_argument(
-        "--concurrency", type=int, default=_DEFAULT.concurrency, help="openai: requests in flight"
+        "--concurrency",
+        type=flags.at_least(1),
+        default=_DEFAULT.concurrency,
+        help="openai: requests in flight",
     )
     par.add_argument(
         "--batch-size",
-        type=int,
+        type=flags.at_least(1),
         default=_DEFAULT.batch_size,
         help="hf/vllm: episodes generated together",
     )

@@ -138,3 +138,87 @@ def test_import_labels_with_a_known_and_an_unknown_expert_records_nothing(capsys
     assert launch.main(argv) == 0
     with Store(db) as store:
         assert [len(store.reviews(expert=e)) for e in ("ada", "bob")] == [2, 1]
+
+
+@pytest.mark.parametrize(
+    "argv,flag",
+    [
+        (["export", "sft", "--out", "o", "--test-fraction", "2"], "--test-fraction"),
+        (["export", "sft", "--out", "o", "--min-grade", "9"], "--min-grade"),
+        (["export", "rl", "--out", "o", "--workers", "0"], "--workers"),
+        (["vet", "--catalog", "c.csv", "--workers", "0"], "--workers"),
+        (["vet", "--catalog", "c.csv", "--limit", "0"], "--limit"),
+        (["vet", "--catalog", "c.csv", "--max-turns", "0"], "--max-turns"),
+        (["calibrate", "--folds", "1"], "--folds"),
+        (["audit", "--task", "quasar"], "--task"),
+        (["evaluate", "--catalog", "c.csv", "--workers", "-1"], "--workers"),
+        (["ingest", "c.csv", "--batch-size", "0"], "--batch-size"),
+        (["degrade", "--catalog", "c.csv", "--out", "o", "--snr", "0"], "--snr"),
+        (["serve", "--session-hours", "0"], "--session-hours"),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else "",
+)
+def test_a_flag_value_out_of_range_is_refused_before_anything_runs(
+    capsys, tmp_path, monkeypatch, argv, flag
+):
+    """These were taken and acted on: --test-fraction 2 put every object in test, --min-grade
+    9 exported nothing without a word, `audit --task quasar` printed an empty table."""
+    monkeypatch.chdir(tmp_path)
+    _one_line(capsys, argv, f"argument {flag}")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_commands_that_read_the_store_default_to_its_default_path(
+    capsys, tmp_path, monkeypatch
+):
+    """calibrate, audit and settings took no --db as 'None' ("'None': no database there"),
+    where every other command reads the default store."""
+    monkeypatch.chdir(tmp_path)
+    Store(tmp_path / "data" / "loupe.db").close()
+    monkeypatch.setattr("db.store.DEFAULT_DB", "data/loupe.db")
+    for command in ("calibrate", "audit", "settings"):
+        assert launch.build_parser(command).parse_args([]).db == "data/loupe.db"
+    assert launch.main(["settings"]) == 0
+    assert "audit_rate" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["demo", "--out", "{bad}"],
+        ["demo", "--out", "{tmp}/d", "--labels", "{bad}/labels.csv"],
+        ["vet", "--catalog", "{tmp}/d/labels.csv", "--out", "{bad}/v.jsonl", "--no-progress"],
+        ["degrade", "--catalog", "{tmp}/d/labels.csv", "--out", "{bad}", "--snr", "20"],
+        ["export", "vi", "--db", "{db}", "--out", "{bad}/vi.csv"],
+    ],
+    ids=lambda v: " ".join(v[:2]),
+)
+def test_a_path_the_system_refuses_is_one_line_naming_it(capsys, tmp_path, db, argv):
+    """An --out under a file (or any path the system refuses) ended in a traceback and exit 1."""
+    taken = tmp_path / "taken.txt"
+    taken.write_text("mine")
+    if "{tmp}/d/labels.csv" in argv:
+        assert launch.main(["demo", "--out", str(tmp_path / "d"), "--n-per-class", "1",
+                            "--labels", str(tmp_path / "d" / "labels.csv")]) == 0  # fmt: skip
+        capsys.readouterr()
+    real = [a.format(bad=taken / "sub", tmp=tmp_path, db=db) for a in argv]
+    line = _one_line(capsys, real, str(taken / "sub"), "Not a directory")
+    assert line.startswith(f"launch.py {argv[0]}: ")
+    assert taken.read_text() == "mine"
+
+
+def test_import_labels_with_rows_naming_no_expert_is_one_line(capsys, tmp_path, db):
+    """No --expert and no `expert` column: one line, exit 2, nothing recorded (it refused
+    every row on a line of its own and exited 1). Rows that name none beside rows that do
+    are refused the same way, before the others are recorded."""
+    _store_with_candidates(db)
+    f = tmp_path / "labels.csv"
+    f.write_text("id,label\nc0,NO\nc1,YES\nc2,NO\n")
+    _one_line(capsys, ["import-labels", str(f), "--db", db], "its rows name no expert",
+              "--expert NAME", "nothing recorded")  # fmt: skip
+    g = tmp_path / "vi.csv"
+    g.write_text("id,label,expert\nc0,NO,ada\nc1,YES,\nc2,NO,ada\n")
+    _one_line(capsys, ["import-labels", str(g), "--db", db], "1 of its 3 rows name no expert")
+    with Store(db) as store:
+        assert store.reviews() == []
+    assert launch.main(["import-labels", str(g), "--db", db, "--expert", "ada"]) == 0
