@@ -225,7 +225,11 @@ def fit_task(
             "objects out"
         )
         return TaskModel("rules"), report
-    kinds = ["platt", "isotonic"] + (["combiner"] if n >= min_labels else [])
+    from annotate.inspector_models import ISOTONIC_MIN
+
+    # a monotone step map fitted to a handful of one class memorises those objects
+    iso = ["isotonic"] if min(n_pos, n - n_pos) >= ISOTONIC_MIN else []
+    kinds = ["platt", *iso] + (["combiner"] if n >= min_labels else [])
     if n < min_labels:
         report["why"] = f"{n} labels: calibration only (a combiner needs {min_labels})"
     feats = task_features(ex[0].task)

@@ -12,8 +12,9 @@ settings (`model_calibration`). The queue then ranks that run's candidates by th
 calibrated P(YES); the stored confidence and verdict stay as the model gave them.
 
 Per task, cross-validation with folds grouped by object compares the raw P(YES) with
-temperature scaling (a logistic fit on logit P(YES): a temperature and a bias) and an
-isotonic map; the lower cross-validated log-loss wins, and a task keeps its raw P(YES)
+temperature scaling (a logistic fit on logit P(YES): a temperature and a bias) and, with
+200 labels of each class, an isotonic map (fewer cannot carry a step map); the lower
+cross-validated log-loss wins, and a task keeps its raw P(YES)
 unless the winner clearly beats it (the inspector's rule, `annotate.inspector_fit.fit_task`).
 """
 

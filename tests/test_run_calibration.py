@@ -101,3 +101,19 @@ def test_cli_and_bad_runs(tmp_path, capsys):
     fp = run_fingerprint(run.policy, run.model, run.renderer, run.params)
     assert store.setting(MODEL_CALIBRATION)[fp]["tasks"]["cv"]["kind"] in ("platt", "isotonic")
     store.close()
+
+
+def test_a_run_with_three_positives_gets_no_isotonic_map():
+    """Three positive objects cannot carry a step map: only the two-parameter temperature
+    scaling is tried for them."""
+    from annotate.inspector_fit import Example
+    from annotate.run_calibration import fit_run
+
+    rng = np.random.default_rng(1)
+    ex = []
+    for i in range(150):
+        pos = i < 3
+        p = float(np.clip(rng.normal(0.3 if pos else 0.05, 0.03), 0.001, 0.999))
+        ex.append(Example("s_type", pos, f"o{i}", float(np.log(p / (1 - p))), p, {}))
+    _, cv = fit_run(ex)
+    assert "isotonic" not in cv["s_type"] and cv["s_type"]["chosen"] in ("rules", "platt")
