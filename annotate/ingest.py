@@ -43,42 +43,75 @@ def collect(
     return refs, errors
 
 
-def _meta_of(spec) -> dict[str, Any]:
-    from db.store import SURVEY_META
-
-    out = {k: getattr(spec.meta, k) for k in SURVEY_META}
-    return {k: v for k, v in out.items() if v not in (None, "")}
-
-
 def spectra_meta(refs: list[CandidateRef]) -> tuple[dict[int, dict[str, Any]], dict[int, str]]:
     """Survey metadata for each ref (index -> meta), reading each file once, and
-    index -> problem for refs whose spectrum cannot be read."""
-    from agent.formats import read_spectra
+    index -> problem for refs whose spectrum cannot be read.
+
+    The files are untrusted: each is read in a limited worker process
+    (`agent.formats.sandbox`), several at a time, so a file that would take more memory
+    or time than a read may is refused ("refused: <file> needs more than N MB to read")
+    and the others go on."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agent.formats.sandbox import ReadRefused, pool, read_metas
 
     by_path: dict[str, list[int]] = {}
     for i, ref in enumerate(refs):
         by_path.setdefault(ref.path, []).append(i)
     metas: dict[int, dict[str, Any]] = {}
     problems: dict[int, str] = {}
-    for path, idx in by_path.items():
-        index: dict[tuple[Any, Any], Any] = {}
-        if len(idx) > 1:
-            try:
-                for spec in read_spectra(path):
-                    index[(_norm(spec.meta.hdu), spec.meta.row)] = spec
-            except Exception:  # noqa: BLE001 (each ref is read again below and named)
-                index = {}  # fall back to reading each ref on its own, to name the bad one
-        for i in idx:
-            ref = refs[i]
-            spec = index.get((_norm(ref.hdu), ref.row))
-            try:
-                metas[i] = _meta_of(spec if spec is not None else ref.load())
-            except SpectrumError as err:
-                problems[i] = err.problem
-            except Exception as err:  # a reader bug must not stop the whole ingest
-                log.exception("reading %s failed", _where(ref))
-                problems[i] = f"{type(err).__name__}: {err}"
+    if not by_path:
+        return metas, problems
+    reads = pool()
+
+    def one(path: str, idx: list[int]) -> list[Any]:
+        locs = [(refs[i].hdu, refs[i].row) for i in idx]
+        try:
+            return reads.call(path, read_metas, path, locs)
+        except ReadRefused as err:
+            return [str(err)] * len(idx)
+        except SpectrumError as err:
+            return [err.problem] * len(idx)
+        except Exception as err:  # a reader bug must not stop the whole ingest
+            log.exception("reading %s failed", path)
+            return [f"{type(err).__name__}: {err}"] * len(idx)
+
+    items = list(by_path.items())
+    with ThreadPoolExecutor(max_workers=max(1, min(reads.limits.workers, len(items)))) as ex:
+        answers = list(ex.map(lambda item: one(*item), items))
+    for (_, idx), got in zip(items, answers):
+        for i, meta in zip(idx, got):
+            if isinstance(meta, str):
+                problems[i] = meta
+            elif isinstance(meta, tuple):  # (kind, source, problem) from the worker
+                problems[i] = meta[2]
+            else:
+                metas[i] = _meta_of_info(meta)
     return metas, problems
+
+
+def read_upload(path: Path, task: str, roots: list[Path] | None) -> list[CandidateRef]:
+    """The candidates an uploaded file (a spectrum, a catalogue, a parquet) names, every
+    spectrum read once to prove it readable, all in a limited worker process: a file
+    past a limit raises `ReadRefused` ("refused: <file> needs more than N MB to read")."""
+    from agent.formats.sandbox import checked_candidates, pool
+
+    return pool().call(path, checked_candidates, str(path), task, roots)
+
+
+def read_sources(path: Path, task: str, roots: list[Path] | None) -> list[CandidateRef]:
+    """The candidates a server path names (a file, folder, glob or catalogue), expanded in
+    a limited worker process as an upload is."""
+    from agent.formats.sandbox import expand_limited, pool
+
+    return pool().call(path, expand_limited, str(path), task, roots)
+
+
+def _meta_of_info(info: Any) -> dict[str, Any]:
+    from db.store import SURVEY_META
+
+    out = {k: getattr(info, k) for k in SURVEY_META}
+    return {k: v for k, v in out.items() if v not in (None, "")}
 
 
 def _norm(hdu: Any) -> Any:
@@ -120,7 +153,7 @@ def ingest_refs(
     and SNR, and none on a resumed run."""
     from db.store import file_hash
 
-    errors: list[tuple[str, str]] = []
+    refs, errors = one_candidate_per_spectrum(store, refs)
     metas: dict[int, dict[str, Any]] = {}
     problems: dict[int, str] = {}
     if read:
@@ -162,6 +195,42 @@ def ingest_refs(
     errors += [(f"{kept[i].id} ({kept[i].path})", why) for i, _, why in report.errors]
     errors += [Conflict((item, why)) for _, item, why in report.conflicts]
     return report, errors, [r for i, r in enumerate(kept) if i not in refused]
+
+
+def one_candidate_per_spectrum(
+    store, refs: list[CandidateRef]
+) -> tuple[list[CandidateRef], list[tuple[str, str]]]:
+    """`refs` without those giving a second id to one spectrum (file, HDU, row) for one
+    task, which the store refuses (one candidate per spectrum and task); each left out is
+    a `Conflict` naming both ids and the file. The first, or the stored one, stands.
+    Checked before anything is read or written, so nothing is half-added."""
+    from db.store.values import ref_key
+
+    holders = store.spectrum_holders(refs) if refs else {}
+    first: dict[tuple[str, str], CandidateRef] = {}
+    kept: list[CandidateRef] = []
+    errors: list[tuple[str, str]] = []
+    for i, ref in enumerate(refs):
+        loc = _where(ref).split(" ", 1)[1][1:-1]  # the file [hdu] row part
+        stored = holders.get(i)
+        if stored is not None and stored != ref.id:
+            errors.append(Conflict((
+                _where(ref),
+                f"{loc} is already candidate {stored!r} (task {ref.task}) in the store: one "
+                f"spectrum is one candidate per task, so id {ref.id!r} is not added",
+            )))  # fmt: skip
+            continue
+        seen = first.setdefault((ref_key(ref.path, ref.hdu, ref.row), ref.task), ref)
+        if seen.id != ref.id:
+            errors.append(Conflict((
+                _where(ref),
+                f"{loc} is already candidate {seen.id!r} (task {ref.task}) in "
+                f"{seen.origin or seen.path}: one spectrum is one candidate per task, so id "
+                f"{ref.id!r} is not added",
+            )))  # fmt: skip
+            continue
+        kept.append(ref)
+    return kept, errors
 
 
 def _where(ref: CandidateRef) -> str:

@@ -439,6 +439,7 @@ def _read_ecsv(path: Path, text: str, row: int | None) -> list[Spectrum]:
     give units and the frame in its header."""
     from astropy.table import Table
 
+    _refuse_yaml_aliases(path, text)
     try:
         table = Table.read(text, format="ascii.ecsv", guess=False)
     except Exception as exc:
@@ -458,6 +459,33 @@ def _read_ecsv(path: Path, text: str, row: int | None) -> list[Spectrum]:
     return _columns_to_spectra(
         path, columns, names, units, frame=_text_frame(meta), hdu=None, row=row
     )
+
+
+def _refuse_yaml_aliases(path: Path, text: str) -> None:
+    """Refuse an ECSV header whose YAML holds anchors or aliases (`&a`, `*a`), before
+    astropy loads it: nine nested aliases of nine make 9^9 values out of a kilobyte once
+    anything turns the metadata into text. No ECSV writer needs them; the header is only
+    tokenised here, which costs what its text does."""
+    import yaml
+
+    lines = []
+    for line in text.splitlines()[1:]:  # after "# %ECSV 1.0"
+        if not line.startswith("#"):
+            break
+        lines.append(line[2:] if line.startswith("# ") else line[1:])
+    try:
+        for token in yaml.scan("\n".join(lines), Loader=yaml.SafeLoader):
+            if isinstance(token, (yaml.AnchorToken, yaml.AliasToken)):
+                anchor = isinstance(token, yaml.AnchorToken)
+                kind, sign = ("anchor", "&") if anchor else ("alias", "*")
+                raise SpectrumError(
+                    path,
+                    f"ECSV header line {token.start_mark.line + 2} holds a YAML {kind} "
+                    f"({sign}{token.value}); anchors and aliases are not read (write the "
+                    "values out)",
+                )
+    except yaml.YAMLError:
+        return  # astropy names what is wrong with the header in its own words
 
 
 def _text_frame(meta: dict[str, Any]) -> Frame:

@@ -68,13 +68,26 @@ def _records(path: Path, columns: list[str], wanted: set[int] | None = None) -> 
                 path, f"parquet lacks the SpecVI-Bench column(s) {', '.join(missing)} (has {names})"
             )
         _check_size(path, pf, columns)
-        first = 0
+        first = decoded = 0
         for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=columns):
+            # The footer cannot bound what strings decode to: a dictionary-encoded value is
+            # stored once and decoded for every row. So what the batches take decoded is
+            # counted as they come, each a few rows, and the read stops at the cap.
+            decoded += batch.nbytes
+            if decoded > LIMITS.inflate_cap:
+                raise LimitError(
+                    path,
+                    f"parquet columns {', '.join(columns)} decode to over {LIMITS.inflate_cap} "
+                    f"bytes by row {first + batch.num_rows} (over the "
+                    f"{LIMITS.inflate_cap}-byte limit)",
+                )
             cols = [batch.column(c) for c in columns]
             for i in range(batch.num_rows):
                 if wanted is None or first + i in wanted:
                     yield {c: _lean(col[i]) for c, col in zip(columns, cols)}
             first += batch.num_rows
+            if wanted is not None and first > max(wanted, default=-1):
+                return
     except SpectrumError:
         raise
     except Exception as exc:
@@ -117,6 +130,13 @@ def _lean(value: Any) -> Any:
     ):
         return value.values.to_numpy(zero_copy_only=False).astype(np.float64)  # nulls: NaN
     return value.as_py()
+
+
+def _plain(value: Any) -> Any:
+    """A record of `_records` with its numpy arrays back as lists (as `to_pylist` gives)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value.tolist() if isinstance(value, np.ndarray) else value
 
 
 def _pixels(values: Any) -> Any:
@@ -227,9 +247,10 @@ def row_prompt(path: Path, row: int) -> RowPrompt | None:
         if "prompt" not in names:
             return None
         cols = [c for c in ("prompt", "images") if c in names]
-        rec = pf.read(columns=cols).slice(int(row), 1).to_pylist()
     except Exception as exc:
         raise SpectrumError(path, f"unreadable parquet file ({str(exc)[:160]})") from None
+    # Read as the spectra are: a few rows at a time, what they decode to counted.
+    rec = [_plain(r) for r in _records(path, cols, {int(row)})]
     if not rec:
         raise SpectrumError(path, f"row {row} does not exist")
     messages = rec[0].get("prompt")

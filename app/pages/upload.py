@@ -19,14 +19,19 @@ log = logging.getLogger(__name__)
 
 
 def ingest_and_vet(
-    ctx: Context, refs: list[Any], *, policy: str | None = None, actor: str = "app"
+    ctx: Context,
+    refs: list[Any],
+    *,
+    policy: str | None = None,
+    actor: str = "app",
+    problems: list[tuple[str, str]] | None = None,
 ) -> int:
     """Add candidates to the store and record the agent's trajectory for each.
 
     `refs` are `CandidateRef`s or catalogue rows (dicts with id, task, path, ...). A spectrum
-    that cannot be read is logged and left out; the others go on. Candidates the serving
-    policy has already vetted (same run set-up) are not vetted again. Returns the number of
-    trajectories recorded.
+    that cannot be read, or that a second id names, is logged (and added to `problems`)
+    and left out; the others go on. Candidates the serving policy has already vetted
+    (same run set-up) are not vetted again. Returns the number of trajectories recorded.
     """
     from annotate.ingest import ingest_refs
     from annotate.vetting.into_store import vet_into_store
@@ -37,9 +42,11 @@ def ingest_and_vet(
                      row=r.get("row"), label=r.get("label") or None)
         for r in refs
     ]  # fmt: skip
-    _, problems, added = ingest_refs(ctx.store, refs, actor=actor)
-    for item, problem in problems:
+    _, refused, added = ingest_refs(ctx.store, refs, actor=actor)
+    for item, problem in refused:
         log.warning("not ingested: %s: %s", item, problem)
+    if problems is not None:
+        problems.extend(refused)
     if not added:
         return 0
     # Inline (one worker): this runs inside the server's request.
@@ -65,11 +72,8 @@ def ingest_upload(
     import hashlib
     import shutil
 
-    from agent.candidates import expand_candidates
-
-    # Every path a file names (a catalogue's lines) must stay inside the data roots too.
-    def read_candidates(path: Path, task: str):
-        return expand_candidates([str(path)], task=task, roots=ctx.data_roots)
+    from agent.formats.sandbox import ReadRefused
+    from annotate.ingest import read_sources, read_upload
 
     try:
         require(ex)
@@ -91,27 +95,32 @@ def ingest_upload(
             dest = upload_dir / f"{digest}-{Path(name).name}"
             shutil.copyfile(src, dest)
             try:
-                found = read_candidates(dest, task=task)
-                for r in found:
-                    r.load()  # validate now: a bad file is refused before it is ingested
+                # Read whole in a limited worker process (every path a catalogue names
+                # kept inside the data roots): a bad file is refused before it is
+                # ingested, and a file built to exhaust the server only ends its worker.
+                found = read_upload(dest, task, ctx.data_roots)
             except BaseException:  # whatever refused it, the copy must not stay
                 dest.unlink(missing_ok=True)
                 raise
             refs += found
             lines.append(f"- {escape(name)}: {len(found)} spectrum(s)")
+        except ReadRefused as e:
+            lines.append(f"- {escape(name)}: refused: {escape(name)} {escape(e.problem)}")
         except (SpectrumError, OSError, ValueError) as e:
             lines.append(f"- {escape(name)}: refused ({escape(e)})")
     if path and path.strip():
         try:
             p = inside_roots(ctx, path.strip())
-            found = read_candidates(p, task=task)
+            found = read_sources(p, task, ctx.data_roots)
             refs += found
             lines.append(f"- {escape(path)}: {len(found)} candidate(s)")
         except (AccessError, SpectrumError, OSError, ValueError) as e:
             lines.append(f"- {escape(path)}: refused ({escape(e)})")
     if refs:
         try:
-            n = ingest_and_vet(ctx, refs, actor=ex.name)
+            refused: list[tuple[str, str]] = []
+            n = ingest_and_vet(ctx, refs, actor=ex.name, problems=refused)
+            lines += [f"- not added: {escape(item)}: {escape(why)}" for item, why in refused]
             lines.append(f"\n{n} candidate(s) vetted by the `{escape(ctx.policy)}` agent.")
         except Exception as e:
             lines.append("\n" + refusal("Ingest failed", e))

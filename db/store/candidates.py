@@ -123,6 +123,26 @@ class CandidatesMixin:
             held = self._spectrum_ids(s, sorted(set(keys)))
         return {i for i, k in enumerate(keys) if k in held}
 
+    def spectrum_holders(self, refs: Sequence[CandidateRef]) -> dict[int, str]:
+        """Index -> id of the stored candidate that holds the ref's spectrum (file, HDU,
+        row) for the ref's task: one spectrum is one candidate per task
+        (uq_candidate_spectrum_task)."""
+        keys = [ref_key(r.path, r.hdu, r.row) for r in refs]
+        held: dict[tuple[str, str], str] = {}
+        with self._ro() as s:
+            wanted = sorted(set(keys))
+            for j in range(0, len(wanted), 500):
+                rows = s.execute(
+                    select(m.Spectrum.ref_key, m.Task.name, m.Candidate.key)
+                    .join(m.Candidate, m.Candidate.spectrum_id == m.Spectrum.id)
+                    .join(m.Task, m.Task.id == m.Candidate.task_id)
+                    .where(m.Spectrum.ref_key.in_(wanted[j : j + 500]))
+                ).all()  # fmt: skip
+                held.update({(k, t): key for k, t, key in rows})
+        return {
+            i: held[(k, r.task)] for i, (k, r) in enumerate(zip(keys, refs)) if (k, r.task) in held
+        }
+
     @staticmethod
     def _spectrum_ids(s: Session, keys: Sequence[str]) -> dict[str, int]:
         """ref_key -> id of the stored spectra among `keys` (queried 500 at a time)."""
