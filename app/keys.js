@@ -47,7 +47,8 @@
   };
   const onVetPage = () => visible(document.getElementById("btn-accept"));
 
-  // r: a one-line reason for the reject; Enter saves it (the box's submit), Esc cancels.
+  // r: a one-line reason for the reject; Enter saves it (the box's submit), Esc leaves the box
+  // and keeps the text (the candidate's draft).
   // Gradio scopes the page's CSS under its container, so panels are shown inline.
   const show = (id, on) => {
     const el = document.getElementById(id);
@@ -62,16 +63,6 @@
     }
   };
   const closeReason = () => show("reject-reason-row", false);
-  // Empties the reason box as Gradio sees it (an input event, not only the DOM value).
-  const clearReason = () => {
-    const box = document.querySelector("#reject-reason input, #reject-reason textarea");
-    if (!box) return;
-    const proto = Object.getPrototypeOf(box);
-    Object.getOwnPropertyDescriptor(proto, "value").set.call(box, "");
-    box.dispatchEvent(new Event("input", { bubbles: true }));
-  };
-  // Called by the reason's submit (app/ui/vet.py) once its text is in the request.
-  window.loupeReasonSent = () => setTimeout(clearReason, 0);
 
   // c: the correct panel, in view with the cursor in the reasoning box.
   window.loupeOpenCorrect = () => {
@@ -84,51 +75,196 @@
   };
   const closeCorrect = () => show("correct-panel", false);
 
-  // Text the expert wrote and has not saved: a correction's reasoning or note, or a reject's
-  // reason, in a panel that is open. While there is some, no key decides the candidate (the
-  // focus may have left the box: after a dropdown, Enter leaves it on the page body), and
-  // moving on asks first.
   const shown = (id) => {
     const el = document.getElementById(id);
     return !!el && el.style.display === "flex" && visible(el);
   };
-  const filled = (sel) =>
-    [...document.querySelectorAll(sel)].some((b) => (b.value || "").trim() !== "");
-  const unsaved = () =>
-    (shown("correct-panel") &&
-      filled("#correct-explanation textarea, #correct-note textarea, #correct-note input")) ||
-    (shown("reject-reason-row") && filled("#reject-reason input, #reject-reason textarea"));
-  const holdText = () => {
-    const box = shown("correct-panel")
-      ? document.querySelector("#correct-explanation textarea")
-      : document.querySelector("#reject-reason input, #reject-reason textarea");
-    const msg = document.getElementById("vet-message");
-    if (msg)
-      msg.innerText = shown("correct-panel")
-        ? "Unsaved correction: Ctrl+Enter saves it, Esc discards it."
-        : "Unsaved reason: Enter saves the reject, Esc discards it.";
-    if (box) box.focus();
+  // ---- drafts: what the expert types on a candidate (comment, a reject's reason, a
+  // correction's reasoning and note) is that candidate's, kept in the browser's storage per
+  // expert and candidate (id and task) from the first keystroke: a reload, a move or another
+  // tab loses none of it, and no text follows the expert to another candidate. A decision's
+  // request carries the texts of the candidate it was pressed on (loupeTextsFor); the
+  // server's answer says which texts the store now holds (app/pages/vet_texts.py), and
+  // those are dropped here.
+  const TEXTS = {
+    comment: "#vet-comment textarea, #vet-comment input",
+    reason: "#reject-reason input, #reject-reason textarea",
+    explanation: "#correct-explanation textarea",
+    note: "#correct-note textarea, #correct-note input",
   };
-  window.loupeUnsaved = unsaved;
-  const leaveOk = () =>
-    !unsaved() || window.confirm("Your unsaved text will be lost. Leave this candidate?");
-  // A click that decides or moves on (not the keys' own presses) asks too.
+  let expert = "";
+  const headTask = () => {
+    const el = document.querySelector("#vet-header .loupe-head .task b");
+    return el ? el.textContent.trim() : "";
+  };
+  // the candidate on the screen: its id and task (one id may be a candidate of two tasks)
+  const headKey = () => {
+    const id = headId();
+    return id ? `${id}|${headTask()}` : null;
+  };
+  const store = (() => {
+    try {
+      return window.localStorage;
+    } catch (e) {
+      return null; // storage refused: texts live in the boxes only
+    }
+  })();
+  let storeToken = "";
+  const slot = (key) => `loupe-draft|${storeToken}|${expert}|${key}`;
+  const textsOf = (key) => {
+    if (!key || !store) return {};
+    try {
+      return JSON.parse(store.getItem(slot(key)) || "{}") || {};
+    } catch (e) {
+      return {};
+    }
+  };
+  const putTexts = (key, texts) => {
+    if (!key || !store) return;
+    const kept = {};
+    Object.keys(texts).forEach((k) => {
+      if (typeof texts[k] === "string") kept[k] = texts[k];
+    });
+    if (Object.keys(kept).length) store.setItem(slot(key), JSON.stringify(kept));
+    else store.removeItem(slot(key));
+  };
+  window.loupeTexts = (key) => textsOf(key || headKey());
+  // The saved values of each candidate's boxes, as the server last sent them (vet-form).
+  const savedTexts = {};
+  let filling = false;
+  const fillBox = (sel, value) => {
+    const box = document.querySelector(sel);
+    if (!box || box.value === value) return;
+    filling = true;
+    try {
+      const proto = Object.getPrototypeOf(box);
+      Object.getOwnPropertyDescriptor(proto, "value").set.call(box, value);
+      box.dispatchEvent(new Event("input", { bubbles: true }));
+    } finally {
+      filling = false;
+    }
+  };
+  // The boxes show the candidate's own texts: its draft, else what is saved, else nothing.
+  const fillTexts = (key) => {
+    const mine = textsOf(key);
+    const saved = savedTexts[key] || {};
+    Object.entries(TEXTS).forEach(([k, sel]) => {
+      fillBox(sel, k in mine ? mine[k] : saved[k] || "");
+    });
+    // a reason or a correction being written shows its panel again
+    const open = (k) => (mine[k] || "").trim() !== "";
+    if (open("reason")) show("reject-reason-row", true);
+    if (open("explanation") || open("note")) show("correct-panel", true);
+  };
   document.addEventListener(
-    "click",
+    "input",
     (ev) => {
-      const btn = ev.target && ev.target.closest && ev.target.closest("#vet-actions button");
-      if (!btn || !ev.isTrusted || leaveOk()) return;
-      ev.preventDefault();
-      ev.stopImmediatePropagation();
+      if (filling) return;
+      const key = headKey();
+      const field = Object.keys(TEXTS).find((k) =>
+        ev.target && ev.target.matches && ev.target.matches(TEXTS[k])
+      );
+      if (!field || !key) return;
+      const texts = textsOf(key);
+      texts[field] = ev.target.value;
+      const saved = (savedTexts[key] || {})[field] || "";
+      if (texts[field] === saved) delete texts[field]; // back to what is saved
+      putTexts(key, texts);
     },
     true
   );
-  window.addEventListener("beforeunload", (ev) => {
-    if (unsaved()) {
-      ev.preventDefault();
-      ev.returnValue = "";
+  // The texts a decision (or a move) carries: the candidate's the key was pressed on.
+  // `id`: the id a key was pressed on (the task was noted at the press); "" for a click on a
+  // button, which decides the candidate on the screen.
+  // what the boxes show for it: its draft, else what is saved (a revisited reject's reason
+  // goes with Enter even when the box already shows the next candidate)
+  const textsJson = (key) => {
+    if (!key) return "";
+    const [id, task] = key.split("|");
+    return JSON.stringify({ key: id, task, ...(savedTexts[key] || {}), ...textsOf(key) });
+  };
+  window.loupeTextsFor = (id) => {
+    const task = pressedTask;
+    pressedTask = "";
+    return textsJson(id ? `${id}|${task || headTask()}` : headKey());
+  };
+  // j, k: the texts of the candidate left (an edited comment on a decided one is saved)
+  let leftKey = null;
+  window.loupeLeft = () => {
+    const key = leftKey || headKey();
+    leftKey = null;
+    return textsJson(key);
+  };
+  // The server's answer: the saved values of the shown candidate's boxes, the texts the
+  // store now holds (dropped here), an undo's texts (put back in the form).
+  window.loupeForm = (v) => {
+    let f;
+    try {
+      f = JSON.parse(v || "{}");
+    } catch (e) {
+      return;
     }
-  });
+    if (!f || !f.key) return;
+    if (f.expert) expert = f.expert;
+    if (f.store) storeToken = f.store;
+    const key = `${f.key}|${f.task || ""}`;
+    savedTexts[key] = {
+      comment: f.comment || "",
+      reason: f.reason || "",
+      explanation: f.explanation || "",
+      note: f.note || "",
+    };
+    if (f.saved && f.saved.key) {
+      const done = `${f.saved.key}|${f.saved.task || ""}`;
+      const texts = textsOf(done);
+      (f.saved.texts || []).forEach((k) => delete texts[k]);
+      putTexts(done, texts);
+    }
+    if (f.restore) {
+      const texts = textsOf(key);
+      Object.entries(f.restore).forEach(([k, t]) => {
+        if (t) texts[k] = t;
+      });
+      putTexts(key, texts);
+    }
+    if (key === headKey()) fillTexts(key);
+  };
+  // Texts typed on the shown candidate and not saved: a reject's reason, or a correction.
+  // While there are some, no key decides the candidate otherwise (an accept would not carry
+  // a reject's reason): the status line beside the buttons says why, and the focus stays
+  // where it is. They are kept: leaving the candidate, reloading or Esc loses nothing.
+  const pending = () => {
+    const t = textsOf(headKey());
+    const has = (k) => (t[k] || "").trim() !== "";
+    if (has("explanation") || has("note")) return "correction";
+    if (has("reason")) return "reason";
+    return "";
+  };
+  window.loupeUnsaved = () => !!pending();
+  const say = (text) => {
+    let el = document.getElementById("loupe-blocked");
+    const actions = document.getElementById("vet-actions");
+    if (!el && actions) {
+      el = document.createElement("div");
+      el.id = "loupe-blocked";
+      el.setAttribute("role", "status");
+      actions.before(el);
+    }
+    if (el) el.textContent = text;
+  };
+  window.loupeSay = say;
+  const holdText = (key) => {
+    const what = pending();
+    const where = what === "correction" ? "correct-panel" : "reject-reason-row";
+    show(where, true);
+    say(
+      what === "correction"
+        ? `"${key}" not done: a correction is typed on this candidate. Ctrl+Enter in it ` +
+            "saves it; empty its boxes to decide otherwise (it stays kept meanwhile)."
+        : `"${key}" not done: a reject reason is typed on this candidate. Enter in it ` +
+            "saves the reject; empty the box to decide otherwise (it stays kept meanwhile)."
+    );
+  };
 
   // Reasoning the model learns is about the spectrum; say so when it reads like a note
   // about the agent (the server says it again when the correction is saved).
@@ -175,19 +311,31 @@
     return true;
   };
 
-  // Seconds on item: active time only. The clock runs while the tab is visible and for
-  // IDLE_MS after the last key, click or mouse move; it restarts when the candidate changes.
+  // Seconds on item: active time only, per candidate (id and task: one id may be a
+  // candidate of two tasks, one after the other). The clock runs while the Vet tab is the
+  // one shown, the browser tab is visible and the window has the focus, and for IDLE_MS
+  // after the last key, click or mouse move; it restarts when the candidate changes.
   const IDLE_MS = 60000;
   let activeMs = 0;
   let lastTick = performance.now();
   let lastInput = lastTick;
-  let shownVisible = document.visibilityState === "visible";
+  const counting = () =>
+    document.visibilityState === "visible" && document.hasFocus() && onVetPage();
+  let wasCounting = counting();
+  // Each tick adds the time since the last one if the desk was in use then; every change
+  // of tab, visibility or focus ticks first, so no interval is counted in the wrong state.
   const tick = () => {
     const now = performance.now();
     const end = Math.min(now, lastInput + IDLE_MS);
-    if (shownVisible && end > lastTick) activeMs += end - lastTick;
+    if (wasCounting && end > lastTick) activeMs += end - lastTick;
     lastTick = now;
+    wasCounting = counting();
   };
+  window.addEventListener("focus", tick, true);
+  window.addEventListener("blur", tick, true);
+  // a click may switch Gradio's tabs: look again once it has
+  document.addEventListener("click", () => setTimeout(tick, 0), true);
+  setInterval(tick, 1000);
   const touched = () => {
     tick();
     lastInput = performance.now();
@@ -197,8 +345,7 @@
   );
   document.addEventListener("visibilitychange", () => {
     tick();
-    shownVisible = document.visibilityState === "visible";
-    if (shownVisible) lastInput = performance.now(); // back at the desk
+    if (document.visibilityState === "visible") lastInput = performance.now(); // back at the desk
   });
   // A decision draws the next candidate at its key press, which restarts the clock before
   // the decision's request reads it: the key holds the count for that request.
@@ -226,12 +373,16 @@
   // until a panel shows the header's candidate it is marked stale.
   const markStale = () => {
     const id = headId();
-    if (id !== shownId) {
-      shownId = id;
+    const key = headKey();
+    if (key !== shownId) {
+      // another candidate (or the same id of another task): its own clock and texts
+      tick();
+      shownId = key;
       activeMs = 0;
-      lastTick = performance.now();
       closeReason();
       closeCorrect();
+      say("");
+      if (key) fillTexts(key);
     }
     ["vet-global", "vet-zooms"].forEach((box) => {
       const el = document.getElementById(box);
@@ -329,6 +480,12 @@
   };
   // A request that answers with the session's state (a grade) ends here: keys pressed
   // meanwhile waited, so its answer cannot overwrite a later decision's state.
+  // Whether every key pressed has been sent and answered, and the screen shows one
+  // candidate throughout (tests and bench/desk_fuzz.py wait for it).
+  window.loupeIdle = () =>
+    !busy() && waiting.length === 0 && unsent === 0 && sending === 0 &&
+    !document.querySelector("#vet-global.loupe-stale, #vet-zooms.loupe-stale");
+  window.loupeHeadKey = () => headKey();
   window.loupeDone = () => {
     outDone = Math.max(0, outDone - 1);
     answered();
@@ -372,6 +529,7 @@
   // The id on the screen when the decision's key was pressed: the server refuses a decision
   // whose candidate is not the one it serves this session (app/pages/vet.py `vet_act`).
   let shownKey = "";
+  let pressedTask = ""; // the task of the candidate a decision was pressed on
   window.loupeShown = () => {
     const k = shownKey;
     shownKey = "";
@@ -443,9 +601,20 @@
   Object.keys(window.loupeFigures || {}).forEach(window.loupeFigure);
   // -- end vet speed
 
+  // A comment saved (Enter in its box, or its button): keys wait for its answer, so a
+  // decision pressed next finds it saved.
+  const commentSent = () => expect("done");
+  document.addEventListener(
+    "click",
+    (ev) => {
+      if (ev.target && ev.target.closest && ev.target.closest("#btn-comment")) commentSent();
+    },
+    true
+  );
   document.addEventListener(
     "keydown",
     (ev) => {
+      if (ev.key === "Enter" && !ev.shiftKey && inside(ev, "vet-comment")) commentSent();
       if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey) && inside(ev, "correct-panel")) {
         ev.preventDefault();
         press("btn-save-correct");
@@ -453,11 +622,11 @@
       }
       if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
       if (ev.key === "Escape" && (inside(ev, "reject-reason") || shown("reject-reason-row"))) {
-        // Esc cancels: nothing is decided (Enter saves the reject, with or without a reason)
+        // Esc leaves the box: nothing is decided, and the reason stays the candidate's draft
+        // (Enter saves the reject, with or without a reason)
         ev.preventDefault();
         if (typing(ev)) ev.target.blur();
         closeReason();
-        clearReason();
         return;
       }
       if (ev.key === "Enter" && inside(ev, "reject-reason")) {
@@ -467,6 +636,7 @@
         // on the screen, not the one the server last answered for.
         const box = ev.target;
         const on = headId();
+        const onTask = headTask();
         setTimeout(closeReason, 0);
         sent(1);
         if (busy()) {
@@ -476,6 +646,7 @@
             holdActive();
             drawAhead("next");
             shownKey = on;
+            pressedTask = onTask;
             box.dispatchEvent(new KeyboardEvent("keypress", { key: "Enter", bubbles: true }));
           });
         } else {
@@ -483,6 +654,7 @@
           holdActive();
           drawAhead("next");
           shownKey = on;
+          pressedTask = onTask;
         }
         return;
       }
@@ -514,16 +686,13 @@
         return;
       }
       const key = ev.key.toLowerCase();
-      if (onVetPage() && unsaved() && ["a", "s", "f", "u", "r", "c", "1", "2", "3", "4"].includes(key)) {
-        // the open panel's text is saved or discarded first
+      if (onVetPage() && pending() && DECIDES.includes(key)) {
+        // a reason or a correction typed here is saved (or emptied) first; said by the buttons
         ev.preventDefault();
-        holdText();
+        holdText(key);
         return;
       }
-      if (onVetPage() && (key === "j" || key === "k") && !leaveOk()) {
-        ev.preventDefault();
-        return;
-      }
+      if (onVetPage()) say("");
       if (onVetPage() && key === "r") {
         ev.preventDefault();
         openReason();
@@ -556,9 +725,10 @@
       // press; its click waits its turn with what it drew, its seconds and its candidate.
       const draw = () => {
         const on = headId();
+        const task = headTask();
         holdActive();
         drawAhead("next");
-        const d = { token: drawnToken, active: heldActive, on };
+        const d = { token: drawnToken, active: heldActive, on, task };
         drawnToken = "";
         heldActive = null;
         return d;
@@ -571,6 +741,7 @@
         }
         let send;
         if (key === "j" || key === "k") {
+          leftKey = headKey();
           drawAhead(key === "j" ? "next" : "prev", false);
           const token = drawnToken;
           send = () => {
@@ -583,6 +754,7 @@
             drawnToken = d.token;
             heldActive = d.active;
             shownKey = d.on;
+            pressedTask = d.task;
             btn.click();
           };
         } else send = () => btn.click();
@@ -766,4 +938,6 @@
     },
     true
   );
+  // an answer that came before this script ran
+  if (window.loupeFormWaiting) window.loupeForm(window.loupeFormWaiting);
 })();

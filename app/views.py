@@ -72,6 +72,11 @@ class VetView:
     jump_tasks: list[str] = field(default_factory=list)  # an ambiguous jump: choose a task
     # The redshift control's reading for this candidate (app.pages.desk.redshift_info).
     redshift: dict[str, Any] | None = None
+    template: str = "none"  # the template drawn over this candidate (its draft's)
+    # The text boxes' saved values for this candidate, for keys.js, which fills the boxes
+    # (its own per-candidate drafts first): {"key", "comment", "explanation", "note",
+    # "restore": the undone decision's texts, "saved": the id whose texts a decision saved}
+    form: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -109,11 +114,10 @@ class ExportView:
 
 
 def new_state() -> dict[str, Any]:
-    """Per-session state: the candidate shown (store id and key), when it was shown, the
-    session's history for k/j, and a comment, a grade, issue flags and a spectral type
-    waiting for the next action."""
-    return {"current": None, "key": None, "shown_at": None, "history": [], "pos": -1,
-            "comment": None, "grade": None, "issues": None, "spectype": None}  # fmt: skip
+    """Per-session state: the candidate shown (store id and key), when it was shown, and
+    the session's history for k/j. What the expert sets on a candidate before deciding it
+    is its draft, in the store (`annotate.drafts`), not here: a reload keeps it."""
+    return {"current": None, "key": None, "shown_at": None, "history": [], "pos": -1}
 
 
 def current_id(state: dict[str, Any]) -> str:

@@ -444,13 +444,13 @@ def test_the_experts_redshift_is_stored_with_the_decision(ctx):
     ex = app_context.expert_for(ctx, None)
     st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
     a = st["current"]
-    st = desk.set_z(st, 1.27)
+    st, _ = desk.keep_z(ctx, ex, desk.set_z(st, 1.27))
     st, _ = vet_page.vet_act(ctx, ex, st, "accept", F, D)
     (r,) = ctx.store.reviews(candidate_id=a)
     assert (r.redshift, r.redshift_source) == (1.27, "expert")
     b = st["current"]
     assert b != a
-    st = desk.set_z(st, 0.5, source="agent")
+    st, _ = desk.keep_z(ctx, ex, desk.set_z(st, 0.5, source="agent"))
     st, _ = vet_page.vet_act(ctx, ex, st, "skip", F, D)
     (r2,) = ctx.store.reviews(candidate_id=b)
     assert (r2.redshift, r2.redshift_source) == (0.5, "agent")

@@ -34,10 +34,17 @@ def _settle(page, ms: int = 700) -> None:
     page.wait_for_timeout(ms)
 
 
+BLOCKED = "#loupe-blocked"
+CORRECTION = "#correct-explanation textarea"
+REASON = "#reject-reason input, #reject-reason textarea"
+
+
 def test_unsaved_correction_is_never_replaced_by_a_shortcut(tab, tmp_path_factory, tmp_path):
     """c, reasoning typed, Shift+Tab to the wrong step, ArrowDown, Enter: the focus may drop
-    to the page body, and then s must not record a skip (nor a, f, u, r decide): the
-    reasoning stays. j asks before leaving it; Esc discards it and then s skips."""
+    to the page body, and then s must not record a skip (nor a, f decide): the reasoning
+    stays, and the line by the buttons says why. It is the candidate's draft: j leaves it
+    there (the next candidate's panel is empty), k and a reload bring it back, Esc keeps
+    it; emptied, s skips."""
     with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         key = _current_key(page)
         page.keyboard.press("c")
@@ -48,61 +55,77 @@ def test_unsaved_correction_is_never_replaced_by_a_shortcut(tab, tmp_path_factor
         page.keyboard.press("Enter")
         page.evaluate("() => document.activeElement && document.activeElement.blur()")
         assert page.evaluate("() => document.activeElement === document.body")
-        for k in ["s", "a", "f", "u", "r", "3"]:
+        for k in ["s", "a", "f"]:
             page.evaluate("() => document.activeElement && document.activeElement.blur()")
             page.keyboard.press(k)
+            assert page.evaluate("() => document.activeElement === document.body")
         _settle(page)
         assert _reviews_of(ctx, key) == [] and _current_key(page) == key
         assert page.is_visible("#correct-panel")
-        text = page.locator("#correct-explanation textarea").input_value()
-        assert text == "I see C2 Swan bands at 5165"
-        assert "Unsaved correction" in page.inner_text(MESSAGE)
-        # j asks first; declining stays on the candidate with the text
-        page.evaluate("() => document.activeElement && document.activeElement.blur()")
-        asked = []
-        page.once("dialog", lambda d: (asked.append(d.message), d.dismiss()))
-        page.keyboard.press("j")
-        _settle(page)
-        assert asked and "unsaved" in asked[0] and _current_key(page) == key
-        # a click on a decision button asks too
-        page.once("dialog", lambda d: (asked.append(d.message), d.dismiss()))
-        page.click("#btn-skip")
-        _settle(page)
-        assert len(asked) == 2 and _reviews_of(ctx, key) == []
-        # Esc discards it (the panel closes); now s is a skip
+        assert page.locator(CORRECTION).input_value() == "I see C2 Swan bands at 5165"
+        assert "a correction is typed" in page.inner_text(BLOCKED)
+        # j: another candidate, its own (empty) texts; k brings the reasoning back
+        nxt, _ = _drawn_after(page, "j")
+        assert nxt != key and page.is_hidden("#correct-panel")
+        assert page.locator(CORRECTION).input_value() == ""
+        _drawn_after(page, "k")
+        page.wait_for_selector("#correct-panel", state="visible", timeout=ANSWER_MS)
+        assert page.locator(CORRECTION).input_value() == "I see C2 Swan bands at 5165"
+        # a reload loses nothing
+        page.reload(wait_until="load")
+        page.wait_for_function(DRAWN, arg="", timeout=OPEN_S * 1000)
+        assert _current_key(page) == key
+        page.wait_for_selector("#correct-panel", state="visible", timeout=ANSWER_MS)
+        assert page.locator(CORRECTION).input_value() == "I see C2 Swan bands at 5165"
+        # Esc leaves the panel and keeps the text: s is still refused
+        page.click(CORRECTION)
         page.keyboard.press("Escape")
         page.wait_for_selector("#correct-panel", state="hidden", timeout=ANSWER_MS)
+        page.keyboard.press("s")
+        _settle(page)
+        assert _reviews_of(ctx, key) == []
+        # emptied, the candidate may be skipped
+        page.keyboard.press("c")
+        page.fill(CORRECTION, "")
+        page.keyboard.press("Escape")
         _drawn_after(page, "s")
         (r,) = _stored(ctx, key)
-        assert r.action == "skip"
+        assert r.action == "skip" and r.explanation is None
 
 
 def test_unsaved_reason_is_never_replaced_by_a_shortcut(tab, tmp_path_factory, tmp_path):
+    """A reason typed: s, a, f are refused and say so by the buttons, leaving the focus
+    where it was (a blocked a once put the cursor in the reason box, and the next j typed
+    "j" there); j moves on, k brings the reason back; Enter saves the reject with it, and the
+    refusal's words go with it."""
     with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         key = _current_key(page)
         page.keyboard.press("r")
         page.wait_for_selector("#reject-reason", state="visible", timeout=ANSWER_MS)
         page.keyboard.type("TiO bands")
-        for k in ["s", "a", "f", "u"]:
+        for k in ["s", "a", "f"]:
             page.evaluate("() => document.activeElement.blur()")
             page.keyboard.press(k)
-            # refused, and the cursor is back in the box (the next letter types there)
-            assert page.evaluate("() => !!document.activeElement.closest('#reject-reason')")
+            assert page.evaluate("() => !document.activeElement.closest('#reject-reason')")
         _settle(page)
         assert _reviews_of(ctx, key) == [] and _current_key(page) == key
-        assert "Unsaved reason" in page.inner_text(MESSAGE)
-        # Enter saves the reject with the reason, as typed
-        assert page.locator("#reject-reason input, #reject-reason textarea").input_value() == (
-            "TiO bands"
-        )
+        assert "a reject reason is typed" in page.inner_text(BLOCKED)
+        _drawn_after(page, "j")
+        assert page.locator(REASON).input_value() == ""  # not carried along
+        _drawn_after(page, "k")
+        page.wait_for_selector("#reject-reason", state="visible", timeout=ANSWER_MS)
+        assert page.locator(REASON).input_value() == "TiO bands"
+        page.click(REASON)
         page.keyboard.press("Enter")
         page.wait_for_function(DRAWN, arg=key, timeout=ANSWER_MS)
         (r,) = _stored(ctx, key)
         assert (r.action, r.explanation) == ("reject", "TiO bands")
+        assert page.inner_text(BLOCKED).strip() == ""
 
 
-def test_esc_always_cancels(tab, tmp_path_factory, tmp_path):
-    """Esc after r (with or without a reason typed) and after c decides nothing."""
+def test_esc_keeps_the_text(tab, tmp_path_factory, tmp_path):
+    """Esc after r (with or without a reason typed) and after c decides nothing and
+    discards nothing: r opens the reason as it was left."""
     with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         key = _current_key(page)
         page.keyboard.press("r")
@@ -120,14 +143,13 @@ def test_esc_always_cancels(tab, tmp_path_factory, tmp_path):
         page.wait_for_selector("#correct-panel", state="hidden", timeout=ANSWER_MS)
         _settle(page, 1500)
         assert _reviews_of(ctx, key) == [] and _current_key(page) == key
-        # the reason box was emptied: r opens it empty, Enter saves a reject without one
         page.keyboard.press("r")
         page.wait_for_selector("#reject-reason", state="visible", timeout=ANSWER_MS)
-        assert page.locator("#reject-reason input, #reject-reason textarea").input_value() == ""
+        assert page.locator(REASON).input_value() == "half a reason"
         page.keyboard.press("Enter")
         page.wait_for_function(DRAWN, arg=key, timeout=ANSWER_MS)
         (r,) = _stored(ctx, key)
-        assert (r.action, r.explanation) == ("reject", None)
+        assert (r.action, r.explanation) == ("reject", "half a reason")
 
 
 @pytest.mark.parametrize("typed", ["-5", "12"])
@@ -368,9 +390,9 @@ def test_issue_flags_and_spectral_type_are_kept_with_the_decision(tab, tmp_path_
         page.wait_for_function(f"() => ({checked})().length === 2", timeout=30_000)
         assert page.input_value(spectype) == template
         page.keyboard.press("Shift+C")
-        _says(page, "Issue flags RCS on")
+        _says(page, "Issue flags RCS: saved on")
         page.fill(spectype, "QSO")
         page.press(spectype, "Enter")
-        _says(page, "Spectral type QSO on")
+        _says(page, "Spectral type QSO: saved on")
         (r,) = _reviews_of(ctx, key)
         assert (r.action, r.issues, r.spectype, r.revision) == ("accept", "RCS", "QSO", 3)

@@ -175,18 +175,19 @@ def test_desk_redshift_is_per_candidate_and_adoptable(ctx, tmp_path):
         "cross-correlation",
     )
     assert "agent z = " in desk.info_html(view.redshift)
-    st = desk.set_option(st, template="QSO")
-    st = desk.set_z(st, 1.27)
+    st, _ = desk.keep(ctx, ex, st, "Template", "QSO", template="QSO")
+    st, _ = desk.keep_z(ctx, ex, desk.set_z(st, 1.27))
     st, view = vet_page.vet_refresh(ctx, ex, st, desk.display_with(st, D))
     assert view.global_fig["data"][-1]["name"] == "template: QSO at z = 1.2700"
     assert desk.chosen_z(st) == (1.27, "expert") and view.redshift["z"] == 1.27
-    st = desk.set_z(st, desk.adopt_z(ctx, st), source="agent")
+    st, _ = desk.keep_z(ctx, ex, desk.set_z(st, desk.adopt_z(ctx, st), source="agent"))
     assert desk.chosen_z(st)[1] == "agent" and abs(desk.chosen_z(st)[0]) < 0.01
-    # another candidate starts from its own estimate, not the last one's choice
-    st = desk.set_z(st, 2.0)
+    # another candidate starts from its own estimate (and template), not the last one's
+    st, _ = desk.keep_z(ctx, ex, desk.set_z(st, 2.0))
     st["shown_at"] = time.time()
     st, view = vet_page.vet_act(ctx, ex, st, "skip", F, desk.display_with(st, D))
     assert not view.redshift["set_by_expert"] and desk.chosen_z(st) == (None, None)
+    assert view.template == "none" and view.global_fig["data"][-1]["name"] == "flux"
     # a template folder: the team's templates come first
     write_templates(tmp_path / "tpl")
     ctx.templates = read_templates(tmp_path / "tpl")
@@ -211,8 +212,8 @@ def test_typed_redshift_is_checked_and_shown_at_the_controls_resolution(ctx):
     assert f"{desk.shown_z(-3e-5):.4f}" == "0.0000" and desk.shown_z(1.27004) == 1.27
     info = {"estimate": -3e-5, "source": "pipeline", "z": -3e-5, "set_by_expert": True}
     assert "-0.0000" not in desk.info_html(info) and "yours: <b>0.0000</b>" in desk.info_html(info)
-    st = desk.set_option(st, template="QSO")
-    st = desk.set_z(st, -3e-5)
+    st, _ = desk.keep(ctx, ex, st, "Template", "QSO", template="QSO")
+    st, _ = desk.keep_z(ctx, ex, desk.set_z(st, -3e-5))
     st, view = vet_page.vet_refresh(ctx, ex, st, desk.display_with(st, D))
     assert view.global_fig["data"][-1]["name"] == "template: QSO at z = 0.0000"
     assert desk.chosen_z(st) == (-3e-5, "expert")  # the record keeps the value as set
@@ -239,16 +240,18 @@ def test_the_header_shows_the_snr_the_agent_measured(ctx):
 def test_issue_flags_and_spectral_type_wait_for_the_decision_or_amend_it(ctx):
     import html
 
+    from annotate import drafts
     from app.pages import desk
 
     ex = app_context.expert_for(ctx, None)
     st, view = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
     cid = st["current"]
     st, msg = desk.set_mark(ctx, ex, st, "issues", ["S", "R"])
-    assert "Issue flags **RS**: saved with your decision" in msg
+    assert "Issue flags **RS**: kept in your draft on" in msg and "saved with your decision" in msg
     st, msg = desk.set_mark(ctx, ex, st, "issues", ["X"])
     msg = html.unescape(msg)
-    assert "not kept" in msg and "'X' is not one of R" in msg and st["issues"] == "RS"
+    assert "not kept" in msg and "'X' is not one of R" in msg
+    assert drafts.get(ctx.store, ex.name, cid)["issues"] == "RS"
     st, _ = desk.set_mark(ctx, ex, st, "spectype", "M giant")
     st, view = vet_page.vet_refresh(ctx, ex, st, D)
     assert (view.issues, view.spectype) == ("RS", "M giant")  # shown while they wait
@@ -259,6 +262,6 @@ def test_issue_flags_and_spectral_type_wait_for_the_decision_or_amend_it(ctx):
     st, view = vet_page.vet_prev(ctx, ex, st, F, D)
     assert (view.issues, view.spectype) == ("RS", "M giant")
     st, msg = desk.set_mark(ctx, ex, st, "issues", [])
-    assert "Issue flags cleared on" in msg
+    assert "Issue flags cleared: saved on" in msg
     (r,) = ctx.store.reviews(candidate_id=cid)
     assert (r.action, r.issues, r.spectype, r.revision) == ("accept", None, "M giant", 2)

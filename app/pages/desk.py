@@ -7,8 +7,10 @@ expert's own value holds for that candidate only, and is what the review records
 
 Beside it, Prospect's issue flags (Shift+R bad redshift fit, Shift+C bad spectral type,
 Shift+S bad spectrum) and the expert's spectral type (typed, or the template chosen with
-`t`) are kept as a grade is: with the next decision on the candidate, or added to the
-decision already made (`set_mark`).
+`t`) are kept as a grade is. Each of these, the redshift and the template included, is the
+candidate's draft in the store (`annotate.drafts`): saved with the decision, or added to
+the decision already made as a revision (`keep`); `follow` puts a candidate's own values on
+the desk when it is shown, so nothing carries over to the next one.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from agent.redshift import set_aside
 from agent.spectrum import Spectrum
 from agent.templates import Template, builtin_templates
 from agent.trajectory import Trajectory
-from annotate import review
+from annotate import drafts, review
 from app.context import Context, Viewer, refusal
 from app.render_md import escape
 from app.views import Display
@@ -125,7 +127,9 @@ def info_html(info: dict[str, Any] | None) -> str:
     if not info:
         return '<div id="desk-z-info">no redshift</div>'
     who = "agent" if info["source"] == "agent" else "pipeline (file's Z)"
-    mine = (f" · yours: <b>{shown_z(info['z']):.4f}</b> (recorded with your decision)"
+    on = info.get("decided")
+    kept = f"saved on your {escape(on)}" if on else "in your draft, saved with your decision"
+    mine = (f" · yours: <b>{shown_z(info['z']):.4f}</b> ({kept})"
             if info["set_by_expert"] else "")  # fmt: skip
     note = f' <span class="z-note">({escape(info["note"])})</span>' if info.get("note") else ""
     return (f'<div id="desk-z-info">{escape(who)} z = <b>{shown_z(info["estimate"]):.4f}</b>'
@@ -231,39 +235,78 @@ def adopt_z(ctx: Context, state: dict | None) -> float | None:
 MARKS = {"issues": "Issue flags", "spectype": "Spectral type"}
 
 
-def marks(state: dict | None, mine: Any) -> dict[str, str | None]:
-    """The issue flags and spectral type of the shown candidate: what the expert set and has
-    not yet saved with a decision ("" clears), else what their decision holds."""
-    state = state or {}
-    return {k: state[k] if state.get(k) is not None else getattr(mine, k, None) for k in MARKS}
+def follow(state: dict, key: str, draft: dict[str, Any], mine: Any) -> dict:
+    """The desk's redshift and template as they are for candidate `key`: the expert's
+    decision's redshift (when decided) or their draft's, and the draft's template; none
+    carries over from another candidate."""
+    state = dict(state or {})
+    d = desk_of(state)
+    for k in ("z", "z_key", "z_source"):
+        d.pop(k, None)
+    if mine is not None:
+        z, src = getattr(mine, "redshift", None), getattr(mine, "redshift_source", None)
+    else:
+        z, src = draft.get("redshift"), draft.get("redshift_source")
+    if z is not None and src is not None:
+        d.update(z=round(float(z), 5) + 0.0, z_key=key, z_source=src)
+    d["template"] = draft.get("template") or "none"
+    state["desk"] = d
+    return state
+
+
+def marks(draft: dict[str, Any], mine: Any) -> dict[str, str | None]:
+    """The issue flags and spectral type of the shown candidate: its decision's when the
+    expert has decided it, else its draft's."""
+    src = draft if mine is None else {k: getattr(mine, k, None) for k in MARKS}
+    return {k: src.get(k) for k in MARKS}
+
+
+def where(mine: Any, key: str | None) -> str:
+    """Where a change on the shown candidate is saved, said after it."""
+    if mine is None:
+        return f"kept in your draft on {escape(key)}, saved with your decision"
+    return f"saved on {escape(key)} (your {escape(mine.action)}, as a revision)"
+
+
+def keep(ctx: Context, ex: Viewer | None, state: dict, what: str, shown: str, **fields: Any
+         ) -> tuple[dict, str]:  # fmt: skip
+    """Set draft fields on the shown candidate (`annotate.drafts.set_field`): kept in the
+    draft until the expert decides it, or added to their decision as a revision. Returns the
+    state and what the desk says."""
+    state = dict(state or {})
+    if ex is None:
+        return state, "Log in first."
+    cid = state.get("current")
+    if cid is None:
+        return state, "Nothing shown."
+    try:
+        drafts.clean_all(fields)
+    except review.ReviewError as e:
+        return state, refusal(f"{what} not kept", e)
+    try:
+        amended = drafts.set_field(ctx.store, ex.name, cid, **fields)
+    except Exception as e:
+        return state, refusal(f"{what} not saved", e)
+    return state, f"{what} {shown}: {where(amended, state.get('key'))}."
 
 
 def set_mark(ctx: Context, ex: Viewer | None, state: dict, name: str, value: Any
              ) -> tuple[dict, str]:  # fmt: skip
     """Issue flags (`name` "issues": letters or a list of them) or the spectral type
     ("spectype") on the shown candidate: added to the expert's decision as a revision if they
-    have decided it, else kept and saved with their next decision on it."""
-    state = dict(state or {})
+    have decided it, else kept in their draft on it and saved with their decision."""
     what = MARKS[name]
-    if ex is None:
-        return state, "Log in first."
-    cid = state.get("current")
-    if cid is None:
-        return state, "Nothing shown."
     if isinstance(value, (list, tuple)):
         value = "".join(value)
     try:
         v = review.issue_flags(value) if name == "issues" else review.spectral_type(value)
     except review.ReviewError as e:
-        return state, refusal(f"{what} not kept", e)
-    shown = f"**{escape(v)}**" if v else "cleared"
-    mine = review.my_decision(ctx.store, ex.name, cid)
-    if mine is None:
-        state[name] = v or ""
-        return state, f"{what} {shown}: saved with your decision on this candidate."
-    try:
-        review.amend(ctx.store, ex.name, mine, **{name: v})
-    except Exception as e:
-        return state, refusal(f"{what} not saved", e)
-    state[name] = None  # the decision holds it now
-    return state, f"{what} {shown} on {escape(state.get('key'))} (your {escape(mine.action)})."
+        return dict(state or {}), refusal(f"{what} not kept", e)
+    return keep(ctx, ex, state, what, f"**{escape(v)}**" if v else "cleared", **{name: v})
+
+
+def keep_z(ctx: Context, ex: Viewer | None, state: dict) -> tuple[dict, str]:
+    """The redshift on the desk (`set_z`) as the expert's for the shown candidate."""
+    z, src = chosen_z(state)
+    shown = "cleared" if z is None else f"**{shown_z(z):.4f}**"
+    return keep(ctx, ex, state, "Redshift", shown, redshift=z, redshift_source=src)

@@ -7,6 +7,7 @@ move (next item, jump, lease) through `annotate.queue`.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 import time
@@ -18,13 +19,14 @@ from weakref import WeakKeyDictionary
 from agent.measure import spectrum_snr
 from agent.spectrum import Spectrum, SpectrumError
 from agent.trajectory import Step, Trajectory
-from annotate import review
+from annotate import drafts, review
 from annotate.queue import Filters as StoreFilters
 from app import plots
 from app.context import USER_ERRORS, Context, Viewer, refusal
 from app.markers import markers_for
 from app.pages import desk
 from app.pages.vet_html import finite_or_none, header_html, steps_html, thought_html
+from app.pages.vet_texts import ALL_TEXTS, page_text
 from app.render_md import escape, render_md
 from app.views import Display, QueueFilters, StepView, VetView, new_state
 
@@ -232,19 +234,41 @@ def _show(
     info, traj = _info(ctx, cid, ex)
     if state.get("current") != cid:
         state["shown_at"] = time.time()  # the clock for "seconds on item" starts now
-        state.update(comment=None, grade=None, issues=None, spectype=None)
-    state["current"], state["key"] = cid, info["id"]
-    if state.get("grade") and not info.get("grade"):
-        info["grade"] = state["grade"]  # chosen, saved with the next decision
-    view = build_view(ctx, info, traj, display, message)
+    state["current"], state["key"], state["task"] = cid, info["id"], info["task"]
     mine = info["my_review_row"]
+    # the candidate's own draft: its grade, flags, type, redshift and template, never the
+    # last candidate's
+    draft = drafts.get(ctx.store, ex.name, cid)
+    state = desk.follow(state, info["id"], draft, mine)
+    display = desk.display_with(state, display)
+    if mine is None and draft.get("grade"):
+        info["grade"] = draft["grade"]  # chosen, saved with the decision
+    view = build_view(ctx, info, traj, display, message)
     if mine is not None and mine.action == "correct":
         view.correct_label = mine.label
         view.explanation = mine.explanation or ""
     view.grade = info.get("grade")
-    marks = desk.marks(state, mine)
+    marks = desk.marks(draft, mine)
     view.issues, view.spectype = marks["issues"], marks["spectype"]
+    view.template = display.template
+    if view.redshift is not None:
+        view.redshift = {**view.redshift, "decided": None if mine is None else mine.action}
+    view.form = {"key": info["id"], "task": info["task"], "expert": ex.name,
+                 "store": store_token(ctx),
+                 "reason": (mine.explanation or "") if mine is not None and mine.action == "reject"
+                 else "",
+                 "comment": (mine.comment if mine is not None else draft.get("comment")) or "",
+                 "explanation": view.explanation,
+                 "note": (mine.comment or "") if mine is not None and mine.action == "correct"
+                 else ""}  # fmt: skip
     return state, _with_surveys(ctx, view)
+
+
+def store_token(ctx: Context) -> str:
+    """Names the database the page's kept texts belong to (keys.js keys them by it, the
+    expert and the candidate): another database served at the same address is another."""
+    url = ctx.store.url.render_as_string(hide_password=True)
+    return hashlib.sha256(url.encode()).hexdigest()[:12]
 
 
 def _with_surveys(ctx: Context, view: VetView) -> VetView:
@@ -399,8 +423,13 @@ def vet_act(
     comment: str | None = None,
     active_seconds: float | None = None,
     shown: str | None = None,
+    page: str | dict | None = None,
 ) -> tuple[dict, VetView]:
     """Record the expert's decision on the shown candidate at once, then show the next.
+
+    The decision saves the candidate's whole draft (`annotate.drafts`) and `page`, the
+    texts the page kept for it ({"key", "comment", "reason", "explanation"}, as JSON; used
+    only when its key is the shown candidate's).
 
     `shown` is the id the page showed when the key was pressed (the page draws the next
     candidate at the press and sends the decision later): a decision meant for another
@@ -431,22 +460,28 @@ def vet_act(
     if action == "correct" and label not in ("YES", "NO"):
         return _show(ctx, ex, state, cid, display, "Choose the correct label (YES or NO) first.")
     seconds = _seconds(state, active_seconds)
-    note = (comment or state.get("comment") or None) or None
     mine = review.my_decision(ctx.store, ex.name, cid)
-    grade = state.get("grade") or (mine.grade if mine is not None else None)
-    # the redshift the expert typed (or adopted) on this candidate is stored with the decision
-    z, z_source = desk.chosen_z(state)
-    marks = desk.marks(state, mine)  # issue flags and spectral type, kept or already saved
+    # The whole draft goes with the decision: the store's (grade, flags, type, redshift, a
+    # comment given through the API) and the text the page kept for this candidate.
+    fields = drafts.take(ctx.store, ex.name, cid)
+    if mine is not None:  # a decision revised: what it holds stays unless changed
+        kept = {k: getattr(mine, k) for k in drafts.SAVED if getattr(mine, k) is not None}
+        fields = {**kept, **fields}
+    typed = page_text(page, state.get("key"), state.get("task"))
+    note = comment if comment is not None else typed.get("comment", fields.pop("comment", None))
+    fields.pop("comment", None)
+    if explanation is None and action in ("reject", "correct"):
+        explanation = typed.get("reason" if action == "reject" else "explanation")
     if not ctx.queue().hold(ex.name, cid):  # served to another expert while this one looked
-        state.update(comment=None, grade=None, issues=None, spectype=None)
         st, view = vet_next(ctx, ex, state, filters, display)
         view.message = (f"Not saved: {escape(state.get('key') or cid)} was taken by another "
                         "expert meanwhile (the team's overlap is reached). " + view.message)  # fmt: skip
         return st, view
     try:
         review.decide(ctx.store, ex.name, cid, action, label=label, explanation=explanation,
-                      wrong_step=step, comment=note, seconds=seconds, grade=grade,
-                      redshift=z, redshift_source=z_source, **marks)  # fmt: skip
+                      wrong_step=step, comment=note or None, seconds=seconds,
+                      **fields)  # fmt: skip
+        drafts.settle(ctx.store, ex.name, cid)
     except Exception as e:  # refused (another's review, bad value): say so, keep the item
         return _show(ctx, ex, state, cid, display, refusal("Not saved", e))
     key = state.get("key") or cid
@@ -455,15 +490,17 @@ def vet_act(
     )
     if action in ("correct", "reject") and explanation and about_the_agent(explanation):
         saved += " " + AGENT_NOTE_WARNING
-    state.update(comment=None, grade=None, issues=None, spectype=None)
     st, view = vet_next(ctx, ex, state, filters, display)
     view.message = saved + (" " + view.message if view.message else "")
+    # the page drops the texts it kept for it: the decision holds them
+    view.form = {**view.form, "saved": {"key": str(key), "task": state.get("task"),
+                                        "texts": list(ALL_TEXTS)}}  # fmt: skip
     return st, view
 
 
 def vet_comment(ctx: Context, ex: Viewer | None, state: dict, text: str) -> tuple[dict, str]:
     """A comment on the shown candidate: added to this expert's review if there is one,
-    else kept and saved with the next action on it."""
+    else kept in their draft on it and saved with their decision."""
     state = dict(state or new_state())
     if ex is None:
         return state, "Log in first."
@@ -473,15 +510,14 @@ def vet_comment(ctx: Context, ex: Viewer | None, state: dict, text: str) -> tupl
         return state, "Nothing to comment on."
     if not text:
         return state, "Write a comment first."
-    mine = review.my_decision(ctx.store, ex.name, cid)
-    if mine is None:
-        state["comment"] = text
-        return state, "Comment kept: it is saved with your decision on this candidate."
     try:
-        review.comment(ctx.store, ex.name, mine, text)
+        mine = drafts.set_field(ctx.store, ex.name, cid, comment=text)
     except Exception as e:
         return state, refusal("Comment not saved", e)
-    return state, f"Comment saved on {escape(state.get('key'))}."
+    if mine is None:
+        return state, (f"Comment kept in your draft on {escape(state.get('key'))}: it is "
+                       "saved with your decision.")  # fmt: skip
+    return state, f"Comment saved on {escape(state.get('key'))} (your {escape(mine.action)})."
 
 
 IDLE_SECONDS = 60  # the page stops counting active time after this long without input
@@ -519,7 +555,7 @@ def _seconds(state: dict, active: float | None) -> float | None:
 
 def vet_grade(ctx: Context, ex: Viewer | None, state: dict, grade: Any) -> tuple[dict, str]:
     """Keys 1-4: the expert's grade for the shown candidate. Added to their decision as a
-    revision if they have decided it, else kept and saved with the next decision."""
+    revision if they have decided it, else kept in their draft and saved with the decision."""
     state = dict(state or new_state())
     if ex is None:
         return state, "Log in first."
@@ -532,14 +568,13 @@ def vet_grade(ctx: Context, ex: Viewer | None, state: dict, grade: Any) -> tuple
         return state, f"A grade is 1-4 (got {g})."
     if cid is None:
         return state, "Nothing to grade."
-    mine = review.my_decision(ctx.store, ex.name, cid)
-    if mine is None:
-        state["grade"] = g
-        return state, f"Grade {g} kept: it is saved with your decision on this candidate."
     try:
-        review.grade(ctx.store, ex.name, mine, g)
+        mine = drafts.set_field(ctx.store, ex.name, cid, grade=g)
     except Exception as e:
         return state, refusal("Grade not saved", e)
+    if mine is None:
+        return state, (f"Grade {g} kept in your draft on {escape(state.get('key'))}: it is "
+                       "saved with your decision.")  # fmt: skip
     return state, f"Grade {g} saved on {escape(state.get('key'))} (your {escape(mine.action)})."
 
 
@@ -560,6 +595,8 @@ def vet_undo(
     if done is None:
         return _show(ctx, ex, state, shown, display, "Nothing to undo.")
     last = done.taken
+    if done.now.action == "undo":  # undecided again: the undone values are its draft
+        drafts.restore(ctx.store, ex.name, last.candidate_id, last)
     hist = list(state.get("history") or [])
     if last.candidate_id in hist:
         state["pos"] = hist.index(last.candidate_id)
@@ -571,6 +608,12 @@ def vet_undo(
     back = ("it is undecided again" if now.action == "undo"
             else f"your earlier **{escape(now.action)}** is back")  # fmt: skip
     view.message = f"Took back your **{escape(last.action)}**: {back}."
+    # the undone decision's texts go back into the form (keys.js keeps them as its draft)
+    view.form = {**view.form, "restore": {
+        "comment": last.comment or "",
+        "reason": (last.explanation or "") if last.action == "reject" else "",
+        "explanation": (last.explanation or "") if last.action == "correct" else "",
+    }}  # fmt: skip
     if done.others:
         view.message += f" Also open for {escape(', '.join(done.others))}."
     return st, view

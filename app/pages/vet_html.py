@@ -63,7 +63,7 @@ def header_html(info: dict[str, Any], traj: Trajectory | None) -> str:
         f"<span>{escape(info.get('survey') or '–')}</span>",
         f"<span>RA {_fmt(info.get('ra'), '.5f')} Dec {_fmt(info.get('dec'), '+.5f')}</span>",
         f"<span>SNR {_fmt(info.get('snr'), '.1f')}</span>",
-        f"<span>task <b>{escape(info.get('task'))}</b></span>",
+        f'<span class="task">task <b>{escape(info.get("task"))}</b></span>',
         f'<span>agent <span class="loupe-verdict {vcls}">{escape(verdict or "no verdict")}</span></span>',
         f"<span>{_conf_bar(traj.confidence if traj else None)}</span>",
         f"<span>{escape(traj.policy if traj else '')}"

@@ -19,7 +19,7 @@ import gradio as gr
 
 from agent.tasks import TASKS
 from app import context, views
-from app.pages import desk
+from app.pages import desk, vet_texts
 from app.pages import vet as vet_page
 from app.plots import drawn_token, stamped, to_json
 from db.models import MAX_SPECTYPE, MAX_TEXT
@@ -207,6 +207,10 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
         drawn_box = data_box("vet-drawn")
         # the id on the screen when a decision's key was pressed (vet_page.vet_act `shown`)
         shown_box = data_box("vet-shown")
+        # -- drafts: the texts keys.js kept for the candidate a key was pressed on (JSON,
+        # vet_page.page_text), and the text boxes' saved values it fills them from
+        page_box = data_box("vet-page-texts")
+        form_box = data_box("vet-form")
 
     def wire(demo: gr.Blocks) -> None:
         filters = [f_task, f_band, f_status, f_survey, f_split]
@@ -215,6 +219,7 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                      c_note, reason, v_grade, jump_task, message, f_survey]  # fmt: skip
         view_outs += [z_slider, z_info]  # the desk's redshift control follows the candidate
         view_outs += [v_issues, v_spectype]
+        view_outs += [o_tmpl, form_box]  # the candidate's own template; its texts (keys.js)
 
         def show(st: dict, view: views.VetView, drawn: str | None = None) -> list[Any]:
             # Outputs the expert cannot edit are sent only when they differ from what this
@@ -263,9 +268,11 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                 once("answer", view.answer_html, view.answer_html),
                 gr.update(value=view.correct_label),
                 gr.update(choices=view.step_choices, value="none"),
-                gr.update(value=view.explanation),
-                gr.update(value=""),  # the correct panel's note
-                gr.update(),  # a reject's reason: keys.js empties it once sent (never mid-typing)
+                # the text boxes are keys.js's to fill: the candidate's draft first, else the
+                # saved values of `form_box` (never a half-typed text replaced mid-typing)
+                gr.update(),
+                gr.update(),
+                gr.update(),
                 gr.update(value=None if view.grade is None else str(view.grade)),
                 once(
                     "jump_tasks",
@@ -281,6 +288,9 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                 # sent again for each candidate: a box left half-typed is emptied
                 once("issues", (view.header_html, view.issues), list(view.issues or "")),
                 once("spectype", (view.header_html, view.spectype), view.spectype or ""),
+                once("template", (view.candidate_id, view.template), view.template),
+                # sent with every answer (numbered, so the page always hears it)
+                json.dumps({**view.form, "n": n}),
             ]  # fmt: skip
             st["_sent"] = sent
             out[0] = st
@@ -318,11 +328,18 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
             return fn
 
         def moving(kind: str):
-            # -- vet speed: j/k carry the token of what keys.js drew ahead (vet-drawn)
+            # -- vet speed: j/k carry the token of what keys.js drew ahead (vet-drawn), and
+            # the texts typed on the candidate left: an edit of a decided one's comment
+            # amends it (vet_page.leave)
             def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im, drawn: str | None = None,
-                   request: gr.Request = None):  # fmt: skip
-                return nav(kind)(st, tk, band, status, survey, split, mk, err, sm, fr, im,
-                                 request, drawn)  # fmt: skip
+                   page: str | None = None, request: gr.Request = None):  # fmt: skip
+                note, saved = vet_texts.leave(ctx, context.expert_for(ctx, request), st, page)
+                out = nav(kind)(st, tk, band, status, survey, split, mk, err, sm, fr, im,
+                                request, drawn)  # fmt: skip
+                if note:
+                    return vet_texts.with_left(out, note, saved, view_outs.index(message),
+                                               view_outs.index(form_box))  # fmt: skip
+                return out
 
             return fn
 
@@ -345,15 +362,21 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                        js=f"(v) => {{ (window.loupeFigures = window.loupeFigures || {{}})"
                           f"['{box}'] = v; window.loupeFigure && window.loupeFigure('{box}'); }}")  # fmt: skip
 
+        # -- drafts: the boxes' saved values and what the store now holds, for keys.js
+        form_box.change(None, form_box, None, api_name=False,
+                        js="(v) => { if (window.loupeForm) window.loupeForm(v); "
+                           "else window.loupeFormWaiting = v; }")  # fmt: skip
+
         def then_ahead(dep: Any) -> None:
             dep.then(on_ahead, [state, *filters, *display], ahead_box, api_name=False,
                      **FAST).then(None, ahead_box, None, api_name=False,
                                   js="(v) => { window.loupeAhead && window.loupeAhead(v); }")  # fmt: skip
 
-        move_ins = [state, *filters, *display, drawn_box]
+        move_ins = [state, *filters, *display, drawn_box, page_box]
         n_move = len(move_ins)
-        took = (f"(...a) => {{ a = a.slice(0, {n_move}); a[{n_move - 1}] = window.loupeDrawn ? "
-                "window.loupeDrawn() : ''; return a; }")  # fmt: skip
+        took = (f"(...a) => {{ a = a.slice(0, {n_move}); a[{n_move - 2}] = window.loupeDrawn ? "
+                f"window.loupeDrawn() : ''; a[{n_move - 1}] = window.loupeLeft ? "
+                "window.loupeLeft() : ''; return a; }")  # fmt: skip
         for dep in (
             b_next.click(moving("next"), move_ins, view_outs, api_name="next", js=took, **FAST),
             b_prev.click(moving("prev"), move_ins, view_outs, api_name="prev", js=took, **FAST),
@@ -397,11 +420,11 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
 
         # -- vet speed: a decision carries the token of the next candidate keys.js drew at
         # the key press (vet-drawn), as j does, and the id it was pressed on (vet-shown)
-        act_ins = [state, *filters, *display, active, drawn_box, shown_box]
+        act_ins = [state, *filters, *display, active, drawn_box, shown_box, page_box]
 
         def act(action: str):
             def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im, secs,
-                   drawn: str | None = None, shown: str | None = None,
+                   drawn: str | None = None, shown: str | None = None, page: str | None = None,
                    request: gr.Request = None, reason_text: str | None = None):  # fmt: skip
                 ex = context.expert_for(ctx, request)
                 f, d = (
@@ -409,7 +432,8 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                     desk.display_with(st, views.Display(mk, err, sm, fr, im)),
                 )
                 st, view = vet_page.vet_act(ctx, ex, st, action, f, d, active_seconds=secs,
-                                            explanation=reason_text, shown=shown)  # fmt: skip
+                                            explanation=reason_text, shown=shown,
+                                            page=page)  # fmt: skip
                 out = show(st, view, drawn)
                 _start_ahead(ctx, request, ex, st, f, views.Display(mk, err, sm, fr, im))
                 return out
@@ -417,12 +441,14 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
             return fn
 
         def deciding(n_inputs: int) -> str:
-            # the active seconds, the drawn token and the id pressed on, in the last three
-            return (f"(...a) => {{ a = a.slice(0, {n_inputs}); a[{n_inputs - 3}] = "
+            # the active seconds, the drawn token, the id pressed on and the texts kept for
+            # it, in the last four
+            return (f"(...a) => {{ a = a.slice(0, {n_inputs}); a[{n_inputs - 4}] = "
                     "window.loupeActive ? window.loupeActive() : -1; "
-                    f"a[{n_inputs - 2}] = window.loupeDeciding ? window.loupeDeciding() : ''; "
-                    f"a[{n_inputs - 1}] = window.loupeShown ? window.loupeShown() : ''; "
-                    "return a; }")  # fmt: skip
+                    f"a[{n_inputs - 3}] = window.loupeDeciding ? window.loupeDeciding() : ''; "
+                    f"a[{n_inputs - 2}] = window.loupeShown ? window.loupeShown() : ''; "
+                    f"a[{n_inputs - 1}] = window.loupeTextsFor ? "
+                    f"window.loupeTextsFor(a[{n_inputs - 2}]) : ''; return a; }}")  # fmt: skip
 
         for btn, name in [(b_accept, "accept"), (b_reject, "reject"), (b_skip, "skip"),
                           (b_flag, "flag")]:  # fmt: skip
@@ -431,14 +457,16 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
 
         def on_reason(text, st, tk, band, status, survey, split, mk, err, sm, fr, im, secs,
                       drawn: str | None = None, shown: str | None = None,
-                      request: gr.Request = None):  # fmt: skip
+                      page: str | None = None, request: gr.Request = None):  # fmt: skip
+            # the page's kept reason for the candidate pressed on (the box may already show
+            # the next one's); the box's own text for API callers
+            kept = vet_texts.page_text(page, shown, (st or {}).get("task"))
+            text = kept["reason"] if "reason" in kept else text
             return act("reject")(st, tk, band, status, survey, split, mk, err, sm, fr, im, secs,
-                                 drawn, shown, request, reason_text=text)  # fmt: skip
+                                 drawn, shown, page, request, reason_text=text)  # fmt: skip
 
-        reason_ins = [reason, state, *filters, *display, active, drawn_box, shown_box]
-        sent = deciding(len(reason_ins)).replace(
-            "return a; }", "window.loupeReasonSent && window.loupeReasonSent(); return a; }"
-        )
+        reason_ins = [reason, state, *filters, *display, active, drawn_box, shown_box, page_box]
+        sent = deciding(len(reason_ins))
         then_ahead(reason.submit(on_reason, reason_ins, view_outs, api_name="reject_reason",
                                  js=sent, **FAST))  # fmt: skip
 
@@ -500,11 +528,15 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
         def on_comment(st, text, request: gr.Request):
             ex = context.expert_for(ctx, request)
             st, msg = vet_page.vet_comment(ctx, ex, st, text)
-            return st, msg, ""
+            return st, msg
 
-        comment_btn.click(on_comment, [state, comment], [state, message, comment],
-                          api_name="comment")  # fmt: skip
-        comment.submit(on_comment, [state, comment], [state, message, comment], api_name=False)
+        # the box keeps showing the comment: it is the candidate's, saved or in its draft
+        # keys.js holds later keys until the comment is saved (its answer ends with loupeDone)
+        for ev in (comment_btn.click, comment.submit):
+            ev(on_comment, [state, comment], [state, message],
+               api_name="comment" if ev == comment_btn.click else False, **FAST).then(
+                None, None, None, js="() => window.loupeDone && window.loupeDone()",
+                api_name=False)  # fmt: skip
 
         # -- desk: each control refreshes the shown candidate with the new choice
         desk_ins = [state, o_tmpl, z_slider, o_norm, o_allmk, o_arms, o_sky, *filters, *display]
@@ -529,9 +561,14 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                 elif op == "template":
                     st = desk.set_option(st, template=desk.next_template(
                         ctx, tmpl, task=desk.task_of(ctx, st)))  # fmt: skip
+                if op in ("z", "typed", "nudge", "adopt") and not refused:
+                    # the candidate's redshift: in its draft, or amending the decision
+                    st, note = desk.keep_z(ctx, ex, st)
                 picked = desk.desk_of(st)["template"]
                 if op == "template" or picked != before:
-                    # the template chosen is the expert's spectral type for this candidate
+                    # the template chosen is drawn over this candidate only, and is the
+                    # expert's spectral type for it
+                    st, _ = desk.keep(ctx, ex, st, "Template", picked, template=picked)
                     st, note = desk.set_mark(ctx, ex, st, "spectype",
                                              "" if picked == "none" else picked)  # fmt: skip
                 d = desk.display_with(st, views.Display(mk, err, sm, fr, im))
@@ -543,10 +580,7 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                     # the box holds the refused text: send the z in force back into it
                     st["_sent"] = {k: v for k, v in (st.get("_sent") or {}).items()
                                    if k != "z"}  # fmt: skip
-                out = show(st, view)
-                if op == "template":
-                    out.append(desk.desk_of(st)["template"])
-                return out
+                return show(st, view)
 
             return fn
 
@@ -570,8 +604,7 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
         for btn, step in z_steps:
             btn.click(desk_op("nudge", step), desk_ins, view_outs, api_name=False, **FAST)
         z_adopt.click(desk_op("adopt"), desk_ins, view_outs, api_name="desk_adopt", **FAST)
-        t_next.click(desk_op("template"), desk_ins, [*view_outs, o_tmpl], api_name=False,
-                     **FAST)  # fmt: skip
+        t_next.click(desk_op("template"), desk_ins, view_outs, api_name=False, **FAST)
         # -- end desk
 
     return wire

@@ -1,0 +1,77 @@
+"""The texts an expert types on the vet page (comment, a reject's reason, a correction's
+reasoning and note): kept by the page per expert and candidate (app/keys.js, the browser's
+storage) until a decision, or an explicit save, carries them to the store.
+
+A decision's request brings the texts kept for the candidate its key was pressed on
+(`page_text`); moving away from a decided candidate brings its edited comment, which
+amends the decision (`leave`). Each answer tells the page which texts the store now holds
+(`VetView.form["saved"]`), and the page drops those.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from annotate import drafts, review
+from app.context import Context, Viewer, refusal
+from app.render_md import escape
+
+PAGE_TEXTS = ("comment", "reason", "explanation")
+ALL_TEXTS = (*PAGE_TEXTS, "note")  # the text boxes keys.js keeps per candidate
+
+
+def page_text(page: str | dict | None, key: str | None, task: str | None = None
+              ) -> dict[str, str]:  # fmt: skip
+    """The texts the page kept for candidate `key` of `task` (its JSON, or a dict): {} when
+    they are another candidate's (another id, or the same id's candidate of another task)."""
+    if isinstance(page, str):
+        try:
+            page = json.loads(page) if page.strip() else {}
+        except ValueError:
+            page = {}
+    if not isinstance(page, dict) or key is None or str(page.get("key")) != str(key):
+        return {}
+    if task and page.get("task") and page["task"] != task:
+        return {}
+    return {k: page[k][: review.MAX_TEXT].strip() for k in PAGE_TEXTS
+            if isinstance(page.get(k), str)}  # fmt: skip
+
+
+def leave(ctx: Context, ex: Viewer | None, state: dict, page: str | dict | None
+          ) -> tuple[str, str | None]:  # fmt: skip
+    """Moving away (j, k) from a candidate the expert has decided: a comment edited in the
+    page and not sent amends their decision (a revision). Returns what to say ("" if
+    nothing changed) and the key whose comment the store now holds; an undecided
+    candidate's texts stay the page's, sent with its decision."""
+    state = state or {}
+    cid, key = state.get("current"), state.get("key")
+    text = page_text(page, key, state.get("task")).get("comment")
+    if ex is None or cid is None or text is None:
+        return "", None
+    mine = review.my_decision(ctx.store, ex.name, cid)
+    if mine is None or text == (mine.comment or ""):
+        return "", None
+    try:
+        drafts.set_field(ctx.store, ex.name, cid, comment=text or None)
+    except Exception as e:
+        return refusal(f"Comment on {escape(key)} not saved", e), None
+    return (
+        f"Comment saved on {escape(key)} (your {escape(mine.action)}).",
+        f"{key}|{state.get('task')}",
+    )
+
+
+def with_left(out: list[Any], note: str, saved: str | None, i_message: int, i_form: int
+              ) -> list[Any]:  # fmt: skip
+    """A move's outputs (app/ui/vet.py) with `leave`'s note said first, and the page told
+    that the comment it kept for `saved` is in the store."""
+    out = list(out)
+    msg = out[i_message]
+    out[i_message] = note + (" " + msg if isinstance(msg, str) and msg else "")
+    if saved is not None:
+        form = json.loads(out[i_form])
+        key, _, task = saved.partition("|")
+        form["saved"] = {"key": key, "task": task, "texts": ["comment"]}
+        out[i_form] = json.dumps(form)
+    return out
