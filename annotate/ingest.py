@@ -211,7 +211,7 @@ def one_candidate_per_spectrum(
     kept: list[CandidateRef] = []
     errors: list[tuple[str, str]] = []
     for i, ref in enumerate(refs):
-        loc = _where(ref).split(" ", 1)[1][1:-1]  # the file [hdu] row part
+        loc = _loc(ref)
         stored = holders.get(i)
         if stored is not None and stored != ref.id:
             errors.append(Conflict((
@@ -233,10 +233,13 @@ def one_candidate_per_spectrum(
     return kept, errors
 
 
-def _where(ref: CandidateRef) -> str:
-    loc = (
+def _loc(ref: CandidateRef) -> str:
+    return (
         ref.path
         + ("" if ref.hdu is None else f"[{ref.hdu}]")
         + ("" if ref.row is None else f" row {ref.row}")
     )
-    return f"{ref.id} ({loc})"
+
+
+def _where(ref: CandidateRef) -> str:
+    return f"{ref.id} ({_loc(ref)})"
