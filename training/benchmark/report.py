@@ -580,8 +580,22 @@ def write_report(
         cal_md, calibrated = calibrated_section(bench, n_boot, fresh)
         md += cal_md
     md += CAVEATS
-    report.write_text("\n".join(md))
+    report.write_text(with_kept_tail("\n".join(md), report))
     return {"test": test_stats, "demo": demo_m, "calibrated": calibrated}
+
+
+# Sections other tools write into the accuracy report start at this line and run to the end
+# of the file (bench/learning_curve.py's learning curve): regenerating keeps them.
+KEPT_FROM = "<!-- learning-curve -->"
+
+
+def with_kept_tail(text: str, report: Path) -> str:
+    """`text`, followed by everything of the existing `report` from `KEPT_FROM` to its end."""
+    old = report.read_text() if report.exists() else ""
+    at = old.find(KEPT_FROM)
+    if at < 0:
+        return text
+    return text.rstrip("\n") + "\n\n" + old[at:]
 
 
 def calibrated_section(
