@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--min-grade",
-        type=flags.between(1, 4),
+        type=int,
         default=None,
         help="only decisions an expert graded at least N (1 a guess .. 4 certain); ungraded "
         "ones, gold and catalogue labels are left out too",

@@ -3,8 +3,8 @@ while the command line is read (one line, exit 2, through `launch.main`), never 
 acted on (`export --test-fraction 2` put every object in test; `audit --task quasar` printed
 an empty table).
 
->>> share("0.25"), at_least(2)("5"), between(1, 4)("4"), positive("0.5"), task("cc")
-(0.25, 5, 4, 0.5, 'carbon')
+>>> share("0.25"), at_least(2)("5"), positive("0.5"), task("cc")
+(0.25, 5, 0.5, 'carbon')
 >>> share("1.5")
 Traceback (most recent call last):
 argparse.ArgumentTypeError: 1.5 is not a share between 0 and 1
@@ -50,19 +50,6 @@ def at_least(low: int) -> Callable[[str], int]:
         return value
 
     parse.__name__ = f"at_least_{low}"
-    return parse
-
-
-def between(low: int, high: int) -> Callable[[str], int]:
-    """A whole number from `low` to `high` (a grade)."""
-
-    def parse(text: str) -> int:
-        value = _number(text, int)
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{text} is not from {low} to {high}")
-        return value
-
-    parse.__name__ = f"between_{low}_{high}"
     return parse
 
 
