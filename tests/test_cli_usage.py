@@ -221,3 +221,12 @@ def test_import_labels_with_rows_naming_no_expert_is_one_line(capsys, tmp_path, 
     with Store(db) as store:
         assert store.reviews() == []
     assert launch.main(["import-labels", str(g), "--db", db, "--expert", "ada"]) == 0
+
+
+def test_an_empty_export_of_everything_does_not_ask_for_everything(capsys, tmp_path, db):
+    """`export pairs --full` on a store of accepts said 'nothing reviewed' and to run it
+    again with --full; pairs come from rejects and corrections only."""
+    assert launch.main(["export", "pairs", "--full", "--db", db, "--out", str(tmp_path / "p")]) == 0
+    out = capsys.readouterr().out
+    assert "empty: no reject or correction to pair yet" in out and "accepts make none" in out
+    assert "--full" not in out

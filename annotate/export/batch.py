@@ -89,13 +89,17 @@ def run_export(
 
 
 def empty_reason(kind: str, manifest: dict[str, Any]) -> str:
-    """Why an export wrote no rows, and how to get every decision.
+    """Why an export wrote no rows, and, where an earlier batch held them back, how to get
+    every decision (an export of everything is not told to export everything).
 
     >>> empty_reason("sft", {"since_batch": 3, "unchanged_since_earlier_batches": 5,
     ...     "left_out": {"total": 0}})  # doctest: +NORMALIZE_WHITESPACE
     'empty: the 5 decision(s) to export are unchanged since earlier batches (this export holds
     only what is new since batch 3); run `launch.py export sft --full --out NEW_FOLDER` to
     export everything'
+    >>> empty_reason("pairs", {"since_batch": None, "unchanged_since_earlier_batches": 0,
+    ...     "left_out": {"total": 0}})
+    'empty: no reject or correction to pair yet (a pair is what an expert rejected or corrected beside what they chose; accepts make none)'
     """
     unchanged = manifest.get("unchanged_since_earlier_batches") or 0
     since = manifest.get("since_batch")
@@ -106,10 +110,19 @@ def empty_reason(kind: str, manifest: dict[str, Any]) -> str:
         )
     elif manifest.get("left_out", {}).get("total"):
         why = "every decision was left out (reasons above)"
+    elif kind == "pairs":
+        why = "no reject or correction to pair yet" + (
+            f" since batch {since}"
+            if since is not None
+            else " (a pair is what an expert rejected or corrected beside what they chose; "
+            "accepts make none)"
+        )
     else:
         why = "no decision to export yet" + (
             f" since batch {since}" if since is not None else " (nothing reviewed)"
         )
+    if since is None:  # everything was considered: --full would find nothing more
+        return f"empty: {why}"
     return (
         f"empty: {why}; run `launch.py export {kind} --full --out NEW_FOLDER` to export everything"
     )
