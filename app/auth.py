@@ -9,20 +9,17 @@ anything else is refused (401); Gradio also asks `user_for_request` to name the 
 each API call. A state-changing request whose Origin (or Referer) names another site is
 refused (403), login and logout included, so another site cannot post into a session, log
 a browser into one of its choosing, or end one. Logging out is a POST: `GET /logout` only
-shows the button that sends it. The export folder's files go to admins only, however
-their path is spelled (`install_admin_folder`). With or without login, a request whose
+shows the button that sends it. Export files download by token only (`app.downloads`).
+With or without login, a request whose
 Host is not one the app is served as is refused (`install_host_check`: DNS rebinding).
 """
 
 from __future__ import annotations
 
 import ipaddress
-import os
-import re
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -301,49 +298,6 @@ def install_host_check(app: FastAPI, allowed: Iterable[str]) -> None:
         return None
 
     guard(app, known_host)
-
-
-FILE_ROUTE = re.compile(r"^/(?:gradio_api/)?file(?:=|/)(?P<path>.+)$")
-
-
-def install_admin_folder(app: FastAPI, store: Any, folder: str | Path) -> None:
-    """Serve files under `folder` (the export folder: every label, gold items included)
-    only to a logged-in admin, checked on each file request: Gradio's file route serves
-    its allowed paths to any session."""
-    root = Path(os.path.abspath(folder))
-
-    def viewer_is_admin(request: Request) -> bool | None:
-        name = user_for_request(store, request)
-        if name is None:
-            return None
-        e = Reads(store).expert(name)
-        return e is not None and e.active and e.role == "admin"
-
-    async def admin_files(request: Request) -> Response | None:
-        match = FILE_ROUTE.match(request.url.path)
-        if match and _inside(match["path"], root):
-            ok = await run_in_threadpool(viewer_is_admin, request)
-            if not ok:
-                status = 401 if ok is None else 403
-                return JSONResponse({"detail": "Export files are for admins"}, status_code=status)
-        return None
-
-    guard(app, admin_files)
-
-
-def _inside(path: str, root: Path) -> bool:
-    """Whether a file request's path lies in `root`, checked twice: as Gradio serves it
-    (lexically normalised, `..` taken off the text: `/dev/fd/../../srv/x` is `/srv/x`) and
-    with symlinks resolved (a link that leads in). Either one inside is enough: the two can
-    disagree, and a non-admin must be refused by both readings."""
-    roots = {Path(os.path.abspath(root)), Path(os.path.realpath(root))}
-    try:
-        # abspath keeps a leading "//" (POSIX leaves its meaning open; Linux reads it as "/")
-        lexical = Path("/" + os.path.abspath(path).lstrip("/"))
-        seen = (lexical, Path(os.path.realpath(path)))
-        return any(p.is_relative_to(r) for p in seen for r in roots)
-    except (OSError, ValueError):
-        return True  # what cannot be resolved is not served to a non-admin either
 
 
 def install(

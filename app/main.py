@@ -129,7 +129,7 @@ def build_app(
     import gradio as gr
     from fastapi import FastAPI
 
-    from app import auth
+    from app import auth, downloads
     from app.ui import CSS, KEYS_JS, build
     from app.ui.assets import plotly_head, script_response
 
@@ -141,7 +141,9 @@ def build_app(
         js=f"() => {{ {KEYS_JS} }}",
         head=plotly_head(),
         max_file_size=ctx.settings.max_upload_bytes,
-        allowed_paths=[str(ctx.export_dir)],
+        # Export files never go through Gradio's file route (app.downloads): not allowed,
+        # blocked, and refused by a guard however a request spells their path.
+        blocked_paths=[str(ctx.export_dir)],
         footer_links=[],
         # Gradio keeps every call's inputs and outputs in the browser's localStorage by
         # default: each decision re-read and re-wrote that history (figures included) on the
@@ -149,6 +151,10 @@ def build_app(
         # verdicts an expert saw in the browser's storage.
         run_history=False,
     )
+    # export files: by the token the store recorded, to admins (or their owner) only; the
+    # file-route guard goes in first, so that the login gate runs before it
+    downloads.install_downloads(api, ctx)
+    downloads.install_file_route_guard(api, ctx.export_dir)
     if ctx.login:
         auth.install(
             api,
@@ -157,9 +163,6 @@ def build_app(
             session_seconds=session_seconds or ctx.settings.session_seconds,
             trusted_proxies=trusted_proxies or (),
         )
-        # The export folder is in Gradio's allowed paths (so an export's files can be
-        # offered for download), which its file route serves to every session.
-        auth.install_admin_folder(api, ctx.store, ctx.export_dir)
         kwargs["auth_dependency"] = lambda request: auth.user_for_request(ctx.store, request)
     else:
         auth.install_origin_check(api, trusted_proxies or ())

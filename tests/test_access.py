@@ -442,7 +442,10 @@ def test_repeated_wrong_passwords_are_throttled():
 
 
 def test_export_files_are_served_only_to_admins(team, web):
+    import re
+
     from app.context import Viewer
+    from app.pages import export as export_page
     from app.pages.export import run_export
 
     ctx = team
@@ -464,12 +467,26 @@ def test_export_files_are_served_only_to_admins(team, web):
                     f"/gradio_api/file={str(f).replace('/', '//')}"):  # fmt: skip
             for method in ("GET", "HEAD"):
                 assert web.request(method, url, headers=as_(bob)).status_code == 403, url
+                assert web.request(method, url, headers=as_(ada)).status_code == 403, url
                 assert web.request(method, url).status_code == 401, url
-        assert web.get(f"/gradio_api/file={f}", headers=as_(ada)).status_code == 200
+    # export files leave by the token the store recorded, to admins only
+    links = export_page.download_links(ctx, Viewer("ada", "admin"), [str(f) for f in files])
+    urls = re.findall(r'href="(/download/[^"]+)"', links)
+    assert len(urls) == len(files) and str(ctx.export_dir) not in links
+    for url, f in zip(urls, files, strict=True):
+        assert web.get(url, headers=as_(ada)).content == f.read_bytes()
+        assert web.head(url, headers=as_(ada)).status_code == 200
+        assert web.get(url, headers=as_(bob)).status_code == 403
+        assert web.get(url).status_code == 401
+    # a file offered to an expert (their own VI CSV) is theirs and the admins', nobody else's
+    (own,) = re.findall(r'href="(/download/[^"]+)"',
+                        export_page.download_links(ctx, Viewer("bob", "expert"), [str(files[0])]))  # fmt: skip
+    cy = token_for(web, "cy")
+    assert [web.get(own, headers=as_(t)).status_code for t in (bob, ada, cy)] == [200, 200, 403]
     # an admin demoted meanwhile is refused on the next request (checked per request)
     ctx.store.update_expert("ada", role="expert")
     try:
-        assert web.get(f"/gradio_api/file={files[0]}", headers=as_(ada)).status_code == 403
+        assert web.get(urls[0], headers=as_(ada)).status_code == 403
     finally:
         ctx.store.update_expert("ada", role="admin")
     assert snapshot(ctx.store)["review"] == before["review"]

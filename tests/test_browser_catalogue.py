@@ -1,5 +1,5 @@
-"""The Export page's catalogue button, in Chromium: the files come back as downloads and
-the message quotes each task's precision."""
+"""The Export page's catalogue button, in Chromium: the files come back as download links
+and the message quotes each task's precision."""
 
 from __future__ import annotations
 
@@ -29,9 +29,12 @@ def test_catalogue_button_offers_csv_and_fits(browser, tmp_path_factory, tmp_pat
         text = page.locator("#export-catalogue-message").inner_text()
         assert all(f"{t}: precision" in text for t in ctx.store.tasks())
         files = page.locator("#export-catalogue-files").inner_text()
-        # Gradio's file list breaks each name before its extension
-        assert all(f"{t}\n.fits" in files and f"{t}\n.csv" in files for t in ctx.store.tasks())
-        assert "manifest\n.json" in files
+        assert all(f"{t}.fits" in files and f"{t}.csv" in files for t in ctx.store.tasks())
+        assert "manifest.json" in files
+        # each a link to the one download route, by token: no path reaches the page
+        hrefs = page.locator("#export-catalogue-files a").evaluate_all("a => a.map(x => x.href)")
+        assert hrefs and all("/download/" in h for h in hrefs), hrefs
+        assert str(ctx.export_dir) not in page.content()
     finally:
         srv.close()
         ctx.store.close()

@@ -17,9 +17,10 @@ headers are uvicorn's business, and a raw path is only sent as is by a raw clien
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import httpx
 import pytest
@@ -73,25 +74,92 @@ def raw_get(url: str, path: str, headers: dict[str, str] | None = None) -> int:
     return int(reply.split(b" ", 2)[1])
 
 
-def test_export_files_stay_admin_only_through_a_symlinked_prefix(team, served):
+def spellings(f: Path, export_dir: Path, pid: int) -> dict[str, str]:
+    """Ways to spell export file `f` as a path the kernel opens (after Gradio takes `..`
+    off the text), each a name for the test's message."""
+    rel = f.relative_to(export_dir.parent)  # from the working directory the test sets
+    out = {
+        "plain": f"{f}",
+        "/dev/fd/../..": f"/dev/fd/../..{f}",
+        "/proc/self/root": f"/proc/self/root{f}",
+        "/bin/../proc/self/root": f"/bin/../proc/self/root{f}",
+        "/dev/fd/../../proc/self/root": f"/dev/fd/../../proc/self/root{f}",
+        "/proc/self/cwd": f"/proc/self/cwd/{rel}",
+        "/bin/../proc/self/cwd": f"/bin/../proc/self/cwd/{rel}",
+        "relative": f"{rel}",
+        "%2E%2E": f"/bin/%2E%2E/proc/self/root{f}",
+        "%2e%2e%2f": f"/dev/fd/%2e%2e%2f%2e%2e/proc/self/root{f}",
+        "double-encoded": f"/bin/%252E%252E/proc/self/root{f}",
+        "//": "/" + str(f).replace("/", "//"),
+        "/./": f"/proc/./self/./root/.{f}",
+        # not in any report: the server's own pid, the thread's magic link, a mount point
+        "/proc/PID/root": f"/proc/{pid}/root{f}",
+        "/proc/thread-self/root": f"/proc/thread-self/root{f}",
+        "/proc/PID/cwd": f"/proc/{pid}/cwd/{rel}",
+        "/sys/../proc/self/root": f"/sys/../proc/self/root{f}",
+    }
+    return {k: quote(v, safe="/%=.") for k, v in out.items()}
+
+
+def test_export_files_download_by_token_only_whatever_the_spelling(
+    team, served, tmp_path, monkeypatch
+):
+    """A plain expert gets no export file through Gradio's file routes, whatever the path's
+    spelling (magic links, `..`, encodings, a symlink or a hard link in a folder Gradio
+    serves); nor does an admin: export files leave only by `/download/TOKEN`, to admins."""
+    import gradio
+
+    from annotate.export import downloads
     from app.context import Viewer
     from app.pages.export import run_export
 
     view = run_export(team, Viewer("ada", "admin"), "rl")
-    files = [Path(f) for f in view.files]
+    files = [Path(f) for f in view.files if f.endswith((".jsonl", ".json", ".parquet"))]
     assert files, view.message
+    monkeypatch.chdir(team.export_dir.parent)  # /proc/self/cwd is where the exports are
+    served_dir = Path(gradio.utils.get_upload_folder()) / "planted"
+    served_dir.mkdir(parents=True, exist_ok=True)
     ada, bob = token(served.url, "ada"), token(served.url, "bob")
-    prefixes = ["/dev/fd/../..", "/dev/fd/../../.", "//dev/fd/../..", "/proc/self/root"]
-    if Path("/bin").is_symlink():  # merged /usr: /bin -> usr/bin, so /bin/.. is / only as text
-        prefixes.append("/bin/..")
     for f in files:
-        for prefix in prefixes:
-            path = f"/gradio_api/file={prefix}{f}"
-            assert raw_get(served.url, path, {"Cookie": f"loupe_session={bob}"}) == 403, path
-            assert raw_get(served.url, path) == 401, path
-        # the admin still downloads through the same spelling (the route does serve it)
-        path = f"/gradio_api/file=/dev/fd/../..{f}"
-        assert raw_get(served.url, path, {"Cookie": f"loupe_session={ada}"}) == 200
+        link, hard = served_dir / f"link-{f.name}", served_dir / f"hard-{f.name}"
+        link.unlink(missing_ok=True)
+        hard.unlink(missing_ok=True)
+        link.symlink_to(f)
+        os.link(f, hard)
+        paths = spellings(f, team.export_dir, os.getpid())
+        paths |= {
+            "symlink in Gradio's folder": str(link),
+            "hard link in Gradio's folder": str(hard),
+        }
+        for name, path in paths.items():
+            for route in ("/gradio_api/file=", "/file=", "/gradio_api/file/", "/file/"):
+                url = route + (path if route.endswith("=") else path.lstrip("/"))
+                for who in (bob, ada):
+                    got = raw_get(served.url, url, {"Cookie": f"loupe_session={who}"})
+                    assert got != 200 and got in (403, 404), (name, url, got)
+                assert raw_get(served.url, url) == 401, (name, url)
+        hard.unlink()
+        link.unlink()
+    # the one way out: the token the store recorded, to an admin on each request
+    (offered,) = downloads.offer(team.store, [files[0]], actor="ada")
+    with httpx.Client(base_url=served.url, timeout=30) as http:
+        got = http.get(offered.url, cookies={"loupe_session": ada})
+        assert got.status_code == 200 and got.content == files[0].read_bytes()
+        assert "attachment" in got.headers["content-disposition"]
+        assert http.get(offered.url, cookies={"loupe_session": bob}).status_code == 403
+        assert http.get(offered.url).status_code == 401
+        assert (
+            http.get(downloads.ROUTE + "/" + "x" * 32, cookies={"loupe_session": ada}).status_code
+            == 404
+        )
+        # a token is no path: a path in its place names no recorded file
+        assert http.get(f"{downloads.ROUTE}/..%2F..%2Fetc%2Fpasswd",
+                        cookies={"loupe_session": ada}).status_code == 404  # fmt: skip
+        team.store.update_expert("ada", role="expert")  # demoted: refused on the next request
+        try:
+            assert http.get(offered.url, cookies={"loupe_session": ada}).status_code == 403
+        finally:
+            team.store.update_expert("ada", role="admin")
 
 
 def test_forwarded_headers_from_this_host_are_not_believed(team, served):

@@ -39,6 +39,25 @@ def left_out_text(manifest: dict[str, Any]) -> str:
     return f"**{lo['total']}** decision(s) left out ({why})."
 
 
+def download_links(ctx: Context, ex: Viewer | None, files: list[str]) -> str:
+    """`files` as download links (HTML) for the viewer: each recorded in the store under a
+    new token (`annotate.export.downloads`), served by `/download/TOKEN` to admins, and to
+    the viewer when it is their own (a non-admin's VI CSV). No path reaches the page."""
+    if ex is None or not files:
+        return ""
+    from html import escape as html_escape
+
+    from annotate.export import downloads
+
+    owner = None if ex.admin else ex.name
+    offered = downloads.offer(ctx.store, files, actor=ex.name, owner=owner)
+    items = "".join(
+        f'<li><a href="{d.url}" download="{html_escape(d.name)}">{html_escape(d.name)}</a></li>'
+        for d in offered
+    )
+    return f'<ul class="loupe-downloads">{items}</ul>'
+
+
 def run_export(ctx: Context, ex: Viewer | None, kind: str) -> ExportView:
     """Run one export (admins only); list its files as download links."""
     try:

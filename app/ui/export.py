@@ -22,15 +22,16 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
             e_go = gr.Button("Run export", variant="primary", elem_id="btn-export")
         e_counts = gr.Markdown(visible=False)
         e_manifest = gr.JSON(label="manifest", visible=False)
-        e_files = gr.File(label="download", file_count="multiple", interactive=False, visible=False)
+        # Downloads are links to /download/TOKEN (app.downloads): no export file is handed
+        # to a Gradio component, whose file route would serve it by its path.
+        e_files = gr.HTML(label="download", visible=False, elem_id="export-files")
         # -- VI CSV download (annotate.export.vi)
         with gr.Row(elem_id="export-vi-controls"):
             e_vi_layout = gr.Radio(["loupe", "prospect", "marz"], value="loupe",
                                    label="VI CSV columns")  # fmt: skip
             e_vi_go = gr.Button("Download decisions as VI CSV", elem_id="btn-export-vi")
         e_vi_msg = gr.Markdown(elem_id="export-vi-message")
-        e_vi_files = gr.File(label="VI CSV", file_count="multiple", interactive=False,
-                             elem_id="export-vi-files")  # fmt: skip
+        e_vi_files = gr.HTML(label="VI CSV", elem_id="export-vi-files")
         # -- end VI CSV
         # -- catalogue (annotate.export.catalogue)
         with gr.Row():
@@ -39,8 +40,7 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
             e_cat_go = gr.Button("Write the catalogue (CSV + FITS)",
                                  elem_id="btn-export-catalogue")  # fmt: skip
         e_cat_msg = gr.Markdown(elem_id="export-catalogue-message")
-        e_cat_files = gr.File(label="catalogue", file_count="multiple", interactive=False,
-                              elem_id="export-catalogue-files")  # fmt: skip
+        e_cat_files = gr.HTML(label="catalogue", elem_id="export-catalogue-files")
         e_hist = gr.Dataframe(
             value={"headers": export_page.HISTORY_HEADERS, "data": []},
             label="earlier batches",
@@ -53,19 +53,21 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
         def on_export(kind, request: gr.Request):
             ex = context.expert_for(ctx, request)
             r = export_page.run_export(ctx, ex, kind)
-            return r.message, r.manifest, r.files, r.history
+            return r.message, r.manifest, export_page.download_links(ctx, ex, r.files), r.history
 
         e_go.click(on_export, e_kind, [e_counts, e_manifest, e_files, e_hist], api_name="export")
 
         def on_vi(layout, request: gr.Request):
             ex = context.expert_for(ctx, request)
-            return export_page.vi_download(ctx, ex, layout)
+            msg, files = export_page.vi_download(ctx, ex, layout)
+            return msg, export_page.download_links(ctx, ex, files)
 
         e_vi_go.click(on_vi, e_vi_layout, [e_vi_msg, e_vi_files], api_name="export_vi")
 
         def on_catalogue(request: gr.Request):
             ex = context.expert_for(ctx, request)
-            return export_page.catalogue_download(ctx, ex)
+            msg, files = export_page.catalogue_download(ctx, ex)
+            return msg, export_page.download_links(ctx, ex, files)
 
         e_cat_go.click(on_catalogue, None, [e_cat_msg, e_cat_files], api_name="export_catalogue")
 

@@ -108,6 +108,32 @@ class ExportsMixin:
                 q = q.where(m.ExportBatch.kind == kind)
             return list(s.scalars(q.order_by(m.ExportBatch.id)))
 
+    def record_export_files(
+        self,
+        files: Iterable[tuple[str, str, str]],
+        *,
+        owner: str | None = None,
+        actor: str = "export",
+    ) -> list[m.ExportFile]:
+        """Record (token, path, name) of files an export wrote, for download by token only:
+        `owner` None, for admins only; else that expert too."""
+        with self._tx() as s:
+            rows = [m.ExportFile(token=t, path=str(p), name=n[:255], owner=owner, actor=actor)
+                    for t, p, n in files]  # fmt: skip
+            s.add_all(rows)
+            s.flush()
+            if rows:
+                self._audit(s, actor, "offer_download", "export_file", rows[0].id,
+                            {"files": len(rows), "owner": owner})  # fmt: skip
+            return rows
+
+    def export_file(self, token: str) -> m.ExportFile | None:
+        """The export file recorded under `token`, or None."""
+        if not token or len(token) > 64:
+            return None
+        with self._ro() as s:
+            return s.scalars(select(m.ExportFile).where(m.ExportFile.token == token)).first()
+
     def set_review_time(self, review_id: int, when: dt.datetime) -> m.Review:
         """An imported decision keeps the time it was made (a VI file's `time`, UTC): the
         review's `updated`, and its `created` while it has no earlier revision."""
