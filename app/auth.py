@@ -183,22 +183,42 @@ def user_for_request(store: Any, request: Request) -> str | None:
 def parse_proxies(
     proxies: Iterable[str] | None,
 ) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
-    """Trusted proxy addresses or networks (`serve --trusted-proxy`), checked up front."""
+    """Trusted proxy addresses or networks (`serve --trusted-proxy`), checked up front. An
+    IPv4-mapped IPv6 address (`::ffff:10.0.0.1`) is taken as its IPv4 form."""
     out = []
     for p in proxies or ():
         try:
-            out.append(ipaddress.ip_network(p.strip(), strict=False))
+            net = ipaddress.ip_network(p.strip(), strict=False)
         except ValueError:
             raise ValueError(f"--trusted-proxy {p!r} is not an IP address or network") from None
+        mapped = getattr(net.network_address, "ipv4_mapped", None)
+        if mapped is not None and net.prefixlen >= 96:
+            net = ipaddress.ip_network(f"{mapped}/{net.prefixlen - 96}", strict=False)
+        out.append(net)
     return out
 
 
-def _trusted(host: str, proxies) -> bool:
+def ip_of(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address in `host`, or None if it is none; an IPv4-mapped IPv6 address (a dual-
+    stack socket reports an IPv4 peer as `::ffff:127.0.0.1`) is its IPv4 address, so it is
+    the same client and the same proxy whichever socket it came in on."""
     try:
-        addr = ipaddress.ip_address(host)
+        addr = ipaddress.ip_address(host.strip().strip("[]"))
     except ValueError:
-        return False
-    return any(addr in net for net in proxies)
+        return None
+    mapped = getattr(addr, "ipv4_mapped", None)
+    return mapped if mapped is not None else addr
+
+
+def _trusted(host: str, proxies) -> bool:
+    addr = ip_of(host)
+    return addr is not None and any(addr in net for net in proxies)
+
+
+def canonical(host: str) -> str:
+    """`host` as the one text the throttle counts it under (`::ffff:1.2.3.4` is `1.2.3.4`)."""
+    addr = ip_of(host)
+    return str(addr) if addr is not None else host
 
 
 def client_address(request: Request, proxies=()) -> str:
@@ -207,13 +227,13 @@ def client_address(request: Request, proxies=()) -> str:
     is not itself a trusted proxy (entries further left are whatever the client wrote)."""
     host = request.client.host if request.client else "?"
     if not proxies or not _trusted(host, proxies):
-        return host
+        return canonical(host)
     hops = [h.strip() for v in request.headers.getlist("x-forwarded-for") for h in v.split(",")]
     for hop in reversed([h for h in hops if h]):
         if not _trusted(hop, proxies):
-            return hop
+            return canonical(hop)
         host = hop
-    return host
+    return canonical(host)
 
 
 def _is_https(request: Request, proxies) -> bool:

@@ -229,4 +229,5 @@ def serve(
             sock.close()
             raise LoupeError(f"the app did not start on {host}:{port} (see the log above)")
         time.sleep(0.05)
-    return Server(f"http://{host}:{port}", thread, server)
+    shown = f"[{host}]" if ":" in host else host  # an IPv6 address in a URL is bracketed
+    return Server(f"http://{shown}:{port}", thread, server)

@@ -191,6 +191,51 @@ def test_forwarded_headers_from_a_trusted_proxy_are_believed(team):
         srv.close()
 
 
+def test_a_trusted_proxy_is_trusted_on_a_dual_stack_socket(team):
+    """Bound to `::`, an IPv4 proxy arrives as `::ffff:127.0.0.1`: it is still the trusted
+    127.0.0.1, so each forwarded client counts on its own (none locks the others out)."""
+    try:
+        srv = serve(team, host="::", trusted_proxies=["127.0.0.1"])
+    except Exception as exc:  # noqa: BLE001 - a host without IPv6 cannot run this
+        pytest.skip(f"no dual-stack socket here ({exc})")
+    url = f"http://127.0.0.1:{srv.url.rsplit(':', 1)[1]}"
+    try:
+        codes = [
+            login(url, "cy-dual", **{"X-Forwarded-For": f"203.0.113.{i}"}).status_code
+            for i in range(7)
+        ]
+        assert codes == [401] * 7, codes  # seven clients, one guess each
+        assert (
+            "secure"
+            in login(url, "bob", **{"X-Forwarded-Proto": "https"}).headers["set-cookie"].lower()
+        )
+    finally:
+        srv.close()
+
+
+def test_proxy_addresses_compare_as_addresses():
+    from starlette.requests import Request
+
+    from app.auth import client_address, parse_proxies
+
+    def peer(host: str, forwarded: str | None = None) -> Request:
+        headers = [(b"x-forwarded-for", forwarded.encode())] if forwarded else []
+        return Request({"type": "http", "client": (host, 1), "headers": headers})
+
+    for given in ("127.0.0.1", "::ffff:127.0.0.1", "127.0.0.0/8", "::ffff:127.0.0.0/104"):
+        proxies = parse_proxies([given])
+        for host in ("127.0.0.1", "::ffff:127.0.0.1", "::FFFF:7f00:1"):
+            assert client_address(peer(host, "198.51.100.7"), proxies) == "198.51.100.7"
+        assert client_address(peer("::1", "198.51.100.7"), proxies) == "::1", given
+    # one client, one count: its mapped and plain forms are the same address
+    proxies = parse_proxies(["10.0.0.0/8"])
+    assert client_address(peer("10.1.2.3", "::ffff:198.51.100.7"), proxies) == "198.51.100.7"
+    assert client_address(peer("::ffff:198.51.100.7")) == "198.51.100.7"
+    assert client_address(peer("::ffff:10.0.0.9", "10.0.0.8, 198.51.100.9"), proxies) == (
+        "198.51.100.9"
+    )
+
+
 def test_a_foreign_host_is_refused_on_every_route_without_login(tmp_path_factory):
     ctx = context(tmp_path_factory, tmp_path_factory.mktemp("rebind"))
     srv = serve(ctx, extra_hosts=["loupe.example.org"])
