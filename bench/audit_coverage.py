@@ -2,12 +2,14 @@
 """Do the audit's 95% intervals cover the truth? The app's own draw, queue, close and
 estimates, repeated over seeds and audit shares on a labelled catalogue.
 
-    python bench/audit_coverage.py --catalog data/bench/tune/catalog-snr20.csv --seeds 200
+    python -m training.benchmark --split tune --out data/bench   # builds data/bench/tune
+    python bench/audit_coverage.py --catalog data/bench/tune/catalog.csv --where snr=20
 
-`--catalog` is a CSV with the columns path,row,task,id,label (`row` may be empty; a path is
-relative to the catalogue's folder; `label`, YES or NO, is the truth). The candidates are
-ingested into a scratch store without their labels and vetted by the plain rules, once
-(kept in `--work` as vetted.db and reused while the catalogue is unchanged). Simulated
+`--catalog` is a CSV with the columns path,row,task,id,label (`row` may be empty or absent;
+a path is relative to the catalogue's folder; `label`, YES or NO, is the truth); `--where`
+keeps the rows holding a column's value. The candidates are ingested into a scratch store
+without their labels and vetted by the plain rules, once (kept in `--work` and reused
+while the catalogue and `--where` are unchanged). Simulated
 experts answer, with the true label, every item the app's queue serves while the team's
 `auto_accept` (0.9) holds the confident verdicts out: the uncertain items, the same for
 every seed, are answered once in the vetted store. Then for each seed and share, on a copy
@@ -56,10 +58,16 @@ FIGURES = ("precision", "completeness", "ECE", "band error")
 EXPERT = "sim"
 
 
-def read_catalog(path: Path) -> list[dict[str, Any]]:
-    """The catalogue's rows; a clear error for a missing column or a label not YES/NO."""
+def read_catalog(path: Path, where: list[str] = ()) -> list[dict[str, Any]]:
+    """The catalogue's rows (those whose columns hold the `where` COLUMN=VALUE pairs); a
+    clear error for a missing column or a label not YES/NO."""
     with open(path, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
+    for cond in where:
+        col, eq, value = cond.partition("=")
+        if not eq or (rows and col not in rows[0]):
+            raise SystemExit(f"audit_coverage: --where {cond!r}: COLUMN=VALUE of {path}'s columns")
+        rows = [r for r in rows if r[col] == value]
     need = {"path", "task", "id", "label"}
     if not rows or not need <= set(rows[0]):
         raise SystemExit(f"audit_coverage: {path} needs the columns path,row,task,id,label")
@@ -213,6 +221,9 @@ def print_table(results: dict[tuple, list[tuple]]) -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     ap.add_argument("--catalog", required=True, help="CSV: path,row,task,id,label (the truth)")
+    ap.add_argument("--where", action="append", default=[], metavar="COLUMN=VALUE",
+                    help="only the rows holding this value (e.g. snr=20 of the benchmark's "
+                    "catalog.csv); may be repeated")  # fmt: skip
     ap.add_argument("--seeds", type=int, default=200)
     ap.add_argument("--shares", default="0.05,0.1,0.2", help="audit shares, comma-separated")
     ap.add_argument("--workers", type=int, default=2, help="vetting processes")
@@ -229,12 +240,12 @@ def main(argv: list[str] | None = None) -> int:
     if not shares or any(not 0 < s <= 1 for s in shares):
         raise SystemExit(f"audit_coverage: --shares {args.shares!r}: each in (0, 1]")
     catalog = Path(args.catalog)
-    rows = read_catalog(catalog)
+    rows = read_catalog(catalog, args.where)
     truth = {(r["id"], r["task"]): r["label"] for r in rows}
     tmp = tempfile.TemporaryDirectory(prefix="loupe-coverage-") if args.work is None else None
     work = Path(tmp.name if tmp else args.work)
     work.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256(catalog.read_bytes()).hexdigest()[:12]
+    digest = hashlib.sha256(catalog.read_bytes() + repr(args.where).encode()).hexdigest()[:12]
     base = work / f"vetted-{digest}.db"
     t0 = time.perf_counter()
     if not base.exists():
