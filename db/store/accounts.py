@@ -64,6 +64,9 @@ class AccountsMixin:
             raise StoreError(f"role must be one of {m.ROLES} (got {role!r})")
         with self._tx() as s:
             e = self._expert(s, name)
+            stays_admin = (role or e.role) == "admin" and (e.active if active is None else active)
+            if e.role == "admin" and e.active and not stays_admin:
+                self._keep_an_admin(s, e)
             changed = {}
             if role is not None:
                 e.role = changed["role"] = role
@@ -78,6 +81,23 @@ class AccountsMixin:
                 s.execute(delete(m.ExpertSession).where(m.ExpertSession.expert_id == e.id))
             self._audit(s, actor, "update_expert", "expert", e.id, changed)
             return e
+
+    @staticmethod
+    def _keep_an_admin(s: Session, e: m.Expert) -> None:
+        """Refuse to demote or deactivate `e` if no other active admin would be left: nobody
+        could manage the accounts or export then. Every active admin's row is locked first
+        (PostgreSQL; SQLite has one writer), so two admins demoting each other at once
+        cannot both succeed."""
+        admins = s.scalars(
+            select(m.Expert.id)
+            .where(m.Expert.role == "admin", m.Expert.active.is_(True))
+            .with_for_update()
+        ).all()
+        if not [i for i in admins if i != e.id]:
+            raise StoreError(
+                f"{e.name!r} is the last active admin: make another expert an admin first "
+                "(add-expert NAME --role admin), then change this account"
+            )
 
     def expert(self, who: str | int) -> m.Expert | None:
         with self._ro() as s:
