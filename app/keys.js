@@ -441,7 +441,8 @@
       el = document.createElement("div");
       el.id = "loupe-pending";
       el.setAttribute("role", "status");
-      document.body.appendChild(el);
+      // beside the decision buttons, where the eye is
+      (document.getElementById("vet-dock") || document.body).appendChild(el);
     }
     el.textContent = sending ? `saving ${sending} decision${sending > 1 ? "s" : ""}…` : "";
   };

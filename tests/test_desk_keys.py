@@ -36,7 +36,9 @@ def test_the_cheat_sheet_and_readme_list_every_key():
     listed = readme[readme.index("Keys: `a` accept") :].split("- **Author**")[0]
     missing = sorted(k for k in keys if len(k) == 1 and f"`{k}`" not in listed and k not in "1234")
     assert missing == [], f"keys not in README's key list: {missing}"
-    assert "`1`-`4`" in listed and "Esc cancels" in listed and "Esc saves" not in readme
+    assert "`1`-`4`" in listed and "Esc leaves the box and keeps it" in listed
+    assert "Esc saves" not in readme and "Esc cancels" not in listed  # Esc discards nothing
+    assert "cancels" not in CHEATSHEET
 
 
 def test_template_cycling_starts_with_the_tasks_classes():

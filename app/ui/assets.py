@@ -12,7 +12,8 @@ KEYS_JS = (Path(__file__).parent.parent / "keys.js").read_text()
 CSS = """
 #loupe-cheatsheet {display:none; position:fixed; top:12%; left:50%; transform:translateX(-50%);
   z-index:1000; background:#fff; border:1px solid #999; border-radius:8px; padding:16px 24px;
-  box-shadow:0 8px 30px rgba(0,0,0,.25); font-size:15px; min-width:320px}
+  box-shadow:0 8px 30px rgba(0,0,0,.25); font-size:15px; min-width:320px;
+  max-height:86vh; overflow-y:auto; overscroll-behavior:contain}
 #loupe-cheatsheet kbd {display:inline-block; min-width:1.6em; text-align:center; padding:1px 5px;
   border:1px solid #aaa; border-radius:4px; background:#f6f6f6; font-family:monospace}
 .loupe-head {display:flex; flex-wrap:wrap; gap:18px; align-items:center; font-size:14px}
@@ -37,6 +38,26 @@ CSS = """
 #vet-actions button {min-width:90px}
 #loupe-pending {position:fixed; left:12px; bottom:8px; font-size:13px; color:#555; z-index:50}
 #loupe-pending:empty {display:none}
+/* the vet dock (app/ui/vet.py): status line, decision buttons, grade, flags and a reject's
+   reason fixed at the foot of the window, so a laptop's 768 px show them with the plots */
+#vet-dock {position:fixed; left:0; right:0; bottom:0; z-index:40; gap:2px !important;
+  background:var(--background-fill-primary, #fff); border-top:1px solid #d0d4dc;
+  box-shadow:0 -4px 14px rgba(0,0,0,.08); padding:4px 16px 6px !important;
+  max-height:50vh; overflow-y:auto}
+#vet-dock > * {margin:0 !important}
+#vet-dock .block {padding:2px 8px !important}
+#vet-dock button {padding:4px 8px !important; min-height:0 !important}
+#vet-dock label, #vet-dock span[data-testid="block-info"] {font-size:13px !important}
+#vet-dock fieldset {gap:4px !important}
+#vet-dock fieldset label {padding:2px 8px !important}
+#vet-dock #vet-message {min-height:1.3em; font-size:14px}
+#vet-dock #vet-message p {margin:0}
+#loupe-blocked {color:#9a3412; font-weight:600; font-size:14px}
+#loupe-blocked:empty {display:none}
+#vet-dock #loupe-pending {position:static}
+/* room below the page's end for the dock */
+#vet-steps ~ * :last-child {scroll-margin-bottom:220px}
+.gradio-container {padding-bottom:230px !important}
 /* -- author: the audit view (app.pages.author.audit_view) -- */
 .loupe-audit-step {display:grid; grid-template-columns:minmax(0,2fr) minmax(0,3fr); gap:14px;
   align-items:start; padding:8px 0; border-top:1px solid #e4e7ee; font-size:14px}
@@ -58,9 +79,10 @@ CHEATSHEET = """
 <table>
 <tr><td><kbd>a</kbd></td><td>accept the agent's verdict</td></tr>
 <tr><td><kbd>r</kbd></td><td>reject it (the label flips): type what the model should have
-concluded, <kbd>Enter</kbd> saves (the reason may be empty), <kbd>Esc</kbd> cancels</td></tr>
+concluded, <kbd>Enter</kbd> saves (the reason may be empty), <kbd>Esc</kbd> leaves the box
+(the reason stays on the candidate)</td></tr>
 <tr><td><kbd>c</kbd></td><td>correct: choose the label, write the reasoning, mark the wrong step;
-<kbd>Ctrl</kbd>+<kbd>Enter</kbd> saves, <kbd>Esc</kbd> cancels</td></tr>
+<kbd>Ctrl</kbd>+<kbd>Enter</kbd> saves, <kbd>Esc</kbd> leaves the panel (the text stays)</td></tr>
 <tr><td><kbd>1</kbd>-<kbd>4</kbd></td><td>grade: 4 certain, 3 probable, 2 possible, 1 a guess</td></tr>
 <tr><td><kbd>Shift</kbd>+<kbd>R</kbd> / <kbd>C</kbd> / <kbd>S</kbd></td><td>Prospect's issue
 flags: bad redshift fit / bad spectral type / bad spectrum (toggle; kept with the decision)</td></tr>

@@ -148,37 +148,6 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
         g_plot = data_box("vet-global-figure")
         z_plot = data_box("vet-zooms-figure")
         answer = gr.HTML(elem_id="vet-answer")
-        with gr.Row(elem_id="vet-actions"):
-            b_accept = gr.Button("Accept (a)", variant="primary", elem_id="btn-accept")
-            b_reject = gr.Button("Reject (r)", variant="stop", elem_id="btn-reject")
-            b_correct = gr.Button("Correct (c)", elem_id="btn-correct")
-            b_skip = gr.Button("Skip (s)", elem_id="btn-skip")
-            b_flag = gr.Button("Flag (f)", elem_id="btn-flag")
-            b_prev = gr.Button("◀ Prev (k)", elem_id="btn-prev")
-            b_next = gr.Button("Next (j) ▶", elem_id="btn-next")
-            b_undo = gr.Button("Undo (u)", elem_id="btn-undo")
-        # -- vet desk: grade, a reject's reason, the correct panel, active time
-        with gr.Row(equal_height=True):
-            v_grade = gr.Radio(["1", "2", "3", "4"], label="grade (1-4): 4 certain, "
-                               "3 probable, 2 possible, 1 a guess", elem_id="vet-grade",
-                               scale=2)  # fmt: skip
-            # Prospect's issue flags and the expert's spectral type (app.pages.desk.set_mark)
-            v_issues = gr.CheckboxGroup(
-                [("R bad redshift fit", "R"), ("C bad spectral type", "C"),
-                 ("S bad spectrum", "S")],
-                label="issues (Shift+R · Shift+C · Shift+S)", elem_id="vet-issues", scale=2,
-            )  # fmt: skip
-            v_spectype = gr.Textbox(label="spectral type (t: the template; Enter saves)",
-                                    lines=1, max_lines=1, max_length=MAX_SPECTYPE, scale=1,
-                                    elem_id="vet-spectype")  # fmt: skip
-            # the page's active seconds on the item; -1 (API calls): the wall clock
-            active = gr.Number(-1, visible="hidden", elem_id="vet-active")
-        with gr.Row(elem_id="reject-reason-row"):
-            reason = gr.Textbox(
-                label="reject: what should the model have concluded? (Enter saves, "
-                "Esc cancels)", lines=1, max_lines=1, max_length=MAX_TEXT,
-                elem_id="reject-reason",
-            )  # fmt: skip
         # a Column, not a Group: Gradio gives a Group's id to two nested elements
         with gr.Column(elem_id="correct-panel"):
             with gr.Row():
@@ -199,9 +168,47 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                 elem_id="btn-save-correct",
             )
         with gr.Row():
-            comment = gr.Textbox(label="comment", lines=1, scale=4, elem_id="vet-comment")
+            comment = gr.Textbox(label="comment to other experts (kept on this candidate as "
+                                 "you type; saved with your decision, or now with Enter)",
+                                 lines=1, scale=4, elem_id="vet-comment")  # fmt: skip
             comment_btn = gr.Button("Add comment", scale=1, elem_id="btn-comment")
-        message = gr.Markdown(elem_id="vet-message")
+        # -- vet desk: the dock, fixed at the foot of the window (a laptop's 768 px hold it
+        # below the plots): the status line, the decision buttons, grade, flags, spectral
+        # type and a reject's reason, always in view; keys.js says there why a key is refused
+        with gr.Column(elem_id="vet-dock"):
+            message = gr.Markdown(elem_id="vet-message")
+            with gr.Row(elem_id="vet-actions"):
+                b_accept = gr.Button("Accept (a)", variant="primary", elem_id="btn-accept")
+                b_reject = gr.Button("Reject (r)", variant="stop", elem_id="btn-reject")
+                b_correct = gr.Button("Correct (c)", elem_id="btn-correct")
+                b_skip = gr.Button("Skip (s)", elem_id="btn-skip")
+                b_flag = gr.Button("Flag (f)", elem_id="btn-flag")
+                b_prev = gr.Button("◀ Prev (k)", elem_id="btn-prev")
+                b_next = gr.Button("Next (j) ▶", elem_id="btn-next")
+                b_undo = gr.Button("Undo (u)", elem_id="btn-undo")
+            # -- vet desk: grade, a reject's reason, the correct panel, active time
+            with gr.Row(equal_height=True):
+                v_grade = gr.Radio(["1", "2", "3", "4"], label="grade (1-4): 4 certain, "
+                                   "3 probable, 2 possible, 1 a guess", elem_id="vet-grade",
+                                   scale=2)  # fmt: skip
+                # Prospect's issue flags and the expert's spectral type (app.pages.desk.set_mark)
+                v_issues = gr.CheckboxGroup(
+                    [("R bad redshift fit", "R"), ("C bad spectral type", "C"),
+                     ("S bad spectrum", "S")],
+                    label="issues (Shift+R · Shift+C · Shift+S)", elem_id="vet-issues", scale=2,
+                )  # fmt: skip
+                v_spectype = gr.Textbox(label="spectral type (t: the template; Enter saves)",
+                                        lines=1, max_lines=1, max_length=MAX_SPECTYPE, scale=1,
+                                        elem_id="vet-spectype")  # fmt: skip
+                # the page's active seconds on the item; -1 (API calls): the wall clock
+                active = gr.Number(-1, visible="hidden", elem_id="vet-active")
+            with gr.Row(elem_id="reject-reason-row"):
+                reason = gr.Textbox(
+                    label="reject: what should the model have concluded? (Enter saves the "
+                    "reject; Esc leaves the box, the text kept on this candidate)", lines=1,
+                    max_lines=1, max_length=MAX_TEXT,
+                    elem_id="reject-reason",
+                )  # fmt: skip
         # -- vet speed: what j/k would show, handed to keys.js (vet_page.prefetch)
         ahead_box = data_box("vet-ahead")
         drawn_box = data_box("vet-drawn")
