@@ -117,6 +117,7 @@ def summary(rows: list[dict], n_boot: int = 200) -> str:
     """The figures of the accuracy report's first section, as text."""
     from training.benchmark.report import (
         base_rate_table,
+        confident_errors,
         confusers,
         ordinary_table,
         summarise,
@@ -128,7 +129,8 @@ def summary(rows: list[dict], n_boot: int = 200) -> str:
     s = summarise(rr, n_boot)
     lines = [
         f"macro-F1 {s['macro_f1']:.3f} [{s['ci'][0]:.2f}, {s['ci'][1]:.2f}]  "
-        f"ECE {s['ece']:.3f}  10% to experts {s['hitl10']:.3f}"
+        f"ECE {s['ece']:.3f}  10% to experts {s['hitl10']:.3f}",
+        "wrong at P(YES) < 0.05 or > 0.95: {} of {}".format(*confident_errors(rr)),
     ]
     for attr in ("layout", "snr"):
         groups = defaultdict(list)

@@ -422,6 +422,10 @@ class Evidence:
     # the spectrum at an extragalactic redshift (they fall on other lines there).
     at_rest: list[Item] = field(default_factory=list)
     required: tuple[str, ...] = ()  # a YES needs a "for" item resting on one of these keys
+    # Why the measurement the answer turns on cannot decide it (failed, ran to its bound or
+    # sits within the noise): the answer is then a can't-tell, handed to an expert at no
+    # more certainty than the task's base rate gives (`policy.verdict_probability`).
+    undecided: str = ""
 
     def add(
         self,

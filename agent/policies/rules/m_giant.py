@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.policies.rules.features import Evidence, depth_points, finite, has
+from agent.policies.rules.features import NAN, Evidence, depth_points, finite, has
 from agent.policies.rules.narration import Zoom, say_cat, say_head, say_tio, unmeasured
 from agent.policies.rules.s_type import zro_excess
 
@@ -279,12 +279,20 @@ def gravity_cah1(m: dict[str, float]) -> tuple[str, str] | None:
     return "", txt
 
 
+# Na I 8183/8195 EW (Å) of M giants reaches about this; dwarfs read 2-8 Å.
+NA_GIANT_MAX, NA_CLEAR_SIGMA = 1.0, 2.5
+
+
 def sodium(m: dict[str, float]) -> str | None:
     """ "dwarf", "giant", "" (intermediate or within the noise) or None (not measured)."""
     na, sig = m.get("na8190_ew"), m.get("na8190_sig")
     if not finite(na):
         return None
-    if na > 1.8 and finite(sig) and sig > 3.0:
+    # A dwarf's reading must stand clear of the giants' EW (up to NA_GIANT_MAX) by its own
+    # error (EW / significance, from the flux errors), not only of zero: at SNR 8 an EW of
+    # 2 Å at 3 sigma is within 1.5 sigma of a giant's.
+    err = na / sig if finite(sig) and sig > 0 else NAN
+    if na > 1.8 and finite(err) and (na - NA_GIANT_MAX) / err >= NA_CLEAR_SIGMA:
         return "dwarf"
     if na < 1.0:
         return "giant"

@@ -153,9 +153,17 @@ def verdict_probability(
     # odds, which would call a noisy ordinary star a coin toss.
     trust = 1.0 if not finite(snr) else min(1.0, max(0.0, (snr - 3.0) / 4.0))
     x = calibration_input(ev.prior + (score - ev.prior) * trust, ev.coverage)
+    if ev.undecided and not capped:
+        # The reading the answer turns on cannot decide it: the answer may lean no further
+        # from even odds than the task's base rate does, on either side (a fitted model
+        # reads this x too, so it cannot make the can't-tell answer confident either).
+        x_prior = calibration_input(ev.prior, ev.coverage)
+        x = min(max(x, -abs(x_prior)), abs(x_prior))
     p = calibrated(constants, x)
     doubt = ""
-    if trust < 1.0:
+    if ev.undecided and not capped:
+        doubt = ev.undecided
+    elif trust < 1.0:
         doubt = f"the spectrum is noisy (SNR ~{snr:.0f} per pixel)"
     elif ev.coverage < 0.5:
         doubt = "most of the diagnostic windows are missing or unreliable"
@@ -394,7 +402,13 @@ def final_thought(v: Reading, prev: Zoom | None) -> str:
         # A noisy spectrum shrinks the evidence towards the prior; only where that leaves
         # P(YES) near even odds or near the prior may the thought say so, or it would
         # contradict a clear answer.
-        if HEDGE_LOW < v.p_yes < HEDGE_HIGH:
+        if undecided(v) and not HEDGE_LOW < v.p_yes < HEDGE_HIGH:
+            parts.append(
+                _sentence(v.doubt) + f" The data cannot decide it, so my answer leans no "
+                f"further than how seldom {target} turns up among candidates, for an expert "
+                "to check."
+            )
+        elif HEDGE_LOW < v.p_yes < HEDGE_HIGH:
             parts.append(
                 _sentence(v.doubt) + " The data cannot tell, so my answer stays near even odds "
                 "for an expert to check."
@@ -421,6 +435,11 @@ def final_thought(v: Reading, prev: Zoom | None) -> str:
     return " ".join(parts)
 
 
+def undecided(v: Reading) -> bool:
+    """The reading the answer turns on could not decide it (`Evidence.undecided`)."""
+    return bool(v.evidence.undecided) and not v.capped and v.doubt == v.evidence.undecided
+
+
 def at_prior(v: Reading) -> bool:
     """Noise has left P(YES) about where the task's prior puts it (within 0.5 in log-odds)."""
     x_prior = calibration_input(v.evidence.prior, v.evidence.coverage)
@@ -436,6 +455,13 @@ def explanation(v: Reading) -> str:
         key = v.evidence.strongest("for" if p > 0.5 else "against")
         why = f"; the strongest reading: {key.note}" if key else ""
         return f"Cannot tell whether this is {target} (P(YES) = {p:.2f}): {v.doubt}{why}."
+    if undecided(v) and not HEDGE_LOW < p < HEDGE_HIGH:
+        key = v.evidence.strongest("for" if p > 0.5 else "against")
+        why = f"; the strongest reading: {key.note}" if key else ""
+        return (
+            f"Undecided whether this is {target} (P(YES) = {p:.2f}, no surer than how seldom "
+            f"it turns up among candidates): {v.doubt}{why}."
+        )
     if v.answer == "YES":
         key = v.evidence.strongest("for")
         return (

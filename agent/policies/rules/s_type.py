@@ -109,7 +109,35 @@ def evidence(m: dict[str, float]) -> Evidence:
     if finite(br) and br > -0.1:
         e.add(-2.0, f"continuum too blue for an S star (log F4600/F6100 = {br:.2f})")
     e.prior = -1.0
+    if not finite(lao) and oxide_star(m) and not (finite(zmean) and zmean > 2.5):
+        # Without LaO, a weak S (MS) star's ZrO heads are within an M giant's scatter at
+        # the same TiO: the one band that tells them apart is not there to read.
+        hi = m.get("wave_hi")
+        where = (
+            f"the spectrum ends at {hi:.0f} Å"
+            if finite(hi) and hi < LAO_NEEDS
+            else "its window is masked or unreliable"
+        )
+        e.undecided = (
+            f"LaO 7403, the band only S stars show, is not measured ({where}), and ZrO "
+            "alone does not tell a weak S star from an M giant"
+        )
     return e
+
+
+# The LaO 7403 head is read against the flux up to this wavelength (Å).
+LAO_NEEDS = 7440.0
+
+
+def oxide_star(m: dict[str, float]) -> bool:
+    """A cool oxygen-rich star whose oxide bands make it an S-type candidate: TiO there,
+    no carbon star's C2, a red continuum."""
+    tio = (finite(m.get("tio5")) and m["tio5"] < 0.92) or (
+        finite(m.get("tio_7054")) and m["tio_7054"] > 0.1
+    )
+    c2 = m.get("c2_5165")
+    br = m.get("b_r")
+    return tio and not (finite(c2) and c2 > 0.15) and not (finite(br) and br > -0.1)
 
 
 def say_zro(m: dict[str, float], key: str, lbl: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agent.policies.rules.features import (
+    PRESENT_DEPTH,
     Evidence,
     balmer_absence,
     balmer_emission,
@@ -46,7 +47,36 @@ def evidence(m: dict[str, float]) -> Evidence:
         e.checked += 1
         d, f, txt, n = bw
         keys = (f"{n}_fwhm", f"{n}_depth", f"{n}_ew")
-        if d >= 0.12 and f >= 35:
+        if hot_da_track(br, d, f):
+            strong_balmer = True
+            h9 = m.get("h9_contrast")
+            if finite(h9) and h9 < HIGH_SERIES_MERGED:
+                # The gravity sign (the merged high series) is weighed below, with the
+                # resolved-series test that overrules it.
+                balmer = 1.5
+                e.add(
+                    balmer,
+                    f"{txt}, on a continuum as blue as log F4600/F6100 = {br:.2f}: shallow "
+                    f"lines {HOT_DA_MIN_FWHM:.0f}-{HOT_DA_FWHM:.0f} Å wide, as a DA white dwarf "
+                    "hotter than about 30,000 K shows (its hydrogen mostly ionised); a hot "
+                    "subdwarf's lines this wide are deeper, an sdO's narrower",
+                    keys,
+                )
+            else:
+                said = f"H9 contrast {h9:.2f}, not merged" if finite(h9) else "H9 not measured"
+                e.add(
+                    0.0,
+                    f"{txt}, on a continuum as blue as log F4600/F6100 = {br:.2f}: shallow "
+                    "lines of this width fit a DA white dwarf hotter than about 30,000 K, "
+                    f"but the high Balmer series that would tell its gravity ({said}) does "
+                    "not show the merging of a white dwarf's",
+                    keys + (("h9_contrast",) if finite(h9) else ()),
+                )
+                e.undecided = (
+                    "the Balmer lines' width and depth fit a hot DA white dwarf and a hot "
+                    "subdwarf alike, and the higher Balmer lines do not tell their gravity apart"
+                )
+        elif d >= 0.12 and f >= 35:
             strong_balmer = True
             partner, others = series_partner(m, n, f)
             if finite(br) and br > HOT_DA_COLOUR and f < HOT_DA_FWHM:
@@ -120,7 +150,7 @@ def evidence(m: dict[str, float]) -> Evidence:
                 f"H9 is sharp and separate (contrast {h9:.2f}): the high series is resolved as in an A/B star",
                 ("h9_contrast",),
             )
-        elif h9 < 0.2 and balmer > 0 and not resolved:
+        elif h9 < HIGH_SERIES_MERGED and balmer > 0 and not resolved:
             e.add(
                 0.5,
                 f"H8-H10 merged (H9 contrast {h9:.2f}), as pressure broadening does",
@@ -180,10 +210,29 @@ def evidence(m: dict[str, float]) -> Evidence:
         # lines: on a blue continuum their measured absence marks a white dwarf with a
         # helium atmosphere (DB, DC, DZ), unless He II marks a He-rich hot subdwarf.
         no_h = hot and absent and not he2_abs
+        # A DO white dwarf (45,000-120,000 K) has a helium atmosphere hot enough to ionise
+        # it: He II 4686 is its strongest line, hydrogen absent and He I weak or gone. An O
+        # star or He-rich sdO shows He II too, but beside Balmer lines or He I as strong.
+        do = (
+            hot
+            and absent
+            and finite(he2)
+            and he2 >= DO_HEII_EW
+            and finite(he2_sig)
+            and he2_sig > 4
+            and max(he, default=0.0) < 0.5 * he2
+        )
+        if do:
+            e.add(
+                2.5,
+                f"He II 4686 absorption (EW {he2:.1f} Å, {he2_sig:.0f} sigma) with {why}, and "
+                "He I weaker: the ionised helium atmosphere of a DO white dwarf",
+                ("heii4687_ew",) + hkeys,
+            )
         dc = featureless(m, hot)
         c2 = m.get("c2_5165")
         dq = finite(c2) and c2 > 0.15 and finite(br) and br > -0.15
-        if he and sum(1 for x in he if x > 1.0) >= 2 and hot:
+        if he and sum(1 for x in he if x > 1.0) >= 2 and hot and not do:
             if he2_abs:
                 e.add(
                     -1.0,
@@ -245,7 +294,7 @@ def evidence(m: dict[str, float]) -> Evidence:
                 "white dwarf's is",
                 hkeys,
             )
-        if dc is not None:
+        if dc is not None and not do:
             e.add(
                 2.5,
                 f"a featureless blue continuum: Balmer lines shallower than {dc:.2f} of the continuum "
@@ -253,6 +302,18 @@ def evidence(m: dict[str, float]) -> Evidence:
                 "as in a DC white dwarf",
                 tuple(k for k in ("hb_w_depth", "hg_w_depth") if finite(m.get(k))),
             )
+    if (
+        bw is not None
+        and bw[0] == 0.0
+        and hot
+        and not e.undecided
+        and not any(i.points > 0 or i.points <= -1.5 for i in e.items)
+    ):
+        absent, why, _ = balmer_absence(m)
+        if not absent and "too noisy" in why:
+            # No Balmer line stands above the noise, and the noise could hide one as deep
+            # as a white dwarf's: the line the answer turns on was not measured.
+            e.undecided = f"no Balmer line stands above the noise, yet {why}"
     if finite(br):
         e.checked += 1
         if br < -0.2:
@@ -300,6 +361,33 @@ def featureless(m: dict[str, float], hot: bool) -> float | None:
 # 40,000 K subdwarf's own colour (0.4-0.5) because a flux-calibration error or reddening of
 # 0.1-0.3 in this colour must not let its narrow lines pass for a DA's.
 HOT_DA_COLOUR, HOT_DA_FWHM = 0.1, 50.0
+
+# A DA's Balmer lines follow its temperature: from ~12,000 K, where they are widest and
+# deepest (depth 0.5-0.6, H-beta 80-130 Å), both shrink as the hydrogen ionises, to depth
+# 0.1-0.3 and 30-50 Å above ~30,000 K (DA1-DA2; Koester and Tremblay model grids at log g
+# 8). A hot subdwarf's lines as wide are deeper (its gravity is 100-1000 times lower, its
+# hydrogen less ionised at 25,000-35,000 K), an sdO's shallow lines narrower (10-25 Å; the
+# tune split's FEIGE34 reads 12-25 Å). On a continuum bluer than HOT_TRACK_COLOUR (above
+# ~15,000 K, with 0.1 of flux-calibration error to spare), a lead line no deeper than
+# HOT_DA_DEPTH and HOT_DA_MIN_FWHM to HOT_DA_FWHM wide sits on the hot DA's track; the merged
+# high series (H9 contrast under HIGH_SERIES_MERGED) is the gravity sign that confirms it.
+HOT_TRACK_COLOUR, HOT_DA_DEPTH, HOT_DA_MIN_FWHM = 0.25, 0.3, 28.0
+HIGH_SERIES_MERGED = 0.2
+
+
+def hot_da_track(br: float, depth: float, fwhm: float) -> bool:
+    """A lead Balmer line as shallow and as wide as a DA's above ~30,000 K, on a continuum
+    that hot (see HOT_TRACK_COLOUR)."""
+    return (
+        finite(br)
+        and br > HOT_TRACK_COLOUR
+        and PRESENT_DEPTH <= depth <= HOT_DA_DEPTH
+        and HOT_DA_MIN_FWHM <= fwhm < HOT_DA_FWHM
+    )
+
+
+# A DO white dwarf's He II 4686: at least this EW (Å); DOs read 2-10 Å.
+DO_HEII_EW = 1.5
 
 # A DB white dwarf's He I: at least two lines this strong (EW, Å) and this deep.
 DB_HE_EW, DB_HE_DEPTH = 2.5, 0.1
