@@ -39,8 +39,11 @@ class Queue:
         """A queue configured by the team's stored settings (overlap, gold_rate, ...);
         `lease_seconds` is the lease when the team has stored none."""
         # one read per call: the app builds the queue for every candidate it serves
+        from annotate.team_settings import within_bounds
+
         base = QueueConfig(lease_seconds=lease_seconds, audit_rate=AUDIT_RATE)
-        v = store.settings({name: getattr(base, name) for name in TEAM_QUEUE_SETTINGS})
+        defaults = {name: getattr(base, name) for name in TEAM_QUEUE_SETTINGS}
+        v = within_bounds(store.settings(defaults), defaults)
         cfg = dataclasses.replace(
             base,
             overlap=int(v["overlap"]),

@@ -9,6 +9,7 @@ Experts tab (admins) change them here, so each value is checked once, with its r
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +18,8 @@ from typing import Any
 from annotate.audit_sample import AUDIT_RATE, AUDIT_RATE_SETTING
 from annotate.learning import LEARN_EVERY, LEARN_EVERY_SETTING
 from db.store import QueueConfig
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -37,18 +40,26 @@ def _num(text: str) -> float:
     return v
 
 
+# Bounds (docs/deploy.md lists them): a team has a handful of experts per item, a rate
+# below one item in MIN_RATE^-1 serves nothing in any campaign (and 1/rate must stay a
+# period the queue can count in), and an inspector fit needs labels to learn from.
+MAX_OVERLAP = 20
+MIN_RATE = 1e-4
+MAX_LEARN_EVERY = 1_000_000
+
+
 def _share(text: str) -> float:
     v = _num(text)
-    if not 0.0 <= v <= 1.0:
-        raise ValueError("a share between 0 and 1 (0.05 is 5%)")
+    if v != 0.0 and not MIN_RATE <= v <= 1.0:
+        raise ValueError(f"0 (none), or a share between {MIN_RATE:g} and 1 (0.05 is 5%)")
     return v
 
 
-def _count(least: int) -> Callable[[str], int]:
+def _count(least: int, most: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
         v = _num(text)
-        if v != int(v) or v < least:
-            raise ValueError(f"a whole number, at least {least}")
+        if v != int(v) or not least <= v <= most:
+            raise ValueError(f"a whole number, at least {least} and at most {most:,}")
         return int(v)
 
     return parse
@@ -74,7 +85,10 @@ SETTINGS = {
     s.name: s
     for s in (
         TeamSetting(
-            "overlap", QueueConfig.overlap, _count(1), "reviews asked of each item (2+: agreement)"
+            "overlap",
+            QueueConfig.overlap,
+            _count(1, MAX_OVERLAP),
+            "reviews asked of each item (2+: agreement)",
         ),
         TeamSetting(
             "gold_rate", QueueConfig.gold_rate, _share, "share of served items that are gold items"
@@ -88,7 +102,7 @@ SETTINGS = {
         TeamSetting(
             LEARN_EVERY_SETTING,
             LEARN_EVERY,
-            _count(0),
+            _count(0, MAX_LEARN_EVERY),
             "new expert labels between two inspector fits (0: only on request)",
         ),  # fmt: skip
         TeamSetting(
@@ -111,6 +125,21 @@ HEADERS = ["setting", "value", "default", "what it sets"]
 def current(store: Any) -> dict[str, Any]:
     """Each team setting's value (the default where the team stored none)."""
     return store.settings({name: s.default for name, s in SETTINGS.items()})
+
+
+def within_bounds(values: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """`values` (team settings as stored) each checked as a change is: one out of its
+    bounds (stored by an older version, or written to the store directly) is replaced by
+    its default in `defaults`, with a warning naming it, so that no item is served under a
+    value nobody could set (`overlap=1e19` made every next item an OverflowError)."""
+    out = dict(values)
+    for name, value in values.items():
+        try:
+            out[name] = check(name, "none" if value is None else repr(value))
+        except ValueError as exc:
+            log.warning("team setting %s; using its default %r", exc, defaults[name])
+            out[name] = defaults[name]
+    return out
 
 
 def rows(store: Any) -> list[list[Any]]:
@@ -142,7 +171,7 @@ def change(store: Any, name: str, text: str, actor: str) -> Any:
     >>> change(store, "audit_rate", "5", "ada")
     Traceback (most recent call last):
     ...
-    ValueError: audit_rate = '5' refused: it takes a share between 0 and 1 (0.05 is 5%)
+    ValueError: audit_rate = '5' refused: it takes 0 (none), or a share between 0.0001 and 1 (0.05 is 5%)
     """
     value = check(name, text)
     store.set_setting(name, value, actor=actor)

@@ -29,9 +29,17 @@ def test_changes_reach_the_queue_the_audit_and_the_schedule(mem_store):
 @pytest.mark.parametrize(
     "name,text,says",
     [("overlap", "0", "at least 1"), ("overlap", "1.5", "whole number"),
-     ("gold_rate", "nan", "a number"), ("audit_rate", "-0.1", "between 0 and 1"),
+     ("gold_rate", "nan", "a number"), ("audit_rate", "-0.1", "between 0.0001 and 1"),
      ("learn_every", "inf", "a number"), ("lease_seconds", "5", "between 60"),
-     ("auto_accept", "0.4", "above 0.5"), ("colour", "red", "no team setting")],
+     ("auto_accept", "0.4", "above 0.5"), ("colour", "red", "no team setting"),
+     # out of their documented bounds: each broke every expert's next item
+     ("overlap", "1e19", "overlap = '1e19' refused: it takes a whole number, at least 1 and "
+      "at most 20"), ("overlap", "21", "at most 20"),
+     ("gold_rate", "1e-320", r"gold_rate = '1e-320' refused: it takes 0 \(none\), or a "
+      r"share between 0.0001 and 1"),
+     ("audit_rate", "5e-324", "audit_rate = '5e-324' refused"),
+     ("audit_rate", "0.00009", "between 0.0001 and 1"),
+     ("learn_every", "1e7", "at most 1,000,000"), ("lease_seconds", "1e300", "a week")],
 )  # fmt: skip
 def test_a_bad_value_is_refused_with_its_reason_and_changes_nothing(mem_store, name, text, says):
     before = team_settings.current(mem_store)
@@ -66,3 +74,34 @@ def test_the_queue_reads_each_team_setting_at_the_default_the_team_is_shown(mem_
     cfg = Queue.from_settings(mem_store).config
     for name in TEAM_QUEUE_SETTINGS:
         assert getattr(cfg, name) == team_settings.SETTINGS[name].default, name
+
+
+def test_a_stored_value_out_of_bounds_is_not_served_under(mem_store, caplog):
+    """A value an older version stored (or one written to the store directly) outside its
+    bounds: the queue runs on the default instead, says so, and serves the next item."""
+    from db.store import QueueConfig
+
+    for name, value in (("overlap", 1e19), ("gold_rate", 1e-320), ("audit_rate", 5e-324),
+                        ("lease_seconds", float("inf"))):  # fmt: skip
+        mem_store.set_setting(name, value, actor="old-version")
+    with caplog.at_level("WARNING"):
+        q = Queue.from_settings(mem_store)
+    cfg = q.config
+    assert (cfg.overlap, cfg.gold_rate, cfg.audit_rate) == (
+        QueueConfig.overlap,
+        QueueConfig.gold_rate,
+        team_settings.SETTINGS["audit_rate"].default,
+    )
+    assert "overlap" in caplog.text and "at most 20" in caplog.text
+    from annotate.experts import create_expert
+
+    from tests.store_factory import seeded
+
+    seeded(mem_store, [0.5, 0.6, 0.4])
+    create_expert(mem_store, "ada", "expert")
+    for _ in range(3):
+        assert q.next("ada") is not None
+    team_settings.change(mem_store, "gold_rate", "0.0001", "ada")  # the bounds themselves
+    team_settings.change(mem_store, "overlap", "20", "ada")
+    team_settings.change(mem_store, "learn_every", "1000000", "ada")
+    assert Queue.from_settings(mem_store).config.overlap == 20
