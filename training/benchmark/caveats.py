@@ -91,6 +91,19 @@ CAVEATS = [
     "- Templates and Pickles/CALSPEC spectra are smoother or coarser than survey data; the "
     "observation model cannot add back resolution they lack, and DESI's R ~ 4500 in the Z "
     "arm is reached only by sources that have it (MILES/STELIB reach ~2000).",
+    "- Known limits: data the library lacks, which no tuning can teach. No S star with "
+    "LaO 7403 coverage: the three S/MS stars are MILES spectra ending at 7410 Å, so LaO, "
+    "the band only S stars show, is never measured, and their weak ZrO sits within an M "
+    "giant's scatter (s_type recall 0.667 on test, 2 objects; 0 of 15 spectra on tune, 1 "
+    "object). An S-type candidate (TiO, no C2, a red continuum) without LaO is answered as "
+    "undecided, no surer than the base rate, not a confident NO. No sdB on the tune split: "
+    "the library's two sdBs (GD108, WD0308-565) are both on test and tune holds only the sdO "
+    "FEIGE34, so no sdB rule could be set on data; hot subdwarfs are called white dwarfs in "
+    "12 of their 30 test spectra. No DO and no hot (C I or C II) DQ white dwarf: the DO rule "
+    "(He II 4686 with no hydrogen) rests on physics and synthetic spectra alone, and a DQ is "
+    "read by its C2 Swan bands only. The hot DAs are CALSPEC standards (GD50 DA1.2, "
+    "WD1105-048, WD2039-682 and WD2126+734 DA3 on tune; WD0227+050 DA2.5, WD1919+145 DA3.3 "
+    "and WD1327-083 DA3.5 on test), with the DB LTT9491 on tune and the DBQ LDS749B on test.",
     "- Negatives are chosen by physics (the contaminants the paper names for each task), "
     "not by a screening classifier's score as in SpecVI-Bench, and the positive:negative "
     "ratio differs, so F1 here is not comparable number-for-number with the paper's.",

@@ -330,7 +330,7 @@ def demo_numbers(out: Path, policy: str = "rules", seeds: tuple[int, ...] = (1, 
 
 # Wrong answers given with P(YES) under 0.05 or over 0.95 on the test split before the
 # can't-tell answers were handed off (the rule set of the report's first scoring here).
-CONFIDENT_ERRORS_BEFORE = None
+CONFIDENT_ERRORS_BEFORE = 39
 
 
 def confident_errors(rows: list[Row], lo: float = 0.05, hi: float = 0.95) -> tuple[int, int]:
