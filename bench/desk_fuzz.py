@@ -189,7 +189,7 @@ def head_key(page) -> str | None:
     return page.evaluate("() => window.loupeHeadKey ? window.loupeHeadKey() : null")
 
 
-def idle(page, settle_ms: int = 150) -> None:
+def idle(page, settle_ms: int = 60) -> None:
     page.wait_for_function(IDLE, timeout=WAIT_MS, polling=50)
     page.wait_for_timeout(settle_ms)
     page.wait_for_function(IDLE, timeout=WAIT_MS, polling=50)

@@ -284,9 +284,10 @@ def test_a_refused_decision_brings_its_candidate_back(tab, tmp_path_factory, tmp
     """`a` draws the next candidate at once and saves in the background; when the store
     refuses (here the expert was deactivated meanwhile), the candidate comes back with the
     reason, and once allowed again `a` stores it exactly once."""
-    from annotate.experts import update_expert
+    from annotate.experts import create_expert, update_expert
 
     with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
+        create_expert(ctx.store, "ada", "admin", "pw-ada-12345")  # the last admin stays active
         key = _current_key(page)
         ready = ("k => ((document.querySelector('#vet-ahead textarea, #vet-ahead input') || {})"
                  ".value || '').includes('\"for\":\"' + k + '\"')")  # fmt: skip
