@@ -155,9 +155,12 @@ def decide(
     wrong_step: int | None = None,
     source: str | None = None,
     verbatim: bool = False,
+    overlap: int | None = None,
     **fields: Any,
 ):
     """Record `expert`'s decision on a candidate (their existing review is revised).
+    With `overlap` (the team's: the app passes it), a first label is refused once other
+    experts' labels reach it (`Store.record_review`), however the item was opened.
 
     Only `correct` sets a label; only `correct` and `reject` carry an explanation (the
     reasoning the model should learn) and name the step that went wrong: a form that still
@@ -181,6 +184,8 @@ def decide(
         comment=fields.get("comment") or None,
     )
     extra: dict[str, Any] = {} if source is None else {"source": source}
+    if overlap is not None:
+        extra["overlap"] = overlap
     review = _record(
         store, expert, candidate_id, action, label if action == "correct" else None, fields,
         **extra,

@@ -187,6 +187,9 @@ def test_login_mode_identity_and_permissions(team):
     st, view = vet_page.vet_act(team, None, {"current": 1, "key": "x"}, "accept", F, D)
     assert "Log in" in view.message and team.store.reviews() == []
     bob, cyd, ada = who(team, "bob"), who(team, "cyd"), who(team, "ada")
+    from annotate import team_settings
+
+    team_settings.change(team.store, "overlap", "2", "ada")  # two labels per item asked
     st, _ = vet_page.vet_jump(team, bob, views.new_state(), team.store.candidate(1).key, D)
     vet_page.vet_act(team, bob, st, "accept", F, D)
     st, _ = vet_page.vet_jump(team, cyd, views.new_state(), team.store.candidate(1).key, D)
@@ -425,7 +428,7 @@ def test_upload_records_the_run_params_and_resumes(ctx, tmp_path):
 
 def test_jump_and_next_lease_for_the_teams_lease(ctx):
     ex = app_context.expert_for(ctx, None)
-    ctx.store.set_setting("lease_seconds", 30)
+    ctx.store.set_setting("lease_seconds", 90)
     st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
     key = ctx.store.candidate(st["current"]).key
     st, _ = vet_page.vet_jump(ctx, ex, views.new_state(), key, D)
@@ -433,7 +436,7 @@ def test_jump_and_next_lease_for_the_teams_lease(ctx):
     assert leases
     for lease in leases:
         held = (lease.expires - lease.created).total_seconds()
-        assert 25 <= held <= 35, held  # the team's 30 s, not the store's 600 s default
+        assert 85 <= held <= 95, held  # the team's 90 s, not the store's 600 s default
 
 
 def test_the_experts_redshift_is_stored_with_the_decision(ctx):
@@ -502,7 +505,7 @@ def test_undo_takes_the_teams_lease_and_keeps_the_item_shown(team):
     leaves the lease on the item the expert was looking at, so the queue does not hand that
     one to another expert (overlap 1)."""
     ctx = team
-    ctx.store.set_setting("lease_seconds", 30)
+    ctx.store.set_setting("lease_seconds", 90)
     ada, bob, cyd = who(ctx, "ada"), who(ctx, "bob"), who(ctx, "cyd")
     st, _ = vet_page.vet_next(ctx, ada, views.new_state(), F, D)
     x = st["current"]
@@ -512,7 +515,7 @@ def test_undo_takes_the_teams_lease_and_keeps_the_item_shown(team):
     vet_page.vet_jump(ctx, cyd, views.new_state(), ctx.store.candidate(x).key, D)
     st, view = vet_page.vet_undo(ctx, ada, st, D)
     held = _leases(ctx, "ada")
-    assert 25 <= held[x] <= 35, held[x]  # the team's 30 s, not the store's 600 s default
+    assert 85 <= held[x] <= 95, held[x]  # the team's 90 s, not the store's 600 s default
     assert y in held
     bst, _ = vet_page.vet_next(ctx, bob, views.new_state(), F, D)
     assert bst["current"] not in (x, y)

@@ -472,7 +472,8 @@ def vet_act(
     fields.pop("comment", None)
     if explanation is None and action in ("reject", "correct"):
         explanation = typed.get("reason" if action == "reject" else "explanation")
-    if not ctx.queue().hold(ex.name, cid):  # served to another expert while this one looked
+    queue = ctx.queue()
+    if not queue.hold(ex.name, cid):  # served to another expert while this one looked
         st, view = vet_next(ctx, ex, state, filters, display)
         view.message = (f"Not saved: {escape(state.get('key') or cid)} was taken by another "
                         "expert meanwhile (the team's overlap is reached). " + view.message)  # fmt: skip
@@ -480,7 +481,7 @@ def vet_act(
     try:
         review.decide(ctx.store, ex.name, cid, action, label=label, explanation=explanation,
                       wrong_step=step, comment=note or None, seconds=seconds,
-                      **fields)  # fmt: skip
+                      overlap=queue.config.overlap, **fields)  # fmt: skip
         drafts.settle(ctx.store, ex.name, cid)
     except Exception as e:  # refused (another's review, bad value): say so, keep the item
         return _show(ctx, ex, state, cid, display, refusal("Not saved", e))

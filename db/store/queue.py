@@ -191,6 +191,17 @@ class QueueMixin:
                 )
             ):
                 return True  # their own decision: theirs to look at and revise
+            labelled = s.scalar(
+                select(func.count())
+                .select_from(m.Review)
+                .where(
+                    m.Review.candidate_id == c.id,
+                    m.Review.expert_id != e.id,
+                    m.Review.label.is_not(None),
+                )
+            )
+            if not c.is_gold and labelled >= config.overlap:
+                return False  # a lease (a jump takes one whatever others hold) is no label slot
             mine = exists().where(
                 m.Lease.candidate_id == c.id, m.Lease.expert_id == e.id, m.Lease.expires > now
             )

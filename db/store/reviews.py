@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.orm import Session
 
 from db import models as m
 from db.models import utcnow
@@ -41,6 +42,7 @@ class ReviewsMixin:
         spectype: str | None = None,
         kind: str = "decision",
         hold_seconds: float | None = None,
+        overlap: int | None = None,
     ) -> m.Review:
         """Store `expert`'s review of a candidate as given (or a new version of it); returns
         the stored review. What a decision means (its label) is decided by the caller
@@ -54,7 +56,10 @@ class ReviewsMixin:
         the write in the audit trail, which is how a later undo finds the state before a
         decision. The expert's lease on the item ends, unless `hold_seconds` renews it (an
         undo gives the item back to its expert). Passing `review_id` of another expert's
-        review raises StorePermissionError.
+        review raises StorePermissionError. With `overlap` (the team's, from the app), a
+        label from an expert who has none on the item is refused once other experts' labels
+        reach it (gold items excepted): checked under the candidate's row lock, so two
+        experts who both opened one item (a jump) cannot both label it.
         """
         if seconds is not None and (not math.isfinite(seconds) or seconds < 0):
             raise StoreError(f"seconds on item must be a non-negative number (got {seconds})")
@@ -88,6 +93,13 @@ class ReviewsMixin:
                         m.Review.candidate_id == c.id, m.Review.expert_id == e.id
                     )
                 ).first()
+            if (
+                overlap is not None
+                and action in m.LABEL_ACTIONS
+                and (existing is None or existing.label is None)
+                and not c.is_gold
+            ):
+                self._within_overlap(s, c, e, overlap)
             if (label in m.LABELS) != (action in m.LABEL_ACTIONS):
                 raise StoreError(
                     f"candidate {c.key} (#{c.id}): a {action!r} review "
@@ -188,6 +200,24 @@ class ReviewsMixin:
                 },
             )
             return review
+
+    @staticmethod
+    def _within_overlap(s: Session, c: m.Candidate, e: m.Expert, overlap: int) -> None:
+        labelled = s.scalar(
+            select(func.count())
+            .select_from(m.Review)
+            .where(
+                m.Review.candidate_id == c.id,
+                m.Review.expert_id != e.id,
+                m.Review.label.is_not(None),
+            )
+        )
+        if labelled >= overlap:
+            raise StorePermissionError(
+                f"candidate {c.key} (#{c.id}) is already labelled by {labelled} other "
+                f"expert(s) and the team's overlap is {overlap}: no further label is "
+                "needed; take the next item"
+            )
 
     def last_decision(self, expert: str | int) -> m.Review | None:
         """`expert`'s most recently written review that still holds a decision (not an
