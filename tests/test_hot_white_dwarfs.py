@@ -182,3 +182,19 @@ def test_a_faint_db_whose_hydrogen_cannot_be_ruled_out_is_handed_off(shared_spec
             assert "cannot decide it" in _thought_and_answer(v)
             seen += 1
     assert seen, "no realisation was a can't-tell"
+
+
+def test_a_fitted_model_cannot_make_a_cant_tell_answer_confident():
+    from agent.policies.rules import Evidence, Reading
+    from agent.policies.rules.learned import InspectorModel, TaskModel
+
+    # A combiner weighting the other readings (here a steep Platt map) would turn the hot-DA
+    # width without its gravity sign into P(YES) 0.99 or 0.01; the can't-tell holds.
+    ev = Evidence(undecided="the higher Balmer lines do not tell their gravity apart")
+    ev.add(1.0, "a blue continuum")
+    ev.checked = 1
+    for x, p_rules in ((2.0, 0.9), (-2.0, 0.1)):
+        v = Reading("wd", p_rules, ev, {}, doubt=ev.undecided)
+        v.x = x
+        out = InspectorModel(3, {"wd": TaskModel("platt", a=5.0, b=0.0)}).apply(v)
+        assert 0.1 - 1e-9 <= out.p_yes <= 0.9 + 1e-9, (x, out.p_yes)

@@ -160,6 +160,11 @@ class InspectorModel:
         m = verdict.measurements
         before = verdict.p_yes
         verdict.p_yes = tm.p_yes(verdict.x, m, verdict.p_yes, bool(verdict.capped))
+        if getattr(verdict.evidence, "undecided", "") and not verdict.capped:
+            # The reading the answer turns on could not decide it: a learned weighting of
+            # the other readings may not make that can't-tell surer than the rules' own.
+            lo = min(before, 1.0 - before)
+            verdict.p_yes = min(max(verdict.p_yes, lo), 1.0 - lo)
         held = ""
         if verdict.p_yes > 0.5 and _speaks_against(verdict):
             # A reading the thought quotes against the target: a learned weighting may
