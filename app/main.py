@@ -45,7 +45,10 @@ def make_context(
         settings=settings,
     )
     from annotate import learning
+    from annotate.export import lifetime
     from annotate.inspector_fit import inspector_dir
+
+    lifetime.sweep(ctx.export_dir)  # the staging folders of exports killed outright
 
     # every learn_every new labels the next inspector version is fitted in the background
     learning.attach(store, inspector_dir(ctx.export_dir))

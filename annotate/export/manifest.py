@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from annotate.export import lifetime
 from annotate.export.record import ExportRecord, ExportResult
 from annotate.export.writing import sha, write_file
 
@@ -30,14 +31,21 @@ def staged(out: Path) -> Iterator[tuple[Path, Path]]:
     removed and `out` is left as it was.
 
     Both are siblings of `out`: a killed export leaves no half-written folder under the
-    name the user asked for, and a killed run's scratch files (Arrow shards) are swept by
-    the next run instead of piling up in /tmp.
+    name the user asked for, and a killed run's folders (Arrow shards among them) are
+    swept by the next run, whatever its folder's name (`lifetime.sweep`), instead of
+    piling up.
     """
     partial = out.parent / f".{out.name}.partial"
     scratch = out.parent / f".{out.name}.scratch"
-    for leftover in (partial, scratch):
-        if leftover.exists():
-            shutil.rmtree(leftover)
+    lifetime.sweep(out.parent)  # what killed exports left beside it, under any name
+    with lifetime.hold(out):  # until the rename: a sweep elsewhere leaves these alone
+        for leftover in (partial, scratch):
+            if leftover.exists():
+                shutil.rmtree(leftover)
+        yield from _staged(out, partial, scratch)
+
+
+def _staged(out: Path, partial: Path, scratch: Path) -> Iterator[tuple[Path, Path]]:
     partial.mkdir(parents=True)
     try:
         scratch.mkdir()

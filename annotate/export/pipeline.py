@@ -22,7 +22,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from annotate.export import pairs, rl, sft
+from annotate.export import lifetime, pairs, rl, sft
 from annotate.export.conversation import Images, load_spectrum
 from annotate.export.manifest import (
     build_manifest,
@@ -85,8 +85,17 @@ def run_jobs(jobs: list[Job], workers: int) -> Iterable[Built]:
             yield build(j)
         return
     workers = min(workers, len(jobs))
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with worker_pool(workers) as pool:
         yield from pool.map(build, jobs, chunksize=max(1, min(64, len(jobs) // (workers * 8))))
+
+
+def worker_pool(workers: int) -> ProcessPoolExecutor:
+    """The export's pool of rendering processes; each dies with this process (a worker
+    orphaned by a killed export would hold the database's files open, rendering for
+    nobody)."""
+    return ProcessPoolExecutor(
+        max_workers=workers, initializer=lifetime.die_with_parent, initargs=(os.getpid(),)
+    )
 
 
 def export_records(
