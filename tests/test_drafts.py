@@ -159,3 +159,19 @@ def test_a_bad_draft_value_names_the_field_and_keeps_the_draft(ctx):
     assert drafts.get(ctx.store, ex.name, a) == {"grade": 2}
     assert vet_texts.page_text("{not json", "k") == {}
     assert vet_texts.page_text(json.dumps({"key": "k", "comment": 5}), "k") == {}
+
+
+def test_a_correction_keeps_the_comment_typed_beside_it(ctx):
+    """A correction saved with an empty note keeps the comment the candidate holds (typed
+    in the page, or given through the API), as any decision does."""
+    ex, st, _ = _start(ctx)
+    a, key = st["current"], st["key"]
+    st, _ = vet_page.vet_act(ctx, ex, st, "correct", F, D, label="NO", explanation="no C2",
+                             comment="", page=_texts(key, comment="see 5165"))  # fmt: skip
+    (r,) = ctx.store.reviews(candidate_id=a)
+    assert (r.action, r.explanation, r.comment) == ("correct", "no C2", "see 5165")
+    b = st["current"]
+    st, _ = vet_page.vet_comment(ctx, ex, st, "from the API")
+    vet_page.vet_act(ctx, ex, st, "correct", F, D, label="YES", comment="")
+    (rb,) = ctx.store.reviews(candidate_id=b)
+    assert rb.comment == "from the API"

@@ -468,8 +468,10 @@ def vet_act(
         kept = {k: getattr(mine, k) for k in drafts.SAVED if getattr(mine, k) is not None}
         fields = {**kept, **fields}
     typed = page_text(page, state.get("key"), state.get("task"))
-    note = comment if comment is not None else typed.get("comment", fields.pop("comment", None))
-    fields.pop("comment", None)
+    # a correction's note first, else the comment typed on the page (even emptied), else the
+    # draft's (given through the API) or the decision's
+    kept_note = fields.pop("comment", None)
+    note = comment or (typed["comment"] if "comment" in typed else kept_note)
     if explanation is None and action in ("reject", "correct"):
         explanation = typed.get("reason" if action == "reject" else "explanation")
     queue = ctx.queue()

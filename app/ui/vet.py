@@ -481,7 +481,8 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                         "window.loupeOpenCorrect()", api_name=False)  # fmt: skip
 
         def on_correct(st, label, step, expl, note, tk, band, status, survey, split, mk, err, sm,
-                       fr, im, secs, request: gr.Request):  # fmt: skip
+                       fr, im, secs, page: str | None = None,
+                       request: gr.Request = None):  # fmt: skip
             ex = context.expert_for(ctx, request)
             f, d = (
                 views.QueueFilters(tk, band, status, survey, split),
@@ -489,13 +490,20 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
             )
             st, view = vet_page.vet_act(
                 ctx, ex, st, "correct", f, d, label=label, explanation=expl, wrong_step=step,
-                comment=note, active_seconds=secs,
+                comment=note, active_seconds=secs, page=page,
             )  # fmt: skip
             return show(st, view)
 
-        correct_ins = [state, c_label, c_step, c_expl, c_note, *filters, *display, active]
-        then_ahead(c_save.click(on_correct, correct_ins, view_outs, api_name="correct",
-                                js=with_active(len(correct_ins)), **FAST))  # fmt: skip
+        # the texts kept for the candidate go with it too (its comment, when no note is given)
+        correct_ins = [state, c_label, c_step, c_expl, c_note, *filters, *display, active,
+                       page_box]  # fmt: skip
+        n_correct = len(correct_ins)
+        then_ahead(c_save.click(
+            on_correct, correct_ins, view_outs, api_name="correct",
+            js=f"(...a) => {{ a = a.slice(0, {n_correct}); a[{n_correct - 2}] = "
+               "window.loupeActive ? window.loupeActive() : -1; "
+               f"a[{n_correct - 1}] = window.loupeTextsFor ? window.loupeTextsFor('') : ''; "
+               "return a; }", **FAST))  # fmt: skip
 
         def on_grade(st, g, request: gr.Request):
             ex = context.expert_for(ctx, request)
