@@ -383,6 +383,15 @@
       closeCorrect();
       say("");
       if (key) fillTexts(key);
+      // the dock names the candidate its keys act on (the header may be scrolled away)
+      const dock = document.getElementById("vet-dock");
+      let on = document.getElementById("loupe-on");
+      if (!on && dock) {
+        on = document.createElement("div");
+        on.id = "loupe-on";
+        dock.prepend(on);
+      }
+      if (on) on.textContent = key ? `on ${id} · ${headTask()}` : "";
     }
     ["vet-global", "vet-zooms"].forEach((box) => {
       const el = document.getElementById(box);

@@ -53,6 +53,9 @@ CSS = """
 #vet-dock #vet-message {min-height:1.3em; font-size:14px}
 #vet-dock #vet-message p {margin:0}
 #loupe-blocked {color:#9a3412; font-weight:600; font-size:14px}
+#vet-dock > #loupe-on {position:absolute !important; right:20px !important; left:auto !important;
+  top:6px !important; width:auto !important; font-size:13px; color:#1f3b73; font-weight:600}
+#loupe-on:empty {display:none}
 #loupe-blocked:empty {display:none}
 #vet-dock #loupe-pending {position:static}
 /* room below the page's end for the dock */
