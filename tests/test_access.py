@@ -206,6 +206,10 @@ def test_an_expert_writes_only_as_themselves(team, served):
     info = ctx.store.candidate(mine.candidate_id)
     adas = _review_row(ctx.store, info.id, "ada")
     # bob opens ada's item and decides on it: that is bob's review, ada's stays as it was
+    # (two labels per item asked: under overlap 1 a second label is refused)
+    from annotate import team_settings
+
+    team_settings.change(ctx.store, "overlap", "2", "ada")
     bob.predict(info.key, api_name="/jump")
     bob.predict("comment from bob", api_name="/comment")
     bob.predict("NO", "none", "bob thinks not", api_name="/correct")
@@ -216,6 +220,7 @@ def test_an_expert_writes_only_as_themselves(team, served):
     with pytest.raises(StorePermissionError):
         ctx.store.record_review("bob", info.id, "reject", review_id=mine.id)
     assert _review_row(ctx.store, info.id, "ada") == adas
+    team_settings.change(ctx.store, "overlap", "1", "ada")
 
     # no exports, no account management for an expert
     experts_before = [(e.name, e.role, e.password_hash, e.active) for e in ctx.store.experts()]

@@ -171,6 +171,7 @@ def test_add_expert_changes_only_what_it_is_given(tmp_path, monkeypatch, capsys)
             return e.role, e.active
 
     assert add("ada", "--role", "admin", "--password-stdin", stdin="first passphrase\n")[0] == 0
+    assert add("zoe", "--role", "admin")[0] == 0  # a second admin: ada may step down
     # resetting the password keeps the admin an admin
     rc, out = add("ada", "--password-stdin", stdin="second passphrase\n")
     assert rc == 0 and ada() == ("admin", True), out

@@ -298,6 +298,7 @@ def test_deactivation_ends_sessions_for_good(tmp_path, monkeypatch, capsys):
         return rc
 
     assert add("ada", "--role", "admin", "--password-stdin", stdin="a passphrase\n") == 0
+    assert add("zoe", "--role", "admin") == 0  # a second admin: ada may be deactivated
     with Store(url) as store:
         app = FastAPI()
         app.get("/whoami")(lambda: {"ok": True})
