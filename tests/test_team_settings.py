@@ -94,7 +94,6 @@ def test_a_stored_value_out_of_bounds_is_not_served_under(mem_store, caplog):
     )
     assert "overlap" in caplog.text and "at most 20" in caplog.text
     from annotate.experts import create_expert
-
     from tests.store_factory import seeded
 
     seeded(mem_store, [0.5, 0.6, 0.4])
