@@ -397,3 +397,38 @@ def test_issue_flags_and_spectral_type_are_kept_with_the_decision(tab, tmp_path_
         _says(page, "Spectral type QSO: saved on")
         (r,) = _reviews_of(ctx, key)
         assert (r.action, r.issues, r.spectype, r.revision) == ("accept", "RCS", "QSO", 3)
+
+
+COMMENT = "#vet-comment textarea, #vet-comment input"
+
+
+def test_a_typed_comment_goes_with_its_own_candidate(tab, tmp_path_factory, tmp_path):
+    """A comment typed without "Add comment" is saved with `a` on its candidate (it once
+    stayed in the box and went with the next candidate's decision); the next candidate's box
+    is empty; a comment typed on that one survives a reload and goes with its skip."""
+    with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
+        key = _current_key(page)
+        page.click(COMMENT)
+        page.keyboard.type("odd continuum near 7100")
+        page.evaluate("() => document.activeElement.blur()")
+        nxt, _ = _drawn_after(page, "a")
+        (r,) = _stored(ctx, key)
+        assert (r.action, r.comment) == ("accept", "odd continuum near 7100")
+        assert page.locator(COMMENT).input_value() == ""
+        page.click(COMMENT)
+        page.keyboard.type("sky residual at 5577")
+        page.reload(wait_until="load")
+        page.wait_for_function(DRAWN, arg="", timeout=OPEN_S * 1000)
+        for _ in range(6):  # the queue serves the items this expert holds first
+            if _current_key(page) == nxt:
+                break
+            _drawn_after(page, "j")
+        assert _current_key(page) == nxt
+        page.wait_for_function(
+            f"() => document.querySelector('{COMMENT}').value === 'sky residual at 5577'",
+            timeout=ANSWER_MS)  # fmt: skip
+        _drawn_after(page, "s")
+        (r2,) = _stored(ctx, nxt)
+        assert (r2.action, r2.comment) == ("skip", "sky residual at 5577")
+        (r,) = _reviews_of(ctx, key)
+        assert r.comment == "odd continuum near 7100"  # untouched by the next decision
