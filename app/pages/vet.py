@@ -484,9 +484,12 @@ def vet_act(
         review.decide(ctx.store, ex.name, cid, action, label=label, explanation=explanation,
                       wrong_step=step, comment=note or None, seconds=seconds,
                       overlap=queue.config.overlap, **fields)  # fmt: skip
-        drafts.settle(ctx.store, ex.name, cid)
     except Exception as e:  # refused (another's review, bad value): say so, keep the item
         return _show(ctx, ex, state, cid, display, refusal("Not saved", e))
+    try:  # the decision holds the draft now; one left behind is ignored beside a decision
+        drafts.settle(ctx.store, ex.name, cid)
+    except Exception as e:
+        refusal("Draft not cleared", e)  # logged: the decision itself is saved
     key = state.get("key") or cid
     saved = f"Saved **{action}** on {escape(key)}" + (
         f" ({seconds:.1f} s active on item)." if seconds is not None else "."
