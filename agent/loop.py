@@ -133,6 +133,10 @@ def _start(item: Item, policy: Policy, renderer: str, max_turns: int, params: di
         row = prompt_for(spectrum)
     except LoupeError as exc:  # a bad file or task must not stop the batch
         return _failed(traj, exc, t0)
+    except MemoryError:  # a worker's address-space cap: this file, not the batch, fails
+        run = _failed(traj, MemoryError(), t0)
+        traj.error = _refused_for_memory(traj)
+        return run
     except Exception as exc:  # nor must a bug, but that one is logged with its traceback
         log.exception("candidate %r (%s): the episode could not start", traj.id, traj.task)
         return _failed(traj, exc, t0)
@@ -160,6 +164,13 @@ def _failed(traj: Trajectory, exc: BaseException, t0: float) -> _Run:
     traj.format_ok = False
     traj.error = _describe(exc)
     return _Run(traj, None, t0)
+
+
+def _refused_for_memory(traj: Trajectory) -> str:
+    from agent.formats.sandbox import SandboxLimits
+
+    source = (traj.spectrum_ref or {}).get("path") or traj.id
+    return f"refused: {source} needs more than {SandboxLimits().memory_mb} MB to read"
 
 
 def _describe(exc: BaseException) -> str:

@@ -329,3 +329,26 @@ def test_the_worker_protocol_survives_a_reader_that_prints(tmp_path, small_pool)
     """A reader's print goes to the worker's stderr, never into the answer pipe."""
     assert small_pool.call("print", print, "noise on stdout") is None
     assert small_pool.call("after", zlib.crc32, b"x") == zlib.crc32(b"x")
+
+
+def test_a_bomb_in_a_batch_fails_its_own_candidate_and_the_batch_goes_on(
+    tmp_path, monkeypatch, no_reader_limits
+):
+    """A file named straight to `vet` is read in the batch's worker processes, which carry
+    the same address-space cap: the bomb's candidate is refused, naming the file, and the
+    other candidates are vetted."""
+    from agent.refs import CandidateRef
+    from annotate.vetting.runner import VetOptions, run_processes
+
+    monkeypatch.setenv("LOUPE_MAX_READ_MB", "256")
+    bomb = gzip_bomb(tmp_path / "zeros.csv.gz", 1024)
+    good = fits_factory.write_sdss_spec(tmp_path)
+    refs = [
+        CandidateRef(id=name, task="wd", path=str(path))
+        for name, path in (("good-1", good), ("bomb", bomb), ("good-2", good))
+    ]
+    opts = VetOptions(policy="rules", workers=2, renderer="fast")
+    trajs = {t.id: t for t in run_processes(refs, opts, {}, "fast")}
+    assert trajs["bomb"].state == "error"
+    assert trajs["bomb"].error == f"refused: {bomb} needs more than 256 MB to read"
+    assert trajs["good-1"].state != "error" and trajs["good-2"].state != "error"

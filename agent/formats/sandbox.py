@@ -125,6 +125,20 @@ def _limit_self(limits: SandboxLimits) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
+def limit_batch_worker(limits: SandboxLimits | None = None) -> None:
+    """Cap a batch vetting worker's address space as a read worker's is, so a file that
+    would take the machine's memory fails its own candidate with MemoryError (recorded as a
+    refusal naming the file) instead of the batch. Only the address space: a worker's CPU
+    time is its whole batch's."""
+    import resource
+
+    limits = limits or SandboxLimits()
+    _warm()
+    cap = _vm_bytes() + limits.memory_mb * MB
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
 def _cpu_budget(seconds: int) -> None:
     """RLIMIT_CPU counts the process's whole life, so each job moves the soft limit to
     what is used now plus its budget; SIGXCPU then ends the worker."""

@@ -323,6 +323,10 @@ def _worker_init(policy: str, kwargs: dict, max_turns: int, renderer: str | None
     from agent.policies import get_policy
 
     _WORKER.update(policy=get_policy(policy, **kwargs), max_turns=max_turns, renderer=renderer)
+    if policy == "rules":  # a model's weights need what they need; the rules need little
+        from agent.formats.sandbox import limit_batch_worker
+
+        limit_batch_worker()
 
 
 def _worker_run(chunk: list[CandidateRef]) -> list[dict]:
