@@ -76,9 +76,9 @@ def run_export(
             version=store.code_version(),
             since_batch=None if full or not batches else batches[-1].id,
         )
-    except FileExistsError:
-        raise  # `out` holds something else: the message already says what to do
     except OSError as err:  # disk full, no permission: the staged files are already removed
+        if isinstance(err, FileExistsError) and err.errno is None:
+            raise  # `out` holds something else: the pipeline's message says what to do
         raise ExportError(
             f"could not write the export into {str(out)!r}: {err.strerror or err}"
             + (f" ({err.filename})" if err.filename else "")
