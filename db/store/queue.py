@@ -17,6 +17,7 @@ from db.models import utcnow
 from db.settings import DEFAULTS
 from db.store.errors import NotFound, StoreError
 from db.store.records import Filters, QueueConfig
+from db.store.reviews import labels_by_others
 
 
 class QueueMixin:
@@ -191,15 +192,7 @@ class QueueMixin:
                 )
             ):
                 return True  # their own decision: theirs to look at and revise
-            labelled = s.scalar(
-                select(func.count())
-                .select_from(m.Review)
-                .where(
-                    m.Review.candidate_id == c.id,
-                    m.Review.expert_id != e.id,
-                    m.Review.label.is_not(None),
-                )
-            )
+            labelled = labels_by_others(s, c.id, e.id)
             if not c.is_gold and labelled >= config.overlap:
                 return False  # a lease (a jump takes one whatever others hold) is no label slot
             mine = exists().where(

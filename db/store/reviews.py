@@ -203,15 +203,7 @@ class ReviewsMixin:
 
     @staticmethod
     def _within_overlap(s: Session, c: m.Candidate, e: m.Expert, overlap: int) -> None:
-        labelled = s.scalar(
-            select(func.count())
-            .select_from(m.Review)
-            .where(
-                m.Review.candidate_id == c.id,
-                m.Review.expert_id != e.id,
-                m.Review.label.is_not(None),
-            )
-        )
+        labelled = labels_by_others(s, c.id, e.id)
         if labelled >= overlap:
             raise StorePermissionError(
                 f"candidate {c.key} (#{c.id}) is already labelled by {labelled} other "
@@ -340,3 +332,17 @@ def _check_vi(issues: str | None, spectype: str | None) -> None:
         raise StoreError(
             f"spectral type is {len(spectype)} characters; at most {m.MAX_SPECTYPE} are kept"
         )
+
+
+def labels_by_others(s: Session, candidate_id: int, expert_id: int) -> int:
+    """How many other experts' reviews give this candidate a label: the overlap's count,
+    whether a jump or the queue brought the expert to it."""
+    return s.scalar(
+        select(func.count())
+        .select_from(m.Review)
+        .where(
+            m.Review.candidate_id == candidate_id,
+            m.Review.expert_id != expert_id,
+            m.Review.label.is_not(None),
+        )
+    )
