@@ -27,6 +27,12 @@ class CandidateRef:
     origin: str = field(default="", compare=False)
 
     @property
+    def location(self) -> str:
+        """The spectrum as messages name it: `path[hdu] row N`."""
+        where = self.path + ("" if self.hdu is None else f"[{self.hdu}]")
+        return where if self.row is None else f"{where} row {self.row}"
+
+    @property
     def spectrum_ref(self) -> dict[str, Any]:
         return {"path": self.path, "hdu": self.hdu, "row": self.row}
 
@@ -46,16 +52,9 @@ class ConflictError(SpectrumError):
         self.ref, self.first = ref, first
         super().__init__(
             ref.origin or ref.path,
-            f"id {ref.id!r} (task {ref.task}) points at {_shown(ref)} here but at "
-            f"{_shown(first)} in {first.origin or first.path} (conflict)",
+            f"id {ref.id!r} (task {ref.task}) points at {ref.location} here but at "
+            f"{first.location} in {first.origin or first.path} (conflict)",
         )
-
-
-def _shown(ref: CandidateRef) -> str:
-    where = ref.path
-    if ref.hdu is not None:
-        where += f"[{ref.hdu}]"
-    return where if ref.row is None else f"{where} row {ref.row}"
 
 
 def split_conflicts(

@@ -114,10 +114,6 @@ def _meta_of_info(info: Any) -> dict[str, Any]:
     return {k: v for k, v in out.items() if v not in (None, "")}
 
 
-def _norm(hdu: Any) -> Any:
-    return str(hdu) if hdu is not None else None
-
-
 def ingest(
     store,
     sources: list[str],
@@ -211,7 +207,7 @@ def one_candidate_per_spectrum(
     kept: list[CandidateRef] = []
     errors: list[tuple[str, str]] = []
     for i, ref in enumerate(refs):
-        loc = _loc(ref)
+        loc = ref.location
         stored = holders.get(i)
         if stored is not None and stored != ref.id:
             errors.append(Conflict((
@@ -233,13 +229,5 @@ def one_candidate_per_spectrum(
     return kept, errors
 
 
-def _loc(ref: CandidateRef) -> str:
-    return (
-        ref.path
-        + ("" if ref.hdu is None else f"[{ref.hdu}]")
-        + ("" if ref.row is None else f" row {ref.row}")
-    )
-
-
 def _where(ref: CandidateRef) -> str:
-    return f"{ref.id} ({_loc(ref)})"
+    return f"{ref.id} ({ref.location})"

@@ -261,10 +261,10 @@ class CandidatesMixin:
                 problem = _conflict(ref, new_hash, key, old_hash, old_path)
             elif first.setdefault((ref.id, tid), ref).spectrum_ref != ref.spectrum_ref:
                 seen = first[(ref.id, tid)]
-                problem = (f"id {ref.id!r} (task {ref.task}) points at {_shown(ref)} here but "
-                           f"at {_shown(seen)} in {seen.origin or seen.path} (conflict)")  # fmt: skip
+                problem = (f"id {ref.id!r} (task {ref.task}) points at {ref.location} here but "
+                           f"at {seen.location} in {seen.origin or seen.path} (conflict)")  # fmt: skip
             if problem:
-                report.conflicts.append((i, ref.origin or _shown(ref), problem))
+                report.conflicts.append((i, ref.origin or ref.location, problem))
             else:
                 kept.append((i, ref, info))
         return kept
@@ -572,11 +572,6 @@ class CandidatesMixin:
         c.updated = utcnow()
 
 
-def _shown(ref: CandidateRef) -> str:
-    where = ref.path + ("" if ref.hdu is None else f"[{ref.hdu}]")
-    return where if ref.row is None else f"{where} row {ref.row}"
-
-
 def _same_file(a: str, b: str) -> bool:
     try:
         return os.path.realpath(a) == os.path.realpath(b)
@@ -595,7 +590,7 @@ def _conflict(
         # the same file named another way (relative to another folder, through a link)
         old_where[1:] == new_key.rsplit("|", 2)[1:] and _same_file(ref.path, old_path)
     )
-    head = f"id {ref.id!r} (task {ref.task}) points at {_shown(ref)} here"
+    head = f"id {ref.id!r} (task {ref.task}) points at {ref.location} here"
     if not same_ref:
         stored = old_path + "".join(
             f"[{old_where[1]}]" if n == 1 else f" row {old_where[2]}"
