@@ -42,6 +42,16 @@ def mem_store():
     store.close()
 
 
+@pytest.fixture
+def ctx(tmp_path_factory, tmp_path):
+    """The app's context on a fresh copy of the seeded demo store, closed after the test."""
+    from tests.app_support import context
+
+    c = context(tmp_path_factory, tmp_path)
+    yield c
+    c.store.close()
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
     """A tiny random Qwen2.5-VL checkpoint (`training.tiny_model`), built once per session."""

@@ -23,13 +23,6 @@ F, D = views.QueueFilters(), views.Display()
 
 
 @pytest.fixture
-def ctx(tmp_path_factory, tmp_path):
-    c = context(tmp_path_factory, tmp_path)
-    yield c
-    c.store.close()
-
-
-@pytest.fixture
 def team(tmp_path_factory, tmp_path):
     """Login on, with an admin and two experts."""
     from annotate.experts import create_expert

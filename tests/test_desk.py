@@ -23,17 +23,9 @@ from app.pages import experts as experts_page
 from app.pages import export as export_page
 from app.pages import vet as vet_page
 from db.store import StoreError
-from tests.app_support import context
 
 F, D = views.QueueFilters(), views.Display()
 REPO = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def ctx(tmp_path_factory, tmp_path):
-    c = context(tmp_path_factory, tmp_path)
-    yield c
-    c.store.close()
 
 
 def _decide(ctx, actions):

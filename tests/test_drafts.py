@@ -14,16 +14,8 @@ from app import context as app_context
 from app import views
 from app.pages import desk, vet_texts
 from app.pages import vet as vet_page
-from tests.app_support import context
 
 F, D = views.QueueFilters(), views.Display()
-
-
-@pytest.fixture
-def ctx(tmp_path_factory, tmp_path):
-    c = context(tmp_path_factory, tmp_path)
-    yield c
-    c.store.close()
 
 
 def _start(ctx):

@@ -27,13 +27,6 @@ PROSPECT_TEST_VI = (
 )
 
 
-@pytest.fixture
-def ctx(tmp_path_factory, tmp_path):
-    c = context(tmp_path_factory, tmp_path)
-    yield c
-    c.store.close()
-
-
 def _decisions(store) -> list[int]:
     """Five decisions of every kind, with every field a decision can carry."""
     cands = [c for c in store.list_candidates(limit=40, order="id") if c.verdict]
