@@ -419,9 +419,7 @@ def _norm(hdu: Any) -> Any:
 def checked_candidates(path: str, task: str, roots: list[Path] | None) -> list[Any]:
     """The candidates a file (or catalogue) names, each spectrum read once to prove it
     readable: what an upload is checked with before anything is kept."""
-    from agent.candidates import expand_candidates
-
-    found = expand_candidates([str(path)], task=task, roots=roots)
+    found = expand_limited(path, task, roots)
     for ref in found:
         ref.load()
     return found
