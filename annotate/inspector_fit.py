@@ -196,13 +196,9 @@ def _folds(ex: list[Example], k: int, seed: int) -> list[np.ndarray]:
     Splitting one star's realisations across folds would let a learner memorise the star
     and look better than the rules on exactly the spectra it has seen.
     """
-    from sklearn.model_selection import StratifiedGroupKFold
+    from annotate.inspector_evidence import fold_sets
 
-    y = np.array([int(e.label) for e in ex])
-    groups = np.array([e.group for e in ex])
-    k = max(2, min(k, _n_objects(ex)))
-    cv = StratifiedGroupKFold(n_splits=k, shuffle=True, random_state=seed)
-    return [te for _, te in cv.split(np.arange(len(ex)), y, groups)]
+    return fold_sets(ex, k, repeats=1, seed=seed)[0]
 
 
 def fit_task(
