@@ -22,10 +22,10 @@ from annotate import review
 from db.models import GRADES, MAX_SPECTYPE, MAX_TEXT, REDSHIFT_SOURCES
 from db.store import Store
 
-# The fields a draft holds; all but "template" are saved with the decision.
+# The fields a draft holds; all but the view's own are saved with the decision.
 FIELDS = ("grade", "issues", "spectype", "redshift", "redshift_source", "template", "comment")
-SAVED = ("grade", "issues", "spectype", "redshift", "redshift_source", "comment")
 VIEW_ONLY = ("template",)
+SAVED = tuple(f for f in FIELDS if f not in VIEW_ONLY)
 
 
 class DraftError(review.ReviewError):
