@@ -1,6 +1,7 @@
-"""The audit's estimates from per-stratum counts: exact finite-population intervals, combined
-across strata by splitting the error rate between them (Bonferroni), so that each interval
-holds at its nominal 95% whatever the number of audited items.
+"""The audit's estimates from per-stratum counts: exact finite-population intervals per
+stratum, combined across strata by MOVER (`mover_sum`), so that each figure's interval holds
+at its nominal 95% whatever the number of audited items (coverage measured by
+bench/audit_coverage.py).
 
 Why exact: a stratum ("band") of the audit is a finite set of N candidates of which a simple
 random sample of n was reviewed, x of them truly YES. The number M of truly YES candidates in
@@ -9,9 +10,8 @@ that is exact at any n, including n = 1 and a band of three (a Wilson or bootstr
 at a handful of items is not: one audited error among three made a pure band read 0 [0, 0.79]).
 n = 0 leaves M anywhere in [0, N] (said as "not estimated" where no stratum has an audited
 item). The figures are sums over strata (the agent's YES verdicts nobody reviewed, per
-stratum); the strata's intervals hold together with probability at least 95% when stratum h
-gets the error rate 0.05 * u_h / sum u (u_h: its candidates whose truth is unknown), so the
-figure's interval is the sum of their ends.
+stratum), each stratum's count bounded by its own exact interval; MOVER adds their
+half-widths in quadrature, as independent errors add.
 
 Each candidate is counted in the stratum it had at the draw (`StratumCounts.stratum`), not
 the one its P(YES) has now: re-scoring changes verdicts, never the design. Candidates in no
@@ -133,12 +133,6 @@ def yes_count_interval(members: int, audited: int, yes: int, alpha: float) -> tu
     # P(X <= x | M) falls with M: the first M where it no longer does, less one
     hi = hi_b if x == n else _first(lambda m: hypergeom.cdf(x, n_, m, n) <= a, lo_b, hi_b) - 1
     return int(lo), int(hi)
-
-
-def _alphas(weights: dict[int, float], alpha: float = ALPHA) -> dict[int, float]:
-    """Bonferroni: the error rate split among the strata in proportion to `weights`."""
-    total = sum(w for w in weights.values() if w > 0)
-    return {k: alpha * w / total for k, w in weights.items() if w > 0} if total else {}
 
 
 def _m_bounds(h: StratumCounts, alpha: float) -> tuple[int, int, float]:

@@ -107,18 +107,46 @@ def test_draw_is_stratified_with_its_inclusion_probabilities():
     by = {}
     for d in draws:
         by.setdefault((d.task, str(d.band)), []).append(d)
+    # cv: 5% of its 261 confident verdicts, all YES (the NO list is empty), spread over
+    # the bands by their size (largest remainders)
     assert {k: len(v) for k, v in by.items()} == {
-        ("cv", "YES 0.99-1.00"): 10,
+        ("cv", "YES 0.99-1.00"): 9,
         ("cv", "YES 0.90-0.95"): 3,
         ("cv", "YES 0.95-0.99"): 1,  # a stratum of one is always seen
         ("wd", "YES 0.99-1.00"): 1,
     }
-    assert {d.inclusion for d in by[("cv", "YES 0.99-1.00")]} == {0.05}
+    assert {d.inclusion for d in by[("cv", "YES 0.99-1.00")]} == {9 / 200}
     assert by[("cv", "YES 0.95-0.99")][0].inclusion == 1.0
     assert all(max(p[d.id], 1 - p[d.id]) >= CONFIDENT for d in draws if d.task == "cv")
     assert len({d.id for d in draws}) == len(draws)
     # seeded: the same draw again, in the same (random) order
     assert [d.id for d in draw_audit(pop, 0.05, seed=1)] == [d.id for d in draws]
+
+
+def test_the_yes_list_gets_half_the_audit_whatever_the_no_list_holds():
+    """Survey proportions: a YES list a hundredth of the NO list. A draw in proportion would
+    audit 3 of the 300 YES verdicts; half the task's audit goes to each list instead, each
+    list spread over its bands, and every inclusion probability is the stratum's n/N."""
+    rng = np.random.default_rng(3)
+    p = np.concatenate([rng.uniform(0.991, 1.0, 200), rng.uniform(0.951, 0.989, 100),
+                        rng.uniform(0.0, 0.009, 30000)])  # fmt: skip
+    pop = [(i, "m_giant", float(v)) for i, v in enumerate(p)]
+    draws = draw_audit(pop, 0.02, seed=0)
+    sides = {s: [d for d in draws if d.band.side == s] for s in ("YES", "NO")}
+    assert len(sides["YES"]) == 300  # min(300, half of 2% of 30,300 = 303): all of it
+    assert len(sides["NO"]) == round(0.02 * 30300) - 300
+    assert all(d.inclusion == 1.0 for d in sides["YES"])
+    assert {d.inclusion for d in sides["NO"]} == {len(sides["NO"]) / 30000}
+    # at 1%, the YES list's 152 draws spread over its two bands as 200:100
+    by_band = {}
+    for d in draw_audit(pop, 0.01, seed=0):
+        by_band.setdefault(str(d.band), []).append(d)
+    assert {b: len(v) for b, v in by_band.items()} == {
+        "YES 0.99-1.00": 101,
+        "YES 0.95-0.99": 51,
+        "NO 0.99-1.00": 151,
+    }
+    assert {d.inclusion for d in by_band["YES 0.99-1.00"]} == {101 / 200}
 
 
 def test_band_errors_and_ece_carry_their_counts():
@@ -217,9 +245,10 @@ def test_store_draw_records_inclusion_and_estimates_read_it(each_store):
     assert audit_rate(each_store) == 0.05
     each_store.set_setting("audit_rate", 0.1)
     draws = draw_for_store(each_store, seed=0)
-    assert sorted(str(d.band) for d in draws) == ["NO 0.99-1.00"] * 6 + ["YES 0.99-1.00"] * 4
+    # 10% of the 100 confident verdicts, half from each list
+    assert sorted(str(d.band) for d in draws) == ["NO 0.99-1.00"] * 5 + ["YES 0.99-1.00"] * 5
     rows = {r.id: r for r in each_store.audit_population("wd")}
-    assert {rows[d.id].audit_inclusion for d in draws} == {0.1}
+    assert {rows[d.id].audit_inclusion for d in draws} == {5 / 40, 5 / 60}
     assert sum(r.audit_inclusion is not None for r in rows.values()) == 10
     # every confident candidate keeps the stratum it had at the draw, drawn or not
     strata = [r.audit_stratum for r in rows.values()]
@@ -242,10 +271,10 @@ def test_store_draw_records_inclusion_and_estimates_read_it(each_store):
     for d in yes[1:]:
         decide(each_store, "ada", d.id, "accept")
     e = store_estimates(each_store)["wd"]
-    assert (e.yes_list, e.yes_by_expert, e.yes_by_agent, e.audited) == (39, 3, 36, 4)
-    assert e.precision.value == pytest.approx((3 + 36 * 0.75) / 39)
-    assert e.precision.low < e.precision.value < e.precision.high and e.precision.n == 4
-    assert e.completeness.value is None  # no audited NO verdict yet: 6 drawn, none reviewed
+    assert (e.yes_list, e.yes_by_expert, e.yes_by_agent, e.audited) == (39, 4, 35, 5)
+    assert e.precision.value == pytest.approx((4 + 35 * 0.8) / 39)
+    assert e.precision.low < e.precision.value < e.precision.high and e.precision.n == 5
+    assert e.completeness.value is None  # no audited NO verdict yet: 5 drawn, none reviewed
     # the aggregated read and the item-by-item one agree
     from annotate.audit_sample import estimate as from_items
     from annotate.audit_sample import store_decided

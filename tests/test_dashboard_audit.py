@@ -39,7 +39,8 @@ def vetted(store, ps: list[float], task: str = "wd") -> None:
 
 def wd_campaign(store) -> dict[int, float]:
     """20 confident YES, 40 confident NO and 5 unsure wd verdicts, the confident ones
-    auto-accepted, a 25% audit drawn: returns the drawn ids and inclusion probabilities."""
+    auto-accepted, a 25% audit drawn (15 items: 8 from the YES list, 7 from the NO list):
+    returns the drawn ids and inclusion probabilities."""
     vetted(store, [0.995] * 20 + [0.003] * 40 + [0.6] * 5)
     assert store.auto_accept(0.9) == 60
     store.set_setting("audit_rate", 0.25)
@@ -76,7 +77,8 @@ def test_estimates_are_weighted_with_intervals_and_counts(ctx):
     rows = {r.id: r for r in store.audit_population("wd")}
     yes = sorted(i for i in drawn if rows[i].confidence > 0.5)
     no = sorted(i for i in drawn if rows[i].confidence < 0.5)
-    assert (len(yes), len(no)) == (5, 10) and set(drawn.values()) == {0.25}
+    assert (len(yes), len(no)) == (8, 7)
+    assert {drawn[i] for i in yes} == {0.4} and {drawn[i] for i in no} == {7 / 40}
     store.ensure_expert("ada")
     decide(store, "ada", yes[0], "reject")  # a confident mistake among the YES
     for cid in yes[1:] + no:
@@ -84,32 +86,32 @@ def test_estimates_are_weighted_with_intervals_and_counts(ctx):
     av = dashboard_page.audit_estimates(ctx, ex, "wd", reps=200)
     assert "**15** audited item(s) of **15** drawn" in av.note
     (row,) = av.estimates["data"]
-    # YES list: 4 decided YES by the expert + 15 auto-accepted YES nobody reviewed, of which
-    # the audit (4 right of 5) says 12 are right: precision 16 / 19
-    want = 16 / 19
-    assert row[:5] == ["wd", 19, 4, 15, "15 / 15"]
+    # YES list: 7 decided YES by the expert + 12 auto-accepted YES nobody reviewed, of which
+    # the audit (7 right of 8) says 10.5 are right: precision 17.5 / 19
+    want = 17.5 / 19
+    assert row[:5] == ["wd", 19, 7, 12, "15 / 15"]
     prec = row[5]
-    assert prec.startswith(f"{want:.3f} [") and prec.endswith("(n=5)")
+    assert prec.startswith(f"{want:.3f} [") and prec.endswith("(n=8)")
     lo, hi = (float(v) for v in prec.split("[")[1].split("]")[0].split(","))
     assert lo < want < hi
     assert row[6].startswith("1.000") and "(n=15)" in row[6]  # no audited NO was wrong
     assert "(n=15)" in row[7]  # ECE with its interval and count
     bands = {b: (n, s) for _, b, n, s in av.bands["data"]}
-    assert bands["1:YES 0.99-1.00"][0] == 5 and bands["1:YES 0.99-1.00"][1].startswith("0.200 [")
-    assert bands["1:NO 0.99-1.00"][0] == 10 and bands["1:NO 0.99-1.00"][1].startswith("0.000 [")
+    assert bands["1:YES 0.99-1.00"][0] == 8 and bands["1:YES 0.99-1.00"][1].startswith("0.125 [")
+    assert bands["1:NO 0.99-1.00"][0] == 7 and bands["1:NO 0.99-1.00"][1].startswith("0.000 [")
     # the figure: the same value with asymmetric error bars to the interval's ends
     go.Figure(av.precision)
     (pt,) = av.precision["data"]
     assert pt["y"] == [pytest.approx(want)]
     assert pt["error_y"]["arrayminus"] == [pytest.approx(want - lo, abs=1e-3)]
     assert pt["error_y"]["array"] == [pytest.approx(hi - want, abs=1e-3)]
-    assert pt["text"] == ["n=5 audited"]
-    # the unbiased reliability: the audited YES verdicts at P 0.995 are right 4 times in 5
+    assert pt["text"] == ["n=8 audited"]
+    # the unbiased reliability: the audited YES verdicts at P 0.995 are right 7 times in 8
     go.Figure(av.reliability)
     audit = av.reliability["data"][1]
     assert audit["x"] == [pytest.approx(0.003), pytest.approx(0.995)]
-    assert audit["y"] == [0.0, pytest.approx(0.8)]
-    assert audit["text"] == ["n=10 audited", "n=5 audited"]
+    assert audit["y"] == [0.0, pytest.approx(0.875)]
+    assert audit["text"] == ["n=7 audited", "n=8 audited"]
     assert "unbiased" in heading(av.reliability)
 
 
