@@ -546,6 +546,61 @@ def flux_ratio(arr: Arrays, num: tuple[float, float], den: tuple[float, float]) 
     return float(np.mean(a) / mb)
 
 
+def flux_sigma(arr: Arrays, lo: float, hi: float, reach: float = 50.0) -> float:
+    """A pixel's flux error over [lo, hi]: from the inverse variance where it is present and
+    plausible, else the continuum over DER_SNR read out to `reach` Å either side (an index's
+    band is too narrow for DER_SNR's second differences alone)."""
+    sel = (arr.wave >= lo) & (arr.wave <= hi) & arr.good
+    if arr.ivar is not None and sel.sum() >= 2:
+        iv = arr.ivar[sel]
+        if np.all(iv > 0) and np.all(np.isfinite(iv)):
+            return float(median(1.0 / np.sqrt(iv)))
+    _, f = arr.window(lo - reach, hi + reach)
+    snr = der_snr(f)
+    return float(median(f)) / snr if np.isfinite(snr) and snr > 0 else float("nan")
+
+
+def _mean_error(arr: Arrays, lo: float, hi: float, robust: bool = False) -> float:
+    """The relative error of the flux averaged over [lo, hi] (of its median if `robust`)."""
+    _, f = arr.window(lo, hi)
+    level = float(median(f)) if robust else float(np.mean(f))
+    if f.size == 0 or level <= 0:
+        return float("nan")
+    # The median of n Gaussian values scatters sqrt(pi/2) times as much as their mean.
+    k = math.sqrt(math.pi / 2) if robust else 1.0
+    return k * flux_sigma(arr, lo, hi) / math.sqrt(f.size) / level
+
+
+def flux_ratio_error(
+    arr: Arrays, num: tuple[float, float], den: tuple[float, float]
+) -> float | None:
+    """The standard error of `flux_ratio` from the flux errors of its two bands.
+
+    >>> w = np.arange(7000.0, 7200.0, 1.0)
+    >>> a = Arrays(w, np.ones_like(w), np.ones_like(w, bool), np.full_like(w, 100.0))
+    >>> round(flux_ratio_error(a, (7126, 7135), (7042, 7046)), 3)  # 0.1/sqrt(10), 0.1/sqrt(5)
+    0.055
+    """
+    r = flux_ratio(arr, num, den)
+    if r is None:
+        return None
+    e = math.hypot(_mean_error(arr, *num), _mean_error(arr, *den))
+    return float(r * e) if math.isfinite(e) else None
+
+
+def head_jump_error(
+    arr: Arrays, head: float, degrades: str, width: float = 25.0, gap: float = 3.0
+) -> float | None:
+    """The standard error of `head_jump` (a log ratio of two medians) from the flux errors."""
+    if head_jump(arr, head, degrades, width, gap) is None:
+        return None
+    e = math.hypot(
+        _mean_error(arr, head - gap - width, head - gap, robust=True),
+        _mean_error(arr, head + gap, head + gap + width, robust=True),
+    )
+    return float(e) if math.isfinite(e) else None
+
+
 def head_jump(
     arr: Arrays, head: float, degrades: str, width: float = 25.0, gap: float = 3.0
 ) -> float | None:

@@ -152,6 +152,22 @@ def summary(rows: list[dict], n_boot: int = 200) -> str:
     return "\n".join(lines)
 
 
+def confident_error_lines(rows: list[dict], lo: float = 0.05, hi: float = 0.95) -> list[str]:
+    """One line per wrong answer given at P(YES) < lo or > hi, with the evidence it read:
+    the errors never handed to an expert, grouped by task and class to find their causes."""
+    bad = [
+        r
+        for r in rows
+        if (r["p_yes"] < lo or r["p_yes"] > hi) and (r["p_yes"] > 0.5) != (r["label"] == "YES")
+    ]
+    bad.sort(key=lambda r: (r["task"], r["class"], r["object"], r["layout"], float(r["snr"])))
+    return [
+        f"{r['task']} {r['label']} {r['class']} {r['object']} {r['layout']} snr{r['snr']} "
+        f"p={r['p_yes']:.3f}: " + " | ".join(r["notes"])
+        for r in bad
+    ]
+
+
 def contradictions(bench: Path, split: str) -> tuple[int, int, list[str]]:
     """Play every row's conversation; (contradicting trajectories, all, the first few)."""
     from agent.formats import load_one
@@ -187,10 +203,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--bootstrap", type=int, default=200)
     ap.add_argument("--contradictions", action="store_true", help="Also play the narration.")
+    ap.add_argument(
+        "--errors",
+        action="store_true",
+        help="Also list each wrong answer at P(YES) < 0.05 or > 0.95 with its evidence notes.",
+    )
     args = ap.parse_args(argv)
     bench = Path(args.bench)
     rows = readings(bench, args.split, args.remeasure, args.workers)
     print(summary(rows, args.bootstrap))
+    if args.errors:
+        lines = confident_error_lines(rows)
+        print(f"\nconfident errors: {len(lines)}")
+        for line in lines:
+            print("  " + line)
     if args.contradictions:
         bad, n, seen = contradictions(bench, args.split)
         print(f"\ncontradicting trajectories: {bad} of {n}")

@@ -20,7 +20,9 @@ from agent.measure import (
     coverage,
     fit_profile,
     flux_ratio,
+    flux_ratio_error,
     head_jump,
+    head_jump_error,
     measure_line,
     snr_estimate,
 )
@@ -258,7 +260,11 @@ def measure_all(spectrum: Spectrum) -> Measurements:
             m.unreliable[name] = f"the flux changes {math.exp(abs(j)):.0f}-fold across the head"
             j = NAN
         m[name] = j
+        m[f"{name}_err"] = value(head_jump_error(arr, f.wavelength, f.degrade or "red"))
     m["tio5"] = value(flux_ratio(arr, *_TIO5))
+    for k, bands in (("tio5", _TIO5), ("cah2", _CAH2), ("cah3", _CAH3)):
+        # Each index's own error, from the flux errors of its bands.
+        m[f"{k}_err"] = value(flux_ratio_error(arr, *bands))
     m["cah2"] = value(flux_ratio(arr, *_CAH2))
     m["cah3"] = value(flux_ratio(arr, *_CAH3))
     for k in ("tio5", "cah2", "cah3"):
@@ -269,13 +275,14 @@ def measure_all(spectrum: Spectrum) -> Measurements:
     m.update(continuum_slope(arr))
     m["blue_frac"] = _blue_fraction(arr)
     m.redshift = redshift.estimate(spectrum, arr)
-    if m.redshift.source in ("emission lines", "cross-correlation") and molecular_bands(m):
-        # Between the TiO bands of a cool M star the continuum peaks; at low resolution
-        # those peaks pass for broad emission lines at a quasar's redshift. A quasar shows
-        # no drop of the flux redward of every TiO head at once.
+    bands = "TiO" if molecular_bands(m) else "C2" if carbon_bands(m) else ""
+    if m.redshift.source in ("emission lines", "cross-correlation") and bands:
+        # Between the TiO bands of a cool M star, or the C2 Swan bands of a carbon star,
+        # the continuum peaks; at low resolution those peaks pass for broad emission lines
+        # at a quasar's redshift. A quasar shows no flux step at every band head at once.
         m.unreliable["redshift"] = (
             f"the {m.redshift.kind} redshift z = {m.redshift.z:.3f} "
-            f"({m.redshift.source}) rests on the peaks between TiO bands"
+            f"({m.redshift.source}) rests on the peaks between {bands} bands"
         )
         z_pipe = float(spectrum.redshift)
         m.redshift = redshift.Redshift(z_pipe, "pipeline", "pipeline") if z_pipe else redshift.NONE
@@ -291,6 +298,16 @@ def molecular_bands(m: dict[str, float], least: float = 0.15) -> bool:
     drops redward of each by a log jump of `least` or more: the bands of an M star."""
     got = [m[k] for k in TIO_HEADS if finite(m.get(k))]
     return len(got) >= 3 and min(got) >= least
+
+
+C2_HEADS = ("c2_4737", "c2_5165", "c2_5636")
+
+
+def carbon_bands(m: dict[str, float], least: float = 0.15) -> bool:
+    """The three C2 Swan heads 4737, 5165 and 5636 measured, the flux stepping down blueward
+    of each by a log jump of `least` or more: the bands of a carbon star."""
+    got = [m[k] for k in C2_HEADS if finite(m.get(k))]
+    return len(got) == len(C2_HEADS) and min(got) >= least
 
 
 def _contrast(
