@@ -34,9 +34,8 @@ def evidence(m: dict[str, float]) -> Evidence:
         e.checked += 1
         # TiO5's 4 A reference band makes it noisy at low SNR; the 7054 head jump, measured
         # over wider bands, overrules it where the head is plainly absent (a K giant).
-        head_absent = finite(j) and j < HEAD_ABSENT
-        m_type = (finite(t5) and t5 < 0.82 and not head_absent) or (finite(j) and j > 0.12)
-        no_tio = (not finite(t5) or t5 > 0.9) and (not finite(j) or j < 0.1)
+        kind = tio_kind(t5, j)
+        m_type, no_tio = kind == "m", kind == "none"
         txt = ", ".join(
             ([f"TiO5 index {t5:.2f}"] if finite(t5) else [])
             + ([f"TiO 7054 head depth {depth_points(j):.2f}"] if finite(j) else [])
@@ -139,6 +138,12 @@ def evidence(m: dict[str, float]) -> Evidence:
         # An M star's continuum falls to the blue: a TiO-like step on a blue or white
         # continuum (an A or F star at low SNR) is noise or a sky residual, not TiO.
         e.add(-4.0, blue, decisive=True)
+    doubt = tio_doubt(m)
+    others = [i for i in e.items if i.decisive and i.points < 0 and not set(i.keys) & set(TIO)]
+    if doubt and not others:
+        # Whether this is an M star at all turns on TiO, and its reading crosses the M-star
+        # bound within its own noise: a can't-tell, not a confident answer either way.
+        e.undecided = doubt
     # Gravity only matters for an M star: without TiO the answer is no, however giant-like.
     # At the K/M boundary (weak TiO) a YES would rest on gravity alone, which a K giant
     # shares: it leans NO, and the more so the weaker the TiO.
@@ -151,6 +156,48 @@ def evidence(m: dict[str, float]) -> Evidence:
                 TIO,
             )
     return e
+
+
+def tio_kind(t5: float, j: float) -> str:
+    """"m" (the TiO of an M star), "none" (no TiO bands) or "weak" (the K/M boundary), from
+    TiO5 and the TiO 7054 head jump (either may be nan)."""
+    # TiO5's 4 A reference band makes it noisy at low SNR; the 7054 head jump, measured
+    # over wider bands, overrules it where the head is plainly absent (a K giant).
+    head_absent = finite(j) and j < HEAD_ABSENT
+    if (finite(t5) and t5 < 0.82 and not head_absent) or (finite(j) and j > 0.12):
+        return "m"
+    if (not finite(t5) or t5 > 0.9) and (not finite(j) or j < 0.1):
+        return "none"
+    return "weak"
+
+
+# How far (in each index's own sigma, from the flux errors) TiO5 and the 7054 head are
+# moved to see whether the M-star call holds within the noise.
+TIO_SIGMAS = 2.0
+
+
+def tio_doubt(m: dict[str, float]) -> str:
+    """The sentence saying the M-star call from TiO changes within TIO_SIGMAS of the
+    indices' own errors (TiO5 and the 7054 head each moved up or down), else ""."""
+    t5, j = m.get("tio5", NAN), m.get("tio_7054", NAN)
+    if not (finite(t5) or finite(j)):
+        return ""
+    e5, ej = m.get("tio5_err", NAN), m.get("tio_7054_err", NAN)
+    # An index without its error is taken at its value: no doubt is invented for it.
+    d5 = TIO_SIGMAS * e5 if finite(t5) and finite(e5) else 0.0
+    dj = TIO_SIGMAS * ej if finite(j) and finite(ej) else 0.0
+    calls = {
+        tio_kind(t5 + a * d5, j + b * dj) == "m" for a in (-1, 0, 1) for b in (-1, 0, 1)
+    }
+    if len(calls) == 1:
+        return ""
+    parts = ([f"TiO5 {t5:.2f} +- {e5:.2f}"] if d5 else []) + (
+        [f"TiO 7054 head {depth_points(j):.2f} +- {ej:.2f}"] if dj else []
+    )
+    return (
+        f"the TiO reading ({', '.join(parts)}) crosses the M-star bound within its own noise, "
+        "so whether this is an M star at all cannot be told"
+    )
 
 
 # The reddest A/F/G stars of the tune split reach log F4600/F6100 = -0.16 (at SNR 5), the
