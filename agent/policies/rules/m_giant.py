@@ -159,7 +159,7 @@ def evidence(m: dict[str, float]) -> Evidence:
 
 
 def tio_kind(t5: float, j: float) -> str:
-    """"m" (the TiO of an M star), "none" (no TiO bands) or "weak" (the K/M boundary), from
+    """ "m" (the TiO of an M star), "none" (no TiO bands) or "weak" (the K/M boundary), from
     TiO5 and the TiO 7054 head jump (either may be nan)."""
     # TiO5's 4 A reference band makes it noisy at low SNR; the 7054 head jump, measured
     # over wider bands, overrules it where the head is plainly absent (a K giant).
@@ -186,9 +186,7 @@ def tio_doubt(m: dict[str, float]) -> str:
     # An index without its error is taken at its value: no doubt is invented for it.
     d5 = TIO_SIGMAS * e5 if finite(t5) and finite(e5) else 0.0
     dj = TIO_SIGMAS * ej if finite(j) and finite(ej) else 0.0
-    calls = {
-        tio_kind(t5 + a * d5, j + b * dj) == "m" for a in (-1, 0, 1) for b in (-1, 0, 1)
-    }
+    calls = {tio_kind(t5 + a * d5, j + b * dj) == "m" for a in (-1, 0, 1) for b in (-1, 0, 1)}
     if len(calls) == 1:
         return ""
     parts = ([f"TiO5 {t5:.2f} +- {e5:.2f}"] if d5 else []) + (
