@@ -123,3 +123,35 @@ def test_a_redshift_on_the_peaks_between_c2_bands_is_set_aside(monkeypatch):
     assert m.redshift.source != "emission lines"
     v = inspect(spec, "carbon", m)
     assert not any("fit one redshift" in n for n in v.evidence.notes), v.evidence.notes
+
+
+def faint_carbon_star(d5165: float = 0.05, others: float = 0.5) -> np.ndarray:
+    """A carbon star whose C2 5165 head is weak beside strong 4737 and 5636 heads."""
+    f = _planck(3000.0)
+    for head, d in ((4737.0, others), (5165.0, d5165), (5636.0, others)):
+        band = (W > head - 150.0) & (W < head)
+        f = np.where(band, f * np.exp(-d * (1 - (head - W) / 150.0)), f)
+    return f
+
+
+@pytest.mark.parametrize("seed", [0, 3, 4, 8])
+def test_a_c2_5165_head_lost_in_the_noise_is_a_cant_tell_when_the_other_heads_stand(seed):
+    # At SNR 8 these realisations read the 5165 head under 0.03 ("no C2", -2.5) within 1-2
+    # sigma of a weak band, while the 4737 and 5636 heads step 0.3-0.7: the answer leaned
+    # to NO beyond the base rate. Combined, the heads say C2 may well be there.
+    spec = _survey(faint_carbon_star(), snr=8, seed=seed)
+    m = measure_all(spec)
+    assert m["c2_5165"] < 0.03
+    v = inspect(spec, "carbon", m)
+    assert v.evidence.undecided, v.evidence.notes
+    assert 0.2 < v.p_yes < 0.95
+    assert "cannot be told" in _text(v)
+    assert not found("carbon", v.p_yes, _text(v))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_an_m_giant_without_c2_gets_no_c2_doubt(seed):
+    # TiO is a decisive reading against a carbon star: no can't-tell is made of it.
+    v = inspect(_survey(m_giant(), snr=8, seed=seed), "carbon")
+    assert not v.evidence.undecided
+    assert v.p_yes < 0.3

@@ -88,7 +88,46 @@ def evidence(m: dict[str, float]) -> Evidence:
                 decisive=True,
             )
     e.prior = -0.5
+    doubt = c2_doubt(m)
+    if doubt and not any(i.decisive and i.points < 0 for i in e.items):
+        e.undecided = doubt
     return e
+
+
+# The C2 Swan heads, each read with its own error; the 5165 head leads.
+C2_HEADS = ("c2_4737", "c2_5165", "c2_5636")
+
+
+def combined_c2(m: dict[str, float]) -> tuple[float, float]:
+    """The C2 Swan heads' log jumps combined by their inverse variances: (jump, its error);
+    nan where no head has a jump and an error."""
+    got = [
+        (m[k], m[f"{k}_err"])
+        for k in C2_HEADS
+        if finite(m.get(k)) and finite(m.get(f"{k}_err")) and m[f"{k}_err"] > 0
+    ]
+    if not got:
+        return NAN, NAN
+    w = np.array([1.0 / e**2 for _, e in got])
+    j = float(np.sum(w * np.array([v for v, _ in got])) / np.sum(w))
+    return j, float(1.0 / math.sqrt(np.sum(w)))
+
+
+def c2_doubt(m: dict[str, float]) -> str:
+    """The sentence saying the C2 answer cannot be told: the 5165 head reads "no C2" (a jump
+    under 0.03) only within its own noise of a weak band's 0.1, while the heads combined
+    stand 3 sigma above zero; else ""."""
+    j, ej = m.get("c2_5165", NAN), m.get("c2_5165_err", NAN)
+    if not (finite(j) and finite(ej)) or j >= 0.03 or j + 2.0 * ej < 0.1:
+        return ""
+    c, ec = combined_c2(m)
+    if not (finite(c) and c > 3.0 * ec):
+        return ""
+    return (
+        f"the C2 5165 head ({depth_points(j):.2f} +- {ej:.2f}) reads no band only within its "
+        f"own noise, while the three Swan heads together step {c:.2f} +- {ec:.2f}, so whether "
+        "C2 is there cannot be told"
+    )
 
 
 # Zoom windows (rest-frame vacuum Angstrom): the task's own diagnostics first, then those
