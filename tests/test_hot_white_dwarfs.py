@@ -198,3 +198,33 @@ def test_a_fitted_model_cannot_make_a_cant_tell_answer_confident():
         v.x = x
         out = InspectorModel(3, {"wd": TaskModel("platt", a=5.0, b=0.0)}).apply(v)
         assert 0.1 - 1e-9 <= out.p_yes <= 0.9 + 1e-9, (x, out.p_yes)
+
+
+def dza_white_dwarf(ha_depth: float = 0.11) -> np.ndarray:
+    """A DZ(A) white dwarf near 11,000 K: Ca II H and K its strongest lines, and of hydrogen
+    only a shallow H-alpha (the trace hydrogen a helium atmosphere shows)."""
+    x = 1.4388e8 / (W * 11000.0)
+    f = 1.0 / (W**5 * np.expm1(x))
+    for c, d in ((3934.8, 0.55), (3969.6, 0.45)):
+        f = f * (1 - _g(c, 10.0, d))
+    return f * (1 - _g(6564.6, 16.0, ha_depth))
+
+
+@pytest.mark.parametrize("snr,seed", [(12, 0), (20, 1), (35, 2), (35, 3)])
+def test_a_dz_whose_only_hydrogen_is_h_alpha_within_its_noise_is_handed_off(snr, seed):
+    # Once: a calcium-line white dwarf was answered NO at P(YES) 0.001-0.008, "H-alpha is
+    # there" (depth 0.11 +- 0.02, counted a line from 0.1) taken for an A/F/G star's hydrogen
+    # while H-beta to H-delta were measured absent.
+    v = inspect(_survey(dza_white_dwarf(), snr=snr, seed=seed), "wd")
+    assert v.p_yes > 0.05, v.evidence.notes
+    if any("H-alpha is there" in n for n in v.evidence.notes):
+        assert v.evidence.undecided, v.evidence.notes
+        assert "cannot be told" in _thought_and_answer(v)
+    assert not found("wd", v.p_yes, _thought_and_answer(v))
+
+
+def test_a_metal_line_star_with_clear_hydrogen_keeps_its_veto():
+    # H-alpha far beyond its noise (depth 0.3): hydrogen is there, no DZ can't-tell.
+    v = inspect(_survey(dza_white_dwarf(ha_depth=0.35), snr=35, seed=0), "wd")
+    assert not v.evidence.undecided, v.evidence.notes
+    assert v.p_yes < 0.5

@@ -181,6 +181,18 @@ def evidence(m: dict[str, float]) -> Evidence:
                         "line of an A/F/G star, not a DZ white dwarf",
                         ("cak_ew",) + hkeys,
                     )
+                    ha, err = m.get("ha_w_fitdepth"), m.get("ha_w_fiterr")
+                    if hkeys == ("ha_w",) and finite(ha) and finite(err):
+                        if ha - 2.0 * err < PRESENT_DEPTH and not e.undecided:
+                            # H-beta to H-delta measured absent; the hydrogen the DZ
+                            # reading turns on is H-alpha alone, within its noise of the
+                            # depth that counts as a line.
+                            e.undecided = (
+                                f"the one Balmer line seen, H-alpha (depth {ha:.2f} +- "
+                                f"{err:.2f}), is within its noise of the {PRESENT_DEPTH:.1f} "
+                                "that counts as a line, so whether this is a DZ white dwarf "
+                                "or a metal-line star cannot be told"
+                            )
     if not strong_balmer:
         he_keys = [
             k
