@@ -155,3 +155,30 @@ def test_an_m_giant_without_c2_gets_no_c2_doubt(seed):
     v = inspect(_survey(m_giant(), snr=8, seed=seed), "carbon")
     assert not v.evidence.undecided
     assert v.p_yes < 0.3
+
+
+def s_star_at_the_bound(zro: float = 0.29) -> np.ndarray:
+    """An M giant whose ZrO 6474 head steps `zro` (log): 0.29 puts it about 2.6 sigma of
+    the M giants' scatter above theirs at this TiO, at the S-star bound of 2.5."""
+    f = m_giant()
+    band = (W > 6474.0) & (W < 6574.0)
+    return np.where(band, f * math.exp(-zro), f)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_zro_excess_within_its_noise_of_the_s_bound_is_no_confident_answer(seed):
+    # Once: a star whose ZrO 6474 stood 3.0 sigma above an M giant's (the bound 2.5, the
+    # head's own error 0.3 sigma) was called an S star at P(YES) 0.97.
+    spec = _survey(s_star_at_the_bound(), snr=12, seed=seed)
+    m = measure_all(spec)
+    for task in ("s_type", "m_giant"):
+        v = inspect(spec, task, m)
+        assert v.evidence.undecided.startswith("the ZrO excess"), (task, v.evidence.notes)
+        assert 0.05 < v.p_yes < 0.95, (task, v.p_yes)
+        assert "ZrO cannot tell an S star from an M giant" in _text(v)
+        assert not found(task, v.p_yes, _text(v))
+
+
+def test_a_strong_zro_excess_stays_an_s_star():
+    v = inspect(_survey(s_star_at_the_bound(zro=0.6), snr=12, seed=0), "s_type")
+    assert not v.evidence.undecided and v.p_yes > 0.95, v.evidence.notes

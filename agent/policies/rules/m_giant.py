@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agent.policies.rules.features import NAN, Evidence, depth_points, finite, has
 from agent.policies.rules.narration import Zoom, say_cat, say_head, say_tio, unmeasured
-from agent.policies.rules.s_type import zro_excess
+from agent.policies.rules.s_type import ZRO_HEADS, zro_doubt, zro_excess
 
 TARGET = "an M giant"
 HYPOTHESIS = (
@@ -126,20 +126,32 @@ def evidence(m: dict[str, float]) -> Evidence:
         # ZrO beyond what TiO explains marks an S star (as the s_type task reads it): its
         # giant-like gravity and TiO must not make it an ordinary M giant.
         k, jump, _ = next((h for h in heads if h[0] == "zro_6474"), heads[0])
+        near = bool(zro_doubt(m))
+        # Within its own noise of the S-star bound the excess is no veto (the answer is
+        # then a can't-tell), and the note does not say what the data cannot tell.
         e.add(
             -3.0,
             f"ZrO {k[4:]} head depth {depth_points(jump):.2f}, {zx:.1f} sigma above an M "
-            "giant of the same TiO: an S star, not an ordinary M giant",
+            "giant of the same TiO: "
+            + (
+                "possibly an S star, within its noise of the bound"
+                if near
+                else "an S star, not an ordinary M giant"
+            ),
             (k,),
-            decisive=True,
+            decisive=not near,
         )
     blue = blue_continuum(m)
     if blue:
         # An M star's continuum falls to the blue: a TiO-like step on a blue or white
         # continuum (an A or F star at low SNR) is noise or a sky residual, not TiO.
         e.add(-4.0, blue, decisive=True)
-    doubt = tio_doubt(m)
-    others = [i for i in e.items if i.decisive and i.points < 0 and not set(i.keys) & set(TIO)]
+    doubt = tio_doubt(m) or (zro_doubt(m) if m_type else "")
+    others = [
+        i
+        for i in e.items
+        if i.decisive and i.points < 0 and not set(i.keys) & (set(TIO) | set(ZRO_HEADS))
+    ]
     if doubt and not others:
         # Whether this is an M star at all turns on TiO, and its reading crosses the M-star
         # bound within its own noise: a can't-tell, not a confident answer either way.

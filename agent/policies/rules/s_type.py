@@ -48,6 +48,44 @@ def zro_excess(m: dict[str, float]) -> tuple[float, list[tuple[str, float, float
     return float(z), got
 
 
+ZRO_HEADS = tuple(_ZRO_OF_M_GIANTS)
+
+# The ZrO excess (in sigma) beyond which ZrO marks an S star.
+S_EXCESS = 2.5
+
+
+def zro_excess_error(m: dict[str, float]) -> float:
+    """The error of `zro_excess` from the heads' own flux errors, in the same units (the
+    M giants' scatter); nan where a head read lacks its error."""
+    t = m.get("tio_7054")
+    if not finite(t):
+        return NAN
+    et = m.get("tio_7054_err", 0.0)
+    zs = []
+    for k, (_, b, sd) in _ZRO_OF_M_GIANTS.items():
+        if finite(m.get(k)):
+            e = m.get(f"{k}_err", NAN)
+            zs.append((k, float(np.hypot(e, b * et)) / sd if finite(e) and finite(et) else NAN))
+    lead = [z for k, z in zs if k == "zro_6474"]
+    if lead:
+        return lead[0]
+    return float(np.sqrt(np.sum(np.square([z for _, z in zs]))) / len(zs)) if zs else NAN
+
+
+def zro_doubt(m: dict[str, float]) -> str:
+    """The sentence saying the ZrO excess is within two of its own errors of the S-star
+    bound, so that ZrO cannot tell an S star from an M giant; else ""."""
+    zx, _ = zro_excess(m)
+    ez = zro_excess_error(m)
+    if not (finite(zx) and finite(ez)) or abs(zx - S_EXCESS) >= 2.0 * ez:
+        return ""
+    return (
+        f"the ZrO excess over an M giant's ({zx:.1f} +- {ez:.1f} sigma) is within its own "
+        f"noise of the {S_EXCESS:.1f} that marks an S star, so ZrO cannot tell an S star "
+        "from an M giant"
+    )
+
+
 def evidence(m: dict[str, float]) -> Evidence:
     e = Evidence(required=tuple(_ZRO_OF_M_GIANTS))
     zmean, heads = zro_excess(m)
@@ -122,6 +160,9 @@ def evidence(m: dict[str, float]) -> Evidence:
             f"LaO 7403, the band only S stars show, is not measured ({where}), and ZrO "
             "alone does not tell a weak S star from an M giant"
         )
+    doubt = zro_doubt(m)
+    if doubt and not e.undecided and not any(i.decisive and i.points < 0 for i in e.items):
+        e.undecided = doubt
     return e
 
 
