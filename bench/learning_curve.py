@@ -20,7 +20,8 @@ at which no task's F1 fell more than 0.01 below the plain rules at any size and 
 
 `--plot FILE` draws the curve (macro-F1 and each task's F1 against the campaign size);
 `--doc docs/accuracy.md` writes it into the accuracy report from its `<!-- learning-curve -->`
-line to the end (the report's runner keeps that part).
+line to the end (the report's runner keeps that part), keeping the block
+`bench/learning_ceiling.py --doc` writes there (what limits the gain, on tune alone).
 The last line is `learning_curve_min_gain: X`, the worst per-task F1 change against the
 plain rules over every size and seed (the goal: no lower than -0.02).
 """
@@ -233,6 +234,7 @@ def plot(res: dict, path: Path) -> None:
 
 
 MARKER = "<!-- learning-curve -->"
+CEILING, CEILING_END = "<!-- learning-ceiling -->", "<!-- /learning-ceiling -->"
 
 
 def goals(res: dict) -> list[str]:
@@ -260,6 +262,10 @@ def write_section(doc: Path, res: dict, png: str | None, command: str) -> None:
     report's runner keeps what follows the marker."""
     text = doc.read_text() if doc.exists() else ""
     head = text.split(MARKER)[0].rstrip("\n")
+    # what bench/learning_ceiling.py wrote into the section stays, after the curve
+    kept = ""
+    if CEILING in text and CEILING_END in text:
+        kept = CEILING + text.split(CEILING, 1)[1].split(CEILING_END, 1)[0] + CEILING_END
     last = res["sizes"][max(res["sizes"])]
     body = [
         MARKER,
@@ -288,6 +294,8 @@ def write_section(doc: Path, res: dict, png: str | None, command: str) -> None:
     ]
     if png:
         body += [f"![learning curve]({Path(png).name})", ""]
+    if kept:
+        body += [kept, ""]
     doc.write_text((head + "\n\n" if head else "") + "\n".join(body))
 
 
