@@ -160,7 +160,9 @@ def evidence(m: dict[str, float]) -> Evidence:
             f"LaO 7403, the band only S stars show, is not measured ({where}), and ZrO "
             "alone does not tell a weak S star from an M giant"
         )
-    doubt = zro_doubt(m)
+    # Only an S-type candidate's ZrO can leave it undecided: a star without TiO, with C2 or
+    # a blue continuum is no S star whatever its ZrO heads read.
+    doubt = zro_doubt(m) if oxide_star(m) else ""
     if doubt and not e.undecided and not any(i.decisive and i.points < 0 for i in e.items):
         e.undecided = doubt
     return e
