@@ -228,3 +228,27 @@ def test_a_metal_line_star_with_clear_hydrogen_keeps_its_veto():
     v = inspect(_survey(dza_white_dwarf(ha_depth=0.35), snr=35, seed=0), "wd")
     assert not v.evidence.undecided, v.evidence.notes
     assert v.p_yes < 0.5
+
+
+def daz_white_dwarf_one_line() -> tuple[np.ndarray, np.ndarray]:
+    """A DAZ near 14,000 K seen to 4700 Å with H-delta masked (bad columns): broad Balmer
+    lines (H-gamma ~100 Å), the high series merged, and a Ca II K line of EW ~2 Å."""
+    x = 1.4388e8 / (W * 14000.0)
+    f = 1.0 / (W**5 * np.expm1(x))
+    for c in BALMER:
+        f = f * (1 - _lorentz(c, 110.0 * c / 4341.7, 0.35))
+    f = f * (1 - _g(3934.8, 5.0, 0.35))
+    f = np.where((W > 4040.0) & (W < 4170.0), np.nan, f)
+    keep = W < 4700.0
+    return W[keep], f[keep]
+
+
+@pytest.mark.parametrize("snr,seed", [(12, 1), (20, 2), (12, 4)])
+def test_a_dazs_calcium_line_beside_broad_merged_balmer_lines_is_no_a_star_sign(snr, seed):
+    # Once: DAs whose one measured Balmer line was 130 Å wide, the high series merged, were
+    # answered NO at P(YES) 0.50: a Ca II K line of EW 1.7 Å counted -1.5 as an A star's.
+    wave, flux = daz_white_dwarf_one_line()
+    v = inspect(_survey(flux, snr=snr, seed=seed, wave=wave), "wd")
+    assert any("DAZ's metal line" in n for n in v.evidence.notes), v.evidence.notes
+    assert v.answer == "YES", (v.p_yes, v.evidence.notes)
+    assert not found("wd", v.p_yes, _thought_and_answer(v))

@@ -160,7 +160,17 @@ def evidence(m: dict[str, float]) -> Evidence:
     if finite(cak):
         e.checked += 1
         if cak > 1.5 and finite(cakd) and cakd > 0.15:
-            if strong_balmer:
+            merged = finite(h9) and h9 < HIGH_SERIES_MERGED and not resolved
+            if strong_balmer and balmer > 0 and merged:
+                # Lines as broad as a DA's with its gravity sign (the high series merged):
+                # the Ca II K line is a DAZ's accreted metal or interstellar, no A star's.
+                e.add(
+                    0.0,
+                    f"Ca II K absorption EW {cak:.1f} Å beside broad Balmer lines and a merged "
+                    "high series: a DAZ's metal line or interstellar calcium, not an A star's",
+                    ("cak_ew",),
+                )
+            elif strong_balmer:
                 e.add(
                     -1.5,
                     f"Ca II K absorption EW {cak:.1f} Å beside strong Balmer lines: an A star",
