@@ -128,6 +128,10 @@ def task_cv(ex: list, repeats: int, folds: int, importance: bool) -> dict:
                      "brier": float(loss.mean()), "gain": g}  # fmt: skip
     if importance:
         out["importance"] = permutation(ex, sets[0], feats, every)
+        from annotate.inspector_models import fit_model
+
+        tm = fit_model("combiner", ex, feats)  # its weights: log-odds per standard deviation
+        out["weights"] = sorted(zip(tm.features, tm.weights), key=lambda fw: -abs(fw[1]))
     return out
 
 
@@ -287,7 +291,8 @@ def render(cv: dict, camp: dict, command: str) -> list[str]:
              "Grouped cross-validation over all tune labels (no minimum, no gate): F1 change "
              "against the plain rules per class, the Brier gain [95%, paired bootstrap over "
              "objects] of the best class, and what carries it (the monotone boosting's F1 drop "
-             "when one measurement is shuffled; x is the rules' own evidence).", "",
+             "when one measurement is shuffled, x being the rules' own evidence; and the "
+             "combiner's largest weights fitted on all labels, log-odds per standard deviation).", "",
              "| task | positives (objects) | rules F1 | " + " | ".join(CLASSES)
              + " | best: Brier gain [95%] | carried by |",
              "|---" * (5 + len(CLASSES)) + "|"]  # fmt: skip
@@ -301,6 +306,10 @@ def render(cv: dict, camp: dict, command: str) -> list[str]:
         b = best_class(r)
         g = r[b]["gain"]
         top = ", ".join(f"{k} {v:+.3f}" for k, v in r.get("importance", [])[:4])
+        if r.get("weights"):
+            top += "; combiner weights " + ", ".join(
+                f"{k} {w:+.2f}" for k, w in r["weights"][:3] if abs(w) >= 0.01
+            )
         lines.append(head + "".join(f" {r[k]['f1'] - r['rules']['f1']:+.3f} |" for k in CLASSES)
                      + f" {b} {g['mean']:+.4f} [{g['low']:+.4f}, {g['high']:+.4f}] | {top} |")  # fmt: skip
     if camp:
@@ -378,6 +387,8 @@ def main(argv: list[str] | None = None) -> int:
         if "importance" in r:
             top = ", ".join(f"{k} {v:+.3f}" for k, v in r["importance"][:5])
             print(f"{'':17s}hgb_monotone F1 drop when shuffled: {top}")
+            w = ", ".join(f"{k} {v:+.2f}" for k, v in r["weights"][:5])
+            print(f"{'':17s}combiner weights (log-odds per sd), all labels: {w}")
     sizes = [int(v) for v in args.sizes.split(",") if v]
     camp: dict = {}
     if sizes:
