@@ -404,6 +404,12 @@ def _goal_rows(
         out.append(
             f"| wrong answers at P(YES) < 0.05 or > 0.95 | {goal} | {bad} of {n} | | {met} |"
         )
+    if survey and "wd" in survey:
+        wd = survey["wd"]
+        out.append(
+            f"| white-dwarf recall (its FP rate on F/G/K {wd['fgk_fpr']:.2%}) | >= 0.90 | "
+            f"{wd['tpr']:.3f} | | {'yes' if wd['tpr'] >= 0.90 else 'no'} |"
+        )
     if survey:
         fp, t_fp = max((v["fgk_fpr"], t) for t, v in survey.items())
         out.append(
