@@ -33,7 +33,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--draw", action="store_true", help="draw the sample of every task that has none yet"
     )
     parser.add_argument(
-        "--rate", type=float, default=None, help="share to draw (default: the team's audit_rate)"
+        "--rate",
+        type=float,
+        default=None,
+        help="share of each task's confident verdicts to draw, half from its YES list and half "
+        "from its NO list (default: the team's audit_rate)",
     )
     parser.add_argument("--seed", type=int, default=None, help="seed of the draw")
     parser.add_argument(
@@ -52,6 +56,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", type=flags.task, default=None, help="figures of this task only")
 
 
+def _sides(draws) -> str:
+    """Per task, how many of its YES and NO verdicts were drawn, of how many: the draw takes
+    half from each list, which a reader of the figures should know."""
+    seen: dict[str, dict[str, list[float]]] = {}
+    for d in draws:  # each stratum's N_h is the sum of 1/pi over its n_h draws
+        side = seen.setdefault(d.task, {"YES": [0, 0.0], "NO": [0, 0.0]})[d.band.side]
+        side[0] += 1
+        side[1] += 1.0 / d.inclusion
+    return (
+        ":"
+        + ",".join(
+            f" {t} {s['YES'][0]} of its {round(s['YES'][1])} YES and {s['NO'][0]} of its "
+            f"{round(s['NO'][1])} NO verdicts"
+            for t, s in sorted(seen.items())
+        )
+        if seen
+        else ""
+    )
+
+
 def _table(headers: list[str], rows: list[list]) -> str:
     cells = [headers, *[[str(c) for c in r] for r in rows]]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
@@ -65,8 +89,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         if args.draw:
             draws = draw_for_store(store, args.rate, seed=args.seed, actor="audit")
-            tasks = sorted({d.task for d in draws})
-            print(f"audit: drew {len(draws)} item(s) for {', '.join(tasks) or 'no task'}")
+            print(f"audit: drew {len(draws)} item(s){_sides(draws) or ' for no task'}")
             sure = store.setting("auto_accept")
             if draws and sure is not None:
                 print(f"audit: the queue serves the sample and the verdicts under {sure:g} sure; "

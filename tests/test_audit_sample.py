@@ -333,13 +333,15 @@ def test_audit_command_draws_once_and_prints_the_figures(tmp_path, capsys):
 
     db = tmp_path / "loupe.db"
     store = Store(str(db))
-    seeded(store, [0.995] * 40 + [0.3] * 5, task="wd")
+    seeded(store, [0.995] * 40 + [0.002] * 20 + [0.3] * 5, task="wd")
     store.auto_accept(0.9)
     store.close()
     run = ["audit", "--db", str(db)]
     assert launch.main([*run, "--draw", "--rate", "0.1", "--seed", "0"]) == 0
     out = capsys.readouterr().out
-    assert "drew 4 item(s) for wd" in out and "0 / 4" in out and "has no audited item" in out
+    # 10% of 60 confident verdicts, half from each list, and the reader is told so
+    assert "drew 6 item(s): wd 3 of its 40 YES and 3 of its 20 NO verdicts" in out
+    assert "0 / 6" in out and "has no audited item" in out
     assert launch.main([*run, "--draw"]) == 0  # wd has its sample: nothing more is drawn
     assert "drew 0 item(s)" in capsys.readouterr().out
     assert launch.main([*run, "--draw", "--rate", "3"]) == 2
