@@ -103,13 +103,24 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (`{self.prog} --help` lists every flag)")
 
 
+class Defaults(argparse.ArgumentDefaultsHelpFormatter):
+    """Each flag's help says its default, unless the help already says what the default is
+    or there is none to say (None, False: "(default: None)" tells a reader nothing)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, argparse.SUPPRESS):
+            return text
+        return super()._get_help_string(action)
+
+
 def build_parser(command: str) -> argparse.ArgumentParser:
     module_name, help_text = COMMANDS[command]
     module = importlib.import_module(module_name)
     parser = Parser(
         prog=f"{program()} {command}",
         description=describe(module.__doc__ or help_text),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=Defaults,
     )
     module.add_arguments(parser)
     parser.set_defaults(_main=module.main)

@@ -230,3 +230,12 @@ def test_an_empty_export_of_everything_does_not_ask_for_everything(capsys, tmp_p
     out = capsys.readouterr().out
     assert "empty: no reject or correction to pair yet" in out and "accepts make none" in out
     assert "--full" not in out
+
+
+@pytest.mark.parametrize("command", sorted(launch.COMMANDS))
+def test_each_flag_says_its_default_once_and_only_when_there_is_one(command):
+    text = " ".join(launch.build_parser(command).format_help().split())
+    assert "(default: None)" not in text and "(default: False)" not in text
+    for m in re.finditer(r"\(default: ([^()]*(?:\([^()]*\))?[^()]*)\)", text):
+        # no help says a default of its own and then argparse's beside it
+        assert not text[m.end() :].lstrip().startswith("(default:"), text[m.start() : m.end() + 40]
