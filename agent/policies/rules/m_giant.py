@@ -32,8 +32,6 @@ def evidence(m: dict[str, float]) -> Evidence:
         e.missing.append("TiO bands")
     else:
         e.checked += 1
-        # TiO5's 4 A reference band makes it noisy at low SNR; the 7054 head jump, measured
-        # over wider bands, overrules it where the head is plainly absent (a K giant).
         kind = tio_kind(t5, j)
         m_type, no_tio = kind == "m", kind == "none"
         txt = ", ".join(
