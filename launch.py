@@ -20,6 +20,7 @@ import argparse
 import difflib
 import importlib
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -241,7 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     args = None
     try:
         args = build_parser(command).parse_args(argv)
-        return int(args._main(args) or 0)
+        rc = int(args._main(args) or 0)
+        sys.stdout.flush()  # here, so that a reader gone away is caught below
+        return rc
     except LoupeError as err:
         # A problem the user can fix: one line, no traceback. Anything else is a bug and
         # keeps its traceback.
@@ -253,6 +256,11 @@ def main(argv: list[str] | None = None) -> int:
             hint = " (the database given with --db)"  # the store names it, not the flag
         print(f"{program()} {command}: {' '.join(str(err).split())}{hint}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader of our output went away (`| head`): not an error of the command. Point
+        # stdout at devnull so that the interpreter's own flush at exit does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports a pipe reader's early exit
     except OSError as err:
         # A file or folder the system refused (a path that is not there, not writable, a
         # full disk): the user's to fix, so one line naming it, as for a LoupeError. One

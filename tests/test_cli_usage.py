@@ -239,3 +239,26 @@ def test_each_flag_says_its_default_once_and_only_when_there_is_one(command):
     for m in re.finditer(r"\(default: ([^()]*(?:\([^()]*\))?[^()]*)\)", text):
         # no help says a default of its own and then argparse's beside it
         assert not text[m.end() :].lstrip().startswith("(default:"), text[m.start() : m.end() + 40]
+
+
+def test_output_piped_into_a_reader_that_stops_early_is_no_traceback(tmp_path):
+    """`launch.py audit | head -1`: the reader closes the pipe; the command ends quietly with
+    the shell's SIGPIPE status, not a BrokenPipeError traceback."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.store_factory import seeded
+
+    db = tmp_path / "loupe.db"
+    store = Store(str(db))
+    seeded(store, [0.995] * 30 + [0.002] * 30, task="wd")
+    store.close()
+    root = Path(launch.__file__).parent
+    cmd = [sys.executable, str(root / "launch.py"), "audit", "--db", str(db), "--draw"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=root)
+    p.stdout.close()  # the reader is gone before the command writes anything
+    err = p.stderr.read().decode()
+    p.stderr.close()
+    assert p.wait(timeout=120) == 141, err
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
