@@ -58,8 +58,17 @@ class Estimate:
     note: str = ""
 
     def __str__(self) -> str:
+        """The figure as the CLI, the Dashboard and the catalogue's notes print it.
+
+        >>> str(Estimate(1.0, 1.0, 1.0, 0, note="every YES was decided by an expert"))
+        '1.000 exactly (every YES was decided by an expert)'
+        """
         if self.value is None:
             return f"not estimated ({self.note})" if self.note else "not estimated"
+        if self.note and self.low == self.high == self.value:
+            # known without sampling: "[1.000, 1.000] (n=0)" would read as an interval from
+            # no audited item
+            return f"{self.value:.3f} exactly ({self.note})"
         return f"{self.value:.3f} [{self.low:.3f}, {self.high:.3f}] (n={self.n})"
 
 

@@ -459,3 +459,15 @@ def test_closing_lists_only_verdicts_their_p_yes_agrees_with(each_store):
     got = {r.id: (r.label, r.label_source) for r in each_store.audit_population("wd")}
     assert got[ids[0]] == (None, None) and got[ids[1]] == (None, None)
     assert got[ids[2]] == ("YES", "auto") and got[ids[3]] == ("NO", "auto")
+
+
+def test_a_figure_known_without_sampling_says_so_rather_than_an_interval_of_nothing():
+    from annotate.audit_estimate import StratumCounts, task_figures
+
+    # every YES of the list was decided by an expert; the agent's NO were audited in part
+    h = StratumCounts("1:NO 0.99-1.00", members=40, drawn=4, audited=4, audited_yes=0,
+                      expert=4, agent_no=36)  # fmt: skip
+    e = task_figures("cv", [h], expert_yes_total=4)
+    assert str(e.precision) == "1.000 exactly (every YES was decided by an expert)"
+    assert "(n=0)" not in str(e.precision)
+    assert str(e.completeness).endswith("(n=4)") and "exactly" not in str(e.completeness)
