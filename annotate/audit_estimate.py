@@ -69,6 +69,11 @@ class Estimate:
             # known without sampling: "[1.000, 1.000] (n=0)" would read as an interval from
             # no audited item
             return f"{self.value:.3f} exactly ({self.note})"
+        return self.interval()
+
+    def interval(self) -> str:
+        """`value [low, high] (n=...)`, also for a figure known exactly (for tables whose
+        columns are read back)."""
         return f"{self.value:.3f} [{self.low:.3f}, {self.high:.3f}] (n={self.n})"
 
 

@@ -219,12 +219,8 @@ def main(argv: list[str] | None = None) -> int:
             inside = pr.low - 1e-9 <= p <= pr.high + 1e-9
             covered += inside
             judged += 1
-        if pr is None:
-            shown = "n/a"
-        elif pr.value is None:
-            shown = str(pr)
-        else:  # the interval always, even one known exactly, so the columns line up
-            shown = f"{pr.value:.3f} [{pr.low:.3f}, {pr.high:.3f}] (n={pr.n})"
+        # the interval always, even one known exactly, so the columns line up
+        shown = "n/a" if pr is None else str(pr) if pr.value is None else pr.interval()
         print(f"  {task:8s} {listed:6d} {e.yes_by_agent if e else 0:8d} "
               f"{f'{e.audited}/{e.drawn}' if e else '0/0':>7s}  {shown:32s} "
               f"{'n/a' if p is None else f'{p:.3f}':>6s}  "
