@@ -64,15 +64,12 @@ def _sides(draws) -> str:
         side = seen.setdefault(d.task, {"YES": [0, 0.0], "NO": [0, 0.0]})[d.band.side]
         side[0] += 1
         side[1] += 1.0 / d.inclusion
-    return (
-        ":"
-        + ",".join(
-            f" {t} {s['YES'][0]} of its {round(s['YES'][1])} YES and {s['NO'][0]} of its "
-            f"{round(s['NO'][1])} NO verdicts"
-            for t, s in sorted(seen.items())
-        )
-        if seen
-        else ""
+    if not seen:
+        return " for no task"
+    return ":" + ",".join(
+        f" {t} {s['YES'][0]} of its {round(s['YES'][1])} YES and {s['NO'][0]} of its "
+        f"{round(s['NO'][1])} NO verdicts"
+        for t, s in sorted(seen.items())
     )
 
 
@@ -89,7 +86,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         if args.draw:
             draws = draw_for_store(store, args.rate, seed=args.seed, actor="audit")
-            print(f"audit: drew {len(draws)} item(s){_sides(draws) or ' for no task'}")
+            print(f"audit: drew {len(draws)} item(s){_sides(draws)}")
             sure = store.setting("auto_accept")
             if draws and sure is not None:
                 print(f"audit: the queue serves the sample and the verdicts under {sure:g} sure; "
