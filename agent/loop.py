@@ -167,10 +167,12 @@ def _failed(traj: Trajectory, exc: BaseException, t0: float) -> _Run:
 
 
 def _refused_for_memory(traj: Trajectory) -> str:
-    from agent.formats.sandbox import SandboxLimits
+    """What a read worker says of a file past its memory limit (`ReadRefused`), said of
+    this candidate's file."""
+    from agent.formats.sandbox import ReadRefused, SandboxLimits
 
     source = (traj.spectrum_ref or {}).get("path") or traj.id
-    return f"refused: {source} needs more than {SandboxLimits().memory_mb} MB to read"
+    return str(ReadRefused(source, f"needs more than {SandboxLimits().memory_mb} MB to read"))
 
 
 def _describe(exc: BaseException) -> str:

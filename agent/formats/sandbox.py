@@ -118,10 +118,18 @@ def _limit_self(limits: SandboxLimits) -> None:
         pyarrow.set_io_thread_count(1)
     except Exception:  # noqa: BLE001 (threads only cost address space)
         pass
-    cap = _vm_bytes() + limits.memory_mb * MB
-    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    _cap_memory(limits)
     out = limits.output_mb * MB
     resource.setrlimit(resource.RLIMIT_FSIZE, (out, out))  # a reader writes nothing big
+
+
+def _cap_memory(limits: SandboxLimits) -> None:
+    """The address space capped at what this process holds now plus `limits.memory_mb`
+    (past it an allocation raises MemoryError), and no core file."""
+    import resource
+
+    cap = _vm_bytes() + limits.memory_mb * MB
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
@@ -130,13 +138,8 @@ def limit_batch_worker(limits: SandboxLimits | None = None) -> None:
     would take the machine's memory fails its own candidate with MemoryError (recorded as a
     refusal naming the file) instead of the batch. Only the address space: a worker's CPU
     time is its whole batch's."""
-    import resource
-
-    limits = limits or SandboxLimits()
     _warm()
-    cap = _vm_bytes() + limits.memory_mb * MB
-    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    _cap_memory(limits or SandboxLimits())
 
 
 def _cpu_budget(seconds: int) -> None:
