@@ -38,6 +38,12 @@ def lock_path(out: Path) -> Path:
     return out.parent / f".{out.name}{LOCK}"
 
 
+def staging(out: Path) -> tuple[Path, ...]:
+    """The folders an export of `out` writes before its rename (`SUFFIXES`' order:
+    partial, scratch), beside it."""
+    return tuple(out.parent / f".{out.name}{s}" for s in SUFFIXES)
+
+
 def _try_lock(fd: int) -> bool:
     import fcntl
 
@@ -97,8 +103,7 @@ def sweep(folder: str | Path) -> list[Path]:
         try:
             if not _try_lock(fd):
                 continue  # an export is writing it now
-            for s in SUFFIXES:
-                left = folder / f".{name}{s}"
+            for left in staging(out):
                 if left.is_dir():
                     shutil.rmtree(left, ignore_errors=True)
                     if not left.exists():

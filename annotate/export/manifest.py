@@ -35,8 +35,7 @@ def staged(out: Path) -> Iterator[tuple[Path, Path]]:
     swept by the next run, whatever its folder's name (`lifetime.sweep`), instead of
     piling up.
     """
-    partial = out.parent / f".{out.name}.partial"
-    scratch = out.parent / f".{out.name}.scratch"
+    partial, scratch = lifetime.staging(out)
     lifetime.sweep(out.parent)  # what killed exports left beside it, under any name
     with lifetime.hold(out):  # until the rename: a sweep elsewhere leaves these alone
         for leftover in (partial, scratch):
