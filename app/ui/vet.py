@@ -419,11 +419,15 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
         then_ahead(jump_btn.click(on_jump, jump_ins, view_outs, api_name="jump", **FAST))
         then_ahead(jump_id.submit(on_jump, jump_ins, view_outs, api_name=False, **FAST))
 
-        # -- vet desk: decisions carry the page's active seconds on the item (keys.js counts
-        # them; `with_active` puts the count in the first input just before the call)
-        def with_active(n_inputs: int) -> str:
-            return (f"(...a) => {{ a = a.slice(0, {n_inputs}); a[{n_inputs - 1}] = "
-                    "window.loupeActive ? window.loupeActive() : -1; return a; }")  # fmt: skip
+        # -- vet desk: decisions carry what keys.js holds for them (the active seconds on the
+        # item, ...): `from_page` fills a call's last inputs with it just before the call, in
+        # order, so a later value may read an earlier one
+        active_js = "window.loupeActive ? window.loupeActive() : -1"
+
+        def from_page(n_inputs: int, *values: str) -> str:
+            first = n_inputs - len(values)
+            sets = "".join(f"a[{first + k}] = {v}; " for k, v in enumerate(values))
+            return f"(...a) => {{ a = a.slice(0, {n_inputs}); {sets}return a; }}"
 
         # -- vet speed: a decision carries the token of the next candidate keys.js drew at
         # the key press (vet-drawn), as j does, and the id it was pressed on (vet-shown)
@@ -448,14 +452,14 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
             return fn
 
         def deciding(n_inputs: int) -> str:
-            # the active seconds, the drawn token, the id pressed on and the texts kept for
-            # it, in the last four
-            return (f"(...a) => {{ a = a.slice(0, {n_inputs}); a[{n_inputs - 4}] = "
-                    "window.loupeActive ? window.loupeActive() : -1; "
-                    f"a[{n_inputs - 3}] = window.loupeDeciding ? window.loupeDeciding() : ''; "
-                    f"a[{n_inputs - 2}] = window.loupeShown ? window.loupeShown() : ''; "
-                    f"a[{n_inputs - 1}] = window.loupeTextsFor ? "
-                    f"window.loupeTextsFor(a[{n_inputs - 2}]) : ''; return a; }}")  # fmt: skip
+            # the active seconds, the drawn token, the id pressed on and the texts kept for it
+            return from_page(
+                n_inputs,
+                active_js,
+                "window.loupeDeciding ? window.loupeDeciding() : ''",
+                "window.loupeShown ? window.loupeShown() : ''",
+                f"window.loupeTextsFor ? window.loupeTextsFor(a[{n_inputs - 2}]) : ''",
+            )
 
         for btn, name in [(b_accept, "accept"), (b_reject, "reject"), (b_skip, "skip"),
                           (b_flag, "flag")]:  # fmt: skip
@@ -497,13 +501,10 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
         # the texts kept for the candidate go with it too (its comment, when no note is given)
         correct_ins = [state, c_label, c_step, c_expl, c_note, *filters, *display, active,
                        page_box]  # fmt: skip
-        n_correct = len(correct_ins)
-        then_ahead(c_save.click(
-            on_correct, correct_ins, view_outs, api_name="correct",
-            js=f"(...a) => {{ a = a.slice(0, {n_correct}); a[{n_correct - 2}] = "
-               "window.loupeActive ? window.loupeActive() : -1; "
-               f"a[{n_correct - 1}] = window.loupeTextsFor ? window.loupeTextsFor('') : ''; "
-               "return a; }", **FAST))  # fmt: skip
+        sent = from_page(len(correct_ins), active_js,
+                         "window.loupeTextsFor ? window.loupeTextsFor('') : ''")  # fmt: skip
+        then_ahead(c_save.click(on_correct, correct_ins, view_outs, api_name="correct", js=sent,
+                                **FAST))  # fmt: skip
 
         def on_grade(st, g, request: gr.Request):
             ex = context.expert_for(ctx, request)
