@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from agent.policies.rules.features import (
+    C2_HEADS,
     NAN,
     Evidence,
     cool_type,
@@ -89,13 +90,9 @@ def evidence(m: dict[str, float]) -> Evidence:
             )
     e.prior = -0.5
     doubt = c2_doubt(m)
-    if doubt and not any(i.decisive and i.points < 0 for i in e.items):
+    if doubt and not e.vetoes():
         e.undecided = doubt
     return e
-
-
-# The C2 Swan heads, each read with its own error; the 5165 head leads.
-C2_HEADS = ("c2_4737", "c2_5165", "c2_5636")
 
 
 def combined_c2(m: dict[str, float]) -> tuple[float, float]:

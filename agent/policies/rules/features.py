@@ -7,6 +7,7 @@ evidence function turns them into an `Evidence` score.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -473,6 +474,12 @@ class Evidence:
     def drop(self, item: Item) -> None:
         self.items.remove(item)
         self.unused.append(item)
+
+    def vetoes(self, apart_from: Iterable[str] = ()) -> list[Item]:
+        """The decisive readings against the target, less those resting on any of the keys
+        `apart_from` (the reading a can't-tell is about does not veto its own doubt)."""
+        skip = set(apart_from)
+        return [i for i in self.items if i.decisive and i.points < 0 and not skip & set(i.keys)]
 
     def strongest(self, direction: str) -> Item | None:
         sel = [i for i in self.items if i.direction == direction and i.note]

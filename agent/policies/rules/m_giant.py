@@ -145,12 +145,7 @@ def evidence(m: dict[str, float]) -> Evidence:
         # continuum (an A or F star at low SNR) is noise or a sky residual, not TiO.
         e.add(-4.0, blue, decisive=True)
     doubt = tio_doubt(m) or (zro_doubt(m) if m_type else "")
-    others = [
-        i
-        for i in e.items
-        if i.decisive and i.points < 0 and not set(i.keys) & (set(TIO) | set(ZRO_HEADS))
-    ]
-    if doubt and not others:
+    if doubt and not e.vetoes(apart_from=(*TIO, *ZRO_HEADS)):
         # Whether this is an M star at all turns on TiO, and its reading crosses the M-star
         # bound within its own noise: a can't-tell, not a confident answer either way.
         e.undecided = doubt

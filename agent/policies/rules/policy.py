@@ -139,7 +139,7 @@ def verdict_probability(
     was capped (if it was), and the calibration's input."""
     snr = m.get("snr")
     score, capped = ev.score, ""
-    against = [i for i in ev.items if i.decisive and i.points < 0]
+    against = ev.vetoes()
     if against and score > 0.75 * min(i.points for i in against):
         # What speaks for the target cannot outweigh a decisive discriminant against it.
         score = 0.75 * min(i.points for i in against)

@@ -163,7 +163,7 @@ def evidence(m: dict[str, float]) -> Evidence:
     # Only an S-type candidate's ZrO can leave it undecided: a star without TiO, with C2 or
     # a blue continuum is no S star whatever its ZrO heads read.
     doubt = zro_doubt(m) if oxide_star(m) else ""
-    if doubt and not e.undecided and not any(i.decisive and i.points < 0 for i in e.items):
+    if doubt and not e.undecided and not e.vetoes():
         e.undecided = doubt
     return e
 
