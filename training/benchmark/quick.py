@@ -155,11 +155,9 @@ def summary(rows: list[dict], n_boot: int = 200) -> str:
 def confident_error_lines(rows: list[dict], lo: float = 0.05, hi: float = 0.95) -> list[str]:
     """One line per wrong answer given at P(YES) < lo or > hi, with the evidence it read:
     the errors never handed to an expert, grouped by task and class to find their causes."""
-    bad = [
-        r
-        for r in rows
-        if (r["p_yes"] < lo or r["p_yes"] > hi) and (r["p_yes"] > 0.5) != (r["label"] == "YES")
-    ]
+    from training.benchmark.report import confidently_wrong
+
+    bad = [r for r in rows if confidently_wrong(r["p_yes"], r["label"] == "YES", lo, hi)]
     bad.sort(key=lambda r: (r["task"], r["class"], r["object"], r["layout"], float(r["snr"])))
     return [
         f"{r['task']} {r['label']} {r['class']} {r['object']} {r['layout']} snr{r['snr']} "

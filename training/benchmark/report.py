@@ -333,6 +333,15 @@ def demo_numbers(out: Path, policy: str = "rules", seeds: tuple[int, ...] = (1, 
 CONFIDENT_ERRORS_BEFORE = 39
 
 
+def confidently_wrong(p_yes: float, yes: bool, lo: float = 0.05, hi: float = 0.95) -> bool:
+    """A wrong answer given with P(YES) < lo or > hi: one an expert is never shown.
+
+    >>> confidently_wrong(0.01, True), confidently_wrong(0.2, True), confidently_wrong(0.99, True)
+    (True, False, False)
+    """
+    return (p_yes < lo or p_yes > hi) and (p_yes > 0.5) != yes
+
+
 def confident_errors(rows: list[Row], lo: float = 0.05, hi: float = 0.95) -> tuple[int, int]:
     """(wrong answers given with P(YES) < lo or > hi, all rows): the errors an expert is
     never shown when the least certain are handed off.
@@ -344,11 +353,7 @@ def confident_errors(rows: list[Row], lo: float = 0.05, hi: float = 0.95) -> tup
     >>> confident_errors(rs)
     (1, 3)
     """
-    bad = sum(
-        1
-        for r in rows
-        if (r.scored.p_yes < lo or r.scored.p_yes > hi) and (r.scored.p_yes > 0.5) != r.scored.label
-    )
+    bad = sum(confidently_wrong(r.scored.p_yes, r.scored.label, lo, hi) for r in rows)
     return bad, len(rows)
 
 
