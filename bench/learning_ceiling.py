@@ -30,12 +30,16 @@ import argparse
 import os
 import pickle
 import sys
-import zlib
 from pathlib import Path
 
 import numpy as np
 
-TASKS = ("carbon", "cv", "m_giant", "s_type", "wd")
+from agent.tasks import TASKS as _TASKS
+from bench.learning_curve import CEILING as BLOCK
+from bench.learning_curve import CEILING_END as BLOCK_END
+from bench.learning_curve import halves, predictions
+
+TASKS = tuple(sorted(_TASKS))  # the tables' order
 CLASSES = ("platt", "combiner", "isotonic", "logistic_l2", "hgb_monotone", "hgb_free", "hgb_all")
 
 
@@ -168,13 +172,6 @@ def permutation(ex: list, tests: list, feats: list[str], every: list[str]) -> li
     return sorted(((k, f0 - f1(p, y)) for k, p in shuffled.items()), key=lambda kv: -kv[1])
 
 
-def halves(ex: list) -> tuple[list, list]:
-    """Tune in two by object (the same stable hash as `bench/learning_curve.py`)."""
-    a = [e for e in ex if zlib.crc32(e.group.encode()) % 2 == 0]
-    b = [e for e in ex if zlib.crc32(e.group.encode()) % 2 == 1]
-    return a, b
-
-
 def campaign_curve(ex: list, sizes: list[int], seeds: int, kinds: list[str]) -> dict:
     """Per size and task, each seed's and direction's F1 change against the rules on the
     other half of tune: of each class fitted alone (no minimum, no gate), and of
@@ -203,7 +200,7 @@ def campaign_curve(ex: list, sizes: list[int], seeds: int, kinds: list[str]) -> 
                     res[t]["positives"].append(sum(e.label for e in tr))
                     for k in kinds:
                         if k in VARIANTS:
-                            p = variant(fits[k], te, t)
+                            p = predictions(fits[k], te)
                             res[t][k].append(f1(p, y) - f0 if y.any() else np.nan)
                             continue
                         if sum(e.label for e in tr) < 3 or not y.any():
@@ -217,20 +214,6 @@ def campaign_curve(ex: list, sizes: list[int], seeds: int, kinds: list[str]) -> 
 
 # `calibrate`'s fit as it is, without its adoption gate, and with a smaller class minimum
 VARIANTS = {"calibrate": {}, "no_gate": {"gate": False}, "min_5": {"thresholds": (5, 5)}}
-
-
-def variant(model, te: list, task: str) -> np.ndarray:
-    """P(YES) on `te` of a fitted inspector model (the plain rules where it kept them)."""
-    from annotate.inspector_models import predict
-
-    tm = model.tasks.get(task)
-    if tm is None or tm.kind == "rules":
-        return np.array([e.p_rules for e in te])
-    return predict(tm, te)
-
-
-BLOCK = "<!-- learning-ceiling -->"
-BLOCK_END = "<!-- /learning-ceiling -->"
 
 
 def best_class(r: dict) -> str:
