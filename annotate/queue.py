@@ -4,7 +4,7 @@ Order: fewest reviews so far (every item gets its first look before any gets a s
 then closest to the decision threshold (|P(YES) - threshold|, in bands of 0.05), and within
 a band the items where two policies or an expert and the agent disagree. Gold-standard
 items are mixed in at `gold_rate` to measure each expert, and items of the random audit
-sample at `audit_rate` (annotate.audit_sample); `overlap` k asks for k reviews of each item;
+sample at `audit_rate` (annotate.audit.sample); `overlap` k asks for k reviews of each item;
 items the agent is at least `auto_accept` sure of are not served (save the audit sample's);
 a served item is leased to its expert for `lease_seconds`, so two experts get the same item
 only when overlap asks for it. The selection runs in the store (one indexed query inside the lease
@@ -18,14 +18,14 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from annotate.audit_sample import AUDIT_RATE, AUDIT_RATE_SETTING, audit_turn
+from annotate.audit.sample import AUDIT_RATE, AUDIT_RATE_SETTING, audit_turn
 from db.settings import DEFAULTS
 from db.store import CandidateInfo, Filters, QueueConfig, Store, queue_priority
 
 __all__ = ["Queue", "QueueConfig", "Filters", "queue_priority"]
 
 # The team settings that configure the queue; their defaults are `QueueConfig`'s (the
-# audit's is `AUDIT_RATE`), which `annotate.team_settings` shows and checks.
+# audit's is `AUDIT_RATE`), which `annotate.team.settings` shows and checks.
 TEAM_QUEUE_SETTINGS = ("overlap", "gold_rate", "auto_accept", "lease_seconds", AUDIT_RATE_SETTING)
 
 
@@ -39,7 +39,7 @@ class Queue:
         """A queue configured by the team's stored settings (overlap, gold_rate, ...);
         `lease_seconds` is the lease when the team has stored none."""
         # one read per call: the app builds the queue for every candidate it serves
-        from annotate.team_settings import within_bounds
+        from annotate.team.settings import within_bounds
 
         base = QueueConfig(lease_seconds=lease_seconds, audit_rate=AUDIT_RATE)
         defaults = {name: getattr(base, name) for name in TEAM_QUEUE_SETTINGS}
@@ -71,7 +71,7 @@ class Queue:
         expert's lease on items in `keep` stays (the one shown while the next is drawn
         ahead); their other leases end. One item in round(1/audit_rate) comes from the
         audit sample, and so do the rest of it once nothing else is left
-        (annotate.audit_sample); it is reviewed like any other."""
+        (annotate.audit.sample); it is reviewed like any other."""
         rate, lease = self.config.audit_rate, self.config.lease_seconds
         e = self.store.expert(expert) if rate > 0 else None
         if e is not None and audit_turn(e.review_count, rate):

@@ -2,7 +2,7 @@
 
 Pages read through `Reads` (candidates, trajectories, reviews, experts, statistics) and
 write only through annotate's workflow functions (`annotate.review`, `annotate.queue`,
-`annotate.authoring`, `annotate.experts`, the exporters), so no page can change the
+`annotate.authoring`, `annotate.team.experts`, the exporters), so no page can change the
 database around the workflow's rules. `READS` names the store methods that read; anything
 else is refused with an AttributeError naming where writes go.
 """

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from annotate import learning
+from annotate.learning import schedule
 from db.models import (
     ACTIONS,
     DECISIONS,
@@ -133,7 +133,7 @@ def _record(
     if tid is None:
         tid = info.trajectory_id
     # the judged trajectory's own answer, what the expert saw: a newer inspector version may
-    # have re-scored the candidate's verdict since (annotate.learning)
+    # have re-scored the candidate's verdict since (annotate.learning.schedule)
     verdict = info.verdict if tid is None else store.trajectory(tid).verdict
     try:
         stored = derive_label(action, verdict, label)
@@ -193,7 +193,7 @@ def decide(
     if action in LABEL_ACTIONS:
         # the (candidate, label) pair: taking a decision back and making it again counts
         # once; a fit, when enough distinct new labels are due, runs in its own process
-        learning.note_labels(store, candidate=candidate_id, label=getattr(review, "label", None))
+        schedule.note_labels(store, candidate=candidate_id, label=getattr(review, "label", None))
     return review
 
 

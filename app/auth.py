@@ -28,8 +28,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from annotate import experts
 from annotate.reads import Reads
+from annotate.team import experts
 from db.settings import DEFAULTS
 
 COOKIE = "loupe_session"

@@ -6,6 +6,7 @@ admins export or manage experts; the checks happen in the page handlers before a
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -53,6 +54,13 @@ class Context:
     def read(self) -> Reads:
         """What pages read from the store (they write through annotate's workflow)."""
         return Reads(self.store)
+
+    def store_token(self) -> str:
+        """Names the database this app serves, for what the page keeps per database (keys.js
+        keys its kept texts by it, the expert and the candidate): another database served at
+        the same address is another. A digest of the URL, password hidden, never the URL."""
+        url = self.store.url.render_as_string(hide_password=True)
+        return hashlib.sha256(url.encode()).hexdigest()[:12]
 
     def surveys(self) -> list[str]:
         """Surveys present, for the filter (cached a minute: it is a full scan)."""

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from annotate.agreement import WeightedBin
-from annotate.audit_sample import TaskEstimates
+from annotate.audit.agreement import WeightedBin
+from annotate.audit.sample import TaskEstimates
 from app.plots import empty_figure
 
 TITLE_LINE_PX = 17  # one line of a 13 px title

@@ -44,20 +44,20 @@ def make_context(
         export_dir=Path(export_dir).resolve(),
         settings=settings,
     )
-    from annotate import learning
     from annotate.export import lifetime
-    from annotate.inspector_fit import inspector_dir
+    from annotate.learning import schedule
+    from annotate.learning.fit import inspector_dir
 
     lifetime.sweep(ctx.export_dir)  # the staging folders of exports killed outright
 
     # every learn_every new labels the next inspector version is fitted in the background
-    learning.attach(store, inspector_dir(ctx.export_dir))
+    schedule.attach(store, inspector_dir(ctx.export_dir))
     if templates:
         from agent.formats.template_files import read_templates
 
         ctx.templates = read_templates(templates)  # a bad folder stops the start, naming it
     if not login and ctx.read.expert(ctx.local_expert) is None:
-        from annotate.experts import create_expert
+        from annotate.team.experts import create_expert
 
         create_expert(store, ctx.local_expert, "admin", None, actor="serve")
     return ctx

@@ -20,7 +20,7 @@ which adds its own round trips) and "in page" (the key event to the first animat
 that paints the panel); each run also says how many keys were drawn at the press and how
 many waited for an earlier key's answer.
 - fit: the server measure's p99 while the inspector is idle, then while fits run (each in
-  its own process, `annotate.learning`, restarted as one ends), and their ratio (goal: 2x).
+  its own process, `annotate.learning.schedule`, restarted as one ends), and their ratio (goal: 2x).
 Timings on a loaded machine are noise: the load average is printed first.
 Prints p50/p95 of each, then the desk's figures (the first panel after opening the page,
 against its 1.5 s goal, and `a` to the next panel); the last line is the server p95 (the
@@ -108,13 +108,13 @@ def bench_during_fit(ctx, n: int) -> tuple[list[float], list[float], int]:
     """Next-item latency (as `bench_server`) with no fit, then with an inspector fit running
     in its own process throughout (a new one started whenever the last ended); only steps
     taken while a fit process was alive count. Returns (idle ms, during ms, fits run)."""
-    from annotate import learning
+    from annotate.learning import schedule
     from app import context, views
     from app.pages import vet as vet_page
 
     ex = context.expert_for(ctx, None)
     f, d = views.QueueFilters(), views.Display()
-    lr = learning.attach(ctx.store, Path(ctx.export_dir) / "inspector")
+    lr = schedule.attach(ctx.store, Path(ctx.export_dir) / "inspector")
     st, _ = vet_page.vet_next(ctx, ex, views.new_state(), f, d)
     idle: list[float] = []
     during: list[float] = []

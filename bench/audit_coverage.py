@@ -13,7 +13,7 @@ while the catalogue and `--where` are unchanged). Simulated
 experts answer, with the true label, every item the app's queue serves while the team's
 `auto_accept` (0.9) holds the confident verdicts out: the uncertain items, the same for
 every seed, are answered once in the vetted store. Then for each seed and share, on a copy
-of that store: the audit is drawn (`annotate.audit_sample.draw_for_store`), the experts
+of that store: the audit is drawn (`annotate.audit.sample.draw_for_store`), the experts
 answer what the queue serves (`annotate.queue`: the sample) until it is empty, the campaign
 is closed (`accept_confident`) and the figures estimated (`store_estimates`). Each interval
 is compared with the true value over the whole catalogue: the precision of the YES list,
@@ -22,7 +22,7 @@ draw's strata) and each stratum's error rate.
 
 Printed: per task, figure and share, how often the interval covered the truth, its median
 width and how often the figure was not estimated; last `audit_coverage_min: X`, the lowest
-coverage. `--baseline FILE` also scores an earlier `annotate/audit_sample.py` (its
+coverage. `--baseline FILE` also scores an earlier `annotate/audit/sample.py` (its
 `estimate` over `Decided(task, p_yes, label, by_agent, inclusion)`) on the same draws.
 """
 
@@ -44,7 +44,7 @@ import numpy as np
 
 from agent.refs import CandidateRef
 from annotate import review
-from annotate.audit_sample import (
+from annotate.audit.sample import (
     AUDIT_RATE_SETTING,
     CONFIDENT,
     accept_confident,
@@ -83,7 +83,7 @@ def vetted_store(rows: list[dict[str, Any]], truth: dict[tuple[str, str], str], 
                  workers: int) -> None:  # fmt: skip
     """Ingest and vet the catalogue by the plain rules into `db`, then answer every item
     the queue serves before any draw (the uncertain ones): what no seed changes."""
-    from annotate.ingest import ingest_refs
+    from annotate.intake.ingest import ingest_refs
     from annotate.vetting.into_store import vet_into_store
 
     part = db.with_suffix(".partial")

@@ -9,11 +9,11 @@ The benchmark (`training.benchmark`: real library spectra observed in the LAMOST
 DESI layouts, ordinary A/F/G/K stars a negative for every task) is built from
 $LOUPE_SPECTRA (default ../shared/spectra). Its tune split is the campaign: ingested into a
 store without labels, vetted by the plain rules inspector (`vet_into_store`), the random
-audit drawn (`annotate.audit_sample`, the team's `audit_rate`) and confident verdicts held
+audit drawn (`annotate.audit.sample`, the team's `audit_rate`) and confident verdicts held
 out of the queue (`auto_accept`). Simulated experts then take `--decisions` items from the
 real queue (`annotate.queue`: least certain first, one in round(1/audit_rate) from the audit
 sample) and answer with the true label through `annotate.review`, which is where the
-learning schedule (`annotate.learning`, every `--learn-every` labels) counts and fits; in
+learning schedule (`annotate.learning.schedule`, every `--learn-every` labels) counts and fits; in
 the bench it fits inline rather than in a thread, by the same code. At the end the
 remaining confident verdicts are auto-accepted, as a campaign closes.
 
@@ -40,9 +40,10 @@ import numpy as np
 
 from agent.policies.rules.learned import InspectorModel, TaskModel
 from agent.refs import CandidateRef
-from annotate import learning, review
-from annotate.audit_sample import AUDIT_RATE_SETTING, draw_for_store, store_estimates
-from annotate.inspector_fit import Example, examples_from_spectra
+from annotate import review
+from annotate.audit.sample import AUDIT_RATE_SETTING, draw_for_store, store_estimates
+from annotate.learning import schedule
+from annotate.learning.fit import Example, examples_from_spectra
 from annotate.queue import Queue
 from db.store import Store
 
@@ -99,7 +100,7 @@ def macro_f1(model: InspectorModel | None, ex: list[Example]) -> tuple[float, di
 def campaign_store(db: Path, rows: list[dict[str, str]], args: argparse.Namespace) -> Store:
     """The tune split as a campaign: ingested without its labels, vetted by the plain rules,
     the audit drawn, the team's settings stored."""
-    from annotate.ingest import ingest_refs
+    from annotate.intake.ingest import ingest_refs
     from annotate.vetting.into_store import vet_into_store
 
     store = Store(f"sqlite:///{db}")
@@ -110,7 +111,7 @@ def campaign_store(db: Path, rows: list[dict[str, str]], args: argparse.Namespac
         raise SystemExit(f"campaign: ingest: {problems[:3]}")
     vet_into_store(store, policy="rules", model="none", workers=args.workers, actor="bench")
     for key, value in ((AUDIT_RATE_SETTING, args.audit_rate), ("auto_accept", CONFIDENT),
-                       (learning.LEARN_EVERY_SETTING, args.learn_every)):  # fmt: skip
+                       (schedule.LEARN_EVERY_SETTING, args.learn_every)):  # fmt: skip
         store.set_setting(key, value, actor="bench")
     draw_for_store(store, seed=args.seed, actor="bench")
     return store
@@ -121,7 +122,7 @@ def simulate(store: Store, truth: dict[str, str], k: int, test: list[Example], o
     fits as labels come in. Returns (decisions made, audit items among them, the curve)."""
     for name in ("sim-ada", "sim-bob"):
         store.ensure_expert(name)
-    lr = learning.attach(store, out, background=False)
+    lr = schedule.attach(store, out, background=False)
     curve = [("rules", 0, *macro_f1(None, test))]
     sample = {r.id for r in store.audit_population() if r.audit_inclusion is not None}
     made = audited = fits = 0

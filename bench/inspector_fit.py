@@ -2,7 +2,7 @@
 
     python bench/inspector_fit.py [--bench data/bench] [--min-labels 50]
 
-Fits the inspector model (`annotate.inspector_fit.fit`, as `launch.py calibrate` does from the
+Fits the inspector model (`annotate.learning.fit.fit`, as `launch.py calibrate` does from the
 store) on the benchmark's labelled `tune` split, built from ../shared/spectra as
 `training.benchmark` builds it (a small build is made if `--bench` holds none), and
 prints per task and overall: the cross-validated before/after on tune, then the held-out
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from annotate.inspector_fit import Example, cv_table, fit
+from annotate.learning.fit import Example, cv_table, fit
 from training import benchmark
 from training.benchmark.tuning import labelled_examples as examples
 

@@ -46,7 +46,7 @@ CLASSES = ("platt", "combiner", "isotonic", "logistic_l2", "hgb_monotone", "hgb_
 def design(ex: list, feats: list[str]) -> np.ndarray:
     """(n, 1 + len(feats)): the rules' calibration input, then the measurements (NaN where
     not measured)."""
-    from annotate.inspector_models import feature_matrix
+    from annotate.learning.models import feature_matrix
 
     return np.column_stack([np.array([e.x for e in ex], float), feature_matrix(ex, feats)])
 
@@ -64,7 +64,7 @@ def all_features(ex: list) -> list[str]:
 
 def fit_predict(kind: str, tr: list, te: list, feats: list[str], every: list[str]) -> np.ndarray:
     """P(YES) on `te` of class `kind` fitted on `tr`."""
-    from annotate.inspector_models import directions, fit_model, predict
+    from annotate.learning.models import directions, fit_model, predict
 
     y = np.array([e.label for e in tr], int)
     if kind in ("platt", "combiner", "isotonic"):
@@ -100,8 +100,8 @@ def fit_predict(kind: str, tr: list, te: list, feats: list[str], every: list[str
 
 def task_cv(ex: list, repeats: int, folds: int, importance: bool) -> dict:
     """Out-of-fold scores of every class for one task's examples."""
-    from annotate.inspector_evidence import brier, counts, f1, fold_sets, paired_gain
-    from annotate.inspector_models import task_features
+    from annotate.learning.evidence import brier, counts, f1, fold_sets, paired_gain
+    from annotate.learning.models import task_features
 
     c = counts(ex)
     out: dict = {"counts": c}
@@ -132,7 +132,7 @@ def task_cv(ex: list, repeats: int, folds: int, importance: bool) -> dict:
                      "brier": float(loss.mean()), "gain": g}  # fmt: skip
     if importance:
         out["importance"] = permutation(ex, sets[0], feats, every)
-        from annotate.inspector_models import fit_model
+        from annotate.learning.models import fit_model
 
         tm = fit_model("combiner", ex, feats)  # its weights: log-odds per standard deviation
         out["weights"] = sorted(zip(tm.features, tm.weights), key=lambda fw: -abs(fw[1]))
@@ -142,7 +142,7 @@ def task_cv(ex: list, repeats: int, folds: int, importance: bool) -> dict:
 def permutation(ex: list, tests: list, feats: list[str], every: list[str]) -> list:
     """(measurement, F1 drop) for the monotone boosting: one measurement shuffled in the
     test fold, the model fitted once per fold."""
-    from annotate.inspector_evidence import f1
+    from annotate.learning.evidence import f1
 
     y = np.array([e.label for e in ex], float)
     n = len(ex)
@@ -176,9 +176,9 @@ def campaign_curve(ex: list, sizes: list[int], seeds: int, kinds: list[str]) -> 
     """Per size and task, each seed's and direction's F1 change against the rules on the
     other half of tune: of each class fitted alone (no minimum, no gate), and of
     `calibrate`'s fit in each of VARIANTS."""
-    from annotate.inspector_evidence import f1
-    from annotate.inspector_fit import fit
-    from annotate.inspector_models import task_features
+    from annotate.learning.evidence import f1
+    from annotate.learning.fit import fit
+    from annotate.learning.models import task_features
 
     a, b = halves(ex)
     out: dict = {}

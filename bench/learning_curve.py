@@ -5,14 +5,14 @@
 
 Campaigns of each size are drawn at random from the benchmark's `tune` split (one draw per
 seed: labels as experts would give them), the inspector model is fitted on them exactly as
-`calibrate` fits the store's labels (`annotate.inspector_fit.fit`, against the plain rules)
+`calibrate` fits the store's labels (`annotate.learning.fit.fit`, against the plain rules)
 and scored on the `test` split it never saw. Per size and task: F1 (mean over seeds), its
 change against the plain rules with a 95% interval from a bootstrap over test objects
 (the seeds' mean change on each resample), the worst seed, and the models adopted; per size
 macro-F1 and ECE. The inspector's measurements of each split are read once and cached
 beside the benchmark (`examples-SPLIT.pkl`; `--remeasure` after a rule change).
 
-`--thresholds` sets the class minimums of `annotate.inspector_evidence` from a learning
+`--thresholds` sets the class minimums of `annotate.learning.evidence` from a learning
 curve on tune alone: tune's objects are split in two halves, campaigns are drawn from one
 and scored on the other, for each candidate minimum, adopting on the point comparison alone
 (the bootstrap gate off, so the minimum is the only guard); it prints the smallest minimum
@@ -56,7 +56,7 @@ def examples(bench: Path, split: str, remeasure: bool = False, workers: int = 2)
 
 def predictions(model, ex: list) -> np.ndarray:
     """P(YES) of a fitted inspector model (the plain rules where it has no task model)."""
-    from annotate.inspector_models import predict
+    from annotate.learning.models import predict
 
     p = np.array([e.p_rules for e in ex], float)
     if model is None:
@@ -117,7 +117,7 @@ def curve(
 ) -> dict:
     """Per size: per task the F1 change of each seed, the bootstrap interval of the mean
     change, the kinds adopted; macro-F1 and ECE per seed."""
-    from annotate.inspector_fit import fit
+    from annotate.learning.fit import fit
 
     tasks = sorted({e.task for e in held})
     groups_all = sorted({e.group for e in held})
@@ -279,7 +279,7 @@ def write_section(doc: Path, res: dict, png: str | None, command: str) -> None:
         "",
         "Campaigns of each size are drawn at random from the tune split (one draw per seed, "
         "as if experts had labelled those candidates), `calibrate`'s fit "
-        "(`annotate.inspector_fit.fit`: a task waits below 40 labels of each class; a model "
+        "(`annotate.learning.fit.fit`: a task waits below 40 labels of each class; a model "
         "is adopted only where a paired bootstrap over objects of out-of-fold predictions "
         "shows an improvement and F1 does not drop) learns from them, and the test split, "
         "never seen, is scored. Per task: the F1 change against the plain rules (mean over "

@@ -11,7 +11,7 @@ the JSON read per candidate is the size the app stores. The new version is a com
 every task (the costliest kind: the rules' input plus every measurement the task's zooms
 quote). Timed in this run:
 
-- `rescore`: `annotate.rescore.rescore_store`: read the stored values of every pending
+- `rescore`: `annotate.learning.rescore.rescore_store`: read the stored values of every pending
   candidate and compute the new P(YES) (one process), then `Store.adopt_scores`: write
   back each one's P(YES), verdict, queue priority and version in one transaction (and
   check that the queue then serves what the new version is least sure of);
@@ -37,8 +37,8 @@ import numpy as np
 from agent.loop import run_batch
 from agent.policies.rules import RulesPolicy
 from agent.policies.rules.learned import InspectorModel, TaskModel
-from annotate.inspector_fit import task_features
-from annotate.rescore import INPUTS, rescore_store
+from annotate.learning.fit import task_features
+from annotate.learning.rescore import INPUTS, rescore_store
 from db.store import QueueConfig, Store, queue_priority
 
 CLASSES = {"cv": "cv", "wd": "wd_da", "carbon": "carbon", "s_type": "s_star",

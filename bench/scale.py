@@ -133,7 +133,7 @@ def main() -> int:
           f"ms; one task {ms_task:.0f} ms ({view.summary})")  # fmt: skip
     # the audit: the app's draw over the confident verdicts, the close, then the Dashboard's
     # audit read (per-stratum counts aggregated in the database, and the audited points)
-    from annotate.audit_sample import draw_for_store
+    from annotate.audit.sample import draw_for_store
 
     t0 = time.perf_counter()
     draws = draw_for_store(store, 0.05, seed=0, actor="bench")
@@ -146,7 +146,7 @@ def main() -> int:
     closed = store.auto_accept(0.9, actor="bench")
     with store.engine.connect() as c:
         c.exec_driver_sql("ANALYZE")
-    from annotate.audit_estimate import yes_count_interval
+    from annotate.audit.estimate import yes_count_interval
 
     def audit_read():
         yes_count_interval.cache_clear()  # each read computes its intervals afresh

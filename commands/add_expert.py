@@ -1,5 +1,5 @@
 """`launch.py add-expert NAME`: create or update an expert account (role, password, active).
-The account rules (password length, hashing, sessions) are `annotate.experts`'s."""
+The account rules (password length, hashing, sessions) are `annotate.team.experts`'s."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import getpass
 import sys
 
-from annotate.experts import create_expert, unlock_login, update_expert
+from annotate.team.experts import create_expert, unlock_login, update_expert
 from db.store import DEFAULT_DB, Store, StoreError
 
 

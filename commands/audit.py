@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from annotate.audit_sample import (
+from annotate.audit.sample import (
     BAND_HEADERS,
     TABLE_HEADERS,
     accept_confident,

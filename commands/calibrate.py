@@ -2,7 +2,7 @@
 
 `launch.py calibrate` refits the rule-based inspector on the store's labels, adopts the
 version (`--if-better`: only where it beats the current one, as the app's learning schedule
-does) and re-scores the pending candidates with it (`annotate.learning`), or, with `--run`,
+does) and re-scores the pending candidates with it (`annotate.learning.schedule`), or, with `--run`,
 the confidence of one model run (hf/vllm/openai) against the experts' decisions."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from annotate.inspector_fit import NoLabels, cv_table, inspector_dir
-from annotate.learning import learn
-from annotate.run_calibration import CalibrationError, calibrate_run
-from annotate.run_calibration import cv_table as run_cv_table
+from annotate.learning.fit import NoLabels, cv_table, inspector_dir
+from annotate.learning.run_calibration import CalibrationError, calibrate_run
+from annotate.learning.run_calibration import cv_table as run_cv_table
+from annotate.learning.schedule import learn
 from commands import flags
 from db.store import DEFAULT_DB
 

@@ -1,14 +1,14 @@
 """`launch.py import-labels CSV...`: record earlier verdicts from VI CSVs as experts' reviews.
 
 The CSVs may be in Loupe's, Prospect's or Marz's layout; what a row means is
-`annotate.importer`'s."""
+`annotate.intake.labels`'s."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from annotate.importer import import_labels
+from annotate.intake.labels import import_labels
 from db.store import DEFAULT_DB, Store
 
 

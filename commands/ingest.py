@@ -5,7 +5,7 @@ paths relative to the CSV) and SpecVI-Bench parquet files. A bad file, or a bad 
 line (a missing file, an unknown task, an id already given to another spectrum, in this run
 or in the store), is reported with the problem and skipped; everything else is ingested, and
 the exit status is 1 (`--keep-first` lets an id given twice keep its first spectrum, the
-stored one if any, without failing). Re-running is safe (`annotate.ingest`).
+stored one if any, without failing). Re-running is safe (`annotate.intake.ingest`).
 
     python launch.py ingest data/lamost/*.fits --task cv --db loupe.db
     python launch.py ingest catalogue.csv --split train --source-catalog "LAMOST DR9 CV"
@@ -79,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def report_refused(command: str, errors: list[tuple[str, str]], keep_first: bool = False) -> int:
     """One stderr line per refused item, as `ingest` words it (`vet --db` too); returns how
     many count as failed (a conflict kept as the first does not)."""
-    from annotate.ingest import Conflict
+    from annotate.intake.ingest import Conflict
 
     failed = 0
     for error in errors:
@@ -96,7 +96,7 @@ def report_refused(command: str, errors: list[tuple[str, str]], keep_first: bool
 def main(args: argparse.Namespace) -> int:
     from agent.formats.catalogue import normalise_task
     from agent.spectrum import SpectrumError
-    from annotate.ingest import ingest
+    from annotate.intake.ingest import ingest
     from commands import UsageError
     from db.store import Store
 

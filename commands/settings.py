@@ -3,7 +3,7 @@
     python launch.py settings --db data/loupe.db                   # every setting and its default
     python launch.py settings --db data/loupe.db audit_rate=0.1 learn_every=200
 
-The settings and what each takes are `annotate.team_settings`'s; the Experts tab shows and
+The settings and what each takes are `annotate.team.settings`'s; the Experts tab shows and
 changes the same for admins. A refused value changes nothing (not even the others given).
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from annotate import team_settings
+from annotate.team import settings as team_settings
 from commands import UsageError
 from db.store import DEFAULT_DB
 

@@ -295,7 +295,7 @@ def _into_store(args, opts: VetOptions, candidates: list | None, bar: Bar):
     into the store; stats None when there is
     nothing to vet (said on stderr). Candidates from files are ingested first, so an id the
     store gives to another spectrum is refused as `ingest` refuses it."""
-    from annotate.ingest import ingest_refs
+    from annotate.intake.ingest import ingest_refs
     from annotate.vetting.into_store import vet_into_store
     from commands.ingest import report_refused
     from db.store import Filters, Store

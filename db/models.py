@@ -161,14 +161,14 @@ class Candidate(Base):
     adjudicator_id: Mapped[int | None] = mapped_column(ForeignKey("expert.id"))
     adjudication_comment: Mapped[str | None] = mapped_column(Text)
     # In the random audit sample: the probability it was drawn with (estimates weight by
-    # 1/pi; annotate.audit_sample). NULL: not in the sample.
+    # 1/pi; annotate.audit.sample). NULL: not in the sample.
     audit_inclusion: Mapped[float | None] = mapped_column(Float)
     # The audit design's stratum at the draw, "<draw>:<verdict> <band>", for every candidate
     # of a draw's population, drawn or not: the estimates weigh it by this, whatever
     # re-scoring does to its P(YES) later. NULL: in no draw's population.
     audit_stratum: Mapped[str | None] = mapped_column(String(32))
     # The inspector version whose re-scoring gave `confidence` and `verdict` (from the
-    # trajectory's stored inputs, annotate.learning); NULL: the trajectory's own.
+    # trajectory's stored inputs, annotate.learning.schedule); NULL: the trajectory's own.
     scored_by: Mapped[int | None] = mapped_column(Integer)
     created: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     updated: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)

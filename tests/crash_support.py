@@ -63,7 +63,7 @@ def serve() -> None:
 
     import agent.policies.rules  # noqa: F401
     import annotate.export  # noqa: F401
-    import annotate.ingest  # noqa: F401
+    import annotate.intake.ingest  # noqa: F401
     import annotate.vetting.into_store  # noqa: F401
     import annotate.vetting.runner  # noqa: F401
     import commands.ingest  # noqa: F401

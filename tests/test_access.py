@@ -37,7 +37,7 @@ PASSWORDS = {"ada": "pw-ada-123456", "bob": "pw-bob-123456", "cy": "pw-cy-123456
 
 @pytest.fixture(scope="module")
 def team(tmp_path_factory):
-    from annotate.experts import create_expert
+    from annotate.team.experts import create_expert
 
     tmp = tmp_path_factory.mktemp("access")
     ctx = context(tmp_path_factory, tmp, login=True)
@@ -207,7 +207,7 @@ def test_an_expert_writes_only_as_themselves(team, served):
     adas = _review_row(ctx.store, info.id, "ada")
     # bob opens ada's item and decides on it: that is bob's review, ada's stays as it was
     # (two labels per item asked: under overlap 1 a second label is refused)
-    from annotate import team_settings
+    from annotate.team import settings as team_settings
 
     team_settings.change(ctx.store, "overlap", "2", "ada")
     bob.predict(info.key, api_name="/jump")
@@ -268,7 +268,7 @@ def test_passwords_are_argon2id_with_real_cost(team):
 
 
 def test_sessions_expire_after_the_configured_time(tmp_path_factory):
-    from annotate.experts import create_expert
+    from annotate.team.experts import create_expert
 
     tmp = tmp_path_factory.mktemp("access-ttl")
     ctx = context(tmp_path_factory, tmp, login=True)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotate.agreement import (
+from annotate.audit.agreement import (
     Confusion,
     Rating,
     cohen_kappa,
@@ -213,7 +213,7 @@ def test_reliability_diagram_bins_and_edges():
 
 def test_agreement_by_grade_from_stored_reviews(mem_store):
     from annotate import review as rv
-    from annotate.agreement import agreement_by_grade
+    from annotate.audit.agreement import agreement_by_grade
     from tests.store_factory import seeded
 
     mem_store.create_expert("ada")

@@ -24,7 +24,7 @@ def app(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def team_app(tmp_path_factory):
-    from annotate.experts import create_expert
+    from annotate.team.experts import create_expert
 
     tmp = tmp_path_factory.mktemp("api-login")
     ctx = context(tmp_path_factory, tmp, login=True)

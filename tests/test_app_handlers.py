@@ -25,7 +25,7 @@ F, D = views.QueueFilters(), views.Display()
 @pytest.fixture
 def team(tmp_path_factory, tmp_path):
     """Login on, with an admin and two experts."""
-    from annotate.experts import create_expert
+    from annotate.team.experts import create_expert
 
     c = context(tmp_path_factory, tmp_path, login=True)
     create_expert(c.store, "ada", "admin", "pw-ada-123")
@@ -180,7 +180,7 @@ def test_login_mode_identity_and_permissions(team):
     st, view = vet_page.vet_act(team, None, {"current": 1, "key": "x"}, "accept", F, D)
     assert "Log in" in view.message and team.store.reviews() == []
     bob, cyd, ada = who(team, "bob"), who(team, "cyd"), who(team, "ada")
-    from annotate import team_settings
+    from annotate.team import settings as team_settings
 
     team_settings.change(team.store, "overlap", "2", "ada")  # two labels per item asked
     st, _ = vet_page.vet_jump(team, bob, views.new_state(), team.store.candidate(1).key, D)

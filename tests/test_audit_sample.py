@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from annotate.audit_sample import (
+from annotate.audit.sample import (
     CONFIDENT,
     Decided,
     band_of,
@@ -236,7 +236,7 @@ def test_nothing_audited_estimates_nothing():
 
 
 def test_store_draw_records_inclusion_and_estimates_read_it(each_store):
-    from annotate.audit_sample import audit_rate, draw_for_store, store_estimates
+    from annotate.audit.sample import audit_rate, draw_for_store, store_estimates
     from db.store import StoreError
     from tests.store_factory import seeded
 
@@ -276,8 +276,8 @@ def test_store_draw_records_inclusion_and_estimates_read_it(each_store):
     assert e.precision.low < e.precision.value < e.precision.high and e.precision.n == 5
     assert e.completeness.value is None  # no audited NO verdict yet: 5 drawn, none reviewed
     # the aggregated read and the item-by-item one agree
-    from annotate.audit_sample import estimate as from_items
-    from annotate.audit_sample import store_decided
+    from annotate.audit.sample import estimate as from_items
+    from annotate.audit.sample import store_decided
 
     assert from_items(store_decided(each_store))["wd"] == e
     each_store.set_setting("audit_rate", 2)
@@ -286,7 +286,7 @@ def test_store_draw_records_inclusion_and_estimates_read_it(each_store):
 
 
 def test_queue_serves_the_audit_sample_among_the_rest(each_store):
-    from annotate.audit_sample import draw_for_store, store_estimates
+    from annotate.audit.sample import draw_for_store, store_estimates
     from annotate.queue import Queue
     from tests.store_factory import seeded
 
@@ -349,7 +349,7 @@ def test_audit_command_draws_once_and_prints_the_figures(tmp_path, capsys):
 
 
 def test_an_item_moved_past_does_not_hold_up_the_audit(mem_store):
-    from annotate.audit_sample import draw_for_store
+    from annotate.audit.sample import draw_for_store
     from tests.store_factory import seeded
 
     seeded(mem_store, [0.995] * 20 + [0.55] * 3, task="wd")
@@ -411,7 +411,7 @@ def test_rescoring_after_the_draw_keeps_the_design(each_store):
     to the other verdict) while audited items keep the P(YES) they were reviewed at. Each
     candidate still counts in the stratum it had at the draw, so the estimates stand
     (before, the moved YES sat in a band nobody audited: 'no audited YES verdict yet')."""
-    from annotate.audit_sample import accept_confident, draw_for_store, store_estimates
+    from annotate.audit.sample import accept_confident, draw_for_store, store_estimates
     from tests.store_factory import seeded
 
     ids = seeded(each_store, [0.995] * 30 + [0.003] * 30 + [0.6] * 5, task="wd")
@@ -447,7 +447,7 @@ def test_closing_lists_only_verdicts_their_p_yes_agrees_with(each_store):
     P(YES): a YES at P(YES) 0.05 is no sure YES and must not enter the catalogue's list."""
     from sqlalchemy import text
 
-    from annotate.audit_sample import accept_confident
+    from annotate.audit.sample import accept_confident
     from tests.store_factory import seeded
 
     ids = seeded(each_store, [0.05, 0.95, 0.97, 0.02, 0.5], task="wd")
@@ -462,7 +462,7 @@ def test_closing_lists_only_verdicts_their_p_yes_agrees_with(each_store):
 
 
 def test_a_figure_known_without_sampling_says_so_rather_than_an_interval_of_nothing():
-    from annotate.audit_estimate import StratumCounts, task_figures
+    from annotate.audit.estimate import StratumCounts, task_figures
 
     # every YES of the list was decided by an expert; the agent's NO were audited in part
     h = StratumCounts("1:NO 0.99-1.00", members=40, drawn=4, audited=4, audited_yes=0,

@@ -149,7 +149,7 @@ def test_vet_correct_and_author_in_the_browser(tab, tmp_path_factory, tmp_path):
 
 def test_model_script_is_inert_with_login(tab, tmp_path_factory, tmp_path):
     from agent.trajectory import Step
-    from annotate.experts import create_expert
+    from annotate.team.experts import create_expert
 
     ctx = context(tmp_path_factory, tmp_path, login=True)
     create_expert(ctx.store, "ada", "admin", "pw-ada-123")
@@ -353,7 +353,7 @@ def test_panels_keep_up_with_the_keyboard(browser, tab, tmp_path_factory, tmp_pa
 
 
 def test_log_out_from_the_page(tab, tmp_path_factory, tmp_path):
-    from annotate.experts import create_expert
+    from annotate.team.experts import create_expert
 
     ctx = context(tmp_path_factory, tmp_path, login=True)
     create_expert(ctx.store, "ada", "admin", "pw-ada-123")

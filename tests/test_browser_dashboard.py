@@ -24,7 +24,7 @@ BOXES = """(sel) => {
 def _campaign(ctx) -> None:
     """Audit drawn and reviewed, a few decisions on uncertain items, two fitted versions."""
     from agent.policies.rules.learned import InspectorModel, TaskModel
-    from annotate.audit_sample import draw_for_store
+    from annotate.audit.sample import draw_for_store
     from annotate.review import decide
     from annotate.vetting.into_store import INSPECTOR_SETTING as SETTING
 
@@ -76,14 +76,14 @@ def test_dashboard_shows_estimates_biased_caption_and_learning_curve(
         assert "Learning curve" in page.locator(f"#dash-learning-curve {HEAD}").text_content()
         assert page.locator("#dash-learning-curve .legendtext").all_text_contents() == ["cv"]
         # the admin's click fits the next version in the background; Refresh shows its outcome
-        from annotate import learning
+        from annotate.learning import schedule
 
         page.click("#btn-calibrate", timeout=30_000)
         page.wait_for_function(
             "() => /in the background/.test(document.querySelector("
             "'#dash-calibrate-message').innerText)", timeout=60_000)  # fmt: skip
-        learning.learner(ctx.store).join(240)
-        outcome = learning.status(ctx.store)
+        schedule.learner(ctx.store).join(240)
+        outcome = schedule.status(ctx.store)
         assert outcome and outcome.get("said"), outcome
         page.click("button:has-text('Refresh')")
         page.wait_for_function(

@@ -251,7 +251,7 @@ def test_undo_brings_back_the_decision_before(tab, tmp_path_factory, tmp_path):
 def test_a_non_admin_sees_no_admin_controls(tab, tmp_path_factory, tmp_path):
     """Export and account controls refuse a non-admin: they are not shown to one (an admin
     sees them); the VI CSV download (of one's own decisions) is shown to both."""
-    from annotate.experts import create_expert
+    from annotate.team.experts import create_expert
 
     ctx = context(tmp_path_factory, tmp_path, login=True)
     create_expert(ctx.store, "bea", "expert", "pw-bea-12345")
@@ -284,7 +284,7 @@ def test_a_refused_decision_brings_its_candidate_back(tab, tmp_path_factory, tmp
     """`a` draws the next candidate at once and saves in the background; when the store
     refuses (here the expert was deactivated meanwhile), the candidate comes back with the
     reason, and once allowed again `a` stores it exactly once."""
-    from annotate.experts import create_expert, update_expert
+    from annotate.team.experts import create_expert, update_expert
 
     with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
         create_expert(ctx.store, "ada", "admin", "pw-ada-12345")  # the last admin stays active

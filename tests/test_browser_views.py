@@ -165,7 +165,7 @@ def _submit_authored(ctx, author: str) -> int:
 
 
 def test_audit_shows_what_the_model_will_see_and_approves(tab, tmp_path_factory, tmp_path):
-    from annotate.experts import create_expert
+    from annotate.team.experts import create_expert
 
     ctx = context(tmp_path_factory, tmp_path, login=True)
     create_expert(ctx.store, "ann", "expert", "pw-ann-1234")

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from agent.loop import DEFAULT_MAX_TURNS
-from annotate import learning
-from annotate.inspector_fit import CV_HEADERS, cv_rows
+from annotate.learning import schedule
+from annotate.learning.fit import CV_HEADERS, cv_rows
 from annotate.vetting.into_store import INSPECTOR_SETTING as SETTING
 from app import context as app_context
 from app.pages import dashboard as dashboard_page
@@ -21,7 +21,7 @@ from tests.app_support import context
 
 @pytest.fixture
 def team(tmp_path_factory, tmp_path):
-    from annotate.experts import create_expert
+    from annotate.team.experts import create_expert
 
     c = context(tmp_path_factory, tmp_path, login=True)
     create_expert(c.store, "ada", "admin", "pw-ada-123")
@@ -79,11 +79,11 @@ def test_calibrate_button_to_vet_to_gold_agreement_by_version(team, tmp_path):
     assert msg.startswith("Refused") and "not an admin" in msg and cv["data"] == []
     assert store.setting(SETTING) is None
 
-    # The button fits in the background (annotate.learning); the outcome shows on Refresh.
+    # The button fits in the background (annotate.learning.schedule); the outcome shows on Refresh.
     # On these few labels nothing beats the plain rules, so nothing is adopted.
     msg, cv = dashboard_page.calibrate_now(ctx, ada)
     assert "in the background" in msg and cv["data"] == [], msg
-    learning.learner(store).join(120)
+    schedule.learner(store).join(120)
     said, fit = dashboard_page.last_fit(ctx, ada)
     assert "inspector not changed" in said and store.setting(SETTING) is None, said
     assert fit["headers"] == dashboard_page.FIT_HEADERS
@@ -93,7 +93,7 @@ def test_calibrate_button_to_vet_to_gold_agreement_by_version(team, tmp_path):
     assert all(r[9].startswith("waited: ") and "(needs 40)" in r[9] for r in fit["data"])
 
     # `launch.py calibrate` adopts the version as fitted (each task no worse than the rules)
-    done = learning.learn(store, ctx.export_dir / "inspector", force=True, actor=ada.name)
+    done = schedule.learn(store, ctx.export_dir / "inspector", force=True, actor=ada.name)
     assert done.adopted and done.version == 1
     saved = store.setting(SETTING)
     assert saved["version"] == 1
@@ -155,10 +155,10 @@ def test_calibrate_button_to_vet_to_gold_agreement_by_version(team, tmp_path):
     # so nothing is adopted; `launch.py calibrate` (forced) makes a new version, and new
     # vetting uses it: the table shows three.
     dashboard_page.calibrate_now(ctx, ada)
-    learning.learner(store).join(120)
+    schedule.learner(store).join(120)
     said, _ = dashboard_page.last_fit(ctx, ada)
     assert "inspector not changed" in said and store.setting(SETTING)["version"] == 1, said
-    assert learning.learn(store, ctx.export_dir / "inspector", force=True).version == 2
+    assert schedule.learn(store, ctx.export_dir / "inspector", force=True).version == 2
     assert store.setting(SETTING)["version"] == 2
     store.close()
     assert _vet(url, tmp_path / "cat.csv", tmp_path) == 0
@@ -177,7 +177,7 @@ def test_app_uploads_use_the_model_and_runs_never_resume_across_models(team, tmp
     ctx = team
     ada = who(ctx, "ada")
     url = f"sqlite:///{tmp_path / 'loupe.db'}"
-    assert learning.learn(ctx.store, ctx.export_dir / "inspector", force=True).version == 1
+    assert schedule.learn(ctx.store, ctx.export_dir / "inspector", force=True).version == 1
     spec = write_text_spectrum(tmp_path / "data" / "upload.csv", seed=5)
     msg = upload_page.ingest_upload(ctx, ada, [str(spec)], "cv")
     assert "1 candidate(s) vetted" in msg, msg
@@ -248,7 +248,7 @@ def test_the_command_line_and_the_dashboard_write_the_inspector_to_one_folder():
     from pathlib import Path
 
     import launch
-    from annotate.inspector_fit import inspector_dir
+    from annotate.learning.fit import inspector_dir
 
     cli = Path(launch.build_parser("calibrate").parse_args([]).out)
     served = launch.build_parser("serve").parse_args([]).export_dir

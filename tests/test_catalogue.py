@@ -11,7 +11,7 @@ import math
 import pytest
 
 from agent.refs import CandidateRef
-from annotate.audit_sample import draw_for_store
+from annotate.audit.sample import draw_for_store
 from annotate.export.catalogue import COLUMNS, CatalogueError, write_catalogue
 from annotate.review import decide
 from commands import export as cli

@@ -10,7 +10,7 @@ import html
 import plotly.graph_objects as go
 import pytest
 
-from annotate.audit_sample import draw_for_store
+from annotate.audit.sample import draw_for_store
 from annotate.review import decide
 from app import context as app_context
 from app.dashboard_figures import heading

@@ -14,8 +14,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from annotate.experts import MIN_PASSWORD_LENGTH, create_expert, set_password, update_expert
 from annotate.export import vi
+from annotate.team.experts import MIN_PASSWORD_LENGTH, create_expert, set_password, update_expert
 from app import context as app_context
 from app import views
 from app.pages import dashboard as dashboard_page

@@ -86,7 +86,7 @@ def test_line_markers_follow_the_shown_redshift():
 def test_fleiss_kappa_of_a_single_item_is_not_a_number():
     import math
 
-    from annotate.agreement import fleiss_kappa
+    from annotate.audit.agreement import fleiss_kappa
 
     assert math.isnan(fleiss_kappa([["YES", "NO"]]))  # shown as n/a, not -1
     assert fleiss_kappa([["YES", "NO"], ["NO", "YES"]]) == -1.0

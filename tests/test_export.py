@@ -532,7 +532,7 @@ def test_grade_and_redshift_travel_and_filter(world, capsys):
 def test_imported_comment_is_never_trained_on(world):
     """An imported reject with an empty reason and a comment gives the same neutral row as
     the app's reject; the comment is in no sft row nor pair."""
-    from annotate.importer import import_labels
+    from annotate.intake.labels import import_labels
 
     store, cid, tmp = world
     run_export(store, "sft", tmp / "app", test_fraction=0.0)

@@ -14,7 +14,7 @@ from annotate import review
 from annotate.export import vi
 from annotate.export.spreadsheet import TRIGGERS, cell, uncell
 from annotate.export.vi_ids import target_id
-from annotate.importer import import_labels
+from annotate.intake.labels import import_labels
 from db.store import Store
 from tests.store_factory import traj
 

@@ -6,7 +6,7 @@ import pytest
 
 import launch
 from agent.refs import CandidateRef
-from annotate.importer import import_labels
+from annotate.intake.labels import import_labels
 from db.store import Store, StoreError
 from tests.store_factory import traj
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import launch
-from annotate.ingest import collect, ingest
+from annotate.intake.ingest import collect, ingest
 from db.store import Store
 from tests import fits_factory
 from tests.store_factory import write_text_spectrum
@@ -145,7 +145,7 @@ def test_vet_cli_into_the_store_records_params_and_resumes(folder, tmp_path, cap
 def test_vet_db_stores_the_survey_metadata_of_files_it_adds(folder, tmp_path, capsys, monkeypatch):
     """`vet --db` on files the store has not seen keeps what `ingest` would have kept
     (survey, position, SNR), and reads no file again on a resumed run."""
-    import annotate.ingest as ingest_mod
+    import annotate.intake.ingest as ingest_mod
 
     url = f"sqlite:///{tmp_path / 'm.db'}"
     Store(url).close()

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from agent.policies.rules.learned import InspectorModel, ModelError, TaskModel, load
-from annotate.inspector_fit import Example, fit, fit_task
+from annotate.learning.fit import Example, fit, fit_task
 from annotate.vetting.into_store import INSPECTOR_SETTING
 from commands import calibrate as calibrate_cli
 
@@ -99,7 +99,7 @@ def test_a_fitted_model_cannot_undo_the_veto_or_the_noise():
 @pytest.mark.slow
 def test_calibrate_end_to_end(tmp_path):
     """Store with labels -> calibrate -> vet with the fitted version -> version recorded."""
-    from annotate.ingest import ingest
+    from annotate.intake.ingest import ingest
     from commands import vet
     from db.store import Store
     from training.sim.demo import generate_demo
@@ -170,7 +170,7 @@ def test_a_learned_weighting_is_said_in_the_thought_and_never_contradicts_it():
     from agent.loop import run_batch
     from agent.policies.rules import RulesPolicy, inspect
     from agent.policies.rules.contradiction import AGAINST, found
-    from annotate.inspector_models import task_features
+    from annotate.learning.models import task_features
     from training.sim.demo import CLASS_BY_NAME, plan, simulate
 
     tasks = {}

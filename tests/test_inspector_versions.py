@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from agent.policies.rules import task_module
 from agent.policies.rules.learned import InspectorModel, TaskModel
-from annotate.inspector_versions import learning_curve, proposal, versions
+from annotate.learning.versions import learning_curve, proposal, versions
 from tests.store_factory import seeded, traj
 
 

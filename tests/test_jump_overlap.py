@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from annotate import review, team_settings
+from annotate import review
+from annotate.team import settings as team_settings
 from app import context as app_context
 from app import views
 from app.pages import vet as vet_page
@@ -22,7 +23,7 @@ F, D = views.QueueFilters(), views.Display()
 
 @pytest.fixture
 def team(tmp_path_factory, tmp_path):
-    from annotate.experts import create_expert
+    from annotate.team.experts import create_expert
 
     c = context(tmp_path_factory, tmp_path, login=True)
     for name, role in (("ada", "admin"), ("bob", "expert"), ("cyd", "expert"), ("dee", "expert")):

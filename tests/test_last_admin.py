@@ -8,7 +8,7 @@ import io
 
 import pytest
 
-from annotate.experts import create_expert, update_expert
+from annotate.team.experts import create_expert, update_expert
 from db.store import Store, StoreError
 
 

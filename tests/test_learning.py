@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from agent.policies.rules.learned import InspectorModel, TaskModel
-from annotate import learning
+from annotate.learning import schedule
 from annotate.queue import Queue
 from annotate.review import decide
 from annotate.vetting.into_store import INSPECTOR_SETTING
@@ -63,7 +63,7 @@ def test_a_better_version_is_adopted_rescores_pending_and_the_queue_reranks(each
     assert abs(xs[ids.index(first)]) < 0.06
     store.release("ada")
 
-    got = learning.learn(store, tmp_path / "inspector")
+    got = schedule.learn(store, tmp_path / "inspector")
     assert got.adopted and got.version == 1 and got.tasks["wd"]["changed"]
     assert got.tasks["wd"]["after"]["log_loss"] < 0.95 * got.tasks["wd"]["before"]["log_loss"]
     model = InspectorModel.from_json(store.setting(INSPECTOR_SETTING))
@@ -93,7 +93,7 @@ def test_a_better_version_is_adopted_rescores_pending_and_the_queue_reranks(each
     p = ev.payload
     assert (p["version"], p["rescored"], p["flips"]) == (1, len(pending), flips)
     assert p["cv"]["wd"]["before"]["kind"] == "rules" and p["cv"]["wd"]["after"]["log_loss"] > 0
-    assert learning.status(store)["adopted"] is True
+    assert schedule.status(store)["adopted"] is True
 
 
 def test_a_version_that_does_not_beat_the_current_one_is_not_adopted(mem_store, tmp_path):
@@ -110,14 +110,14 @@ def test_a_version_that_does_not_beat_the_current_one_is_not_adopted(mem_store, 
     store.set_setting(INSPECTOR_SETTING, best.to_json())
     before = {c: store.candidate(c).confidence for c in ids[150:]}
 
-    got = learning.learn(store, tmp_path / "inspector")
+    got = schedule.learn(store, tmp_path / "inspector")
     assert not got.adopted and got.version == 4 and not got.tasks["wd"]["changed"]
     assert "no task's evidence supported a change" in got.why
     assert got.tasks["wd"]["status"] in ("kept", "fell back") and got.tasks["wd"]["why"]
     assert store.setting(INSPECTOR_SETTING)["version"] == 4  # still the current version
     assert {c: store.candidate(c).confidence for c in ids[150:]} == before
     assert _events(store, "adopt_inspector") == []
-    assert learning.status(store)["adopted"] is False
+    assert schedule.status(store)["adopted"] is False
     assert not (tmp_path / "inspector" / "inspector-v5.json").exists()
 
 
@@ -126,7 +126,7 @@ def test_a_current_version_worse_than_the_rules_gives_way(mem_store, tmp_path):
     _campaign(store)
     upside_down = InspectorModel(2, {"wd": TaskModel("platt", a=-2.0, b=0.0)})
     store.set_setting(INSPECTOR_SETTING, upside_down.to_json())
-    got = learning.learn(store, tmp_path / "inspector")
+    got = schedule.learn(store, tmp_path / "inspector")
     assert got.adopted and got.version == 3
     r = got.tasks["wd"]
     assert r["before"]["log_loss"] > r["after"]["log_loss"] and r["after"]["f1"] > r["before"]["f1"]
@@ -137,20 +137,20 @@ def test_labels_count_towards_a_fit_and_only_with_a_schedule_attached(tmp_path):
     store = Store(f"sqlite:///{tmp_path / 'a.db'}")
     try:
         ids, _ = _campaign(store, labelled=20, pending=10)
-        assert learning.status(store) is None  # no schedule attached: labels do nothing
-        store.set_setting(learning.LEARN_EVERY_SETTING, 5)
-        lr = learning.attach(store, tmp_path / "inspector", background=False)
+        assert schedule.status(store) is None  # no schedule attached: labels do nothing
+        store.set_setting(schedule.LEARN_EVERY_SETTING, 5)
+        lr = schedule.attach(store, tmp_path / "inspector", background=False)
         assert lr.every == 5
         decide(store, "ada", ids[20], "accept")
-        seen = learning.status(store)["expert_labels"]  # 20 labels before it attached: due
+        seen = schedule.status(store)["expert_labels"]  # 20 labels before it attached: due
         assert seen == 21
         for cid in ids[21:25]:
             decide(store, "ada", cid, "accept")
-        assert learning.status(store)["expert_labels"] == seen  # 4 new: not yet
+        assert schedule.status(store)["expert_labels"] == seen  # 4 new: not yet
         decide(store, "ada", ids[25], "skip")  # no label: not counted
-        assert learning.status(store)["expert_labels"] == seen
+        assert schedule.status(store)["expert_labels"] == seen
         decide(store, "ada", ids[25], "reject")
-        assert learning.status(store)["expert_labels"] == seen + 5
+        assert schedule.status(store)["expert_labels"] == seen + 5
     finally:
         store.close()
 
@@ -159,7 +159,7 @@ def test_the_fit_runs_in_a_separate_process_while_the_app_serves(tmp_path):
     store = Store(f"sqlite:///{tmp_path / 'b.db'}")
     try:
         ids, _ = _campaign(store, labelled=150, pending=20)
-        lr = learning.attach(store, tmp_path / "inspector")
+        lr = schedule.attach(store, tmp_path / "inspector")
         assert lr.start("ada") is True and lr.running
         proc = lr._proc
         assert proc is not None and proc.pid != os.getpid()  # not a thread of the server
@@ -171,7 +171,7 @@ def test_the_fit_runs_in_a_separate_process_while_the_app_serves(tmp_path):
         lr.join(240)
         assert not lr.running and lr.error is None and lr.last is not None
         # the child opened the store itself, adopted and recorded the outcome
-        st = learning.status(store)
+        st = schedule.status(store)
         assert st["adopted"] is True and st["version"] == 1 and lr.last.version == 1
         assert store.setting(INSPECTOR_SETTING)["version"] == 1
         # the label recorded meanwhile counts towards the next fit unless the fit read it
@@ -187,12 +187,12 @@ def test_a_killed_fit_leaves_the_current_version_serving(tmp_path):
         current = InspectorModel(3, {"wd": TaskModel("platt", a=1.0, b=-1.0)})
         store.set_setting(INSPECTOR_SETTING, current.to_json())
         before = {c: store.candidate(c).confidence for c in ids[150:]}
-        lr = learning.attach(store, tmp_path / "inspector")
+        lr = schedule.attach(store, tmp_path / "inspector")
         assert lr.start("ada") is True
         lr._proc.kill()  # as an out-of-memory kill or an operator would
         lr.join(120)
         assert not lr.running and "exit code -9" in lr.error
-        st = learning.status(store)
+        st = schedule.status(store)
         assert st["adopted"] is False and "ended without an answer" in st["error"]
         assert store.setting(INSPECTOR_SETTING)["version"] == 3
         assert {c: store.candidate(c).confidence for c in ids[150:]} == before
@@ -211,11 +211,11 @@ def test_a_fit_that_fails_in_its_process_is_recorded_and_the_version_stays(tmp_p
         store.set_setting(INSPECTOR_SETTING, current.to_json())
         blocked = tmp_path / "not-a-folder"
         blocked.write_text("a file where the model's folder should be")
-        lr = learning.attach(store, blocked)
+        lr = schedule.attach(store, blocked)
         assert lr.start("ada", force=True) is True
         lr.join(240)
         assert lr.error and "not-a-folder" in lr.error
-        assert "the fit failed" in learning.status(store)["error"]
+        assert "the fit failed" in schedule.status(store)["error"]
         assert store.setting(INSPECTOR_SETTING)["version"] == 3
     finally:
         store.close()
@@ -229,10 +229,10 @@ def test_taking_a_decision_back_and_again_starts_no_fit(tmp_path):
     store = Store(f"sqlite:///{tmp_path / 'u.db'}")
     try:
         ids, _ = _campaign(store, labelled=20, pending=10)
-        store.set_setting(learning.LEARN_EVERY_SETTING, 5)
-        lr = learning.attach(store, tmp_path / "inspector", background=False)
+        store.set_setting(schedule.LEARN_EVERY_SETTING, 5)
+        lr = schedule.attach(store, tmp_path / "inspector", background=False)
         lr.start("ada")  # the labels there so far are fitted on
-        fits = learning.status(store)["at"], lr.last
+        fits = schedule.status(store)["at"], lr.last
         assert lr.pending == 0
         for _ in range(210):
             decide(store, "ada", ids[20], "accept")
@@ -257,30 +257,30 @@ def test_a_failed_fit_is_logged_and_recorded_and_the_current_version_stays(
     store.set_setting(INSPECTOR_SETTING, current.to_json())
     before = {c: store.candidate(c).confidence for c in ids[30:]}
 
-    real_fit = learning.fit
+    real_fit = schedule.fit
 
     def broken(*a, **kw):
         raise RuntimeError("singular matrix")
 
-    monkeypatch.setattr(learning, "fit", broken)
-    lr = learning.Learner(store, tmp_path / "inspector", background=False)
-    with caplog.at_level(logging.ERROR, logger="annotate.learning"):
+    monkeypatch.setattr(schedule, "fit", broken)
+    lr = schedule.Learner(store, tmp_path / "inspector", background=False)
+    with caplog.at_level(logging.ERROR, logger="annotate.learning.schedule"):
         assert lr.start("ada") is True  # the failure does not reach the caller
     assert "the fit failed" in caplog.text and "singular matrix" in caplog.text
     assert lr.error == "RuntimeError: singular matrix"
-    st = learning.status(store)
+    st = schedule.status(store)
     assert st["adopted"] is False and "singular matrix" in st["error"]
     assert store.setting(INSPECTOR_SETTING)["version"] == 3
     assert {c: store.candidate(c).confidence for c in ids[30:]} == before
     # and the schedule is still there for the next labels
-    monkeypatch.setattr(learning, "fit", real_fit)
+    monkeypatch.setattr(schedule, "fit", real_fit)
     assert lr.start("ada") is True and lr.error is None
 
 
 def test_accept_on_a_rescored_candidate_records_the_answer_the_expert_saw(mem_store, tmp_path):
     store = mem_store
     ids, xs = _campaign(store)
-    learning.learn(store, tmp_path / "inspector")
+    schedule.learn(store, tmp_path / "inspector")
     flipped = next(c for c in ids[150:] if store.candidate(c).verdict != store.trajectory(
         store.candidate(c).trajectory_id).verdict)  # fmt: skip
     shown = store.trajectory(store.candidate(flipped).trajectory_id).verdict
@@ -311,7 +311,7 @@ def test_a_task_with_three_positives_is_never_refitted_and_says_so(tmp_path):
         store.record_trajectory(t)
         decide(store, "ada", store.find_candidate(f"s{i}", "s_type").id, "correct",
                label="YES" if pos else "NO")  # fmt: skip
-    got = learning.learn(store, tmp_path / "inspector")
+    got = schedule.learn(store, tmp_path / "inspector")
     r = got.tasks["s_type"]
     assert not got.adopted and r["status"] == "waited" and not r["changed"]
     assert "3 positive labels (needs 40)" in r["why"]

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from annotate.inspector_fit import Example
+from annotate.learning.fit import Example
 from bench import learning_ceiling, learning_curve
 
 

@@ -351,7 +351,7 @@ def test_bad_rows_refused_good_rows_kept(tmp_path):
     store.record_trajectory(traj("c0", 0.9))
     csv = tmp_path / "labels.csv"
     csv.write_text("id,label,comment\nc0,NO,wrong\nnope,YES,\nk0,MAYBE,\nk1,yes,ok\n")
-    from annotate.importer import import_labels
+    from annotate.intake.labels import import_labels
 
     report = import_labels(store, csv, "ada")
     assert report.recorded == 2

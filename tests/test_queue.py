@@ -178,7 +178,7 @@ def test_queue_query_walks_an_index_without_sorting(store):
 def test_the_store_and_the_workflow_take_their_defaults_from_the_serve_settings():
     import inspect
 
-    from annotate import experts
+    from annotate.team import experts
     from db.settings import DEFAULTS
     from db.store import Store
 

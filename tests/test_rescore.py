@@ -9,8 +9,8 @@ import pytest
 from agent.loop import run_batch
 from agent.policies.rules import RulesPolicy
 from agent.policies.rules.learned import InspectorModel, TaskModel
-from annotate.inspector_fit import task_features
-from annotate.rescore import INPUTS, rescore, rescore_store
+from annotate.learning.fit import task_features
+from annotate.learning.rescore import INPUTS, rescore, rescore_store
 from annotate.review import decide
 from tests.store_factory import seeded, traj
 

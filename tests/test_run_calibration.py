@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import launch
-from annotate.run_calibration import CalibrationError, calibrate_run, calibrated_confidence
+from annotate.learning.run_calibration import CalibrationError, calibrate_run, calibrated_confidence
 from db.store import Store, run_fingerprint
 from db.store.rules import MODEL_CALIBRATION, queue_confidence
 from tests.store_factory import refs, traj
@@ -106,8 +106,8 @@ def test_cli_and_bad_runs(tmp_path, capsys):
 def test_a_run_with_three_positives_gets_no_isotonic_map():
     """Three positive objects cannot carry a step map: only the two-parameter temperature
     scaling is tried for them."""
-    from annotate.inspector_fit import Example
-    from annotate.run_calibration import fit_run
+    from annotate.learning.fit import Example
+    from annotate.learning.run_calibration import fit_run
 
     rng = np.random.default_rng(1)
     ex = []

@@ -198,7 +198,7 @@ def test_add_expert_changes_only_what_it_is_given(tmp_path, monkeypatch, capsys)
 
 
 def test_unlock_reaches_a_running_app(tmp_path):
-    from annotate.experts import create_expert, unlock_login
+    from annotate.team.experts import create_expert, unlock_login
     from db.store import Store
 
     store = Store(f"sqlite:///{tmp_path / 'u.db'}")

@@ -33,7 +33,7 @@ PASSWORDS = {"ada": "pw-ada-123456", "bob": "pw-bob-123456", "cy": "pw-cy-123456
 
 @pytest.fixture(scope="module")
 def team(tmp_path_factory):
-    from annotate.experts import create_expert
+    from annotate.team.experts import create_expert
 
     ctx = context(tmp_path_factory, tmp_path_factory.mktemp("serve-sec"), login=True)
     for name, role in (("ada", "admin"), ("bob", "expert"), ("cy", "expert")):

@@ -65,7 +65,7 @@ def team_ctx(request, tmp_path_factory, tmp_path):
 
 
 def test_eight_experts_soak(team_ctx):
-    from annotate.experts import create_expert
+    from annotate.team.experts import create_expert
 
     seconds = SECONDS
     ctx = team_ctx

@@ -29,7 +29,7 @@ TRIALS = 100
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    from annotate.experts import create_expert
+    from annotate.team.experts import create_expert
 
     ctx = context(tmp_path_factory, tmp_path_factory.mktemp("tab-close"), login=True)
     create_expert(ctx.store, "ada", "expert", "pw-ada-123456")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from annotate import team_settings
-from annotate.audit_sample import audit_rate
-from annotate.learning import learn_every
+from annotate.audit.sample import audit_rate
+from annotate.learning.schedule import learn_every
 from annotate.queue import Queue
+from annotate.team import settings as team_settings
 
 
 def test_changes_reach_the_queue_the_audit_and_the_schedule(mem_store):
@@ -93,7 +93,7 @@ def test_a_stored_value_out_of_bounds_is_not_served_under(mem_store, caplog):
         team_settings.SETTINGS["audit_rate"].default,
     )
     assert "overlap" in caplog.text and "at most 20" in caplog.text
-    from annotate.experts import create_expert
+    from annotate.team.experts import create_expert
     from tests.store_factory import seeded
 
     seeded(mem_store, [0.5, 0.6, 0.4])

@@ -11,7 +11,7 @@ import pytest
 
 from annotate import review
 from annotate.export import vi
-from annotate.importer import import_labels
+from annotate.intake.labels import import_labels
 from db.store import Store, StoreError
 from tests.app_support import context, seeded_copy
 
@@ -206,7 +206,7 @@ def test_prospects_own_vi_file_is_read(ctx, tmp_path):
     """Prospect's test VI file: every field read (a quoted comma too); its rows say what the
     object is, not a YES/NO for a Loupe task, so each is refused with that reason and
     nothing is stored."""
-    from annotate.importer import _read_rows
+    from annotate.intake.labels import _read_rows
 
     path = tmp_path / "test_read_vi.csv"
     path.write_text(PROSPECT_TEST_VI, encoding="utf-8")
@@ -314,7 +314,7 @@ def test_serve_on_a_missing_db_refuses_and_seeds_nothing(tmp_path, capsys):
 
 def test_an_expert_downloads_their_own_vi_csv(tmp_path_factory, tmp_path):
     """A non-admin's VI CSV holds their decisions only, outside the admins' export folder."""
-    from annotate.experts import create_expert
+    from annotate.team.experts import create_expert
     from app.context import Viewer
     from app.pages import export as export_page
 
@@ -341,7 +341,7 @@ def test_an_expert_downloads_their_own_vi_csv(tmp_path_factory, tmp_path):
 
 def test_an_author_lists_their_drafts_and_what_was_sent_back(ctx):
     from annotate import authoring as au
-    from annotate.experts import create_expert
+    from annotate.team.experts import create_expert
     from app.context import Viewer
     from app.pages import author as author_page
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -245,6 +246,54 @@ def save_for_policy(trainer: Any, processor: Any, output_dir: str, meta: dict[st
         (Path(output_dir) / "loupe_training.json").write_text(
             json.dumps(meta, indent=2, default=str)
         )
+
+
+def load_for(cfg: Any) -> tuple[Any, Any]:
+    """The model and processor a script's config names (template, attention, frozen vision)."""
+    return load_model_and_processor(
+        cfg.model,
+        bf16=cfg.bf16,
+        chat_template=cfg.chat_template,
+        attn=cfg.attn_implementation,
+        freeze=cfg.freeze_vision,
+    )
+
+
+def export_training_renderer(cfg: Any, what: str) -> str:
+    """The renderer of an export's images (`what`: the export, named in a mismatch), checked
+    against the starting checkpoint's: the policy must see zooms drawn as it was trained on."""
+    from training.data import export_renderer
+
+    drawn = export_renderer(cfg.dataset)
+    return resolve_renderer(
+        drawn, {what: drawn, cfg.model: checkpoint_renderer(cfg.model)}, force=cfg.force_renderer
+    )
+
+
+def train_on_export(cfg: Any, build_trainer: Any, *, stage: str, what: str, renderer: Any) -> int:
+    """A script's main on an export folder: refuse a missing or empty export before any model
+    is loaded, check the renderer (`renderer(cfg)`), build, train, save; 2 with one line on
+    stderr where the script cannot run."""
+    script = f"{stage}.py"
+    if not cfg.dataset:
+        print(f"{script}: --dataset is required ({what} folder)", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    from training.data import check_export
+
+    try:
+        check_export(cfg.dataset)  # an empty export stops here, before any model is loaded
+        drawn = renderer(cfg)
+        trainer = build_trainer(cfg)
+    except LoupeError as exc:
+        print(f"{script}: {exc}", file=sys.stderr)
+        return 2
+    result = train_and_save(trainer, cfg, stage=stage, renderer=drawn)
+    print(
+        f"{stage}: {trainer.state.global_step} steps in {time.perf_counter() - t0:.1f} s, "
+        f"final loss {result.training_loss:.4f}; model saved to {cfg.output_dir}"
+    )
+    return 0
 
 
 def train_and_save(trainer: Any, cfg: Any, *, stage: str, renderer: str | None) -> Any:

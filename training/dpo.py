@@ -23,21 +23,18 @@ loss (TRL's defaults).
 from __future__ import annotations
 
 import sys
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from transformers.trainer_utils import SaveStrategy, SchedulerType
 from trl import DPOConfig
 
-from agent.errors import LoupeError
 from training.common import (
     LoupeArguments,
-    checkpoint_renderer,
-    load_model_and_processor,
+    export_training_renderer,
+    load_for,
     parse_config,
-    resolve_renderer,
-    train_and_save,
+    train_on_export,
 )
 
 
@@ -87,14 +84,7 @@ class DPOScriptConfig(LoupeArguments, DPOConfig):
 
 def training_renderer(cfg: DPOScriptConfig) -> str:
     """The renderer of the pairs' images, checked against the starting checkpoint's."""
-    from training.data import export_renderer
-
-    drawn = export_renderer(cfg.dataset)
-    return resolve_renderer(
-        drawn,
-        {"the pairs export": drawn, cfg.model: checkpoint_renderer(cfg.model)},
-        force=cfg.force_renderer,
-    )
+    return export_training_renderer(cfg, "the pairs export")
 
 
 def build_trainer(cfg: DPOScriptConfig) -> Any:
@@ -102,13 +92,7 @@ def build_trainer(cfg: DPOScriptConfig) -> Any:
 
     from training.data import load_pairs_dataset
 
-    model, processor = load_model_and_processor(
-        cfg.model,
-        bf16=cfg.bf16,
-        chat_template=cfg.chat_template,
-        attn=cfg.attn_implementation,
-        freeze=cfg.freeze_vision,
-    )
+    model, processor = load_for(cfg)
     dataset = load_pairs_dataset(cfg.dataset, min_grade=cfg.min_grade)
     return DPOTrainer(model=model, args=cfg, train_dataset=dataset, processing_class=processor)
 
@@ -119,25 +103,9 @@ def main(argv: list[str] | None = None) -> int:
         argv,
         description="DPO of a Qwen2.5-VL (or any local VLM folder) on Loupe's preference pairs.",
     )
-    if not cfg.dataset:
-        print("dpo.py: --dataset is required (a pairs export folder)", file=sys.stderr)
-        return 2
-    t0 = time.perf_counter()
-    from training.data import check_export
-
-    try:
-        check_export(cfg.dataset)  # an empty export stops here, before any model is loaded
-        renderer = training_renderer(cfg)
-        trainer = build_trainer(cfg)
-    except LoupeError as exc:
-        print(f"dpo.py: {exc}", file=sys.stderr)
-        return 2
-    result = train_and_save(trainer, cfg, stage="dpo", renderer=renderer)
-    print(
-        f"dpo: {trainer.state.global_step} steps in {time.perf_counter() - t0:.1f} s, "
-        f"final loss {result.training_loss:.4f}; model saved to {cfg.output_dir}"
+    return train_on_export(
+        cfg, build_trainer, stage="dpo", what="a pairs export", renderer=training_renderer
     )
-    return 0
 
 
 if __name__ == "__main__":

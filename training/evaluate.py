@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.tasks import TASKS
-from annotate import agreement
+from annotate.audit import agreement
 
 # -- metric functions (plain, reusable) ---------------------------------------------------
 
@@ -47,7 +47,7 @@ def confusion(labels: Sequence[bool], preds: Sequence[bool]) -> dict[str, int]:
 
 def prf(c: dict[str, int]) -> dict[str, float]:
     """Precision, recall, F1 of the positive class and accuracy from confusion counts
-    (the definitions of `annotate.agreement.prf`, which the dashboard uses too).
+    (the definitions of `annotate.audit.agreement.prf`, which the dashboard uses too).
 
     Undefined ratios (no predicted or no true positives) are 0, as scikit-learn's default.
 
@@ -91,7 +91,7 @@ def reliability(
     probs: Sequence[float], labels: Sequence[bool], n_bins: int = 10
 ) -> list[dict[str, float]]:
     """Equal-width bins of P(YES) that hold candidates: count, mean predicted probability,
-    observed YES rate (the bins of `annotate.agreement.reliability_diagram`)."""
+    observed YES rate (the bins of `annotate.audit.agreement.reliability_diagram`)."""
     r = agreement.reliability_diagram(list(probs), _yes_no(labels), n_bins)
     return [
         {"lo": b.lo, "hi": b.hi, "n": b.count, "mean_p": b.mean_confidence, "frac_yes": b.yes_rate}

@@ -38,7 +38,7 @@ from agent.protocol import TOOL_NAME, TOOL_SCHEMA
 from training.common import (
     LoupeArguments,
     checkpoint_renderer,
-    load_model_and_processor,
+    load_for,
     parse_config,
     resolve_renderer,
     train_and_save,
@@ -277,13 +277,7 @@ def build_trainer(cfg: GRPOScriptConfig) -> Any:
     from training.rewards import reward_functions
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    model, processor = load_model_and_processor(
-        cfg.model,
-        bf16=cfg.bf16,
-        chat_template=cfg.chat_template,
-        attn=cfg.attn_implementation,
-        freeze=cfg.freeze_vision,
-    )
+    model, processor = load_for(cfg)
     processor.tokenizer.padding_side = "left"
     reward_funcs = reward_functions(cfg.reward)  # summed: TRL weighs each 1 by default
     calls = cfg.max_tool_calling_iterations or 0

@@ -20,21 +20,18 @@ YAML file and overridden on the command line; the saved output folder loads back
 from __future__ import annotations
 
 import sys
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from transformers.trainer_utils import SaveStrategy, SchedulerType
 from trl import SFTConfig
 
-from agent.errors import LoupeError
 from training.common import (
     LoupeArguments,
-    checkpoint_renderer,
-    load_model_and_processor,
+    export_training_renderer,
+    load_for,
     parse_config,
-    resolve_renderer,
-    train_and_save,
+    train_on_export,
 )
 
 
@@ -85,13 +82,7 @@ class SFTScriptConfig(LoupeArguments, SFTConfig):
 
 def training_renderer(cfg: SFTScriptConfig) -> str:
     """The renderer of the export's images, checked against the starting checkpoint's."""
-    from training.data import export_renderer
-
-    return resolve_renderer(
-        export_renderer(cfg.dataset),
-        {"the export": export_renderer(cfg.dataset), cfg.model: checkpoint_renderer(cfg.model)},
-        force=cfg.force_renderer,
-    )
+    return export_training_renderer(cfg, "the export")
 
 
 def build_trainer(cfg: SFTScriptConfig) -> Any:
@@ -99,13 +90,7 @@ def build_trainer(cfg: SFTScriptConfig) -> Any:
 
     from training.data import load_sft_dataset
 
-    model, processor = load_model_and_processor(
-        cfg.model,
-        bf16=cfg.bf16,
-        chat_template=cfg.chat_template,
-        attn=cfg.attn_implementation,
-        freeze=cfg.freeze_vision,
-    )
+    model, processor = load_for(cfg)
     dataset = load_sft_dataset(cfg.dataset, min_grade=cfg.min_grade)
     return SFTTrainer(model=model, args=cfg, train_dataset=dataset, processing_class=processor)
 
@@ -116,26 +101,9 @@ def main(argv: list[str] | None = None) -> int:
         argv,
         description="Cold-start SFT of a Qwen2.5-VL (or any local VLM folder) on Loupe's SFT export.",
     )
-    if not cfg.dataset:
-        print("sft.py: --dataset is required (an SFT export folder)", file=sys.stderr)
-        return 2
-    t0 = time.perf_counter()
-    from training.data import check_export
-
-    try:
-        check_export(cfg.dataset)  # an empty export stops here, before any model is loaded
-        # The images were drawn at export time; the policy must see the same renderer.
-        renderer = training_renderer(cfg)
-        trainer = build_trainer(cfg)
-    except LoupeError as exc:
-        print(f"sft.py: {exc}", file=sys.stderr)
-        return 2
-    result = train_and_save(trainer, cfg, stage="sft", renderer=renderer)
-    print(
-        f"sft: {trainer.state.global_step} steps in {time.perf_counter() - t0:.1f} s, "
-        f"final loss {result.training_loss:.4f}; model saved to {cfg.output_dir}"
+    return train_on_export(
+        cfg, build_trainer, stage="sft", what="an SFT export", renderer=training_renderer
     )
-    return 0
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from annotate.audit_sample import TaskEstimates, store_estimates, task_estimates
+from annotate.audit.sample import TaskEstimates, store_estimates, task_estimates
 from annotate.export.manifest import content_hash, file_hashes, staged
 from annotate.export.spreadsheet import csv_line
 
@@ -77,7 +77,7 @@ def decided_by(row: dict[str, Any]) -> str:
     source = row.get("label_source")
     if source != "auto":
         return "adjudicated" if source == "adjudication" else "expert"
-    # a version adopted since re-scored this verdict from its stored inputs (annotate.learning)
+    # a version adopted since re-scored this verdict from its stored inputs (annotate.learning.schedule)
     v = row.get("scored_by")
     if v is None:
         v = (row.get("params") or {}).get("inspector_version")

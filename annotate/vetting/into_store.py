@@ -13,7 +13,7 @@ setting `inspector_model`) is used unless the model names another file or "none"
 the plain rules; the model's version is part of the run's set-up, so runs with and without
 a fitted model, or with two versions, never resume over each other.
 
-Candidates from files go into the store first (`annotate.ingest.ingest_refs`, as the
+Candidates from files go into the store first (`annotate.intake.ingest.ingest_refs`, as the
 `vet --db` command and the app's uploads do): an id the store already gives to another
 spectrum is refused there as a conflict, so a verdict is never recorded under another
 file's candidate.

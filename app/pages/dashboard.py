@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from annotate import agreement as ag
-from annotate import audit_sample, review
-from annotate import inspector_versions as iv
+from annotate import review
+from annotate.audit import agreement as ag
+from annotate.audit import sample as audit_sample
+from annotate.learning import versions as iv
 from app import dashboard_figures, plots
 from app.context import AccessError, Context, Viewer, refusal, require
 from app.render_md import escape
@@ -320,10 +321,10 @@ def calibrate_now(
     ctx: Context, ex: Viewer | None, out: str | Path | None = None
 ) -> tuple[str, dict[str, Any]]:
     """Admins only: fit the next inspector version from the store's labels in the
-    background (`annotate.learning`: adopted only where it beats the current version);
+    background (`annotate.learning.schedule`: adopted only where it beats the current version);
     the message says where the outcome appears (`last_fit`)."""
-    from annotate import learning
-    from annotate.inspector_fit import inspector_dir
+    from annotate.learning import schedule
+    from annotate.learning.fit import inspector_dir
 
     empty = {"headers": FIT_HEADERS, "data": []}
     try:
@@ -331,7 +332,7 @@ def calibrate_now(
     except AccessError as e:
         return f"Refused: {escape(e)}", empty
     try:
-        started = learning.attach(ctx.store, out or inspector_dir(ctx.export_dir)).start(ex.name)
+        started = schedule.attach(ctx.store, out or inspector_dir(ctx.export_dir)).start(ex.name)
     except Exception as exc:
         return refusal("Calibration failed", exc), empty
     if not started:
@@ -344,7 +345,7 @@ def calibrate_now(
     )
 
 
-# -- the learning schedule's last fit (annotate.learning) --
+# -- the learning schedule's last fit (annotate.learning.schedule) --
 
 FIT_HEADERS = ["task", "labels", "before", "before log loss", "before F1", "after",
                "after log loss", "after F1", "changed", "what and why"]  # fmt: skip
@@ -354,13 +355,13 @@ def last_fit(ctx: Context, ex: Viewer | None) -> tuple[str, dict[str, Any]]:
     """The last fit's outcome in words and, per task, the out-of-fold log loss and F1 of
     the current version (before) and of what serves now (after), with what was adopted,
     kept or waited and why."""
-    from annotate import learning
+    from annotate.learning import schedule
 
     empty = {"headers": FIT_HEADERS, "data": []}
     if ex is None:
         return "", empty
-    got = learning.status(ctx.store)
-    running = (lr := learning.learner(ctx.store)) is not None and lr.running
+    got = schedule.status(ctx.store)
+    running = (lr := schedule.learner(ctx.store)) is not None and lr.running
     if not got:
         return ("A fit is running." if running else ""), empty
     msg = f"Last fit ({escape(got.get('at', ''))}): {escape(got.get('said', ''))}."

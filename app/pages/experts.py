@@ -1,11 +1,12 @@
 """The experts page: the team's accounts; admins see them, add experts and change roles and
-passwords (through `annotate.experts`, which enforces the minimum password length)."""
+passwords (through `annotate.team.experts`, which enforces the minimum password length)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from annotate import experts, team_settings
+from annotate.team import experts
+from annotate.team import settings as team_settings
 from app.context import USER_ERRORS, Context, Viewer, require
 from app.render_md import escape
 
@@ -58,7 +59,7 @@ def settings_table(ctx: Context, ex: Viewer | None) -> dict[str, Any]:
 def change_setting(
     ctx: Context, ex: Viewer | None, name: str, value: str
 ) -> tuple[str, dict[str, Any]]:
-    """Admins only: set one team setting (`annotate.team_settings` checks it); a message
+    """Admins only: set one team setting (`annotate.team.settings` checks it); a message
     and the table as it is now."""
     try:
         require(ex, admin=True)

@@ -130,9 +130,9 @@ def catalogue_download(ctx: Context, ex: Viewer | None) -> tuple[str, list[str]]
 
 def close_campaign(ctx: Context, ex: Viewer | None) -> str:
     """Auto-accept the agent's sure verdicts nobody reviewed (admins only), at the team's
-    `auto_accept` certainty, else 0.9 (`annotate.audit_sample.accept_confident`), so that
+    `auto_accept` certainty, else 0.9 (`annotate.audit.sample.accept_confident`), so that
     the catalogue lists the agent's YES beside the experts'."""
-    from annotate.audit_sample import accept_confident
+    from annotate.audit.sample import accept_confident
 
     try:
         require(ex, admin=True)

@@ -1,5 +1,5 @@
 """Adding candidates from the app: uploaded files or a server path inside a data root,
-ingested (`annotate.ingest`) and vetted by the serving policy
+ingested (`annotate.intake.ingest`) and vetted by the serving policy
 (`annotate.vetting.into_store.vet_into_store`), the same
 pipeline as `launch.py ingest` and `launch.py vet --db`.
 """
@@ -33,7 +33,7 @@ def ingest_and_vet(
     and left out; the others go on. Candidates the serving policy has already vetted
     (same run set-up) are not vetted again. Returns the number of trajectories recorded.
     """
-    from annotate.ingest import ingest_refs
+    from annotate.intake.ingest import ingest_refs
     from annotate.vetting.into_store import vet_into_store
 
     refs = [
@@ -73,7 +73,7 @@ def ingest_upload(
     import shutil
 
     from agent.formats.sandbox import ReadRefused
-    from annotate.ingest import read_sources, read_upload
+    from annotate.intake.ingest import read_sources, read_upload
 
     try:
         require(ex)

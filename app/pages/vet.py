@@ -7,7 +7,6 @@ move (next item, jump, lease) through `annotate.queue`.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import threading
 import time
@@ -254,7 +253,7 @@ def _show(
     if view.redshift is not None:
         view.redshift = {**view.redshift, "decided": None if mine is None else mine.action}
     view.form = {"key": info["id"], "task": info["task"], "expert": ex.name,
-                 "store": store_token(ctx),
+                 "store": ctx.store_token(),
                  "reason": (mine.explanation or "") if mine is not None and mine.action == "reject"
                  else "",
                  "comment": (mine.comment if mine is not None else draft.get("comment")) or "",
@@ -262,13 +261,6 @@ def _show(
                  "note": (mine.comment or "") if mine is not None and mine.action == "correct"
                  else ""}  # fmt: skip
     return state, _with_surveys(ctx, view)
-
-
-def store_token(ctx: Context) -> str:
-    """Names the database the page's kept texts belong to (keys.js keys them by it, the
-    expert and the candidate): another database served at the same address is another."""
-    url = ctx.store.url.render_as_string(hide_password=True)
-    return hashlib.sha256(url.encode()).hexdigest()[:12]
 
 
 def _with_surveys(ctx: Context, view: VetView) -> VetView:

@@ -109,7 +109,7 @@ class CampaignMixin:
 
     def audit_counts(self, task: str | None = None) -> dict[str, list[dict[str, Any]]]:
         """Per task, its candidates counted per audit stratum (the fields of
-        `annotate.audit_estimate.StratumCounts`, the stratum None last): one GROUP BY over
+        `annotate.audit.estimate.StratumCounts`, the stratum None last): one GROUP BY over
         the candidate index the estimates read, so reading the audit's figures does not grow
         with what each candidate holds."""
         C = m.Candidate

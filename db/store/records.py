@@ -126,7 +126,7 @@ class QueueConfig:
     lease_seconds: how long a served item stays reserved for its expert.
     audit_rate: share of confident verdicts drawn into the random audit, and of served
         items taken from that sample (0 = none; the team's default is
-        `annotate.audit_sample.AUDIT_RATE`).
+        `annotate.audit.sample.AUDIT_RATE`).
     """
 
     overlap: int = 1

@@ -11,7 +11,7 @@ import numpy as np
 UNVETTED_PRIORITY = 1e6  # candidates with no agent trajectory come after every vetted one
 VETTED = ("done", "max_turns")  # trajectory states a human can judge
 # Setting holding the model calibrations: run fingerprint -> {"tasks": {task: fitted model},
-# "queue_maps": {task: curve}} (`annotate.run_calibration` writes it, the queue reads the
+# "queue_maps": {task: curve}} (`annotate.learning.run_calibration` writes it, the queue reads the
 # curves).
 MODEL_CALIBRATION = "model_calibration"
 
@@ -21,7 +21,7 @@ def queue_confidence(
 ) -> float | None:
     """P(YES) as the queue ranks it: mapped through the curve a run's calibration entry
     keeps for this task (`queue_maps`: {task: {"x": logits, "p": P(YES)}}, written by
-    `annotate.run_calibration`), linear between its points in logit P(YES); unchanged
+    `annotate.learning.run_calibration`), linear between its points in logit P(YES); unchanged
     without one.
 
     >>> entry = {"queue_maps": {"cv": {"x": [-2.0, 0.0, 2.0], "p": [0.3, 0.5, 0.7]}}}

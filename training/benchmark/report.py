@@ -652,7 +652,7 @@ def calibrated_section(
 ) -> tuple[list[str], dict]:
     """The goals again for the inspector after `calibrate` has learned from the tune split's
     labels (as it learns from experts' decisions), scored on the test split it never saw."""
-    from annotate.inspector_fit import cv_table
+    from annotate.learning.fit import cv_table
     from training.benchmark.tuning import fit_inspector_model
     from training.evaluate import task_table
 
@@ -667,7 +667,7 @@ def calibrated_section(
         "",
         "`launch.py calibrate` learns from the experts' decisions in the store. Here it "
         "learns from the tune split's labels as if experts had given them "
-        "(`training.benchmark.tuning.fit_inspector_model`, the same `annotate.inspector_fit."
+        "(`training.benchmark.tuning.fit_inspector_model`, the same `annotate.learning.fit."
         "fit`, at least 50 labels per task): a calibration or a learned combiner is switched "
         "on for a task only where cross-validation on tune, holding out whole objects, shows "
         "it beats the rules. The fitted model (`inspector-model.json` in the benchmark "

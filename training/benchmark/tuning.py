@@ -39,7 +39,7 @@ def _per_file(catalog: Path, fn, workers: int) -> list:
 
 def _examples_of(path: str, rows: list[tuple[int, dict[str, str]]]) -> list:
     from agent.formats import load_one
-    from annotate.inspector_fit import examples_from_spectra
+    from annotate.learning.fit import examples_from_spectra
 
     spec = load_one(path)
     return examples_from_spectra(
@@ -62,7 +62,7 @@ def _scores_of(path: str, rows: list[tuple[int, dict[str, str]]]) -> list[dict]:
 
 
 def labelled_examples(catalog: Path, workers: int = DEFAULT_WORKERS) -> list:
-    """The catalogue's labelled rows as `annotate.inspector_fit` examples (grouped by object)."""
+    """The catalogue's labelled rows as `annotate.learning.fit` examples (grouped by object)."""
     return _per_file(catalog, _examples_of, workers)
 
 
@@ -71,7 +71,7 @@ def fit_inspector_model(catalog: Path, out: Path, min_labels: int = 50):
     decisions, and write it where `vet --policy rules --model` reads it."""
     import json
 
-    from annotate.inspector_fit import fit
+    from annotate.learning.fit import fit
 
     model = fit(labelled_examples(catalog), version=1, min_labels=min_labels)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@ Per task, one of:
   A Balmer width the rules do not count as measured (`readable`) is missing too.
 
 `calibrate` switches a task's model on only where the labels support it
-(`annotate.inspector_evidence`). The thought of a verdict a model moved says so, with the
+(`annotate.learning.evidence`). The thought of a verdict a model moved says so, with the
 version and how many expert labels the weighting was learned from; a learned YES over a
 reading the thought quotes against the target is held at 0.50 (the contradiction table). Inference is plain numpy: the agent needs no scikit-learn. The payload is
 JSON, versioned; the policy records the version with every verdict.

@@ -5,7 +5,7 @@ Revises: 0002
 Create Date: 2026-12-01
 
 A candidate drawn into the random audit records the probability with which it was drawn
-(`annotate.audit_sample.draw_audit`: n_h / N_h of its stratum), so every estimate can
+(`annotate.audit.sample.draw_audit`: n_h / N_h of its stratum), so every estimate can
 weight it by 1/pi; NULL for a candidate not in the audit sample. Nullable, so existing
 rows stay valid; plain ADD COLUMN on PostgreSQL, batch copy on SQLite.
 """

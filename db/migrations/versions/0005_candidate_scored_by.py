@@ -5,7 +5,7 @@ Revises: 0004
 Create Date: 2026-12-01
 
 When a newly adopted inspector version re-scores the pending candidates from their stored
-inputs (`annotate.learning`), the candidate's P(YES) no longer is its trajectory's: the
+inputs (`annotate.learning.schedule`), the candidate's P(YES) no longer is its trajectory's: the
 version that produced it is recorded here. NULL: the P(YES) is the shown trajectory's own
 (its run records the version). Nullable, so existing rows stay valid.
 """

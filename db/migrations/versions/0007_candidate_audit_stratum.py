@@ -4,7 +4,7 @@ Revision ID: 0007
 Revises: 0006
 Create Date: 2026-12-03
 
-A draw of the random audit (`annotate.audit_sample.draw_for_store`) records, for every
+A draw of the random audit (`annotate.audit.sample.draw_for_store`) records, for every
 candidate of its population (drawn or not), the stratum its P(YES) put it in at the draw,
 as "<draw>:<verdict> <band>" (e.g. "1:YES 0.95-0.99"). The estimates weigh each candidate by
 that stratum, whatever re-scoring does to its P(YES) afterwards. NULL: in no draw's

@@ -1,6 +1,6 @@
 """The random audit: a stratified draw among the candidates the agent decided confidently,
 and the estimates it allows (precision and completeness of the YES list, the agent's error
-rate per stratum, ECE), each with a 95% interval (`annotate.audit_estimate`).
+rate per stratum, ECE), each with a 95% interval (`annotate.audit.estimate`).
 
 Why: the hand-off queue serves the least certain verdicts first, so the items experts label
 are no sample of anything, and a confident mistake is never seen. A random share of the
@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from annotate.audit_estimate import Estimate, StratumCounts, TaskEstimates, task_figures
+from annotate.audit.estimate import Estimate, StratumCounts, TaskEstimates, task_figures
 
 __all__ = ["Estimate", "StratumCounts", "TaskEstimates"]  # re-exported: the figures' types
 
@@ -196,7 +196,7 @@ def audit_turn(review_count: int, rate: float) -> bool:
 
 def wilson(p: float, n: float, z: float = Z95) -> tuple[float, float]:
     """Wilson's score interval for a proportion p seen on n (possibly effective) items: the
-    reliability diagram's bins (`annotate.agreement.weighted_reliability`).
+    reliability diagram's bins (`annotate.audit.agreement.weighted_reliability`).
 
     >>> [round(v, 3) for v in wilson(0.5, 100)]
     [0.404, 0.596]
@@ -296,7 +296,7 @@ def stratum_counts(items: Iterable[Decided]) -> dict[str, list[StratumCounts]]:
 
 
 def from_counts(counts: dict[str, list[StratumCounts]]) -> dict[str, TaskEstimates]:
-    """Per task, the figures of its strata (`annotate.audit_estimate.task_figures`); the
+    """Per task, the figures of its strata (`annotate.audit.estimate.task_figures`); the
     experts' YES are counted in every stratum, the None one included."""
     return {
         t: task_figures(t, hs, expert_yes_total=sum(h.expert_yes for h in hs))
@@ -310,7 +310,7 @@ def task_estimates(task: str, items: Sequence[Decided], **_: Any) -> TaskEstimat
 
 
 def estimate(items: Iterable[Decided], **_: Any) -> dict[str, TaskEstimates]:
-    """Per task, the audit's figures (annotate.audit_estimate says how each is made).
+    """Per task, the audit's figures (annotate.audit.estimate says how each is made).
 
     >>> pop = [Decided("wd", 0.97, "YES", True, stratum="1:YES 0.95-0.99") for _ in range(95)]
     >>> pop += [Decided("wd", 0.97, "YES", False, 0.05, "1:YES 0.95-0.99") for _ in range(4)]

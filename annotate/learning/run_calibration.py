@@ -1,5 +1,5 @@
 """One model run's P(YES), calibrated per task on the experts' labels (`launch.py calibrate
---run ID`). The rule-based inspector is fitted elsewhere (`annotate.inspector_fit`).
+--run ID`). The rule-based inspector is fitted elsewhere (`annotate.learning.fit`).
 
     python launch.py calibrate --run 3 --db data/loupe.db
 
@@ -15,7 +15,7 @@ Per task, cross-validation with folds grouped by object compares the raw P(YES) 
 temperature scaling (a logistic fit on logit P(YES): a temperature and a bias) and, with
 200 labels of each class, an isotonic map (fewer cannot carry a step map); the lower
 cross-validated log-loss wins, and a task keeps its raw P(YES)
-unless the winner clearly beats it (the inspector's rule, `annotate.inspector_fit.fit_task`).
+unless the winner clearly beats it (the inspector's rule, `annotate.learning.fit.fit_task`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 
 from agent.errors import LoupeError
 from agent.policies.rules.learned import TaskModel
-from annotate.inspector_fit import Example, expert_labels, fit_task
+from annotate.learning.fit import Example, expert_labels, fit_task
 from db.store.rules import MODEL_CALIBRATION
 
 

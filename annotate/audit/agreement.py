@@ -466,7 +466,7 @@ def weighted_reliability(
     ...  for b in weighted_reliability(pts)]
     [(0.0, 5, 0.02, 0.0, 0.0), (0.9, 10, 0.952, 0.9, 0.6)]
     """
-    from annotate.audit_sample import kish, wilson
+    from annotate.audit.sample import kish, wilson
 
     cells: list[list[tuple[float, bool, float]]] = [[] for _ in range(n_bins)]
     for p, yes, w in points:

@@ -105,7 +105,7 @@ def _name(feature: str, label) -> str:
 def proposal(store: Any, model: InspectorModel) -> dict[str, Any]:
     """What adopting `model` would do: pending verdicts it flips per task (from the stored
     values, without rerunning the agent) and its changes in words."""
-    from annotate.rescore import rescore_store
+    from annotate.learning.rescore import rescore_store
 
     r = rescore_store(store, model)
     flips: dict[str, int] = {}

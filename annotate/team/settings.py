@@ -2,8 +2,8 @@
 item, how often gold and audit items are served, when the inspector learns, how long a
 served item stays leased.
 
-The queue (`annotate.queue`), the audit (`annotate.audit_sample`) and the learning schedule
-(`annotate.learning`) read these from the store's settings; `launch.py settings` and the
+The queue (`annotate.queue`), the audit (`annotate.audit.sample`) and the learning schedule
+(`annotate.learning.schedule`) read these from the store's settings; `launch.py settings` and the
 Experts tab (admins) change them here, so each value is checked once, with its reason.
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from annotate.audit_sample import AUDIT_RATE, AUDIT_RATE_SETTING
-from annotate.learning import LEARN_EVERY, LEARN_EVERY_SETTING
+from annotate.audit.sample import AUDIT_RATE, AUDIT_RATE_SETTING
+from annotate.learning.schedule import LEARN_EVERY, LEARN_EVERY_SETTING
 from db.store import QueueConfig
 
 log = logging.getLogger(__name__)

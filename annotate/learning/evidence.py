@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from agent.policies.rules.learned import TaskModel
-from annotate.inspector_models import fit_model, kinds_for, predict, task_features
+from annotate.learning.models import fit_model, kinds_for, predict, task_features
 
 MIN_POSITIVES = 40  # bench/learning_curve.py --thresholds: the smallest without harm
 MIN_NEGATIVES = 40

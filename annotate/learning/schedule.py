@@ -15,7 +15,7 @@ adoption is one transaction, written only at the very end). An in-memory store, 
 other process can open, is fitted in a thread instead.
 
 What is adopted (`learn`): the fit reads every expert label in the store and, per task,
-decides as `annotate.inspector_evidence.select_task` says: a task with too few labels of
+decides as `annotate.learning.evidence.select_task` says: a task with too few labels of
 either class waits (and says what for); otherwise the plain rules, the kind serving now
 and each candidate kind are refitted on the same folds grouped by object (repeated), and
 the candidate replaces what serves only where a paired bootstrap over objects puts its
@@ -27,7 +27,7 @@ against the plain rules instead of the current version and always writes a versi
 On adoption (`Store.adopt_scores`, one transaction): the version becomes the store's
 inspector model (`inspector_model`, what `vet --db` and the app's vetting use), every
 pending candidate whose trajectory stored the model's inputs is re-scored from them
-(`annotate.rescore`, the agent is not rerun) and gets the new P(YES), the verdict it
+(`annotate.learning.rescore`, the agent is not rerun) and gets the new P(YES), the verdict it
 implies, its queue priority (so the queue re-ranks) and `scored_by` = the version; the
 audit log records the adoption: version, the out-of-fold scores per task before and
 after, how many candidates were re-scored and how many verdicts flipped. Every outcome
@@ -47,8 +47,8 @@ from pathlib import Path
 from typing import Any
 
 from agent.policies.rules.learned import InspectorModel, ModelError, TaskModel
-from annotate.inspector_fit import NoLabels, fit, inspector_dir, labelled_from_store
-from annotate.rescore import rescore_store
+from annotate.learning.fit import NoLabels, fit, inspector_dir, labelled_from_store
+from annotate.learning.rescore import rescore_store
 from annotate.vetting.into_store import INSPECTOR_SETTING
 
 log = logging.getLogger(__name__)
@@ -156,7 +156,7 @@ def learn(
     current version (with `force`, against the plain rules, and written even where nothing
     changed: what `launch.py calibrate` asks), re-score the pending candidates with it and
     record the outcome."""
-    from annotate.inspector_fit import expert_labels
+    from annotate.learning.fit import expert_labels
 
     examples, problems = labelled_from_store(store)
     if not examples:

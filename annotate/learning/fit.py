@@ -1,6 +1,6 @@
 """The rule-based inspector's model, fitted from the experts' labels (`launch.py calibrate`).
 
-A model run's P(YES) is calibrated elsewhere (`annotate.run_calibration`); this module fits
+A model run's P(YES) is calibrated elsewhere (`annotate.learning.run_calibration`); this module fits
 the inspector itself, from its own measurements.
 
     python launch.py calibrate --db data/loupe.db
@@ -12,9 +12,9 @@ labels and are left out. For each labelled candidate the inspector's measurement
 from its stored trajectory (its final step keeps what a model reads), or taken again from
 its spectrum where the trajectory lacks them (another policy's, or an older run).
 
-Per task (`fit`, deciding through `annotate.inspector_evidence.select_task`): a task with
+Per task (`fit`, deciding through `annotate.learning.evidence.select_task`): a task with
 too few labels of either class waits and says what for; otherwise the plain rules, the
-kind serving now and each model the labels can carry (`annotate.inspector_models`: a Platt
+kind serving now and each model the labels can carry (`annotate.learning.models`: a Platt
 map and a sign-constrained logistic combiner over the task's measurements, both shrunk
 towards the rules by a prior; isotonic only with hundreds of each class) are refitted on
 the same repeated folds grouped by object, and a new model is adopted only where a paired
@@ -25,7 +25,7 @@ written as JSON (`--out`). `vet --db` and the app's vetting use the store's curr
 for the rules policy (`--model FILE` another, `--model none` the plain rules), and every
 verdict records the version (the run's model and parameters, and `inspector_version` in the
 final step's measurements). The command reports the cross-validated before/after per task.
-`annotate.learning` runs the same fit on a schedule while experts work (and on the
+`annotate.learning.schedule` runs the same fit on a schedule while experts work (and on the
 Dashboard's button), adopting a version only where it beats the current one.
 """
 
@@ -91,10 +91,10 @@ def labelled_from_store(store: Any) -> tuple[list[Example], list[str]]:
     """Every usable labelled decision in the store, and the problems met (one per item).
 
     A candidate whose shown trajectory stored what a model reads (the rules inspector's
-    final step: `annotate.rescore.INPUTS` and the measurements) is learned from those
+    final step: `annotate.learning.rescore.INPUTS` and the measurements) is learned from those
     values; the others' spectra are measured again."""
     from agent.formats import load_one
-    from annotate.rescore import INPUTS
+    from annotate.learning.rescore import INPUTS
 
     labels = expert_labels(store)
     stored = store.final_measurements([c.id for c, _ in labels])
@@ -196,7 +196,7 @@ def _folds(ex: list[Example], k: int, seed: int) -> list[np.ndarray]:
     Splitting one star's realisations across folds would let a learner memorise the star
     and look better than the rules on exactly the spectra it has seen.
     """
-    from annotate.inspector_evidence import fold_sets
+    from annotate.learning.evidence import fold_sets
 
     return fold_sets(ex, k, repeats=1, seed=seed)[0]
 
@@ -204,7 +204,7 @@ def _folds(ex: list[Example], k: int, seed: int) -> list[np.ndarray]:
 def fit_task(
     ex: list[Example], min_labels: int = 50, folds: int = 5, seed: int = 0
 ) -> tuple[TaskModel, dict[str, Any]]:
-    """A model run's calibration (`annotate.run_calibration`: the run's own P(YES) as
+    """A model run's calibration (`annotate.learning.run_calibration`: the run's own P(YES) as
     input, no rules prior to shrink towards) and its cross-validated comparison with the raw
     P(YES). The inspector itself is fitted by `fit`."""
     y = np.array([int(e.label) for e in ex])
@@ -221,7 +221,7 @@ def fit_task(
             "objects out"
         )
         return TaskModel("rules"), report
-    from annotate.inspector_models import ISOTONIC_MIN
+    from annotate.learning.models import ISOTONIC_MIN
 
     # a monotone step map fitted to a handful of one class memorises those objects
     iso = ["isotonic"] if min(n_pos, n - n_pos) >= ISOTONIC_MIN else []
@@ -259,9 +259,9 @@ def fit(
     **select: Any,
 ) -> InspectorModel:
     """The next version: per task, what the labels support against what serves now
-    (`current`, else the plain rules), as `annotate.inspector_evidence.select_task` decides;
+    (`current`, else the plain rules), as `annotate.learning.evidence.select_task` decides;
     a task with no labels here keeps its current model."""
-    from annotate.inspector_evidence import select_task
+    from annotate.learning.evidence import select_task
 
     by: dict[str, list[Example]] = {}
     for e in examples:
