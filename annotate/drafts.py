@@ -2,15 +2,20 @@
 
 The desk keeps one draft per expert and candidate in the store (`Store.draft`): the grade,
 issue flags, spectral type, redshift (with where it came from), the template drawn over
-the spectrum, and a comment given through the API. A page reload or another tab shows it
-again; moving to another candidate shows that candidate's own draft, never this one's.
+the spectrum, a comment given through the API, and a correction's label and wrong step as
+chosen in its panel. A page reload shows it again (only one page of an expert holds a
+candidate at a time: `Store.hold`); moving to another candidate shows that candidate's own
+draft, never this one's.
 
 `set_field` is the one way the desk changes any of these: on a candidate the expert has
-not decided, the draft holds the value and `decide` saves it with the decision (then drops
-it, keeping only the template, which is a view and not part of a review); on one they have
-decided, the value amends their decision as a revision (the redshift as the grade).
-The text an expert types in the page (comment, a reject's reason, a correction) is kept by
-the page itself, per expert and candidate (app/keys.js), and sent with the decision.
+not decided, the draft holds the value and the decision saves it (then the whole draft is
+dropped: a decision leaves none behind); on one they have decided, the value amends their
+decision as a revision (the redshift as the grade), except a correction's label and step,
+which wait in the draft for the correction to be saved, and the template, a view.
+The text an expert types in the page (comment, a reject's reason, a correction's reasoning
+and note) is kept by the page itself, per expert and candidate (app/keys.js), and sent with
+the decision: the draft seeds the form when a candidate is opened, and the form the expert
+sees is what the decision saves.
 """
 
 from __future__ import annotations
@@ -22,9 +27,12 @@ from annotate import review
 from db.models import GRADES, MAX_SPECTYPE, MAX_TEXT, REDSHIFT_SOURCES
 from db.store import Store
 
-# The fields a draft holds; all but the view's own are saved with the decision.
-FIELDS = ("grade", "issues", "spectype", "redshift", "redshift_source", "template", "comment")
-VIEW_ONLY = ("template",)
+# The fields a draft holds. The view's own and a correction's choices never amend a decision
+# already made (a correction is saved whole, with its texts); the rest are saved with the
+# decision, or amend it.
+FIELDS = ("grade", "issues", "spectype", "redshift", "redshift_source", "template", "comment",
+          "label", "wrong_step")  # fmt: skip
+VIEW_ONLY = ("template", "label", "wrong_step")
 SAVED = tuple(f for f in FIELDS if f not in VIEW_ONLY)
 
 
@@ -58,6 +66,20 @@ def clean(name: str, value: Any) -> Any:
         if not math.isfinite(z):
             raise DraftError(f"a redshift is a finite number (got {value!r})")
         return z
+    if name == "label":
+        if value not in ("YES", "NO"):
+            raise DraftError(f"a correction's label is YES or NO (got {value!r})")
+        return value
+    if name == "wrong_step":  # 1-based, as the panel shows it ("none" is no step)
+        if value == "none":
+            return None
+        try:
+            step = int(value)
+        except (TypeError, ValueError):
+            raise DraftError(f"a wrong step is a step number (got {value!r})") from None
+        if step < 1:
+            raise DraftError(f"a wrong step is a step number from 1 (got {step})")
+        return step
     if name == "redshift_source":
         if value not in REDSHIFT_SOURCES:
             raise DraftError(f"a redshift's source is one of {REDSHIFT_SOURCES} (got {value!r})")
@@ -117,17 +139,25 @@ def take(store: Store, expert: str, candidate_id: int) -> dict[str, Any]:
 
 
 def settle(store: Store, expert: str, candidate_id: int) -> None:
-    """After a decision saved the draft: keep only what is not part of a review."""
-    d = get(store, expert, candidate_id)
-    store.put_draft(expert, candidate_id, {k: v for k, v in d.items() if k in VIEW_ONLY})
+    """After a decision saved the draft: none is left behind (the decision holds what it
+    saved; the template drawn is its spectral type)."""
+    store.drop_draft(expert, candidate_id)
 
 
-def restore(store: Store, expert: str, candidate_id: int, taken: Any) -> None:
-    """After an undo left the candidate undecided: the undone decision's grade, flags,
-    type, redshift and comment are its draft again (what the form shows)."""
+def restore(store: Store, expert: str, candidate_id: int, taken: Any, undecided: bool = True
+            ) -> None:  # fmt: skip
+    """After an undo: a correction's label and wrong step are its draft again, and where the
+    candidate is undecided again (no earlier decision came back) the undone decision's grade,
+    flags, type, redshift and comment are too (what the form shows; the page puts its texts
+    back)."""
     d = get(store, expert, candidate_id)
-    for k in SAVED:
-        v = getattr(taken, k, None)
-        if v is not None and v != "":
-            d[k] = v
+    if undecided:
+        for k in SAVED:
+            v = getattr(taken, k, None)
+            if v is not None and v != "":
+                d[k] = v
+    if getattr(taken, "action", None) == "correct":
+        d["label"] = taken.label
+        if taken.wrong_step is not None:
+            d["wrong_step"] = int(taken.wrong_step) + 1  # shown 1-based
     store.put_draft(expert, candidate_id, d)

@@ -65,39 +65,54 @@ class Queue:
         filters: Filters | None = None,
         exclude: Sequence[int] = (),
         keep: Sequence[int] = (),
+        holder: str = "",
     ) -> int | None:
         """Lease the next item for `expert` other than those in `exclude` (the items the
         expert has just moved past); its store id, or None when nothing is left. The
         expert's lease on items in `keep` stays (the one shown while the next is drawn
         ahead); their other leases end. One item in round(1/audit_rate) comes from the
         audit sample, and so do the rest of it once nothing else is left
-        (annotate.audit.sample); it is reviewed like any other."""
+        (annotate.audit.sample); it is reviewed like any other. `holder` names the page
+        (browser tab) served: one page never gets what another page of the expert holds."""
         rate, lease = self.config.audit_rate, self.config.lease_seconds
         e = self.store.expert(expert) if rate > 0 else None
         if e is not None and audit_turn(e.review_count, rate):
-            cid = self.store.next_audit_item(expert, lease, filters, exclude, keep)
+            cid = self.store.next_audit_item(expert, lease, filters, exclude, keep, holder)
             if cid is not None:
                 return cid
-        cid = self.store.next_item(expert, self.config, filters, exclude=exclude, keep=keep)
+        cid = self.store.next_item(
+            expert, self.config, filters, exclude=exclude, keep=keep, holder=holder
+        )
         if cid is None and rate > 0:
-            cid = self.store.next_audit_item(expert, lease, filters, exclude, keep)
+            cid = self.store.next_audit_item(expert, lease, filters, exclude, keep, holder)
         return cid
 
-    def hold(self, expert: str, candidate_id: int) -> bool:
-        """Whether `expert` may decide this item now (their own review, their live lease,
-        or room under `overlap`), leasing it to them if so: what going back to an item
-        through the history, and every decision, checks first."""
-        return self.store.hold(expert, candidate_id, self.config)
+    def hold(self, expert: str, candidate_id: int, holder: str = "") -> bool:
+        """Whether `expert`'s page `holder` may decide this item now (no other page of theirs
+        holds it, and it is their own review, their live lease, or there is room under
+        `overlap`), leasing it to that page if so: what going back to an item through the
+        history, and every write on the desk, checks first."""
+        return self.store.hold(expert, candidate_id, self.config, holder)
 
     def jump(
-        self, expert: str, key: str, task: str | None = None
+        self, expert: str, key: str, task: str | None = None, holder: str = ""
     ) -> tuple[CandidateInfo | None, list[str]]:
-        """Open a chosen candidate by id: (the candidate or None, other experts holding it)."""
+        """Open a chosen candidate by id in the page `holder` (which takes it from another
+        page of the expert's): (the candidate or None, other experts holding it)."""
         info = self.store.find_candidate(key, task)
         if info is None:
             return None, []
-        others = self.store.claim(expert, info.id, self.config.lease_seconds)
+        others = self.store.claim(expert, info.id, self.config.lease_seconds, holder=holder)
         return info, others
+
+    def census(self, expert: str, filters: Filters | None = None, holder: str = "") -> dict:
+        """Why nothing under `filters` is served to `expert`'s page `holder`, counted by
+        reason (`Store.queue_census`): what an empty queue says."""
+        return self.store.queue_census(expert, self.config, filters, holder)
+
+    def held_elsewhere(self, expert: str, candidate_id: int, holder: str = "") -> bool:
+        """Whether another page (browser tab) of `expert`'s holds the item now."""
+        return self.store.held_elsewhere(expert, candidate_id, holder)
 
     def remaining(self, filters: Filters | None = None) -> int:
         """Items still short of `overlap` reviews (ignoring leases and auto-accept)."""

@@ -12,7 +12,8 @@
 
 Beside the label a review carries what the expert adds: `explanation` is the reasoning the
 model should learn (a correction's, or a reject's one-line reason: what the model should
-have concluded), `comment` a note to other experts that is never trained on, `grade` the
+have concluded), `comment` a note to other experts that is never trained on (and `note`, a
+correction's note to them, beside it and never trained on either), `grade` the
 expert's certainty 1-4 (as Marz's QOP / Prospect's VI quality: 4 certain, 3 probable,
 2 possible, 1 a guess), `redshift` with `redshift_source` ("agent" when adopted from
 the agent's estimate, "expert" when typed), Prospect's issue flags `issues` (`ISSUE_FLAGS`:
@@ -67,12 +68,13 @@ __all__ = [
     "issue_flags",
     "my_decision",
     "revise",
+    "revision",
     "spectral_type",
     "undo",
 ]
 
-KEPT = ("explanation", "wrong_step", "comment", "seconds", "trajectory_id", "grade", "redshift",
-        "redshift_source", "issues", "spectype")  # fmt: skip
+KEPT = ("explanation", "wrong_step", "comment", "note", "seconds", "trajectory_id", "grade",
+        "redshift", "redshift_source", "issues", "spectype")  # fmt: skip
 
 
 class ReviewError(StoreError):
@@ -167,13 +169,15 @@ def decide(
     holds them from another action does not leak them into this one. `source` marks
     imported reviews; `verbatim` keeps the explanation exactly as given (an import: the
     file's text as written), where the desk trims what was typed. Other `fields`: comment,
-    seconds, trajectory_id, grade, redshift, redshift_source, issues, spectype (as
+    note (a correction's only), seconds, trajectory_id, grade, redshift, redshift_source,
+    issues, spectype (as
     `db.models.Review` holds them; issue flags in any order or case, see `issue_flags`).
     """
     if action not in DECISIONS:
         raise ReviewError(f"unknown review action {action!r} (expected one of {DECISIONS})")
     reasoned = action in ("correct", "reject")
-    _check_text(explanation=explanation if reasoned else None, comment=fields.get("comment"))
+    _check_text(explanation=explanation if reasoned else None, comment=fields.get("comment"),
+                note=fields.get("note"))  # fmt: skip
     fields.update(
         issues=issue_flags(fields.get("issues")),
         spectype=spectral_type(fields.get("spectype")),
@@ -182,6 +186,7 @@ def decide(
         else None,
         wrong_step=wrong_step if reasoned else None,
         comment=fields.get("comment") or None,
+        note=(fields.get("note") or None) if action == "correct" else None,
     )
     extra: dict[str, Any] = {} if source is None else {"source": source}
     if overlap is not None:
@@ -298,24 +303,31 @@ def undo(
     *,
     lease_seconds: float = DEFAULTS.lease_seconds,
     keep: Sequence[int] = (),
+    holder: str = "",
+    candidate_id: int | None = None,
 ) -> Undone | None:
     """Take back `expert`'s most recent decision: their review returns to the state before
     it (see `_before_last_decision`), and the item is leased back to them for
-    `lease_seconds` (the team's lease) in the same write, so the queue cannot hand it to
-    another expert meanwhile. Their leases on items in `keep` (the one they are looking at)
-    stay. None when there is nothing to undo."""
-    last = store.last_decision(expert)
+    `lease_seconds` (the team's lease) in the same write, held by their page `holder`, so the
+    queue cannot hand it to another expert (or another of their pages) meanwhile. Their
+    leases on items in `keep` (the one they are looking at) stay. With `candidate_id`, the
+    decision taken back is theirs on that candidate (the one a page decided last). None when
+    there is nothing to undo."""
+    if candidate_id is None:
+        last = store.last_decision(expert)
+    else:
+        last = my_decision(store, expert, candidate_id)
     if last is None:
         return None
     prior = _before_last_decision(store, last)
-    others = store.claim(expert, last.candidate_id, lease_seconds, keep=keep)
+    others = store.claim(expert, last.candidate_id, lease_seconds, keep=keep, holder=holder)
     if prior is None:
         action, label, fields = "undo", None, {"trajectory_id": last.trajectory_id}
     else:
         action, label, fields = prior.action, prior.label, _same(prior)
     now = store.record_review(
         expert, last.candidate_id, action, label=label, review_id=last.id, kind="undo",
-        hold_seconds=lease_seconds, **fields,
+        hold_seconds=lease_seconds, holder=holder, **fields,
     )  # fmt: skip
     return Undone(last, now, others)
 
@@ -348,6 +360,14 @@ def my_decision(store: Store, expert: str, candidate_id: int) -> Any:
         return None
     r = next(iter(store.reviews(candidate_id=candidate_id, expert=me.id)), None)
     return None if r is None or r.action == "undo" else r
+
+
+def revision(store: Store, candidate_id: int) -> int:
+    """How many times the candidate's reviews have been written (every expert's decisions,
+    edits and undos): what a page saw when it last drew the candidate. A write from a page
+    that names an older count is a conflict (decided meanwhile in another tab, by another
+    expert, or taken back), never applied to what the page did not show."""
+    return sum(int(r.revision or 0) for r in store.reviews(candidate_id=candidate_id))
 
 
 def decisions(store: Store, candidate_id: int) -> list:

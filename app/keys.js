@@ -4,15 +4,6 @@
   if (window.__loupeKeys) return;
   window.__loupeKeys = true;
 
-  const KEYS = {
-    a: "btn-accept",
-    s: "btn-skip",
-    f: "btn-flag",
-    j: "btn-next",
-    k: "btn-prev",
-    u: "btn-undo",
-  };
-
   const visible = (el) => !!el && el.offsetParent !== null;
 
   const typing = (ev) => {
@@ -111,6 +102,111 @@
   })();
   let storeToken = "";
   const slot = (key) => `loupe-draft|${storeToken}|${expert}|${key}`;
+  // ---- every write names its candidate (app/pages/vet_target.py): the candidate, task and
+  // revision the page shows, and the page's holder id. The id is this tab's: kept across its
+  // reloads (sessionStorage), and new for a duplicated tab (it asks the others first), so
+  // that two tabs of one expert are never served the same candidate.
+  const newTab = () => `t${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+  let tabId = "";
+  try {
+    tabId = window.sessionStorage.getItem("loupe-tab") || "";
+  } catch (e) {
+    tabId = "";
+  }
+  const keepTab = () => {
+    try {
+      window.sessionStorage.setItem("loupe-tab", tabId);
+    } catch (e) {
+      // storage refused: the id lives as long as the page
+    }
+  };
+  if (!tabId) {
+    tabId = newTab();
+    keepTab();
+  }
+  try {
+    const nonce = Math.random().toString(36).slice(2);
+    const chan = new BroadcastChannel("loupe-tabs");
+    chan.onmessage = (e) => {
+      const d = e.data || {};
+      if (d.ask === tabId && d.nonce !== nonce) chan.postMessage({ taken: tabId, to: d.nonce });
+      if (d.taken === tabId && d.to === nonce) {
+        tabId = newTab();
+        keepTab();
+      }
+    };
+    chan.postMessage({ ask: tabId, nonce });
+  } catch (e) {
+    // no BroadcastChannel: a duplicated tab shares its id until reloaded
+  }
+  window.loupeTab = () => tabId;
+  // The revision of each candidate's reviews the page has seen (the header says it, and
+  // every write's answer): it only grows, so the newest is kept.
+  const revs = {};
+  const noteRev = (cid, rev) => {
+    if (cid === undefined || cid === null || rev === undefined || rev === null || rev === "")
+      return;
+    const r = Number(rev);
+    if (!(cid in revs) || r > revs[cid]) revs[cid] = r;
+  };
+  window.loupeRev = (v) => {
+    try {
+      const d = JSON.parse(v || "{}");
+      noteRev(d.cid, d.rev);
+    } catch (e) {
+      // not ours
+    }
+  };
+  // The candidate the header shows: store id, id, task and this expert's decision on it.
+  const headData = () => {
+    const el = document.querySelector("#vet-header .loupe-head");
+    if (!el || !el.dataset || !el.dataset.cid) return null;
+    noteRev(el.dataset.cid, el.dataset.rev);
+    return { cid: Number(el.dataset.cid), key: headId(), task: el.dataset.task || headTask(),
+             saw: el.dataset.mine || "" };
+  };
+  // Whose values the form's controls (grade, flags, type, a correction's label and step)
+  // hold: they come with the server's answer, after the header a key press may have drawn.
+  let formKey = null;
+  const checkedLabels = (sel) =>
+    [...document.querySelectorAll(`${sel} label`)]
+      .filter((l) => { const i = l.querySelector("input"); return i && i.checked; })
+      .map((l) => l.textContent.trim());
+  const formNow = () => {
+    const val = (sel) => { const el = document.querySelector(sel); return el ? el.value : ""; };
+    const grade = document.querySelector("#vet-grade input:checked");
+    const label = document.querySelector("#correct-label input:checked");
+    return {
+      grade: grade ? grade.value : "",
+      issues: checkedLabels("#vet-issues").map((s) => s.charAt(0)).join(""),
+      spectype: val("#vet-spectype input, #vet-spectype textarea"),
+      label: label ? label.value : "",
+      wrong_step: val("#correct-step input") || "none",
+    };
+  };
+  // What a write names, read off the page now; a decision's also carries the texts and the
+  // form kept for the candidate (the form only once it is that candidate's).
+  const snap = (decision) => {
+    const h = headData();
+    if (!h) return null;
+    if (!decision) return h;
+    const key = `${h.key}|${h.task}`;
+    const s = { ...h, ...(savedTexts[key] || {}), ...textsOf(key) };
+    if (formKey === key) s.form = formNow();
+    return s;
+  };
+  // A decision's target, taken at its key press and sent with its request (which may leave
+  // after the next candidate is drawn); marks read the header when they are sent.
+  let pendingTarget = null;
+  const targetJson = (s) =>
+    JSON.stringify(s ? { ...s, rev: s.cid in revs ? revs[s.cid] : null, tab: tabId } : { tab: tabId });
+  window.loupeTarget = (decision, tabOnly) => {
+    if (tabOnly) return JSON.stringify({ tab: tabId });
+    let s = decision ? pendingTarget : null;
+    if (decision) pendingTarget = null;
+    if (!s) s = snap(decision);
+    return targetJson(s);
+  };
   const textsOf = (key) => {
     if (!key || !store) return {};
     try {
@@ -173,27 +269,12 @@
     },
     true
   );
-  // The texts a decision (or a move) carries: the candidate's the key was pressed on.
-  // `id`: the id a key was pressed on (the task was noted at the press); "" for a click on a
-  // button, which decides the candidate on the screen.
-  // what the boxes show for it: its draft, else what is saved (a revisited reject's reason
-  // goes with Enter even when the box already shows the next candidate)
-  const textsJson = (key) => {
-    if (!key) return "";
-    const [id, task] = key.split("|");
-    return JSON.stringify({ key: id, task, ...(savedTexts[key] || {}), ...textsOf(key) });
-  };
-  window.loupeTextsFor = (id) => {
-    const task = pressedTask;
-    pressedTask = "";
-    return textsJson(id ? `${id}|${task || headTask()}` : headKey());
-  };
-  // j, k: the texts of the candidate left (an edited comment on a decided one is saved)
-  let leftKey = null;
+  // j, k: the candidate left, with its texts (an edited comment on a decided one is saved)
+  let leftSnap = null;
   window.loupeLeft = () => {
-    const key = leftKey || headKey();
-    leftKey = null;
-    return textsJson(key);
+    const s = leftSnap || snap(true);
+    leftSnap = null;
+    return targetJson(s);
   };
   // The server's answer: the saved values of the shown candidate's boxes, the texts the
   // store now holds (dropped here), an undo's texts (put back in the form).
@@ -207,7 +288,9 @@
     if (!f || !f.key) return;
     if (f.expert) expert = f.expert;
     if (f.store) storeToken = f.store;
+    noteRev(f.cid, f.rev);
     const key = `${f.key}|${f.task || ""}`;
+    formKey = key;
     savedTexts[key] = {
       comment: f.comment || "",
       reason: f.reason || "",
@@ -374,6 +457,7 @@
   const markStale = () => {
     const id = headId();
     const key = headKey();
+    headData(); // its revision noted
     if (key !== shownId) {
       // another candidate (or the same id of another task): its own clock and texts
       tick();
@@ -473,7 +557,16 @@
   const busy = () => {
     if (unsent > 0) return true;
     if (performance.now() >= busyUntil) {
-      outDone = outAhead = 0; // a request that never answered holds no key past the wait
+      if (outDone + outAhead > 0 || answering > 0) {
+        // a request that never answered holds no key past the wait, and is said
+        outDone = outAhead = 0;
+        answering = 0;
+        if (sending) {
+          sent(-sending);
+          say("A request got no answer from the server: look whether the candidate shows " +
+              "your decision (reload the page if it does not).");
+        }
+      }
       return false;
     }
     return outDone + outAhead > 0;
@@ -503,8 +596,8 @@
   // Whether the last candidate drawn at a key press was brought by a decision (a, r, s, f).
   let decidedDraw = false;
   window.loupeAhead = (v) => {
-    if (answering) {
-      answering = false;
+    if (answering > 0) {
+      answering -= 1;
       sent(-1);
     }
     try {
@@ -530,20 +623,12 @@
     drawnToken = "";
     return t;
   };
-  // Set by a decision's request (app/ui/vet.py): its answer, then what comes next, end it.
-  let answering = false;
+  // Decision requests sent and not answered (app/ui/vet.py): each answer, then what comes
+  // next, ends one.
+  let answering = 0;
   window.loupeDeciding = () => {
-    answering = true;
+    answering += 1;
     return window.loupeDrawn();
-  };
-  // The id on the screen when the decision's key was pressed: the server refuses a decision
-  // whose candidate is not the one it serves this session (app/pages/vet.py `vet_act`).
-  let shownKey = "";
-  let pressedTask = ""; // the task of the candidate a decision was pressed on
-  window.loupeShown = () => {
-    const k = shownKey;
-    shownKey = "";
-    return k;
   };
   // Whether a key press can draw what it brings now (else it waits for the server's answer).
   const canDraw = (which) => !!(ahead && ahead.for === headId() && ahead[which]);
@@ -621,13 +706,187 @@
     },
     true
   );
+  // Keys that may repeat while held: moving through candidates. Every other key acts once
+  // per press: a held `a` decides the candidate it was pressed on, not those drawn after it.
+  const REPEATS = new Set(["j", "k", "[", "]", "{", "}"]);
+  // Candidates (id|task) whose decision from this page is on its way, oldest first: a
+  // second decision pressed on one (its next is not drawn yet) is not sent.
+  const flights = [];
+  const landed = () => {
+    flights.shift();
+  };
+  // A decision: accept, skip, flag (their buttons), a reject with its reason (Enter in the
+  // box, or its button) and a correction (Ctrl+Enter, or its button). It names the
+  // candidate on the screen at the press (`snap`), with the texts and form kept for it, and
+  // draws the next candidate at once where the server handed it over; its request leaves
+  // after the frame that paints that, in key order, and a refusal brings the candidate back
+  // with the reason.
+  const decide = (id, what) => {
+    if (!onVetPage()) return;
+    const target = snap(true);
+    if (!target) return;
+    const key0 = `${target.key}|${target.task}`;
+    if (flights.includes(key0)) {
+      say(`"${what}" not sent: your decision on ${target.key} · ${target.task} is being ` +
+          "saved; the next candidate comes with its answer.");
+      return;
+    }
+    if (!document.getElementById(id)) return;
+    flights.push(key0);
+    sent(1);
+    holdActive();
+    const d = { target, active: heldActive, token: "" };
+    heldActive = null;
+    const drawNow = () => {
+      drawAhead("next");
+      d.token = drawnToken;
+      drawnToken = "";
+    };
+    const fire = () => {
+      const btn = document.getElementById(id);
+      if (!btn || btn.disabled) {
+        // nothing to press (the page changed meanwhile): nothing is sent, and said
+        flights.splice(flights.indexOf(key0), 1);
+        sent(-1);
+        say(`"${what}" not sent: the page changed before it could be.`);
+        return;
+      }
+      pendingTarget = d.target;
+      heldActive = d.active;
+      drawnToken = d.token;
+      btn.click();
+    };
+    const go = () => {
+      expect("ahead"); // until the answer and what follows arrive
+      unsent += 1;
+      requestAnimationFrame(() =>
+        setTimeout(() => {
+          unsent -= 1;
+          busyUntil = performance.now() + ANSWER_WAIT_MS; // an earlier answer may have ended it
+          fire();
+        }, 0)
+      );
+    };
+    if (!busy()) {
+      stats.now += 1;
+      drawNow();
+      go();
+    } else if (canDraw("next")) {
+      stats.now += 1;
+      drawNow();
+      waiting.push(go);
+    } else {
+      stats.waited += 1;
+      waiting.push(() => {
+        if (headKey() === key0) drawNow();
+        go();
+      });
+    }
+  };
+  // j and k: what they bring is drawn at once where it was handed over; the request names
+  // the candidate left (its edited comment is saved, app/pages/vet_texts.py `leave`).
+  const move = (id, which) => {
+    const go = () => {
+      const btn = document.getElementById(id);
+      if (!visible(btn) || btn.disabled) return;
+      leftSnap = snap(true);
+      drawAhead(which, false);
+      const token = drawnToken;
+      drawnToken = "";
+      expect("ahead");
+      const send = () => {
+        drawnToken = token;
+        btn.click();
+      };
+      if (token) {
+        unsent += 1;
+        requestAnimationFrame(() =>
+          setTimeout(() => {
+            unsent -= 1;
+            busyUntil = performance.now() + ANSWER_WAIT_MS;
+            send();
+          }, 0)
+        );
+      } else send();
+    };
+    if (!busy()) {
+      stats.now += 1;
+      go();
+    } else {
+      stats.waited += 1;
+      waiting.push(go);
+    }
+  };
+  // A write that is not a decision (a grade, a flag, the desk's controls, undo): it waits
+  // for earlier answers, then acts if the candidate it was pressed on is still the one on
+  // the screen (else it is dropped, and said); `kind`: how its answer ends the wait.
+  const later = (what, act, kind = "done") => {
+    const on = headKey();
+    const run = () => {
+      if (headKey() !== on) {
+        say(`"${what}" not done: it was pressed on ${on ? on.replace("|", " · ") : "nothing"}, ` +
+            "which is no longer shown.");
+        return;
+      }
+      if (act()) expect(kind);
+    };
+    if (busy()) waiting.push(run);
+    else run();
+  };
+  window.loupeDecide = decide;
+  // What each key does on the vet page; the buttons' clicks take the same paths.
+  const vetKey = (key, shift) => {
+    if (shift && ISSUES[key]) {
+      // a flag decides nothing: it is kept with the decision (or added to it)
+      later(`Shift+${key}`, () => toggleIssue(ISSUES[key]));
+      return;
+    }
+    const k = key.toLowerCase();
+    if (pending() && DECIDES.includes(k)) {
+      // a reason or a correction typed here is saved (or emptied) first; said by the buttons
+      holdText(k);
+      return;
+    }
+    say("");
+    if (k === "r") {
+      if (headData()) openReason();
+      return;
+    }
+    if (k === "c") {
+      // The panel is filled by the answer for the candidate on the screen: wait for it.
+      if (busy()) waiting.push(() => window.loupeOpenCorrect());
+      else window.loupeOpenCorrect();
+      return;
+    }
+    if (["1", "2", "3", "4"].includes(k)) {
+      later(k, () => grade(k));
+      return;
+    }
+    if (k === "a") decide("btn-accept", "a");
+    else if (k === "s") decide("btn-skip", "s");
+    else if (k === "f") decide("btn-flag", "f");
+    else if (k === "j") move("btn-next", "next");
+    else if (k === "k") move("btn-prev", "prev");
+    else if (k === "u") later("u", () => press("btn-undo"), "ahead");
+  };
+  const saveReject = () => {
+    setTimeout(closeReason, 0);
+    decide("btn-save-reject", "Enter");
+  };
+  const saveCorrection = () => {
+    // the focus leaves the boxes at once: a key pressed during the round trip is a key
+    const box = document.activeElement;
+    if (box && box.closest && box.closest("#correct-panel")) box.blur();
+    closeCorrect();
+    decide("btn-save-correct", "Ctrl+Enter");
+  };
   document.addEventListener(
     "keydown",
     (ev) => {
       if (ev.key === "Enter" && !ev.shiftKey && inside(ev, "vet-comment")) commentSent();
       if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey) && inside(ev, "correct-panel")) {
         ev.preventDefault();
-        press("btn-save-correct");
+        if (!ev.repeat) saveCorrection();
         return;
       }
       if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
@@ -640,32 +899,10 @@
         return;
       }
       if (ev.key === "Enter" && inside(ev, "reject-reason")) {
-        // The box's submit saves the reject with the reason. It is a decision like a/s/f:
-        // while an earlier key's answer is on its way it waits its turn (Gradio submits on
-        // keypress, which a prevented keydown never sends), so it applies to the candidate
-        // on the screen, not the one the server last answered for.
-        const box = ev.target;
-        const on = headId();
-        const onTask = headTask();
-        setTimeout(closeReason, 0);
-        sent(1);
-        if (busy()) {
-          ev.preventDefault();
-          waiting.push(() => {
-            expect("ahead");
-            holdActive();
-            drawAhead("next");
-            shownKey = on;
-            pressedTask = onTask;
-            box.dispatchEvent(new KeyboardEvent("keypress", { key: "Enter", bubbles: true }));
-          });
-        } else {
-          expect("ahead");
-          holdActive();
-          drawAhead("next");
-          shownKey = on;
-          pressedTask = onTask;
-        }
+        // a decision like a/s/f, named at the press; Gradio's own submit (on keypress, which
+        // a prevented keydown never sends) is for API callers
+        ev.preventDefault();
+        if (!ev.repeat) saveReject();
         return;
       }
       if (ev.key === "Escape" && (inside(ev, "correct-panel") || shown("correct-panel"))) {
@@ -685,117 +922,60 @@
         ev.preventDefault();
         return;
       }
-      if (onVetPage() && ev.shiftKey && ISSUES[ev.key]) {
-        // a flag decides nothing: it is kept with the decision (or added to it)
-        ev.preventDefault();
-        const send = () => {
-          if (toggleIssue(ISSUES[ev.key])) expect("done");
-        };
-        if (busy()) waiting.push(send);
-        else send();
-        return;
-      }
-      const key = ev.key.toLowerCase();
-      if (onVetPage() && pending() && DECIDES.includes(key)) {
-        // a reason or a correction typed here is saved (or emptied) first; said by the buttons
-        ev.preventDefault();
-        holdText(key);
-        return;
-      }
-      if (onVetPage()) say("");
-      if (onVetPage() && key === "r") {
-        ev.preventDefault();
-        openReason();
-        return;
-      }
-      if (onVetPage() && key === "c") {
-        ev.preventDefault();
-        // The panel is filled by the answer for the candidate on the screen: wait for it.
-        if (busy()) waiting.push(() => window.loupeOpenCorrect());
-        else window.loupeOpenCorrect();
-        return;
-      }
-      if (onVetPage() && ["1", "2", "3", "4"].includes(key)) {
-        ev.preventDefault();
-        const send = () => {
-          if (grade(key)) expect("done");
-        };
-        if (busy()) waiting.push(send);
-        else send();
-        return;
-      }
-      const id = KEYS[key];
-      if (!id) return;
-      const deciding = DECIDES.includes(key);
-      // Only on the vet page: hidden buttons (another tab is open) are not pressed.
-      // -- vet speed: j, k and a decision draw what they bring before the click, whose
-      // request carries what was drawn; the decision is saved meanwhile, and a refusal
-      // brings its candidate back with the reason (the server's answer redraws it).
-      // `drawn`: a decision pressed while an earlier answer is on its way, drawn at its key
-      // press; its click waits its turn with what it drew, its seconds and its candidate.
-      const draw = () => {
-        const on = headId();
-        const task = headTask();
-        holdActive();
-        drawAhead("next");
-        const d = { token: drawnToken, active: heldActive, on, task };
-        drawnToken = "";
-        heldActive = null;
-        return d;
-      };
-      const go = (drawn) => {
-        const btn = document.getElementById(id);
-        if (!visible(btn) || btn.disabled) {
-          if (deciding) sent(-1);
-          return;
-        }
-        let send;
-        if (key === "j" || key === "k") {
-          leftKey = headKey();
-          drawAhead(key === "j" ? "next" : "prev", false);
-          const token = drawnToken;
-          send = () => {
-            drawnToken = token;
-            btn.click();
-          };
-        } else if (deciding) {
-          const d = drawn || draw();
-          send = () => {
-            drawnToken = d.token;
-            heldActive = d.active;
-            shownKey = d.on;
-            pressedTask = d.task;
-            btn.click();
-          };
-        } else send = () => btn.click();
-        expect("ahead"); // until the answer and what follows arrive
-        // The click (Gradio's dispatch of the request) goes after the frame that paints
-        // what was drawn: the expert sees the next candidate a dispatch sooner. Keys pressed
-        // meanwhile wait (unsent), so requests leave in key order with what each drew.
-        if (drawnToken || deciding) {
-          unsent += 1;
-          requestAnimationFrame(() =>
-            setTimeout(() => {
-              unsent -= 1;
-              busyUntil = performance.now() + ANSWER_WAIT_MS; // an earlier answer may have ended it
-              send();
-            }, 0)
-          );
-        } else send();
-      };
       if (!onVetPage()) return;
+      const key = ev.key;
+      const mine = (ev.shiftKey && ISSUES[key]) || "rcjkasfu1234".includes(key.toLowerCase());
+      if (!mine || key.length !== 1) return;
       ev.preventDefault();
-      if (deciding) sent(1);
-      if (!busy()) {
-        stats.now += 1;
-        go();
-      } else if (deciding && canDraw("next") && visible(document.getElementById(id))) {
-        stats.now += 1;
-        const d = draw();
-        waiting.push(() => go(d));
-      } else {
-        stats.waited += 1;
-        waiting.push(() => go());
+      if (ev.repeat && !REPEATS.has(key.toLowerCase())) return; // held: acts once
+      vetKey(key, ev.shiftKey);
+    },
+    true
+  );
+  // The buttons take their keys' paths (a click is a key press): Reject opens the reason
+  // box, a decision is named at the click and drawn ahead, and a control clicked while an
+  // earlier answer is on its way waits for it, then acts on the candidate it was clicked
+  // on if that is still shown. Clicks made by this script itself (`press`) pass.
+  const BUTTON_KEYS = {
+    "btn-accept": "a", "btn-skip": "s", "btn-flag": "f", "btn-next": "j", "btn-prev": "k",
+    "btn-undo": "u", "btn-reject": "r", "btn-correct": "c",
+  };
+  const CONTROLS = "#vet-dock, #correct-panel, #desk, #vet-options, #btn-comment, " +
+    '[id^="btn-z-"], #btn-template-next, #vet-filters';
+  document.addEventListener(
+    "click",
+    (ev) => {
+      if (!ev.isTrusted || !onVetPage()) return;
+      const el = ev.target && ev.target.closest ? ev.target : null;
+      if (!el) return;
+      const btn = el.closest("button[id]");
+      const stop = () => {
+        ev.preventDefault();
+        ev.stopImmediatePropagation();
+      };
+      if (btn && BUTTON_KEYS[btn.id]) {
+        stop();
+        vetKey(BUTTON_KEYS[btn.id], false);
+        return;
+      }
+      if (btn && btn.id === "btn-save-reject") {
+        stop();
+        saveReject();
+        return;
+      }
+      if (btn && btn.id === "btn-save-correct") {
+        stop();
+        saveCorrection();
+        return;
+      }
+      const ctl = el.closest(CONTROLS);
+      if (ctl && busy() && !el.closest("textarea, input[type=text], input[type=number]")) {
+        stop();
+        const target = ev.target;
+        later("click", () => {
+          target.click();
+          return false; // its own event ends its wait (a grade's, a flag's .then)
+        });
       }
     },
     true
@@ -884,12 +1064,14 @@
         box.select();
         return;
       }
+      // each redraws the candidate (a write where it sets its redshift or template): it waits
+      // for earlier answers and acts on the candidate it was pressed on, once per press
       const toggle = TOGGLES[key];
       if (toggle) {
         const box = document.querySelector(`#${toggle} input[type=checkbox]`);
         if (!visible(box)) return;
         ev.preventDefault();
-        box.click();
+        if (!ev.repeat) later(key, () => { box.click(); return true; });
         return;
       }
       const id = DESK[key];
@@ -897,7 +1079,8 @@
       const btn = document.getElementById(id);
       if (!visible(btn) || btn.disabled) return;
       ev.preventDefault();
-      btn.click();
+      if (ev.repeat && !REPEATS.has(key)) return;
+      later(key, () => { btn.click(); return true; });
     },
     true
   );
@@ -915,8 +1098,12 @@
     const go = document.getElementById("btn-z-typed");
     if (!go || box.value === zSent) return;
     zSent = box.value;
-    window.loupeTypedZ = box.value;
-    go.click();
+    const value = box.value;
+    later("z", () => {
+      window.loupeTypedZ = value;
+      go.click();
+      return true;
+    });
   };
   // After the server's answer to a typed z: the box shows the z in force (the slider's),
   // so a refused value does not stay in it as if it were recorded.

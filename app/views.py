@@ -57,6 +57,7 @@ class VetView:
     steps: list[StepView]
     answer_html: str
     correct_label: str | None = None
+    wrong_step: str = "none"  # the correct panel's step, 1-based as it shows it
     explanation: str = ""
     step_choices: list[str] = field(default_factory=lambda: ["none"])
     message: str = ""
@@ -114,10 +115,13 @@ class ExportView:
 
 
 def new_state() -> dict[str, Any]:
-    """Per-session state: the candidate shown (store id and key), when it was shown, and
-    the session's history for k/j. What the expert sets on a candidate before deciding it
+    """Per-session state: the candidate shown (store id and key), when it was shown, the
+    session's history for k/j and the candidates this page decided (what `u` takes back,
+    newest last). It says where j and k go; no write acts on it: every write names its
+    candidate (app.pages.vet_target). What the expert sets on a candidate before deciding it
     is its draft, in the store (`annotate.drafts`), not here: a reload keeps it."""
-    return {"current": None, "key": None, "shown_at": None, "history": [], "pos": -1}
+    return {"current": None, "key": None, "shown_at": None, "history": [], "pos": -1,
+            "decided": []}  # fmt: skip
 
 
 def current_id(state: dict[str, Any]) -> str:

@@ -88,6 +88,7 @@ def bench_server(ctx, n: int, ahead: bool = False) -> list[float]:
     (`vet.prefetch`, not timed), so the switch itself finds its panels built."""
     from app import context, views
     from app.pages import vet as vet_page
+    from app.pages import vet_writes
 
     ex = context.expert_for(ctx, None)
     f, d = views.QueueFilters(), views.Display()
@@ -97,7 +98,7 @@ def bench_server(ctx, n: int, ahead: bool = False) -> list[float]:
         if ahead:
             vet_page.prefetch(ctx, ex, st, f, d)
         t0 = time.perf_counter()
-        st, view = vet_page.vet_act(ctx, ex, st, "skip", f, d)
+        st, view = vet_writes.vet_act(ctx, ex, st, "skip", f, d)
         out.append((time.perf_counter() - t0) * 1000)
         if st["current"] is None:
             break
@@ -125,7 +126,7 @@ def bench_during_fit(ctx, n: int) -> tuple[list[float], list[float], int]:
             fits += lr.start("bench", force=True)
             time.sleep(0.5)  # the child is starting: its imports are part of the load
         t0 = time.perf_counter()
-        st, _ = vet_page.vet_act(ctx, ex, st, "skip", f, d)
+        st, _ = vet_writes.vet_act(ctx, ex, st, "skip", f, d)
         ms = (time.perf_counter() - t0) * 1000
         if not fitting:
             idle.append(ms)

@@ -247,6 +247,8 @@ class Review(Base):
     explanation: Mapped[str | None] = mapped_column(Text)
     wrong_step: Mapped[int | None] = mapped_column(Integer)
     comment: Mapped[str | None] = mapped_column(Text)  # a note to other experts: never trained on
+    # a correction's note to other experts, beside the comment: never trained on either
+    note: Mapped[str | None] = mapped_column(Text)
     seconds: Mapped[float | None] = mapped_column(Float)  # active time on the item
     grade: Mapped[int | None] = mapped_column(Integer)  # GRADES
     redshift: Mapped[float | None] = mapped_column(Float)
@@ -273,6 +275,7 @@ class ReviewRevision(Base):
     explanation: Mapped[str | None] = mapped_column(Text)
     wrong_step: Mapped[int | None] = mapped_column(Integer)
     comment: Mapped[str | None] = mapped_column(Text)
+    note: Mapped[str | None] = mapped_column(Text)
     seconds: Mapped[float | None] = mapped_column(Float)
     grade: Mapped[int | None] = mapped_column(Integer)  # GRADES
     redshift: Mapped[float | None] = mapped_column(Float)
@@ -338,6 +341,8 @@ class Lease(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     candidate_id: Mapped[int] = mapped_column(ForeignKey("candidate.id"))
     expert_id: Mapped[int] = mapped_column(ForeignKey("expert.id"), index=True)
+    # the page (browser tab) it was served to: an expert's two tabs never hold one item
+    holder: Mapped[str] = mapped_column(String(64), default="", server_default="")
     created: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     expires: Mapped[dt.datetime] = mapped_column(DateTime)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from types import SimpleNamespace
 
@@ -16,6 +17,7 @@ from app.pages import experts as experts_page
 from app.pages import export as export_page
 from app.pages import upload as upload_page
 from app.pages import vet as vet_page
+from app.pages import vet_writes
 from db.settings import DEFAULTS, ServeSettings
 from tests.app_support import context
 
@@ -64,7 +66,7 @@ def test_accept_reject_correct_skip_flag_are_saved_at_once(ctx):
         cid = st["current"]
         seen.append(cid)
         st["shown_at"] = time.time() - 4.0  # as if the expert looked for four seconds
-        st, view = vet_page.vet_act(ctx, ex, st, action, F, D)
+        st, view = vet_writes.vet_act(ctx, ex, st, action, F, D)
         assert view.message.startswith(f"Saved **{action}**")
         (r,) = ctx.store.reviews(candidate_id=cid)
         assert r.action == action and 3.9 < r.seconds < 30
@@ -77,7 +79,7 @@ def test_accept_reject_correct_skip_flag_are_saved_at_once(ctx):
             assert c.flagged
     assert len(set(seen)) == 4 and st["current"] not in seen
     cid = st["current"]
-    st, view = vet_page.vet_act(ctx, ex, st, "correct", F, D, label="YES", explanation="C2 at 5165",
+    st, view = vet_writes.vet_act(ctx, ex, st, "correct", F, D, label="YES", explanation="C2 at 5165",
                          wrong_step="2")  # fmt: skip
     (r,) = ctx.store.reviews(candidate_id=cid)
     assert (r.action, r.label, r.explanation, r.wrong_step) == ("correct", "YES", "C2 at 5165", 1)
@@ -86,7 +88,7 @@ def test_accept_reject_correct_skip_flag_are_saved_at_once(ctx):
 def test_correct_without_label_stores_nothing(ctx):
     ex = app_context.expert_for(ctx, None)
     st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
-    st2, view = vet_page.vet_act(ctx, ex, st, "correct", F, D, label=None)
+    st2, view = vet_writes.vet_act(ctx, ex, st, "correct", F, D, label=None)
     assert "Choose the correct label" in view.message
     assert st2["current"] == st["current"] and ctx.store.reviews() == []
 
@@ -95,7 +97,7 @@ def test_prev_next_walk_the_session_history(ctx):
     ex = app_context.expert_for(ctx, None)
     st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
     a = st["current"]
-    st, _ = vet_page.vet_act(ctx, ex, st, "accept", F, D)
+    st, _ = vet_writes.vet_act(ctx, ex, st, "accept", F, D)
     b = st["current"]
     st, _ = vet_page.vet_prev(ctx, ex, st, F, D)
     assert st["current"] == a
@@ -103,7 +105,7 @@ def test_prev_next_walk_the_session_history(ctx):
     assert st["current"] == b
     # revising one's own review from history is allowed and keeps the history
     st, _ = vet_page.vet_prev(ctx, ex, st, F, D)
-    st, _ = vet_page.vet_act(ctx, ex, st, "reject", F, D)
+    st, _ = vet_writes.vet_act(ctx, ex, st, "reject", F, D)
     (r,) = ctx.store.reviews(candidate_id=a)
     assert r.action == "reject" and r.revision == 2
 
@@ -136,13 +138,13 @@ def test_comment_is_kept_then_saved_with_the_decision(ctx):
     ex = app_context.expert_for(ctx, None)
     st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
     cid = st["current"]
-    st, msg = vet_page.vet_comment(ctx, ex, st, "odd continuum <b>x</b>")
+    st, msg = vet_writes.vet_comment(ctx, ex, st, "odd continuum <b>x</b>")
     assert "kept" in msg and ctx.store.reviews() == []
-    st, _ = vet_page.vet_act(ctx, ex, st, "accept", F, D)
+    st, _ = vet_writes.vet_act(ctx, ex, st, "accept", F, D)
     (r,) = ctx.store.reviews(candidate_id=cid)
     assert r.comment == "odd continuum <b>x</b>"
     st, _ = vet_page.vet_prev(ctx, ex, st, F, D)
-    st, msg = vet_page.vet_comment(ctx, ex, st, "second thought")
+    st, msg = vet_writes.vet_comment(ctx, ex, st, "second thought")
     (r,) = ctx.store.reviews(candidate_id=cid)
     assert r.comment == "second thought" and r.action == "accept"
 
@@ -166,7 +168,7 @@ def test_skipping_serves_a_new_candidate_with_its_panels_each_time(ctx):
     st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
     seen = [st["current"]]
     for _ in range(8):
-        st, view = vet_page.vet_act(ctx, ex, st, "skip", F, D)
+        st, view = vet_writes.vet_act(ctx, ex, st, "skip", F, D)
         if st["current"] is None:
             break
         assert st["current"] not in seen and view.global_fig["data"]
@@ -177,16 +179,16 @@ def test_skipping_serves_a_new_candidate_with_its_panels_each_time(ctx):
 def test_login_mode_identity_and_permissions(team):
     assert app_context.expert_for(team, SimpleNamespace(username=None)) is None
     assert app_context.expert_for(team, SimpleNamespace(username="mallory")) is None
-    st, view = vet_page.vet_act(team, None, {"current": 1, "key": "x"}, "accept", F, D)
+    st, view = vet_writes.vet_act(team, None, {"current": 1, "key": "x"}, "accept", F, D)
     assert "Log in" in view.message and team.store.reviews() == []
     bob, cyd, ada = who(team, "bob"), who(team, "cyd"), who(team, "ada")
     from annotate.team import settings as team_settings
 
     team_settings.change(team.store, "overlap", "2", "ada")  # two labels per item asked
     st, _ = vet_page.vet_jump(team, bob, views.new_state(), team.store.candidate(1).key, D)
-    vet_page.vet_act(team, bob, st, "accept", F, D)
+    vet_writes.vet_act(team, bob, st, "accept", F, D)
     st, _ = vet_page.vet_jump(team, cyd, views.new_state(), team.store.candidate(1).key, D)
-    vet_page.vet_act(team, cyd, st, "reject", F, D)
+    vet_writes.vet_act(team, cyd, st, "reject", F, D)
     by = {team.store.expert(r.expert_id).name: r for r in team.store.reviews(candidate_id=1)}
     assert by["bob"].action == "accept" and by["cyd"].action == "reject"  # each their own
     assert "Refused" in export_page.run_export(team, bob, "rl").message
@@ -280,7 +282,7 @@ def test_dashboard_figures_are_valid(ctx):
     st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
     for action in ("accept", "reject", "accept"):
         st["shown_at"] = time.time() - 5
-        st, _ = vet_page.vet_act(ctx, ex, st, action, F, D)
+        st, _ = vet_writes.vet_act(ctx, ex, st, action, F, D)
     dv = dashboard_page.dashboard(ctx, ex, "all", 0.9)
     for fig in (dv.progress, dv.rates, dv.confusion, dv.reliability, dv.speed, dv.gold):
         go.Figure(fig)
@@ -319,7 +321,7 @@ def test_moving_is_not_deciding(ctx):
     assert len(set(seen)) == 13 and ctx.store.reviews() == []  # twelve j presses, no skips
     st, _ = vet_page.vet_prev(ctx, ex, st, F, D)
     assert st["current"] == seen[-2] and ctx.store.reviews() == []
-    st, view = vet_page.vet_act(ctx, ex, st, "skip", F, D)
+    st, view = vet_writes.vet_act(ctx, ex, st, "skip", F, D)
     assert [r.action for r in ctx.store.reviews()] == ["skip"]
 
 
@@ -327,9 +329,9 @@ def test_grade_undo_and_reason(ctx):
     ex = app_context.expert_for(ctx, None)
     st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
     a = st["current"]
-    st, msg = vet_page.vet_grade(ctx, ex, st, "3")
+    st, msg = vet_writes.vet_grade(ctx, ex, st, "3")
     assert "kept" in msg and ctx.store.reviews() == []
-    st, view = vet_page.vet_act(ctx, ex, st, "reject", F, D, explanation="an M giant: TiO only",
+    st, view = vet_writes.vet_act(ctx, ex, st, "reject", F, D, explanation="an M giant: TiO only",
                                 active_seconds=7.5)  # fmt: skip
     (r,) = ctx.store.reviews(candidate_id=a)
     assert (r.action, r.grade, r.explanation, r.seconds) == ("reject", 3, "an M giant: TiO only",
@@ -337,7 +339,7 @@ def test_grade_undo_and_reason(ctx):
     assert "7.5 s active" in view.message
     # the grade alone, after deciding: a revision of the review
     st, _ = vet_page.vet_prev(ctx, ex, st, F, D)
-    st, msg = vet_page.vet_grade(ctx, ex, st, 4)
+    st, msg = vet_writes.vet_grade(ctx, ex, st, 4)
     assert (
         "saved" in msg
         and ctx.store.review(r.id).grade == 4
@@ -346,20 +348,20 @@ def test_grade_undo_and_reason(ctx):
     st, view = vet_page.vet_next(ctx, ex, st, F, D)
     b = st["current"]
     # undo: the last decision is taken back, kept in the history, and shown again
-    st, view = vet_page.vet_undo(ctx, ex, st, D)
+    st, view = vet_writes.vet_undo(ctx, ex, st, D)
     assert st["current"] == a and "Took back your **reject**" in view.message
     assert [h.action for h in ctx.store.review_history(r.id)] == ["reject", "reject"]
     assert ctx.store.review(r.id).action == "undo" and ctx.store.candidate(a).label is None
-    st, view = vet_page.vet_undo(ctx, ex, st, D)
+    st, view = vet_writes.vet_undo(ctx, ex, st, D)
     assert "Nothing to undo" in view.message
-    st, _ = vet_page.vet_act(ctx, ex, st, "accept", F, D)
+    st, _ = vet_writes.vet_act(ctx, ex, st, "accept", F, D)
     assert ctx.store.review(r.id).action == "accept" and b is not None
     # the correct panel never starts from the agent's explanation, and warns on notes
     assert view.explanation == ""
-    st, view = vet_page.vet_act(ctx, ex, st, "correct", F, D, label="NO",
+    st, view = vet_writes.vet_act(ctx, ex, st, "correct", F, D, label="NO",
                                 explanation="the agent mislabelled this")  # fmt: skip
     assert "reads like a note about the agent" in view.message
-    st, view = vet_page.vet_act(ctx, ex, st, "correct", F, D, label="NO", explanation="x" * 2001)
+    st, view = vet_writes.vet_act(ctx, ex, st, "correct", F, D, label="NO", explanation="x" * 2001)
     assert "Not saved" in view.message and "2001 characters" in view.message
 
 
@@ -441,18 +443,18 @@ def test_the_experts_redshift_is_stored_with_the_decision(ctx):
     st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
     a = st["current"]
     st, _ = desk.keep_z(ctx, ex, desk.set_z(st, 1.27))
-    st, _ = vet_page.vet_act(ctx, ex, st, "accept", F, D)
+    st, _ = vet_writes.vet_act(ctx, ex, st, "accept", F, D)
     (r,) = ctx.store.reviews(candidate_id=a)
     assert (r.redshift, r.redshift_source) == (1.27, "expert")
     b = st["current"]
     assert b != a
     st, _ = desk.keep_z(ctx, ex, desk.set_z(st, 0.5, source="agent"))
-    st, _ = vet_page.vet_act(ctx, ex, st, "skip", F, D)
+    st, _ = vet_writes.vet_act(ctx, ex, st, "skip", F, D)
     (r2,) = ctx.store.reviews(candidate_id=b)
     assert (r2.redshift, r2.redshift_source) == (0.5, "agent")
     # the z chosen on b does not follow the expert to the next candidate
     c = st["current"]
-    st, _ = vet_page.vet_act(ctx, ex, st, "flag", F, D)
+    st, _ = vet_writes.vet_act(ctx, ex, st, "flag", F, D)
     (r3,) = ctx.store.reviews(candidate_id=c)
     assert (r3.redshift, r3.redshift_source) == (None, None)
 
@@ -482,7 +484,7 @@ def test_prefetch_is_what_j_and_k_bring(ctx):
     ahead = vet_page.prefetch(ctx, ex, st, F, D)
     st, _ = vet_page.vet_next(ctx, ex, st, F, D)
     ahead = vet_page.prefetch(ctx, ex, st, F, D)
-    st, view = vet_page.vet_act(ctx, ex, st, "skip", F, D)
+    st, view = vet_writes.vet_act(ctx, ex, st, "skip", F, D)
     assert view.candidate_id == ahead["next"]["key"]
 
 
@@ -502,11 +504,11 @@ def test_undo_takes_the_teams_lease_and_keeps_the_item_shown(team):
     ada, bob, cyd = who(ctx, "ada"), who(ctx, "bob"), who(ctx, "cyd")
     st, _ = vet_page.vet_next(ctx, ada, views.new_state(), F, D)
     x = st["current"]
-    st, _ = vet_page.vet_act(ctx, ada, st, "accept", F, D)
+    st, _ = vet_writes.vet_act(ctx, ada, st, "accept", F, D)
     y = st["current"]
     assert vet_page.prefetch(ctx, ada, st, F, D) is not None  # the next one drawn ahead
     vet_page.vet_jump(ctx, cyd, views.new_state(), ctx.store.candidate(x).key, D)
-    st, view = vet_page.vet_undo(ctx, ada, st, D)
+    st, view = vet_writes.vet_undo(ctx, ada, st, D)
     held = _leases(ctx, "ada")
     assert 85 <= held[x] <= 95, held[x]  # the team's 90 s, not the store's 600 s default
     assert y in held
@@ -530,9 +532,9 @@ def test_history_does_not_send_an_expert_to_an_item_another_has_taken(team):
     assert st["current"] == y and "Passed over" in view.message
     # a stale page that still shows x cannot decide it
     stale = {**st, "current": x, "key": ctx.store.candidate(x).key}
-    _, view = vet_page.vet_act(ctx, ada, stale, "accept", F, D)
+    _, view = vet_writes.vet_act(ctx, ada, stale, "accept", F, D)
     assert "Not saved" in view.message and "taken by another expert" in view.message
-    vet_page.vet_act(ctx, bob, bst, "reject", F, D, explanation="a sky line")
+    vet_writes.vet_act(ctx, bob, bst, "reject", F, D, explanation="a sky line")
     assert [r.expert_id for r in ctx.store.reviews(candidate_id=x)] == [ctx.store.expert("bob").id]
 
 
@@ -546,19 +548,19 @@ def test_undo_brings_back_the_earlier_decision_and_is_never_a_decision(ctx):
     st, _ = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
     a = st["current"]
     verdict = ctx.store.candidate(a).verdict
-    st, _ = vet_page.vet_grade(ctx, ex, st, 3)
-    st, _ = vet_page.vet_act(ctx, ex, st, "accept", F, D)
+    st, _ = vet_writes.vet_grade(ctx, ex, st, 3)
+    st, _ = vet_writes.vet_act(ctx, ex, st, "accept", F, D)
     st, _ = vet_page.vet_prev(ctx, ex, st, F, D)
     assert st["current"] == a
-    st, _ = vet_page.vet_act(ctx, ex, st, "reject", F, D, explanation="TiO only")
-    st, view = vet_page.vet_undo(ctx, ex, st, D)
+    st, _ = vet_writes.vet_act(ctx, ex, st, "reject", F, D, explanation="TiO only")
+    st, view = vet_writes.vet_undo(ctx, ex, st, D)
     assert st["current"] == a and "earlier **accept** is back" in view.message
     (r,) = ctx.store.reviews(candidate_id=a)
     assert (r.action, r.label, r.grade, r.explanation) == ("accept", verdict, 3, None)
     assert ctx.store.candidate(a).label == verdict
     assert "1 review(s)" in view.header_html and "your review: <b>accept" in view.header_html
     assert [row["action"] for row in vi_rows(ctx.store)] == ["accept"]
-    st, view = vet_page.vet_undo(ctx, ex, st, D)
+    st, view = vet_writes.vet_undo(ctx, ex, st, D)
     assert "undecided again" in view.message
     assert ctx.store.review(r.id).action == "undo"
     assert "review(s)" not in view.header_html and "your review" not in view.header_html
@@ -590,10 +592,10 @@ def test_experts_at_once_never_review_an_item_twice_under_overlap_1(team):
             elif key == "k":
                 st, _ = vet_page.vet_prev(ctx, ex, st, F, D)
             elif key == "u":
-                st, _ = vet_page.vet_undo(ctx, ex, st, D)
+                st, _ = vet_writes.vet_undo(ctx, ex, st, D)
             else:
                 action = "accept" if key == "a" else "reject"
-                st, _ = vet_page.vet_act(ctx, ex, st, action, F, D, explanation="x")
+                st, _ = vet_writes.vet_act(ctx, ex, st, action, F, D, explanation="x")
             vet_page.prefetch(ctx, ex, st, F, D)
 
     run_threads(desk, [("bob", 1), ("cyd", 2), ("dan", 3)], barrier=True, timeout=600)
@@ -605,10 +607,20 @@ def test_experts_at_once_never_review_an_item_twice_under_overlap_1(team):
     assert twice == []
 
 
-def test_two_decisions_ahead_and_a_decision_names_its_candidate(ctx):
+def page_for(ctx, cid: int, tab: str = "", **texts: str) -> str:
+    """What the page sends with a write on candidate `cid` as it shows it now."""
+    from annotate import review
+
+    c = ctx.store.candidate(cid)
+    rev = review.revision(ctx.store, cid)
+    return json.dumps({"cid": cid, "key": c.key, "task": c.task, "rev": rev, "tab": tab, **texts})
+
+
+def test_two_decisions_ahead_and_each_decision_acts_on_the_candidate_it_names(ctx):
     """The page is handed the next two candidates (a second key pressed before the server's
-    answer draws the one after), both leased, and a decision sent for a candidate other than
-    the one the session serves is refused and changes nothing."""
+    answer draws the one after), both leased; each decision acts on exactly the candidate
+    its page names, whatever the session last showed, and one naming a revision older than
+    the store's is refused, naming the candidate, and changes nothing."""
     ex = app_context.expert_for(ctx, None)
     st, first = vet_page.vet_next(ctx, ex, views.new_state(), F, D)
     ahead = vet_page.prefetch(ctx, ex, st, F, D)
@@ -616,11 +628,18 @@ def test_two_decisions_ahead_and_a_decision_names_its_candidate(ctx):
     assert len({first.candidate_id, nxt, after}) == 3
     held = {ctx.store.candidate(c).key for c in _leases(ctx, ex.name)}
     assert {first.candidate_id, nxt, after} <= held
-    st2, view = vet_page.vet_act(ctx, ex, st, "accept", F, D, shown=nxt)
-    assert "Not saved" in view.message and nxt in view.message
-    assert st2["current"] == st["current"] and ctx.store.reviews() == []
-    st, view = vet_page.vet_act(ctx, ex, st, "accept", F, D, shown=first.candidate_id)
+    ids = {ctx.store.find_candidate(k).key: ctx.store.find_candidate(k).id for k in (nxt, after)}
+    # the page drew `nxt` at the key press; the accept names `first`
+    st, view = vet_writes.vet_act(ctx, ex, st, "accept", F, D, page=page_for(ctx, st["current"]))
     assert view.candidate_id == nxt and len(ctx.store.reviews()) == 1
     assert vet_page.prefetch(ctx, ex, st, F, D)["next"]["key"] == after
-    st, view = vet_page.vet_act(ctx, ex, st, "accept", F, D, shown=nxt)
+    # a second accept pressed on `nxt` names it, though the session shows `after` by now
+    stale = page_for(ctx, ids[nxt])
+    st, view = vet_writes.vet_act(ctx, ex, st, "accept", F, D, page=stale)
     assert view.candidate_id == after and len(ctx.store.reviews()) == 2
+    assert ctx.store.reviews(candidate_id=ids[nxt])[0].action == "accept"
+    # the same page again, its revision now old: a conflict, nothing written
+    st, view = vet_writes.vet_act(ctx, ex, st, "skip", F, D, page=stale)
+    assert "changed since this tab showed it" in view.message and nxt in view.message
+    assert ctx.store.reviews(candidate_id=ids[nxt])[0].action == "accept"
+    assert view.candidate_id == nxt  # shown again, as it is now

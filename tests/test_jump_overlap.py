@@ -15,6 +15,7 @@ from annotate.team import settings as team_settings
 from app import context as app_context
 from app import views
 from app.pages import vet as vet_page
+from app.pages import vet_writes
 from db.store import StorePermissionError
 from tests.app_support import context
 
@@ -48,8 +49,8 @@ def test_two_experts_jumping_to_one_item_label_it_once_under_overlap_1(team):
     st_b, _ = vet_page.vet_jump(team, bob, views.new_state(), cand.key, D)
     st_c, view = vet_page.vet_jump(team, cyd, views.new_state(), cand.key, D)
     assert "bob" in view.message  # the jump still says who else has it open
-    vet_page.vet_act(team, bob, st_b, "accept", F, D)
-    _, view = vet_page.vet_act(team, cyd, st_c, "reject", F, D)
+    vet_writes.vet_act(team, bob, st_b, "accept", F, D)
+    _, view = vet_writes.vet_act(team, cyd, st_c, "reject", F, D)
     assert "Not saved" in view.message and "overlap" in view.message, view.message
     assert set(labels(team, cand.id)) == {"bob"}
     # the store refuses the same, whoever calls it with the team's overlap
@@ -67,9 +68,9 @@ def test_overlap_k_takes_k_labels_and_an_undo_frees_its_slot(team):
     cand = next(c for c in team.store.list_candidates(limit=50, order="id") if not c.is_gold)
     states = {n: vet_page.vet_jump(team, who(team, n), views.new_state(), cand.key, D)[0]
               for n in ("bob", "cyd", "dee")}  # fmt: skip
-    vet_page.vet_act(team, who(team, "bob"), states["bob"], "accept", F, D)
-    vet_page.vet_act(team, who(team, "cyd"), states["cyd"], "accept", F, D)
-    _, view = vet_page.vet_act(team, who(team, "dee"), states["dee"], "accept", F, D)
+    vet_writes.vet_act(team, who(team, "bob"), states["bob"], "accept", F, D)
+    vet_writes.vet_act(team, who(team, "cyd"), states["cyd"], "accept", F, D)
+    _, view = vet_writes.vet_act(team, who(team, "dee"), states["dee"], "accept", F, D)
     assert "Not saved" in view.message and set(labels(team, cand.id)) == {"bob", "cyd"}
     # cyd takes hers back: dee's label now fits, and cyd's again does not
     assert review.undo(team.store, "cyd") is not None

@@ -25,6 +25,7 @@ from agent.templates import Template, builtin_templates
 from agent.trajectory import Trajectory
 from annotate import drafts, review
 from app.context import Context, Viewer, refusal
+from app.pages import vet_target
 from app.render_md import escape
 from app.views import Display
 
@@ -235,10 +236,12 @@ def adopt_z(ctx: Context, state: dict | None) -> float | None:
 MARKS = {"issues": "Issue flags", "spectype": "Spectral type"}
 
 
-def follow(state: dict, key: str, draft: dict[str, Any], mine: Any) -> dict:
+def follow(state: dict, key: str, draft: dict[str, Any], mine: Any,
+           names: list[str] | None = None) -> dict:  # fmt: skip
     """The desk's redshift and template as they are for candidate `key`: the expert's
-    decision's redshift (when decided) or their draft's, and the draft's template; none
-    carries over from another candidate."""
+    decision's redshift (when decided) or their draft's, and the draft's template (on a
+    decided candidate, the template its spectral type names, of `names`); none carries over
+    from another candidate."""
     state = dict(state or {})
     d = desk_of(state)
     for k in ("z", "z_key", "z_source"):
@@ -249,7 +252,10 @@ def follow(state: dict, key: str, draft: dict[str, Any], mine: Any) -> dict:
         z, src = draft.get("redshift"), draft.get("redshift_source")
     if z is not None and src is not None:
         d.update(z=round(float(z), 5) + 0.0, z_key=key, z_source=src)
-    d["template"] = draft.get("template") or "none"
+    template = draft.get("template")
+    if template is None and mine is not None and getattr(mine, "spectype", None) in (names or []):
+        template = mine.spectype
+    d["template"] = template or "none"
     state["desk"] = d
     return state
 
@@ -261,40 +267,26 @@ def marks(draft: dict[str, Any], mine: Any) -> dict[str, str | None]:
     return {k: src.get(k) for k in MARKS}
 
 
-def where(mine: Any, key: str | None) -> str:
-    """Where a change on the shown candidate is saved, said after it."""
-    if mine is None:
-        return f"kept in your draft on {escape(key)}, saved with your decision"
-    return f"saved on {escape(key)} (your {escape(mine.action)}, as a revision)"
-
-
-def keep(ctx: Context, ex: Viewer | None, state: dict, what: str, shown: str, **fields: Any
-         ) -> tuple[dict, str]:  # fmt: skip
-    """Set draft fields on the shown candidate (`annotate.drafts.set_field`): kept in the
-    draft until the expert decides it, or added to their decision as a revision. Returns the
-    state and what the desk says."""
+def keep(ctx: Context, ex: Viewer | None, state: dict, what: str, shown: str,
+         page: Any = None, **fields: Any) -> tuple[dict, str]:  # fmt: skip
+    """Set draft fields on the candidate the page names (`app.pages.vet_target.mark`): kept in
+    the draft until the expert decides it, or added to their decision as a revision. Returns
+    the state and what the desk says."""
     state = dict(state or {})
-    if ex is None:
-        return state, "Log in first."
-    cid = state.get("current")
-    if cid is None:
-        return state, "Nothing shown."
     try:
         drafts.clean_all(fields)
     except review.ReviewError as e:
         return state, refusal(f"{what} not kept", e)
-    try:
-        amended = drafts.set_field(ctx.store, ex.name, cid, **fields)
-    except Exception as e:
-        return state, refusal(f"{what} not saved", e)
-    return state, f"{what} {shown}: {where(amended, state.get('key'))}."
+    return state, vet_target.mark(ctx, ex, state, page, what.lower(), f"{what} {shown}",
+                                  **fields)[1]  # fmt: skip
 
 
-def set_mark(ctx: Context, ex: Viewer | None, state: dict, name: str, value: Any
-             ) -> tuple[dict, str]:  # fmt: skip
+def set_mark(ctx: Context, ex: Viewer | None, state: dict, name: str, value: Any,
+             page: Any = None) -> tuple[dict, str]:  # fmt: skip
     """Issue flags (`name` "issues": letters or a list of them) or the spectral type
-    ("spectype") on the shown candidate: added to the expert's decision as a revision if they
-    have decided it, else kept in their draft on it and saved with their decision."""
+    ("spectype") on the candidate the page names: added to the expert's decision as a
+    revision if they have decided it, else kept in their draft on it and saved with their
+    decision."""
     what = MARKS[name]
     if isinstance(value, (list, tuple)):
         value = "".join(value)
@@ -302,11 +294,12 @@ def set_mark(ctx: Context, ex: Viewer | None, state: dict, name: str, value: Any
         v = review.issue_flags(value) if name == "issues" else review.spectral_type(value)
     except review.ReviewError as e:
         return dict(state or {}), refusal(f"{what} not kept", e)
-    return keep(ctx, ex, state, what, f"**{escape(v)}**" if v else "cleared", **{name: v})
+    return keep(ctx, ex, state, what, f"**{escape(v)}**" if v else "cleared", page,
+                **{name: v})  # fmt: skip
 
 
-def keep_z(ctx: Context, ex: Viewer | None, state: dict) -> tuple[dict, str]:
-    """The redshift on the desk (`set_z`) as the expert's for the shown candidate."""
+def keep_z(ctx: Context, ex: Viewer | None, state: dict, page: Any = None) -> tuple[dict, str]:
+    """The redshift on the desk (`set_z`) as the expert's for the candidate the page names."""
     z, src = chosen_z(state)
     shown = "cleared" if z is None else f"**{shown_z(z):.4f}**"
-    return keep(ctx, ex, state, "Redshift", shown, redshift=z, redshift_source=src)
+    return keep(ctx, ex, state, "Redshift", shown, page, redshift=z, redshift_source=src)

@@ -7,7 +7,6 @@ move (next item, jump, lease) through `annotate.queue`.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections import OrderedDict
@@ -25,7 +24,6 @@ from app.context import USER_ERRORS, Context, Viewer, refusal
 from app.markers import markers_for
 from app.pages import desk
 from app.pages.vet_html import finite_or_none, header_html, steps_html, thought_html
-from app.pages.vet_texts import ALL_TEXTS, page_text
 from app.render_md import escape, render_md
 from app.views import Display, QueueFilters, StepView, VetView, new_state
 
@@ -219,8 +217,23 @@ def _info(ctx: Context, cid: int, ex: Viewer) -> tuple[dict[str, Any], Trajector
         "my_review": None if mine is None else f"{mine.action} → {mine.label or '–'}",
         "my_review_row": mine, "status": c.status,
         "grade": None if mine is None else mine.grade,
+        # what a write from the page names: the revision it saw, and its own decision
+        "rev": review.revision(ctx.store, cid), "mine": "" if mine is None else mine.action,
     }  # fmt: skip
     return info, traj
+
+
+def _correction(draft: dict[str, Any], mine: Any, suggested: str | None) -> tuple[Any, str]:
+    """The correct panel's label and wrong step for the candidate: chosen in its panel and
+    not saved yet (the draft), else its saved correction's (or a reject's step), else the
+    label opposite to the agent's and no step."""
+    label = draft.get("label")
+    if label is None:
+        label = mine.label if mine is not None and mine.action == "correct" else suggested
+    step = draft.get("wrong_step")
+    if step is None and mine is not None and mine.action in ("correct", "reject"):
+        step = None if mine.wrong_step is None else int(mine.wrong_step) + 1
+    return label, "none" if step is None else str(step)
 
 
 def _show(
@@ -235,16 +248,16 @@ def _show(
         state["shown_at"] = time.time()  # the clock for "seconds on item" starts now
     state["current"], state["key"], state["task"] = cid, info["id"], info["task"]
     mine = info["my_review_row"]
-    # the candidate's own draft: its grade, flags, type, redshift and template, never the
-    # last candidate's
+    # the candidate's own draft: its grade, flags, type, redshift, template and a
+    # correction's choices, never the last candidate's
     draft = drafts.get(ctx.store, ex.name, cid)
-    state = desk.follow(state, info["id"], draft, mine)
+    state = desk.follow(state, info["id"], draft, mine, desk.template_names(ctx))
     display = desk.display_with(state, display)
     if mine is None and draft.get("grade"):
         info["grade"] = draft["grade"]  # chosen, saved with the decision
     view = build_view(ctx, info, traj, display, message)
+    view.correct_label, view.wrong_step = _correction(draft, mine, view.correct_label)
     if mine is not None and mine.action == "correct":
-        view.correct_label = mine.label
         view.explanation = mine.explanation or ""
     view.grade = info.get("grade")
     marks = desk.marks(draft, mine)
@@ -252,14 +265,15 @@ def _show(
     view.template = display.template
     if view.redshift is not None:
         view.redshift = {**view.redshift, "decided": None if mine is None else mine.action}
-    view.form = {"key": info["id"], "task": info["task"], "expert": ex.name,
+    corrected = mine is not None and mine.action == "correct"
+    view.form = {"key": info["id"], "task": info["task"], "cid": info["cid"],
+                 "rev": info["rev"], "mine": info["mine"], "expert": ex.name,
                  "store": ctx.store_token(),
                  "reason": (mine.explanation or "") if mine is not None and mine.action == "reject"
                  else "",
                  "comment": (mine.comment if mine is not None else draft.get("comment")) or "",
                  "explanation": view.explanation,
-                 "note": (mine.comment or "") if mine is not None and mine.action == "correct"
-                 else ""}  # fmt: skip
+                 "note": (mine.note or "") if corrected else ""}  # fmt: skip
     return state, _with_surveys(ctx, view)
 
 
@@ -304,23 +318,67 @@ def vet_next(
     queue = ctx.queue()
     gone: list[str] = []
     for i in range(pos + 1, len(hist)):  # through the history first, to items still ours
-        if _held(ctx, queue, ex, hist[i], gone):
+        if _held(ctx, queue, ex, hist[i], gone, holder_of(state)):
             state["pos"] = i
             return _show(ctx, ex, state, hist[i], display, _gone(gone))
+    tab = holder_of(state)
     try:
-        cid = queue.next_id(ex.name, store_filters(filters), exclude=hist)
+        cid = queue.next_id(ex.name, store_filters(filters), exclude=hist, holder=tab)
     except (*USER_ERRORS, ValueError) as e:  # a bad filter value names itself
         return _show(ctx, ex, state, state.get("current"), display, f"Queue: {escape(e)}")
     if cid is None:
         return _show(ctx, ex, state, None, display,
-                     _gone(gone) + "Nothing left in the queue for these filters.")  # fmt: skip
+                     _gone(gone) + why_empty(ctx, ex, filters, tab, len(hist)))  # fmt: skip
     return _show(ctx, ex, _push(state, cid), cid, display, _gone(gone))
 
 
-def _held(ctx: Context, queue: Any, ex: Viewer, cid: int, gone: list[str]) -> bool:
-    """Whether the expert may still decide `cid` (leased to them if so); the key of an item
-    another expert has taken meanwhile is added to `gone`."""
-    if queue.hold(ex.name, cid):
+def holder_of(state: dict | None) -> str:
+    """The page (browser tab) the session serves: what its leases are held by."""
+    return str((state or {}).get("tab") or "")
+
+
+def why_empty(ctx: Context, ex: Viewer, filters: QueueFilters, tab: str, seen: int) -> str:
+    """Why the queue serves nothing, and what remains (`annotate.queue.Queue.census`)."""
+    f = store_filters(filters)
+    got = ctx.queue().census(ex.name, f, holder=tab)
+    parts = [f"{got['candidates']} candidate(s) match"]
+    for k, words in (("decided_by_you", "decided by you"),
+                     ("enough_reviews", "have the reviews the team's overlap asks for"),
+                     ("auto_accepted", "are left to the agent (it is at least "
+                      f"{got['auto_accept']:.0%} sure: the team's `auto_accept`)"),
+                     ("audit_waiting", "are audit items waiting to be served"),
+                     ("other_tabs", "are open in another tab of yours"),
+                     ("other_experts", "are held by other experts now")):  # fmt: skip
+        if got.get(k):
+            parts.append(f"{got[k]} {words}")
+    if seen:
+        parts.append(f"{seen} were shown in this tab already (k goes back to them)")
+    default = all(v in (None, "", "all", "any") for v in vars(filters).values())
+    scope = "these filters (all at their defaults)" if default else "these filters"
+    return f"Nothing left in the queue for {scope}: " + "; ".join(parts) + "."
+
+
+def focus(state: dict, cid: int, key: str = "", task: str = "") -> dict:
+    """The session's state moved to candidate `cid` (where a write named it), so that j and k
+    go on from there: its place in the history, or added to it."""
+    state = dict(state or new_state())
+    if state.get("current") != cid:
+        hist = list(state.get("history") or [])
+        if cid in hist:
+            state["pos"] = len(hist) - 1 - hist[::-1].index(cid)
+        else:
+            state = _push(state, cid)
+        state["shown_at"] = time.time()
+    state["current"] = cid
+    if key:
+        state["key"], state["task"] = key, task or state.get("task")
+    return state
+
+
+def _held(ctx: Context, queue: Any, ex: Viewer, cid: int, gone: list[str], tab: str = "") -> bool:
+    """Whether this page may still decide `cid` (leased to it if so); the key of an item
+    another expert (or another tab of the expert's) has taken meanwhile is added to `gone`."""
+    if queue.hold(ex.name, cid, tab):
         return True
     gone.append(ctx.read.candidate(cid).key)
     return False
@@ -329,8 +387,8 @@ def _held(ctx: Context, queue: Any, ex: Viewer, cid: int, gone: list[str]) -> bo
 def _gone(keys: list[str]) -> str:
     if not keys:
         return ""
-    return (f"Passed over {escape(', '.join(keys))}: taken by another expert meanwhile "
-            "(the team's overlap is reached). ")  # fmt: skip
+    return (f"Passed over {escape(', '.join(keys))}: taken by another expert (the team's "
+            "overlap is reached) or open in another tab of yours meanwhile. ")  # fmt: skip
 
 
 def vet_prev(
@@ -344,7 +402,7 @@ def vet_prev(
     queue = ctx.queue()
     gone: list[str] = []
     for i in range(pos - 1, -1, -1):  # back through the history, to items still ours
-        if _held(ctx, queue, ex, hist[i], gone):
+        if _held(ctx, queue, ex, hist[i], gone, holder_of(state)):
             state["pos"] = i
             return _show(ctx, ex, state, hist[i], display, _gone(gone))
     cid = state.get("current")
@@ -393,228 +451,12 @@ def vet_jump(
                              f"({escape(', '.join(tasks))}): choose one.")  # fmt: skip
             view.jump_tasks = tasks
             return st, view
-    info, others = ctx.queue().jump(ex.name, key, task)
+    info, others = ctx.queue().jump(ex.name, key, task, holder=holder_of(state))
     if info is None:
         return _show(ctx, ex, state, state.get("current"), display,
                      f"No candidate **{escape(key)}**.")  # fmt: skip
     msg = f"Also open for {escape(', '.join(others))}." if others else ""
     return _show(ctx, ex, _push(state, info.id), info.id, display, msg)
-
-
-def vet_act(
-    ctx: Context,
-    ex: Viewer | None,
-    state: dict,
-    action: str,
-    filters: QueueFilters,
-    display: Display,
-    *,
-    label: str | None = None,
-    explanation: str | None = None,
-    wrong_step: str | int | None = None,
-    comment: str | None = None,
-    active_seconds: float | None = None,
-    shown: str | None = None,
-    page: str | dict | None = None,
-) -> tuple[dict, VetView]:
-    """Record the expert's decision on the shown candidate at once, then show the next.
-
-    The decision saves the candidate's whole draft (`annotate.drafts`) and `page`, the
-    texts the page kept for it ({"key", "comment", "reason", "explanation"}, as JSON; used
-    only when its key is the shown candidate's).
-
-    `shown` is the id the page showed when the key was pressed (the page draws the next
-    candidate at the press and sends the decision later): a decision meant for another
-    candidate than this session's is refused, never applied to the wrong one.
-
-    `active_seconds` is the page's count of active time on the item (paused while the tab
-    is hidden or after IDLE_SECONDS without input); without it (an API call) the wall clock
-    since the item was shown is used. A grade chosen with 1-4 is saved with the decision."""
-    if ex is None:
-        return state or new_state(), empty_view("Log in to vet.")
-    state = dict(state or new_state())
-    cid = state.get("current")
-    if action not in review.DECISIONS:
-        return _show(ctx, ex, state, cid, display, f"Unknown action {escape(action)}.")
-    if cid is None:
-        return vet_next(ctx, ex, state, filters, display)
-    if shown and shown != str(state.get("key")):
-        return _show(ctx, ex, state, cid, display,
-                     f"Not saved: your **{escape(action)}** was pressed on {escape(shown)}, but "
-                     f"this page is on {escape(state.get('key'))} now (an earlier key's answer "
-                     "brought it); decide it again.")  # fmt: skip
-    step = None
-    if wrong_step not in (None, "", "none"):
-        try:
-            step = int(wrong_step) - 1  # shown 1-based, stored 0-based
-        except (TypeError, ValueError):
-            return _show(ctx, ex, state, cid, display, f"Bad step number {escape(wrong_step)}.")
-    if action == "correct" and label not in ("YES", "NO"):
-        return _show(ctx, ex, state, cid, display, "Choose the correct label (YES or NO) first.")
-    seconds = _seconds(state, active_seconds)
-    mine = review.my_decision(ctx.store, ex.name, cid)
-    # The whole draft goes with the decision: the store's (grade, flags, type, redshift, a
-    # comment given through the API) and the text the page kept for this candidate.
-    fields = drafts.take(ctx.store, ex.name, cid)
-    if mine is not None:  # a decision revised: what it holds stays unless changed
-        kept = {k: getattr(mine, k) for k in drafts.SAVED if getattr(mine, k) is not None}
-        fields = {**kept, **fields}
-    typed = page_text(page, state.get("key"), state.get("task"))
-    # a correction's note first, else the comment typed on the page (even emptied), else the
-    # draft's (given through the API) or the decision's
-    kept_note = fields.pop("comment", None)
-    note = comment or (typed["comment"] if "comment" in typed else kept_note)
-    if explanation is None and action in ("reject", "correct"):
-        explanation = typed.get("reason" if action == "reject" else "explanation")
-    queue = ctx.queue()
-    if not queue.hold(ex.name, cid):  # served to another expert while this one looked
-        st, view = vet_next(ctx, ex, state, filters, display)
-        view.message = (f"Not saved: {escape(state.get('key') or cid)} was taken by another "
-                        "expert meanwhile (the team's overlap is reached). " + view.message)  # fmt: skip
-        return st, view
-    try:
-        review.decide(ctx.store, ex.name, cid, action, label=label, explanation=explanation,
-                      wrong_step=step, comment=note or None, seconds=seconds,
-                      overlap=queue.config.overlap, **fields)  # fmt: skip
-    except Exception as e:  # refused (another's review, bad value): say so, keep the item
-        return _show(ctx, ex, state, cid, display, refusal("Not saved", e))
-    try:  # the decision holds the draft now; one left behind is ignored beside a decision
-        drafts.settle(ctx.store, ex.name, cid)
-    except Exception as e:
-        refusal("Draft not cleared", e)  # logged: the decision itself is saved
-    key = state.get("key") or cid
-    saved = f"Saved **{action}** on {escape(key)}" + (
-        f" ({seconds:.1f} s active on item)." if seconds is not None else "."
-    )
-    if action in ("correct", "reject") and explanation and about_the_agent(explanation):
-        saved += " " + AGENT_NOTE_WARNING
-    st, view = vet_next(ctx, ex, state, filters, display)
-    view.message = saved + (" " + view.message if view.message else "")
-    # the page drops the texts it kept for it: the decision holds them
-    view.form = {**view.form, "saved": {"key": str(key), "task": state.get("task"),
-                                        "texts": list(ALL_TEXTS)}}  # fmt: skip
-    return st, view
-
-
-def vet_comment(ctx: Context, ex: Viewer | None, state: dict, text: str) -> tuple[dict, str]:
-    """A comment on the shown candidate: added to this expert's review if there is one,
-    else kept in their draft on it and saved with their decision."""
-    state = dict(state or new_state())
-    if ex is None:
-        return state, "Log in first."
-    cid = state.get("current")
-    text = (text or "").strip()[: review.MAX_TEXT]
-    if not cid:
-        return state, "Nothing to comment on."
-    if not text:
-        return state, "Write a comment first."
-    try:
-        mine = drafts.set_field(ctx.store, ex.name, cid, comment=text)
-    except Exception as e:
-        return state, refusal("Comment not saved", e)
-    if mine is None:
-        return state, (f"Comment kept in your draft on {escape(state.get('key'))}: it is "
-                       "saved with your decision.")  # fmt: skip
-    return state, f"Comment saved on {escape(state.get('key'))} (your {escape(mine.action)})."
-
-
-IDLE_SECONDS = 60  # the page stops counting active time after this long without input
-
-# Reasoning the model should learn is written about the spectrum, as the model would; these
-# read like a note about the agent instead.
-_ABOUT_AGENT = re.compile(r"\b(the agent|the model|mislabel\w*|the ai)\b", re.IGNORECASE)
-AGENT_NOTE_WARNING = (
-    "Note: the reasoning reads like a note about the agent; the model learns it as its own "
-    "words, so write it about the spectrum, in the first person (notes for other experts go "
-    "in the note box)."
-)
-
-
-def about_the_agent(text: str) -> bool:
-    """Whether reasoning meant for training reads like a note about the agent.
-
-    >>> about_the_agent("The agent mislabelled this"), about_the_agent("I see C2 at 5165 Å")
-    (True, False)
-    """
-    return bool(_ABOUT_AGENT.search(text or ""))
-
-
-def _seconds(state: dict, active: float | None) -> float | None:
-    if active is not None:
-        try:
-            v = float(active)
-        except (TypeError, ValueError):
-            v = -1.0
-        if v >= 0 and v == v and v != float("inf"):
-            return round(v, 3)
-    shown_at = state.get("shown_at")
-    return round(max(0.0, time.time() - shown_at), 3) if shown_at else None
-
-
-def vet_grade(ctx: Context, ex: Viewer | None, state: dict, grade: Any) -> tuple[dict, str]:
-    """Keys 1-4: the expert's grade for the shown candidate. Added to their decision as a
-    revision if they have decided it, else kept in their draft and saved with the decision."""
-    state = dict(state or new_state())
-    if ex is None:
-        return state, "Log in first."
-    cid = state.get("current")
-    try:
-        g = int(grade)
-    except (TypeError, ValueError):
-        return state, f"A grade is 1-4 (got {escape(grade)})."
-    if g not in review.GRADES:
-        return state, f"A grade is 1-4 (got {g})."
-    if cid is None:
-        return state, "Nothing to grade."
-    try:
-        mine = drafts.set_field(ctx.store, ex.name, cid, grade=g)
-    except Exception as e:
-        return state, refusal("Grade not saved", e)
-    if mine is None:
-        return state, (f"Grade {g} kept in your draft on {escape(state.get('key'))}: it is "
-                       "saved with your decision.")  # fmt: skip
-    return state, f"Grade {g} saved on {escape(state.get('key'))} (your {escape(mine.action)})."
-
-
-def vet_undo(
-    ctx: Context, ex: Viewer | None, state: dict, display: Display
-) -> tuple[dict, VetView]:
-    """`u`: take back this expert's last decision (kept in the review's history) and show
-    that candidate again."""
-    if ex is None:
-        return state or new_state(), empty_view("Log in to vet.")
-    state = dict(state or new_state())
-    shown = state.get("current")
-    try:
-        done = review.undo(ctx.store, ex.name, lease_seconds=ctx.queue().config.lease_seconds,
-                           keep=[shown] if shown is not None else [])  # fmt: skip
-    except Exception as e:
-        return _show(ctx, ex, state, shown, display, refusal("Not undone", e))
-    if done is None:
-        return _show(ctx, ex, state, shown, display, "Nothing to undo.")
-    last = done.taken
-    if done.now.action == "undo":  # undecided again: the undone values are its draft
-        drafts.restore(ctx.store, ex.name, last.candidate_id, last)
-    hist = list(state.get("history") or [])
-    if last.candidate_id in hist:
-        state["pos"] = hist.index(last.candidate_id)
-    else:
-        state = _push(state, last.candidate_id)
-    state["current"] = None  # the clock starts again
-    st, view = _show(ctx, ex, state, last.candidate_id, display)
-    now = done.now
-    back = ("it is undecided again" if now.action == "undo"
-            else f"your earlier **{escape(now.action)}** is back")  # fmt: skip
-    view.message = f"Took back your **{escape(last.action)}**: {back}."
-    # the undone decision's texts go back into the form (keys.js keeps them as its draft)
-    view.form = {**view.form, "restore": {
-        "comment": last.comment or "",
-        "reason": (last.explanation or "") if last.action == "reject" else "",
-        "explanation": (last.explanation or "") if last.action == "correct" else "",
-    }}  # fmt: skip
-    if done.others:
-        view.message += f" Also open for {escape(', '.join(done.others))}."
-    return st, view
 
 
 def prefetch(
@@ -646,7 +488,7 @@ def prefetch(
             if 0 <= i < len(hist):
                 return hist[i]
             return queue.next_id(ex.name, store_filters(filters), exclude=[*hist, *keep],
-                                 keep=keep)  # fmt: skip
+                                 keep=keep, holder=holder_of(state))  # fmt: skip
 
         nxt = following(pos + 1, [cid])
         after = None if nxt is None else following(pos + 2 if pos + 1 < len(hist) else len(hist),

@@ -79,7 +79,11 @@ def header_html(info: dict[str, Any], traj: Trajectory | None) -> str:
         parts.append(f'<span class="loupe-grade">grade <b>{int(info["grade"])}</b></span>')
     if reviews:
         parts.append(f"<span>{len(reviews)} review(s)</span>")
-    return f'<div class="loupe-head">{"".join(parts)}</div>'
+    # what a write from the page names (app.pages.vet_target): read off the header shown
+    data = (f' data-cid="{int(info["cid"])}" data-task="{escape(info.get("task") or "")}"'
+            f' data-rev="{int(info.get("rev") or 0)}" data-mine="{escape(info.get("mine") or "")}"'
+            if info.get("cid") is not None else "")  # fmt: skip
+    return f'<div class="loupe-head"{data}>{"".join(parts)}</div>'
 
 
 def thought_html(i: int, step: Step, reading: Step | None = None) -> str:

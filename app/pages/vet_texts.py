@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from annotate import drafts, review
-from app.context import Context, Viewer, refusal
-from app.render_md import escape
+from annotate import review
+from app.context import Context, Viewer
+from app.pages import vet_target
 
-PAGE_TEXTS = ("comment", "reason", "explanation")
-ALL_TEXTS = (*PAGE_TEXTS, "note")  # the text boxes keys.js keeps per candidate
+# the text boxes keys.js keeps per candidate
+PAGE_TEXTS = ("comment", "reason", "explanation", "note")
 
 
 def page_text(page: str | dict | None, key: str | None, task: str | None = None
@@ -41,25 +41,21 @@ def page_text(page: str | dict | None, key: str | None, task: str | None = None
 def leave(ctx: Context, ex: Viewer | None, state: dict, page: str | dict | None
           ) -> tuple[str, str | None]:  # fmt: skip
     """Moving away (j, k) from a candidate the expert has decided: a comment edited in the
-    page and not sent amends their decision (a revision). Returns what to say ("" if
-    nothing changed) and the key whose comment the store now holds; an undecided
+    page and not sent amends their decision (a revision) on the candidate the page names
+    (`app.pages.vet_target`: refused where it changed meanwhile). Returns what to say (""
+    if nothing changed) and the key whose comment the store now holds; an undecided
     candidate's texts stay the page's, sent with its decision."""
-    state = state or {}
-    cid, key = state.get("current"), state.get("key")
-    text = page_text(page, key, state.get("task")).get("comment")
-    if ex is None or cid is None or text is None:
+    t = vet_target.parse(ctx, state, page)
+    if ex is None or t is None:
         return "", None
-    mine = review.my_decision(ctx.store, ex.name, cid)
+    text = page_text(page, t.key, t.task).get("comment")
+    if text is None:
+        return "", None
+    mine = review.my_decision(ctx.store, ex.name, t.cid)
     if mine is None or text == (mine.comment or ""):
         return "", None
-    try:
-        drafts.set_field(ctx.store, ex.name, cid, comment=text or None)
-    except Exception as e:
-        return refusal(f"Comment on {escape(key)} not saved", e), None
-    return (
-        f"Comment saved on {escape(key)} (your {escape(mine.action)}).",
-        f"{key}|{state.get('task')}",
-    )
+    written, said = vet_target.mark(ctx, ex, state, page, "comment", comment=text or None)
+    return said, f"{t.key}|{t.task}" if written else None
 
 
 def with_left(out: list[Any], note: str, saved: str | None, i_message: int, i_form: int

@@ -19,7 +19,7 @@ import gradio as gr
 
 from agent.tasks import TASKS
 from app import context, views
-from app.pages import desk, vet_texts
+from app.pages import desk, vet_target, vet_texts, vet_writes
 from app.pages import vet as vet_page
 from app.plots import drawn_token, stamped, to_json
 from db.models import MAX_SPECTYPE, MAX_TEXT
@@ -202,24 +202,47 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                                         elem_id="vet-spectype")  # fmt: skip
                 # the page's active seconds on the item; -1 (API calls): the wall clock
                 active = gr.Number(-1, visible="hidden", elem_id="vet-active")
-            with gr.Row(elem_id="reject-reason-row"):
+            with gr.Row(elem_id="reject-reason-row", equal_height=True):
                 reason = gr.Textbox(
                     label="reject: what should the model have concluded? (Enter saves the "
                     "reject; Esc leaves the box, the text kept on this candidate)", lines=1,
-                    max_lines=1, max_length=MAX_TEXT,
+                    max_lines=1, max_length=MAX_TEXT, scale=4,
                     elem_id="reject-reason",
                 )  # fmt: skip
+                r_save = gr.Button("Save reject (Enter)", variant="stop", scale=1,
+                                   elem_id="btn-save-reject")  # fmt: skip
         # -- vet speed: what j/k would show, handed to keys.js (vet_page.prefetch)
         ahead_box = data_box("vet-ahead")
         drawn_box = data_box("vet-drawn")
-        # the id on the screen when a decision's key was pressed (vet_page.vet_act `shown`)
-        shown_box = data_box("vet-shown")
-        # -- drafts: the texts keys.js kept for the candidate a key was pressed on (JSON,
-        # vet_page.page_text), and the text boxes' saved values it fills them from
-        page_box = data_box("vet-page-texts")
+        # -- every write names its candidate (app.pages.vet_target): what keys.js read off the
+        # page when the key was pressed or the control clicked (JSON: the candidate, task and
+        # revision shown, the page's holder id, and for a decision its texts and form), and
+        # the revision the store holds after a write (for the next write)
+        target_box = data_box("vet-target")
+        rev_box = data_box("vet-rev")
+        # -- drafts: the text boxes' saved values keys.js fills them from
         form_box = data_box("vet-form")
 
     def wire(demo: gr.Blocks) -> None:
+        # -- vet desk: calls carry what keys.js holds for them (the active seconds on the
+        # item, what a write names, ...): `from_page` fills a call's last inputs with it just
+        # before the call, in order, so a later value may read an earlier one
+        active_js = "window.loupeActive ? window.loupeActive() : -1"
+        # the page's holder id (a browser tab's, kept across its reloads)
+        tab_js = "window.loupeTarget ? window.loupeTarget(false, true) : ''"
+        done_js = "() => window.loupeDone && window.loupeDone()"
+
+        def from_page(n_inputs: int, *values: str) -> str:
+            first = n_inputs - len(values)
+            sets = "".join(f"a[{first + k}] = {v}; " for k, v in enumerate(values))
+            return f"(...a) => {{ a = a.slice(0, {n_inputs}); {sets}return a; }}"
+
+        def tabbed(st: dict | None, page: Any, request: Any) -> dict:
+            # the session serves one page: the holder of its leases (vet_target.holder)
+            st = dict(st or views.new_state())
+            st["tab"] = vet_target.holder(st, page, request)
+            return st
+
         filters = [f_task, f_band, f_status, f_survey, f_split]
         display = [o_markers, o_error, o_smooth, o_frame, o_images]
         view_outs = [state, header, g_plot, z_plot, thoughts, answer, c_label, c_step, c_expl,
@@ -274,7 +297,9 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                 once("thoughts", view.thoughts_html, view.thoughts_html),
                 once("answer", view.answer_html, view.answer_html),
                 gr.update(value=view.correct_label),
-                gr.update(choices=view.step_choices, value="none"),
+                gr.update(choices=view.step_choices,
+                          value=view.wrong_step if view.wrong_step in view.step_choices
+                          else "none"),  # fmt: skip
                 # the text boxes are keys.js's to fill: the candidate's draft first, else the
                 # saved values of `form_box` (never a half-typed text replaced mid-typing)
                 gr.update(),
@@ -303,8 +328,10 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
             out[0] = st
             return out
 
-        def on_load(st, tk, band, status, survey, split, mk, err, sm, fr, im, request: gr.Request):
+        def on_load(st, tk, band, status, survey, split, mk, err, sm, fr, im, tgt: str = "",
+                    request: gr.Request = None):  # fmt: skip
             ex = context.expert_for(ctx, request)
+            st = tabbed(st, tgt, request)
             f, d = (
                 views.QueueFilters(tk, band, status, survey, split),
                 desk.display_with(st, views.Display(mk, err, sm, fr, im)),
@@ -312,12 +339,15 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
             st, view = vet_page.vet_next(ctx, ex, st, f, d)
             return [context.whoami(ctx, ex), *show(st, view)]
 
-        opened = demo.load(on_load, [state, *filters, *display], [who, *view_outs], api_name="open")
+        load_ins = [state, *filters, *display, target_box]
+        opened = demo.load(on_load, load_ins, [who, *view_outs], api_name="open",
+                           js=from_page(len(load_ins), tab_js))  # fmt: skip
 
         def nav(kind: str):
             def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im,
-                   request: gr.Request, drawn: str | None = None):  # fmt: skip
+                   request: gr.Request, drawn: str | None = None, tgt: str = ""):  # fmt: skip
                 ex = context.expert_for(ctx, request)
+                st = tabbed(st, tgt, request)
                 f, d = (
                     views.QueueFilters(tk, band, status, survey, split),
                     desk.display_with(st, views.Display(mk, err, sm, fr, im)),
@@ -340,6 +370,7 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
             # amends it (vet_page.leave)
             def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im, drawn: str | None = None,
                    page: str | None = None, request: gr.Request = None):  # fmt: skip
+                st = tabbed(st, page, request)
                 note, saved = vet_texts.leave(ctx, context.expert_for(ctx, request), st, page)
                 out = nav(kind)(st, tk, band, status, survey, split, mk, err, sm, fr, im,
                                 request, drawn)  # fmt: skip
@@ -369,6 +400,10 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                        js=f"(v) => {{ (window.loupeFigures = window.loupeFigures || {{}})"
                           f"['{box}'] = v; window.loupeFigure && window.loupeFigure('{box}'); }}")  # fmt: skip
 
+        # -- every write names its candidate: the revision the store now holds, for keys.js
+        rev_box.change(None, rev_box, None, api_name=False,
+                       js="(v) => { if (window.loupeRev) window.loupeRev(v); }")  # fmt: skip
+
         # -- drafts: the boxes' saved values and what the store now holds, for keys.js
         form_box.change(None, form_box, None, api_name=False,
                         js="(v) => { if (window.loupeForm) window.loupeForm(v); "
@@ -379,7 +414,7 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                      **FAST).then(None, ahead_box, None, api_name=False,
                                   js="(v) => { window.loupeAhead && window.loupeAhead(v); }")  # fmt: skip
 
-        move_ins = [state, *filters, *display, drawn_box, page_box]
+        move_ins = [state, *filters, *display, drawn_box, target_box]
         n_move = len(move_ins)
         took = (f"(...a) => {{ a = a.slice(0, {n_move}); a[{n_move - 2}] = window.loupeDrawn ? "
                 f"window.loupeDrawn() : ''; a[{n_move - 1}] = window.loupeLeft ? "
@@ -391,18 +426,20 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
         ):  # fmt: skip
             then_ahead(dep)
         # -- end vet speed
+        nav_ins = [state, *filters, *display]
         for comp in display:
-            then_ahead(comp.change(nav("refresh"), [state, *filters, *display], view_outs,
+            then_ahead(comp.change(nav("refresh"), nav_ins, view_outs,
                                    api_name=False, trigger_mode="always_last", **FAST))  # fmt: skip
         for comp in filters[:3] + filters[4:]:
-            then_ahead(comp.input(nav("next"), [state, *filters, *display], view_outs,
+            then_ahead(comp.input(nav("next"), nav_ins, view_outs,
                                   api_name=False, **FAST))  # fmt: skip
-        then_ahead(f_survey.input(nav("next"), [state, *filters, *display], view_outs,
+        then_ahead(f_survey.input(nav("next"), nav_ins, view_outs,
                                   api_name=False, **FAST))  # fmt: skip
 
         def on_jump(st, cid, tk, band, status, survey, split, mk, err, sm, fr, im,
                     request: gr.Request, task=None):  # fmt: skip
             ex = context.expert_for(ctx, request)
+            st = tabbed(st, None, request)
             task = task or (tk if tk != "all" else None)
             d = desk.display_with(st, views.Display(mk, err, sm, fr, im))
             st, view = vet_page.vet_jump(ctx, ex, st, cid, d, task=task)
@@ -419,32 +456,22 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
         then_ahead(jump_btn.click(on_jump, jump_ins, view_outs, api_name="jump", **FAST))
         then_ahead(jump_id.submit(on_jump, jump_ins, view_outs, api_name=False, **FAST))
 
-        # -- vet desk: decisions carry what keys.js holds for them (the active seconds on the
-        # item, ...): `from_page` fills a call's last inputs with it just before the call, in
-        # order, so a later value may read an earlier one
-        active_js = "window.loupeActive ? window.loupeActive() : -1"
-
-        def from_page(n_inputs: int, *values: str) -> str:
-            first = n_inputs - len(values)
-            sets = "".join(f"a[{first + k}] = {v}; " for k, v in enumerate(values))
-            return f"(...a) => {{ a = a.slice(0, {n_inputs}); {sets}return a; }}"
-
         # -- vet speed: a decision carries the token of the next candidate keys.js drew at
         # the key press (vet-drawn), as j does, and the id it was pressed on (vet-shown)
-        act_ins = [state, *filters, *display, active, drawn_box, shown_box, page_box]
+        act_ins = [state, *filters, *display, active, drawn_box, target_box]
 
         def act(action: str):
             def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im, secs,
-                   drawn: str | None = None, shown: str | None = None, page: str | None = None,
+                   drawn: str | None = None, page: str | None = None,
                    request: gr.Request = None, reason_text: str | None = None):  # fmt: skip
                 ex = context.expert_for(ctx, request)
+                st = tabbed(st, page, request)
                 f, d = (
                     views.QueueFilters(tk, band, status, survey, split),
                     desk.display_with(st, views.Display(mk, err, sm, fr, im)),
                 )
-                st, view = vet_page.vet_act(ctx, ex, st, action, f, d, active_seconds=secs,
-                                            explanation=reason_text, shown=shown,
-                                            page=page)  # fmt: skip
+                st, view = vet_writes.vet_act(ctx, ex, st, action, f, d, active_seconds=secs,
+                                              explanation=reason_text, page=page)  # fmt: skip
                 out = show(st, view, drawn)
                 _start_ahead(ctx, request, ex, st, f, views.Display(mk, err, sm, fr, im))
                 return out
@@ -452,115 +479,142 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
             return fn
 
         def deciding(n_inputs: int) -> str:
-            # the active seconds, the drawn token, the id pressed on and the texts kept for it
+            # the active seconds, the drawn token and what the decision names: the candidate
+            # pressed on, with the texts and form kept for it
             return from_page(
                 n_inputs,
                 active_js,
                 "window.loupeDeciding ? window.loupeDeciding() : ''",
-                "window.loupeShown ? window.loupeShown() : ''",
-                f"window.loupeTextsFor ? window.loupeTextsFor(a[{n_inputs - 2}]) : ''",
+                "window.loupeTarget ? window.loupeTarget(true) : ''",
             )
 
+        # Reject opens the reason box, as `r` does (app/keys.js): Enter there, or its button,
+        # saves the reject; the API's /reject saves one without a reason
         for btn, name in [(b_accept, "accept"), (b_reject, "reject"), (b_skip, "skip"),
                           (b_flag, "flag")]:  # fmt: skip
             then_ahead(btn.click(act(name), act_ins, view_outs, api_name=name,
                                  js=deciding(len(act_ins)), **FAST))  # fmt: skip
 
         def on_reason(text, st, tk, band, status, survey, split, mk, err, sm, fr, im, secs,
-                      drawn: str | None = None, shown: str | None = None,
-                      page: str | None = None, request: gr.Request = None):  # fmt: skip
+                      drawn: str | None = None, page: str | None = None,
+                      request: gr.Request = None):  # fmt: skip
             # the page's kept reason for the candidate pressed on (the box may already show
             # the next one's); the box's own text for API callers
-            kept = vet_texts.page_text(page, shown, (st or {}).get("task"))
+            t = vet_target.payload(page)
+            kept = vet_texts.page_text(page, t.get("key"), t.get("task"))
             text = kept["reason"] if "reason" in kept else text
             return act("reject")(st, tk, band, status, survey, split, mk, err, sm, fr, im, secs,
-                                 drawn, shown, page, request, reason_text=text)  # fmt: skip
+                                 drawn, page, request, reason_text=text)  # fmt: skip
 
-        reason_ins = [reason, state, *filters, *display, active, drawn_box, shown_box, page_box]
+        reason_ins = [reason, state, *filters, *display, active, drawn_box, target_box]
         sent = deciding(len(reason_ins))
-        then_ahead(reason.submit(on_reason, reason_ins, view_outs, api_name="reject_reason",
-                                 js=sent, **FAST))  # fmt: skip
+        for ev in (reason.submit, r_save.click):
+            then_ahead(ev(on_reason, reason_ins, view_outs,
+                          api_name="reject_reason" if ev == reason.submit else False, js=sent,
+                          **FAST))  # fmt: skip
 
         b_correct.click(None, None, None, js="() => window.loupeOpenCorrect && "
                         "window.loupeOpenCorrect()", api_name=False)  # fmt: skip
 
         def on_correct(st, label, step, expl, note, tk, band, status, survey, split, mk, err, sm,
-                       fr, im, secs, page: str | None = None,
+                       fr, im, secs, drawn: str | None = None, page: str | None = None,
                        request: gr.Request = None):  # fmt: skip
             ex = context.expert_for(ctx, request)
+            st = tabbed(st, page, request)
             f, d = (
                 views.QueueFilters(tk, band, status, survey, split),
                 desk.display_with(st, views.Display(mk, err, sm, fr, im)),
             )
-            st, view = vet_page.vet_act(
+            if vet_target.payload(page).get("cid") not in (None, ""):
+                # the page's: its texts and form as they were at Ctrl+Enter
+                label = step = expl = note = None
+            st, view = vet_writes.vet_act(
                 ctx, ex, st, "correct", f, d, label=label, explanation=expl, wrong_step=step,
-                comment=note, active_seconds=secs, page=page,
+                note=note, active_seconds=secs, page=page,
             )  # fmt: skip
-            return show(st, view)
+            out = show(st, view, drawn)
+            _start_ahead(ctx, request, ex, st, f, views.Display(mk, err, sm, fr, im))
+            return out
 
-        # the texts kept for the candidate go with it too (its comment, when no note is given)
         correct_ins = [state, c_label, c_step, c_expl, c_note, *filters, *display, active,
-                       page_box]  # fmt: skip
-        sent = from_page(len(correct_ins), active_js,
-                         "window.loupeTextsFor ? window.loupeTextsFor('') : ''")  # fmt: skip
+                       drawn_box, target_box]  # fmt: skip
+        sent = deciding(len(correct_ins))
         then_ahead(c_save.click(on_correct, correct_ins, view_outs, api_name="correct", js=sent,
                                 **FAST))  # fmt: skip
 
-        def on_grade(st, g, request: gr.Request):
-            ex = context.expert_for(ctx, request)
-            return vet_page.vet_grade(ctx, ex, st, g)
+        # -- every write names its candidate: the target read off the page at the press
+        mark_js = "window.loupeTarget ? window.loupeTarget(false) : ''"
+        mark_outs = [state, message, rev_box]
 
-        v_grade.input(on_grade, [state, v_grade], [state, message], api_name="grade",
-                      **FAST).then(None, None, None, js="() => window.loupeDone && "
-                                   "window.loupeDone()", api_name=False)  # fmt: skip
-
-        def marking(name: str):
-            def fn(st, value, request: gr.Request):
+        def writing(fn: Callable[..., tuple[dict, str]]):
+            def run(st, value, page: str = "", request: gr.Request = None):
                 ex = context.expert_for(ctx, request)
-                return desk.set_mark(ctx, ex, st, name, value)
+                st = tabbed(st, page, request)
+                st, msg = fn(ex, st, value, page)
+                return st, msg, vet_target.answered(ctx, ex, st, page)
 
-            return fn
+            return run
 
+        def marked(comp: Any, fn: Callable[..., tuple[dict, str]], api_name: Any,
+                   event: Any = None, **kw: Any) -> None:  # fmt: skip
+            (event or comp.input)(
+                writing(fn),
+                [state, comp, target_box],
+                mark_outs,
+                api_name=api_name,
+                js=from_page(3, mark_js),
+                **FAST,
+                **kw,
+            ).then(None, None, None, js=done_js, api_name=False)
+
+        marked(v_grade, lambda ex, st, g, page: vet_writes.vet_grade(ctx, ex, st, g, page),
+               "grade")  # fmt: skip
         # always_last: a flag toggled while the last one is saved is sent after it (the
         # value is the whole set), never dropped as Gradio's default "once" would
-        v_issues.input(marking("issues"), [state, v_issues], [state, message],
-                       api_name="issues", trigger_mode="always_last", **FAST).then(
-            None, None, None, js="() => window.loupeDone && window.loupeDone()",
-            api_name=False)  # fmt: skip
+        marked(v_issues, lambda ex, st, v, page: desk.set_mark(ctx, ex, st, "issues", v, page),
+               "issues", trigger_mode="always_last")  # fmt: skip
         for ev in (v_spectype.submit, v_spectype.blur):
-            ev(marking("spectype"), [state, v_spectype], [state, message],
-               api_name="spectype" if ev == v_spectype.submit else False, **FAST)  # fmt: skip
+            marked(v_spectype,
+                   lambda ex, st, v, page: desk.set_mark(ctx, ex, st, "spectype", v, page),
+                   "spectype" if ev == v_spectype.submit else False, event=ev)  # fmt: skip
+        # a correction's label and wrong step are its draft until it is saved
+        for comp, name in ((c_label, "label"), (c_step, "wrong_step")):
+            marked(comp, lambda ex, st, v, page, name=name: vet_writes.vet_choose(
+                ctx, ex, st, name, v, page), False)  # fmt: skip
 
-        def on_undo(st, mk, err, sm, fr, im, request: gr.Request):
+        def on_undo(st, mk, err, sm, fr, im, page: str = "", request: gr.Request = None):
             ex = context.expert_for(ctx, request)
-            st, view = vet_page.vet_undo(
-                ctx, ex, st, desk.display_with(st, views.Display(mk, err, sm, fr, im))
+            st = tabbed(st, page, request)
+            st, view = vet_writes.vet_undo(
+                ctx, ex, st, desk.display_with(st, views.Display(mk, err, sm, fr, im)), page
             )
             return show(st, view)
 
-        then_ahead(b_undo.click(on_undo, [state, *display], view_outs, api_name="undo", **FAST))
+        undo_ins = [state, *display, target_box]
+        then_ahead(b_undo.click(on_undo, undo_ins, view_outs, api_name="undo",
+                                js=from_page(len(undo_ins), tab_js), **FAST))  # fmt: skip
         # -- end vet desk
-
-        def on_comment(st, text, request: gr.Request):
-            ex = context.expert_for(ctx, request)
-            st, msg = vet_page.vet_comment(ctx, ex, st, text)
-            return st, msg
 
         # the box keeps showing the comment: it is the candidate's, saved or in its draft
         # keys.js holds later keys until the comment is saved (its answer ends with loupeDone)
         for ev in (comment_btn.click, comment.submit):
-            ev(on_comment, [state, comment], [state, message],
-               api_name="comment" if ev == comment_btn.click else False, **FAST).then(
-                None, None, None, js="() => window.loupeDone && window.loupeDone()",
-                api_name=False)  # fmt: skip
+            marked(comment, lambda ex, st, text, page: vet_writes.vet_comment(
+                ctx, ex, st, text, page), "comment" if ev == comment_btn.click else False,
+                event=ev)  # fmt: skip
 
         # -- desk: each control refreshes the shown candidate with the new choice
-        desk_ins = [state, o_tmpl, z_slider, o_norm, o_allmk, o_arms, o_sky, *filters, *display]
+        desk_ins = [state, o_tmpl, z_slider, o_norm, o_allmk, o_arms, o_sky, *filters, *display,
+                    target_box]  # fmt: skip
+        desk_js = from_page(len(desk_ins), "window.loupeTarget ? window.loupeTarget(false) : ''")
 
         def desk_op(op: str, step: float = 0.0):
             def fn(st, tmpl, z, norm, allmk, arms, sky, tk, band, status, survey, split, mk, err,
-                   sm, fr, im, request: gr.Request):  # fmt: skip
+                   sm, fr, im, page: str = "", request: gr.Request = None):  # fmt: skip
                 ex = context.expert_for(ctx, request)
+                st = tabbed(st, page, request)
+                t = vet_target.parse(ctx, st, page)
+                if t is not None and t.cid != st.get("current"):
+                    st = vet_page.focus(st, t.cid, t.key, t.task)  # the candidate on the page
                 before = desk.desk_of(st).get("template") or "none"
                 st = desk.set_option(st, normalised=bool(norm), all_markers=bool(allmk),
                                      arms=bool(arms), sky=bool(sky),
@@ -579,14 +633,14 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                         ctx, tmpl, task=desk.task_of(ctx, st)))  # fmt: skip
                 if op in ("z", "typed", "nudge", "adopt") and not refused:
                     # the candidate's redshift: in its draft, or amending the decision
-                    st, note = desk.keep_z(ctx, ex, st)
+                    st, note = desk.keep_z(ctx, ex, st, page)
                 picked = desk.desk_of(st)["template"]
                 if op == "template" or picked != before:
                     # the template chosen is drawn over this candidate only, and is the
                     # expert's spectral type for it
-                    st, _ = desk.keep(ctx, ex, st, "Template", picked, template=picked)
+                    st, _ = desk.keep(ctx, ex, st, "Template", picked, page, template=picked)
                     st, note = desk.set_mark(ctx, ex, st, "spectype",
-                                             "" if picked == "none" else picked)  # fmt: skip
+                                             "" if picked == "none" else picked, page)  # fmt: skip
                 d = desk.display_with(st, views.Display(mk, err, sm, fr, im))
                 st, view = vet_page.vet_refresh(ctx, ex, st, d)
                 if note:
@@ -600,27 +654,38 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
 
             return fn
 
+        # Each desk call is a write on the candidate the page names; keys.js waits for its
+        # answer (loupeDone) before the next key, as for a grade.
+        def desk_event(ev: Any, op: Any, ins: list[Any], js: str, **kw: Any) -> None:
+            ev(op, ins, view_outs, js=js, **FAST, **kw).then(None, None, None, js=done_js,
+                                                            api_name=False)  # fmt: skip
+
         for comp in (o_norm, o_allmk, o_arms, o_sky, o_tmpl):
-            comp.input(desk_op("option"), desk_ins, view_outs, api_name=False,
-                       trigger_mode="always_last", **FAST)  # fmt: skip
-        z_slider.input(desk_op("z"), desk_ins, view_outs, api_name="desk_z",
-                       trigger_mode="always_last", **FAST)  # fmt: skip
-        z_slider.release(desk_op("z"), desk_ins, view_outs, api_name=False,
-                         trigger_mode="always_last", **FAST)  # fmt: skip
+            desk_event(comp.input, desk_op("option"), desk_ins, desk_js, api_name=False,
+                       trigger_mode="always_last")  # fmt: skip
+        desk_event(z_slider.input, desk_op("z"), desk_ins, desk_js, api_name="desk_z",
+                   trigger_mode="always_last")  # fmt: skip
+        desk_event(z_slider.release, desk_op("z"), desk_ins, desk_js, api_name=False,
+                   trigger_mode="always_last")  # fmt: skip
         # Enter in the box: keys.js puts the typed text in window.loupeTypedZ and presses the
         # hidden button, whose call carries it in place of z_typed (API callers pass the text).
-        typed_ins = [state, o_tmpl, z_typed, o_norm, o_allmk, o_arms, o_sky, *filters, *display]
+        typed_ins = [state, o_tmpl, z_typed, o_norm, o_allmk, o_arms, o_sky, *filters, *display,
+                     target_box]  # fmt: skip
+        n_typed = len(typed_ins)
         z_typed_go.click(desk_op("typed"), typed_ins, view_outs, api_name="desk_z_typed",
-                         js=f"(...a) => {{ a = a.slice(0, {len(typed_ins)}); a[2] = "
-                            "String(window.loupeTypedZ ?? a[2] ?? ''); return a; }",
+                         js=f"(...a) => {{ a = a.slice(0, {n_typed}); a[2] = "
+                            "String(window.loupeTypedZ ?? a[2] ?? ''); "
+                            f"a[{n_typed - 1}] = window.loupeTarget ? window.loupeTarget(false) "
+                            ": ''; return a; }",
                          trigger_mode="always_last", **FAST).then(
             None, None, None, api_name=False,
-            js="() => { setTimeout(() => window.loupeZBack && window.loupeZBack(), 50); }",
+            js="() => { window.loupeDone && window.loupeDone(); "
+               "setTimeout(() => window.loupeZBack && window.loupeZBack(), 50); }",
         )  # fmt: skip
         for btn, step in z_steps:
-            btn.click(desk_op("nudge", step), desk_ins, view_outs, api_name=False, **FAST)
-        z_adopt.click(desk_op("adopt"), desk_ins, view_outs, api_name="desk_adopt", **FAST)
-        t_next.click(desk_op("template"), desk_ins, view_outs, api_name=False, **FAST)
+            desk_event(btn.click, desk_op("nudge", step), desk_ins, desk_js, api_name=False)
+        desk_event(z_adopt.click, desk_op("adopt"), desk_ins, desk_js, api_name="desk_adopt")
+        desk_event(t_next.click, desk_op("template"), desk_ins, desk_js, api_name=False)
         # -- end desk
 
     return wire

@@ -185,8 +185,9 @@ class CampaignMixin:
         filters: Filters | None = None,
         exclude: Sequence[int] = (),
         keep: Sequence[int] = (),
+        holder: str = "",
     ) -> int | None:
-        """Lease to `expert` an item of the audit sample nobody has reviewed yet (auto-accepted
+        """Lease to `expert` (their page `holder`) an item of the audit sample nobody has reviewed yet (auto-accepted
         ones included: that is the point), in an order unrelated to ingest order; None when
         none is left or the expert still holds an item it has not decided, other than those in
         `exclude` (the queue serves that one first). The expert's other leases end, but those
@@ -207,11 +208,16 @@ class CampaignMixin:
                 R.candidate_id == C.id, R.expert_id == e.id, R.action != "undo"
             )
             held = base.join(L, L.candidate_id == C.id).where(
-                L.expert_id == e.id, L.expires > now, ~decided
+                L.expert_id == e.id, L.expires > now, L.holder == holder, ~decided
             )
             if s.scalar(held.limit(1)) is not None:
                 return None
-            leased = exists().where(L.candidate_id == C.id, L.expires > now, L.expert_id != e.id)
+            # another expert's lease, or another page of this expert's
+            leased = exists().where(
+                L.candidate_id == C.id,
+                L.expires > now,
+                (L.expert_id != e.id) | (L.holder != holder),
+            )
             mine = exists().where(R.candidate_id == C.id, R.expert_id == e.id)
             q = base.where(C.audit_inclusion.is_not(None), C.review_count == 0, ~leased, ~mine)
             # a multiplicative hash of the id: the sample's unreviewed remainder, when the
@@ -220,7 +226,7 @@ class CampaignMixin:
             big = cast(C.id, BigInteger) * literal(2654435761, BigInteger)
             cid = s.scalar(q.order_by(big % literal(4294967296, BigInteger), C.id).limit(1))
             if cid is not None:
-                self._lease(s, cid, e.id, now, lease_seconds, keep)
+                self._lease(s, cid, e.id, now, lease_seconds, keep, holder)
             return cid
 
     def catalogue_rows(self, task: str) -> list[dict[str, Any]]:

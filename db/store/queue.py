@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import delete, exists, func, or_, select, text, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from db import models as m
 from db.models import utcnow
@@ -18,6 +19,22 @@ from db.settings import DEFAULTS
 from db.store.errors import NotFound, StoreError
 from db.store.records import Filters, QueueConfig
 from db.store.reviews import labels_by_others
+
+
+def _held_elsewhere(expert_id: int, holder: str, now: dt.datetime, cid: Any = None) -> Any:
+    """A live lease of the expert's on the candidate (`cid`, else the row's) held by another
+    of their pages than `holder`."""
+    other = aliased(m.Lease)  # not the lease a query around it may join
+    return (
+        exists()
+        .where(
+            other.candidate_id == (m.Candidate.id if cid is None else cid),
+            other.expert_id == expert_id,
+            other.expires > now,
+            other.holder != holder,
+        )
+        .correlate_except(other)
+    )
 
 
 class QueueMixin:
@@ -32,6 +49,7 @@ class QueueMixin:
         gold: bool | None = None,
         exclude: Sequence[int] = (),
         keep: Sequence[int] = (),
+        holder: str = "",
     ) -> int | None:
         """Lease and return the id of the next candidate `expert` should review, or None.
 
@@ -44,6 +62,10 @@ class QueueMixin:
         (those the expert has just moved past) are not served; an item whose review the
         expert took back ("undo") is served again. The expert's leases on other items end,
         except on those in `keep` (the item they are looking at while the next is drawn).
+
+        Leases are held by a page (`holder`, the browser tab; "" for API callers): what one
+        of the expert's pages holds is never served to another of their pages, and only
+        this page's other leases end.
         """
         config = config or QueueConfig()
         if config.overlap < 1:
@@ -59,9 +81,10 @@ class QueueMixin:
                 return None
             if exclude:
                 base = base.where(m.Candidate.id.not_in(list(exclude)))
+            base = base.where(~_held_elsewhere(e.id, holder, now))
             held = s.scalar(
                 base.join(m.Lease, m.Lease.candidate_id == m.Candidate.id)
-                .where(m.Lease.expert_id == e.id, m.Lease.expires > now)
+                .where(m.Lease.expert_id == e.id, m.Lease.expires > now, m.Lease.holder == holder)
                 .order_by(m.Lease.created)
                 .limit(1)
             )
@@ -87,7 +110,7 @@ class QueueMixin:
                         break
                 if cid is None:
                     return None
-            self._lease(s, cid, e.id, now, config.lease_seconds, keep)
+            self._lease(s, cid, e.id, now, config.lease_seconds, keep, holder)
             return cid
 
     def _queue_query(self, base, expert_id: int, now, config: QueueConfig, gold: bool):
@@ -123,23 +146,30 @@ class QueueMixin:
         now,
         seconds: float,
         keep: Sequence[int] | None = (),
+        holder: str = "",
     ) -> None:
-        """Lease `cid` to the expert. Serving a new item releases the expert's other leases
-        but those in `keep` (None keeps them all)."""
+        """Lease `cid` to the expert's page `holder` (taking it from another of their pages,
+        where the caller allowed that). Serving a new item releases the page's other leases
+        but those in `keep` (None keeps them all); the expert's other pages keep theirs."""
         expires = now + dt.timedelta(seconds=seconds)
         if keep is not None:
             s.execute(
                 delete(m.Lease).where(
-                    m.Lease.expert_id == expert_id, m.Lease.candidate_id.not_in([cid, *keep])
+                    m.Lease.expert_id == expert_id,
+                    m.Lease.holder == holder,
+                    m.Lease.candidate_id.not_in([cid, *keep]),
                 )
             )
         row = s.scalars(
             select(m.Lease).where(m.Lease.expert_id == expert_id, m.Lease.candidate_id == cid)
         ).first()
         if row is None:
-            s.add(m.Lease(candidate_id=cid, expert_id=expert_id, expires=expires, created=now))
+            s.add(m.Lease(candidate_id=cid, expert_id=expert_id, expires=expires, created=now,
+                          holder=holder))  # fmt: skip
         else:
             row.expires = expires
+            if row.holder != holder:
+                row.holder, row.created = holder, now
 
     def claim(
         self,
@@ -147,10 +177,12 @@ class QueueMixin:
         candidate_id: int,
         lease_seconds: float = DEFAULTS.lease_seconds,
         keep: Sequence[int] = (),
+        holder: str = "",
     ) -> list[str]:
-        """Lease a chosen item (jump-to-id, undo) whatever others hold; returns the names of
-        other experts holding a live lease on it, so the app can warn. The expert's other
-        leases end, but those in `keep`."""
+        """Lease a chosen item (jump-to-id, undo) to the page `holder` whatever others hold
+        (another of the expert's pages that held it loses it: its writes are then refused);
+        returns the names of other experts holding a live lease on it, so the app can warn.
+        The page's other leases end, but those in `keep`."""
         with self._tx(ephemeral=True) as s:
             e = self._expert(s, expert)
             self._get_candidate(s, candidate_id)
@@ -166,15 +198,22 @@ class QueueMixin:
                     )
                 )
             )
-            self._lease(s, candidate_id, e.id, now, lease_seconds, keep)
+            self._lease(s, candidate_id, e.id, now, lease_seconds, keep, holder)
             return others
 
-    def hold(self, expert: str | int, candidate_id: int, config: QueueConfig | None = None) -> bool:
-        """Whether `expert` may decide this item now, leasing it to them if so: they have
-        reviewed it already, or hold a live lease on it, or its reviews plus other experts'
+    def hold(
+        self,
+        expert: str | int,
+        candidate_id: int,
+        config: QueueConfig | None = None,
+        holder: str = "",
+    ) -> bool:
+        """Whether `expert`'s page `holder` may decide this item now, leasing it to that page
+        if so: no other page of theirs holds a live lease on it, and they have reviewed it
+        already, or this page holds a live lease on it, or its reviews plus other experts'
         live leases are under `config.overlap` (what the queue would serve). Taken in the
-        queue's lock, so two experts never both get the last slot. Renewing a live lease
-        leaves the expert's others alone; taking a new one ends them."""
+        queue's lock, so two experts (or two pages) never both get the last slot. Renewing a
+        live lease leaves the page's others alone; taking a new one ends them."""
         config = config or QueueConfig()
         with self._tx(ephemeral=True) as s:
             e = self._expert(s, expert)
@@ -182,6 +221,8 @@ class QueueMixin:
                 s.execute(text("SELECT pg_advisory_xact_lock(7402)"))
             c = self._get_candidate(s, candidate_id)
             now = utcnow()
+            if s.scalar(select(_held_elsewhere(e.id, holder, now, c.id))):
+                return False  # open in another page of theirs
             if s.scalar(
                 select(
                     exists().where(
@@ -191,7 +232,9 @@ class QueueMixin:
                     )
                 )
             ):
-                return True  # their own decision: theirs to look at and revise
+                # their own decision: theirs to look at and revise, in this page only
+                self._lease(s, c.id, e.id, now, config.lease_seconds, keep=None, holder=holder)
+                return True
             labelled = labels_by_others(s, c.id, e.id)
             if not c.is_gold and labelled >= config.overlap:
                 return False  # a lease (a jump takes one whatever others hold) is no label slot
@@ -200,7 +243,7 @@ class QueueMixin:
             )
             if s.scalar(select(mine)):
                 # renewed; the item drawn ahead for them keeps its lease too
-                self._lease(s, c.id, e.id, now, config.lease_seconds, keep=None)
+                self._lease(s, c.id, e.id, now, config.lease_seconds, keep=None, holder=holder)
                 return True
             others = s.scalar(
                 select(func.count())
@@ -214,8 +257,54 @@ class QueueMixin:
             # gold items are served to every expert, as the queue does
             if not c.is_gold and c.review_count + others >= config.overlap:
                 return False
-            self._lease(s, c.id, e.id, now, config.lease_seconds)
+            self._lease(s, c.id, e.id, now, config.lease_seconds, holder=holder)
             return True
+
+    def held_elsewhere(self, expert: str | int, candidate_id: int, holder: str = "") -> bool:
+        """Whether another page of `expert`'s than `holder` holds a live lease on the item."""
+        with self._ro() as s:
+            e = self._expert(s, expert)
+            return bool(s.scalar(select(_held_elsewhere(e.id, holder, utcnow(), candidate_id))))
+
+    def queue_census(
+        self,
+        expert: str | int,
+        config: QueueConfig | None = None,
+        filters: Filters | None = None,
+        holder: str = "",
+    ) -> dict[str, int]:
+        """Why the candidates under `filters` are not served to `expert`'s page `holder`,
+        each counted once, in this order: decided by them, reviewed as often as `overlap`
+        asks, open in another page of theirs, held by other experts, left to the agent
+        (auto-accepted, or at least `auto_accept` sure), audit items not reviewed yet (served
+        at the audit's turns); what an empty queue says. A read: leases nothing."""
+        config = config or QueueConfig()
+        C, L, R = m.Candidate, m.Lease, m.Review
+        with self._ro() as s:
+            e = self._expert(s, expert)
+            now = utcnow()
+            try:
+                base = self._filtered(s, select(func.count()).select_from(C), filters)
+            except NotFound:
+                return {"candidates": 0}
+            mine = exists().where(R.candidate_id == C.id, R.expert_id == e.id, R.action != "undo")
+            enough = (C.review_count >= config.overlap) & C.is_gold.is_(False)
+            tabs = _held_elsewhere(e.id, holder, now)
+            others = exists().where(L.candidate_id == C.id, L.expires > now, L.expert_id != e.id)
+            sure = C.auto.is_(True)
+            if config.auto_accept is not None:
+                lo, hi = 1.0 - config.auto_accept, config.auto_accept
+                sure = sure | (C.confidence <= lo) | (C.confidence >= hi)
+            audit = C.audit_inclusion.is_not(None) & (C.review_count == 0)
+            out = {"candidates": int(s.scalar(base)), "auto_accept": config.auto_accept or 1.0}
+            before: list[Any] = []
+            for name, cond in (("decided_by_you", mine), ("enough_reviews", enough),
+                               ("other_tabs", tabs), ("other_experts", others),
+                               ("audit_waiting", audit), ("auto_accepted", sure)):  # fmt: skip
+                q = base.where(cond, *(~b for b in before))
+                out[name] = int(s.scalar(q))
+                before.append(cond)
+            return out
 
     def release(self, expert: str | int, candidate_id: int | None = None) -> None:
         with self._tx(ephemeral=True) as s:

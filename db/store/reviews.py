@@ -31,6 +31,7 @@ class ReviewsMixin:
         explanation: str | None = None,
         wrong_step: int | None = None,
         comment: str | None = None,
+        note: str | None = None,
         seconds: float | None = None,
         trajectory_id: int | None = None,
         review_id: int | None = None,
@@ -42,6 +43,7 @@ class ReviewsMixin:
         spectype: str | None = None,
         kind: str = "decision",
         hold_seconds: float | None = None,
+        holder: str = "",
         overlap: int | None = None,
     ) -> m.Review:
         """Store `expert`'s review of a candidate as given (or a new version of it); returns
@@ -55,7 +57,7 @@ class ReviewsMixin:
         never stores twice. `kind` ("decision", "edit" of a comment or grade, "undo") names
         the write in the audit trail, which is how a later undo finds the state before a
         decision. The expert's lease on the item ends, unless `hold_seconds` renews it (an
-        undo gives the item back to its expert). Passing `review_id` of another expert's
+        undo gives the item back to its expert, held by `holder`: the page that undid). Passing `review_id` of another expert's
         review raises StorePermissionError. With `overlap` (the team's, from the app), a
         label from an expert who has none on the item is refused once other experts' labels
         reach it (gold items excepted): checked under the candidate's row lock, so two
@@ -67,7 +69,7 @@ class ReviewsMixin:
             raise StoreError(f"unknown review action {action!r} (expected one of {m.ACTIONS})")
         if kind not in KINDS:
             raise StoreError(f"unknown kind of review write {kind!r} (expected one of {KINDS})")
-        _check_extras(grade, redshift, redshift_source, explanation, comment)
+        _check_extras(grade, redshift, redshift_source, explanation, comment, note)
         _check_vi(issues, spectype)
         with self._tx() as s:
             e = self._expert(s, expert)
@@ -129,6 +131,7 @@ class ReviewsMixin:
                 explanation=explanation,
                 wrong_step=wrong_step,
                 comment=comment,
+                note=note,
                 grade=grade,
                 redshift=redshift,
                 redshift_source=redshift_source,
@@ -148,6 +151,7 @@ class ReviewsMixin:
                         explanation=existing.explanation,
                         wrong_step=existing.wrong_step,
                         comment=existing.comment,
+                        note=existing.note,
                         seconds=existing.seconds,
                         grade=existing.grade,
                         redshift=existing.redshift,
@@ -182,7 +186,7 @@ class ReviewsMixin:
                     delete(m.Lease).where(m.Lease.candidate_id == c.id, m.Lease.expert_id == e.id)
                 )
             else:
-                self._lease(s, c.id, e.id, utcnow(), hold_seconds, keep=None)
+                self._lease(s, c.id, e.id, utcnow(), hold_seconds, keep=None, holder=holder)
             self._refresh_candidate(s, c, self._threshold(s))
             self._audit(
                 s,
@@ -304,6 +308,7 @@ def _check_extras(
     redshift_source: str | None,
     explanation: str | None,
     comment: str | None,
+    note: str | None = None,
 ) -> None:
     if grade is not None and (isinstance(grade, bool) or grade not in m.GRADES):
         raise StoreError(f"grade must be one of {m.GRADES} (got {grade!r})")
@@ -316,7 +321,7 @@ def _check_extras(
             )
     elif redshift_source is not None:
         raise StoreError("redshift_source given without a redshift")
-    for name, text in (("explanation", explanation), ("comment", comment)):
+    for name, text in (("explanation", explanation), ("comment", comment), ("note", note)):
         if text is not None and len(text) > m.MAX_TEXT:
             raise StoreError(f"{name} is {len(text)} characters; at most {m.MAX_TEXT} are kept")
 
