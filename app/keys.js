@@ -4,6 +4,19 @@
   if (window.__loupeKeys) return;
   window.__loupeKeys = true;
 
+  // The vet page's keys and the buttons they press: a click on one of these buttons takes
+  // its key's path (below), so a key and a click mean the same.
+  const KEYS = {
+    a: "btn-accept",
+    s: "btn-skip",
+    f: "btn-flag",
+    j: "btn-next",
+    k: "btn-prev",
+    u: "btn-undo",
+    r: "btn-reject",
+    c: "btn-correct",
+  };
+
   const visible = (el) => !!el && el.offsetParent !== null;
 
   const typing = (ev) => {
@@ -184,14 +197,24 @@
       wrong_step: val("#correct-step input") || "none",
     };
   };
-  // What a write names, read off the page now; a decision's also carries the texts and the
-  // form kept for the candidate (the form only once it is that candidate's).
+  // What a write names, read off the page now; a decision's also carries its texts as the
+  // boxes show them (they follow the header at once: `fillTexts`), so it saves what the
+  // expert sees, never a text another tab kept for the candidate meanwhile, and the form's
+  // controls once they are that candidate's.
+  const boxTexts = () => {
+    const out = {};
+    Object.entries(TEXTS).forEach(([k, sel]) => {
+      const box = document.querySelector(sel);
+      if (box) out[k] = box.value;
+    });
+    return out;
+  };
   const snap = (decision) => {
     const h = headData();
     if (!h) return null;
     if (!decision) return h;
     const key = `${h.key}|${h.task}`;
-    const s = { ...h, ...(savedTexts[key] || {}), ...textsOf(key) };
+    const s = { ...h, ...(savedTexts[key] || {}), ...textsOf(key), ...boxTexts() };
     if (formKey === key) s.form = formNow();
     return s;
   };
@@ -298,9 +321,14 @@
       note: f.note || "",
     };
     if (f.saved && f.saved.key) {
+      // the texts the decision saved are dropped; one typed since (here or in another tab
+      // of the expert's) differs from what was saved and stays
       const done = `${f.saved.key}|${f.saved.task || ""}`;
       const texts = textsOf(done);
-      (f.saved.texts || []).forEach((k) => delete texts[k]);
+      const was = f.saved.texts || {};
+      Object.keys(was).forEach((k) => {
+        if (k in texts && (texts[k] || "").trim() === (was[k] || "").trim()) delete texts[k];
+      });
       putTexts(done, texts);
     }
     if (f.restore) {
@@ -862,12 +890,9 @@
       later(k, () => grade(k));
       return;
     }
-    if (k === "a") decide("btn-accept", "a");
-    else if (k === "s") decide("btn-skip", "s");
-    else if (k === "f") decide("btn-flag", "f");
-    else if (k === "j") move("btn-next", "next");
-    else if (k === "k") move("btn-prev", "prev");
-    else if (k === "u") later("u", () => press("btn-undo"), "ahead");
+    if (DECIDES.includes(k)) decide(KEYS[k], k);
+    else if (k === "j" || k === "k") move(KEYS[k], k === "j" ? "next" : "prev");
+    else if (k === "u") later("u", () => press(KEYS.u), "ahead");
   };
   const saveReject = () => {
     setTimeout(closeReason, 0);
@@ -936,10 +961,7 @@
   // box, a decision is named at the click and drawn ahead, and a control clicked while an
   // earlier answer is on its way waits for it, then acts on the candidate it was clicked
   // on if that is still shown. Clicks made by this script itself (`press`) pass.
-  const BUTTON_KEYS = {
-    "btn-accept": "a", "btn-skip": "s", "btn-flag": "f", "btn-next": "j", "btn-prev": "k",
-    "btn-undo": "u", "btn-reject": "r", "btn-correct": "c",
-  };
+  const BUTTON_KEYS = Object.fromEntries(Object.entries(KEYS).map(([k, id]) => [id, k]));
   const CONTROLS = "#vet-dock, #correct-panel, #desk, #vet-options, #btn-comment, " +
     '[id^="btn-z-"], #btn-template-next, #vet-filters';
   document.addEventListener(

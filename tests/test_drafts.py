@@ -40,7 +40,8 @@ def test_a_typed_comment_goes_with_the_decision_on_its_own_candidate(ctx):
     (r,) = ctx.store.reviews(candidate_id=a)
     assert r.comment == "DA?"
     assert view.form["saved"] == {"key": key_a, "task": task_a,
-                                  "texts": list(vet_texts.PAGE_TEXTS)}  # fmt: skip
+                                  "texts": {"comment": "DA?", "reason": "", "explanation": "",
+                                            "note": ""}}  # fmt: skip
     b = st["current"]
     st, _ = vet_writes.vet_act(ctx, ex, st, "skip", F, D, page=_texts(key_a, comment="for A"))
     (rb,) = ctx.store.reviews(candidate_id=b)
@@ -132,7 +133,8 @@ def test_leaving_a_decided_candidate_saves_its_edited_comment(ctx):
     st, _ = vet_writes.vet_act(ctx, ex, st, "accept", F, D, page=_texts(key, comment="first"))
     st, _ = vet_page.vet_prev(ctx, ex, st, F, D)
     note, saved = vet_texts.leave(ctx, ex, st, _texts(key, comment="second"))
-    assert saved == f"{key}|{st['task']}" and "Comment saved" in note
+    assert saved == {"key": key, "task": st["task"], "texts": {"comment": "second"}}
+    assert "Comment saved" in note
     (r,) = ctx.store.reviews(candidate_id=a)
     assert (r.comment, r.revision) == ("second", 2)
     # unchanged, or another candidate's texts: nothing written

@@ -31,8 +31,8 @@ from db.store import Store, StoreError
 
 COLUMNS: tuple[str, ...] = (
     "id", "task", "campaign", "survey", "object_id", "action", "verdict", "grade", "redshift",
-    "redshift_source", "issues", "spectype", "reason", "reasoning", "wrong_step", "comment", "expert", "seconds",
-    "time",
+    "redshift_source", "issues", "spectype", "reason", "reasoning", "wrong_step", "comment", "note",
+    "expert", "seconds", "time",
 )  # fmt: skip
 # prospect.utilities.vi_file_fields, in its order; VI_quality runs 0-4 (0: nothing there)
 PROSPECT_FIELDS: tuple[str, ...] = (
@@ -99,6 +99,7 @@ def vi_rows(
             "reasoning": (r.explanation or "") if r.action == "correct" else "",
             "wrong_step": "" if r.wrong_step is None else int(r.wrong_step) + 1,  # 1-based
             "comment": r.comment or "",
+            "note": (r.note or "") if r.action == "correct" else "",
             "expert": experts.get(r.expert_id, ""),
             "seconds": "" if r.seconds is None else f"{float(r.seconds):.1f}",
             "time": (r.updated or r.created).strftime(TIME_FORMAT),

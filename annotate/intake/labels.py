@@ -60,7 +60,7 @@ ALIASES = {"verdict": "label", "vi_scanner": "expert", "vi_quality": "grade", "q
            "targetid": "object_id", "name": "id", "vi_issue": "issues",
            "vi_spectype": "spectype", "fintn": "spectype"}  # fmt: skip
 # Free text, kept exactly as written (other cells lose the blanks around them).
-TEXTS = ("reason", "reasoning", "comment")
+TEXTS = ("reason", "reasoning", "comment", "note")
 _EOL = re.compile(r"\r\n|\r|\n")
 
 
@@ -291,6 +291,8 @@ def _decision(
         texts.reverse()  # a correction's own text first, a reject's reason else
     explanation = texts.pop(0)[1] if texts and action in ("reject", "correct") else None
     comment = rec.get("comment") or ""
+    if action != "correct" and (rec.get("note") or "").strip():
+        texts.append(("note", rec["note"]))  # only a correction has a note of its own
     for n, t in texts:
         comment = f"{comment}\n\n{n}: {t}" if comment else t
     report.trained += explanation is not None
@@ -307,6 +309,8 @@ def _decision(
         "explanation": explanation,
         "wrong_step": None if step is None else step - 1,  # written 1-based
         "comment": comment or None,
+        # a correction's note to other experts, in its own field (never trained on)
+        "note": (rec.get("note") or None) if action == "correct" else None,
         **extras,
     }
 

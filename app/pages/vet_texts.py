@@ -39,12 +39,13 @@ def page_text(page: str | dict | None, key: str | None, task: str | None = None
 
 
 def leave(ctx: Context, ex: Viewer | None, state: dict, page: str | dict | None
-          ) -> tuple[str, str | None]:  # fmt: skip
+          ) -> tuple[str, dict[str, Any] | None]:  # fmt: skip
     """Moving away (j, k) from a candidate the expert has decided: a comment edited in the
     page and not sent amends their decision (a revision) on the candidate the page names
     (`app.pages.vet_target`: refused where it changed meanwhile). Returns what to say (""
-    if nothing changed) and the key whose comment the store now holds; an undecided
-    candidate's texts stay the page's, sent with its decision."""
+    if nothing changed) and what the page is told the store now holds ({"key", "task",
+    "texts": {"comment": ...}}, or None); an undecided candidate's texts stay the page's, sent
+    with its decision."""
     t = vet_target.parse(ctx, state, page)
     if ex is None or t is None:
         return "", None
@@ -55,19 +56,19 @@ def leave(ctx: Context, ex: Viewer | None, state: dict, page: str | dict | None
     if mine is None or text == (mine.comment or ""):
         return "", None
     written, said = vet_target.mark(ctx, ex, state, page, "comment", comment=text or None)
-    return said, f"{t.key}|{t.task}" if written else None
+    saved = {"key": t.key, "task": t.task, "texts": {"comment": text}}
+    return said, saved if written else None
 
 
-def with_left(out: list[Any], note: str, saved: str | None, i_message: int, i_form: int
-              ) -> list[Any]:  # fmt: skip
+def with_left(out: list[Any], note: str, saved: dict[str, Any] | None, i_message: int,
+              i_form: int) -> list[Any]:  # fmt: skip
     """A move's outputs (app/ui/vet.py) with `leave`'s note said first, and the page told
-    that the comment it kept for `saved` is in the store."""
+    which comment it kept is in the store now (`saved`)."""
     out = list(out)
     msg = out[i_message]
     out[i_message] = note + (" " + msg if isinstance(msg, str) and msg else "")
     if saved is not None:
         form = json.loads(out[i_form])
-        key, _, task = saved.partition("|")
-        form["saved"] = {"key": key, "task": task, "texts": ["comment"]}
+        form["saved"] = saved
         out[i_form] = json.dumps(form)
     return out

@@ -178,7 +178,9 @@ def vet_act(
     st, view = vet_next(ctx, ex, state, filters, display)
     view.message = saved + (" " + view.message if view.message else "")
     # the page drops the texts it kept for it: the decision holds them
-    view.form = {**view.form, "saved": {"key": t.key, "task": t.task, "texts": list(PAGE_TEXTS)}}
+    # the page drops the texts it kept for it that the decision saved, as saved
+    sent = {k: (typed.get(k) or "") for k in PAGE_TEXTS}
+    view.form = {**view.form, "saved": {"key": t.key, "task": t.task, "texts": sent}}
     return st, view
 
 

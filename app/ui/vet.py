@@ -46,8 +46,10 @@ EARLY_SESSIONS = 64
 def data_box(elem_id: str) -> gr.Textbox:
     """A hidden box that carries data to keys.js (a figure's JSON, what j and k bring): one
     line, no autoscroll, because a multi-line box measures its text's height, a forced
-    layout of the whole page, each time a value arrives."""
-    return gr.Textbox(visible="hidden", elem_id=elem_id, lines=1, max_lines=1, autoscroll=False)
+    layout of the whole page, each time a value arrives. Empty by default, so an API call
+    may leave it out."""
+    return gr.Textbox("", visible="hidden", elem_id=elem_id, lines=1, max_lines=1,
+                      autoscroll=False)  # fmt: skip
 
 
 def _ahead_key(ex: Any, st: dict, f: views.QueueFilters, d: views.Display) -> tuple:
