@@ -66,6 +66,7 @@ __all__ = [
     "grade",
     "history",
     "issue_flags",
+    "last_decision",
     "my_decision",
     "revise",
     "revision",
@@ -350,6 +351,11 @@ def revise(store: Store, expert: str, review_id: int, action: str, **fields):
 def history(store: Store, review_id: int) -> list:
     """Every version of a review, oldest first; the last one is the current review."""
     return [*store.review_history(review_id), store.review(review_id)]
+
+
+def last_decision(store: Store, expert: str) -> Any:
+    """`expert`'s most recently written review that holds a decision, or None."""
+    return store.last_decision(expert)
 
 
 def my_decision(store: Store, expert: str, candidate_id: int) -> Any:

@@ -589,6 +589,7 @@
         // a request that never answered holds no key past the wait, and is said
         outDone = outAhead = 0;
         answering = 0;
+        flights.length = 0;
         if (sending) {
           sent(-sending);
           say("A request got no answer from the server: look whether the candidate shows " +
@@ -627,6 +628,7 @@
     if (answering > 0) {
       answering -= 1;
       sent(-1);
+      flights.shift(); // the oldest decision on its way has its answer
     }
     try {
       ahead = v ? JSON.parse(v) : null;
@@ -679,6 +681,9 @@
     const src = box.querySelector(".loupe-head");
     if (!src) return;
     head.innerHTML = src.innerHTML;
+    // what a write names comes with it (data-cid, data-task, data-rev, data-mine)
+    Object.keys(head.dataset).forEach((k) => delete head.dataset[k]);
+    Object.assign(head.dataset, src.dataset);
     drawFigure(window.loupePlotly, gd, fig);
     drawnToken = item.token;
   };
@@ -740,9 +745,6 @@
   // Candidates (id|task) whose decision from this page is on its way, oldest first: a
   // second decision pressed on one (its next is not drawn yet) is not sent.
   const flights = [];
-  const landed = () => {
-    flights.shift();
-  };
   // A decision: accept, skip, flag (their buttons), a reject with its reason (Enter in the
   // box, or its button) and a correction (Ctrl+Enter, or its button). It names the
   // candidate on the screen at the press (`snap`), with the texts and form kept for it, and

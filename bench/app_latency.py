@@ -112,6 +112,7 @@ def bench_during_fit(ctx, n: int) -> tuple[list[float], list[float], int]:
     from annotate.learning import schedule
     from app import context, views
     from app.pages import vet as vet_page
+    from app.pages import vet_writes
 
     ex = context.expert_for(ctx, None)
     f, d = views.QueueFilters(), views.Display()

@@ -1,19 +1,22 @@
-"""Hunts for lost keystrokes on the expert's desk, in Chromium.
+"""Hunts for lost or misplaced work on the expert's desk, in Chromium at 1366x768.
 
     python bench/desk_fuzz.py [--seeds 200] [--first 0] [--steps 30]
 
-Each seed drives the Vet tab with a random sequence of what an expert does: words typed in
-the comment box and the reject reason, grades (1-4), issue flags (Shift+R/C/S), focus
-changes, Esc, j/k, accept, skip, a reject with its reason (Enter), undo and page reloads.
-A small reference model (`Model`) says what each candidate must then hold: its decision
-(action, comment, reason, grade, flags, as the review's revisions stack up and undo takes
-the last one back), its draft in the store (grade, flags) and the texts the page keeps for
-it. After the sequence the store and the page's kept texts must equal the model; every
-difference is a mismatch, printed with the seed and the steps that led to it.
+Each seed drives three pages of one app: two tabs of the expert ada (one browser, shared
+storage) and one of the expert bob, with a random sequence of everything an expert does:
+typing a comment (Enter saves it), a reject's reason (Enter or the Save button; Esc keeps
+it), a correction (label, wrong step, reasoning and note; Ctrl+Enter or the Save button, or
+Esc), grades and issue flags by key and by mouse, a spectral type typed, the template (`t`),
+the redshift nudged or adopted, `j`/`k`, accept, skip and flag by key and by mouse, a held
+`a` (key auto-repeat), undo by key and by mouse, reloads, switching tabs and jumping to the
+candidate another tab shows. A reference model (`bench/desk_model.py`) says what every
+candidate must then hold for each expert: decision, draft, and the texts the browser keeps.
+Each write's refusal (another tab holds it, another expert labelled it, or it changed since
+the tab drew it) must come exactly where the model says. Every difference is a mismatch,
+printed with the seed and the steps that led to it.
 
 A fresh demo store per seed, served once per run on one address. Ends with
-`desk_fuzz_mismatches: N`. tests/test_desk_fuzz.py runs a few fixed seeds (and every seed
-that ever failed) with `run_seed`.
+`desk_fuzz_mismatches: N`. tests/test_desk_fuzz.py runs fixed seeds with `run_seed`.
 """
 
 from __future__ import annotations
@@ -24,342 +27,586 @@ import random
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from bench.desk_model import DECIDED, Model, Tab, clean
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
-EXPERT = "local"  # the single-user mode's expert
+EXPERTS = {"ada": "pw-ada-fuzz-1234", "bob": "pw-bob-fuzz-1234"}
 WORDS = ("tio", "swan", "halpha", "mg2", "odd", "sky", "dab", "c2", "mgiant", "blue")
-COMMENT = "#vet-comment textarea, #vet-comment input"
-REASON = "#reject-reason input, #reject-reason textarea"
+BOX = {
+    "comment": "#vet-comment textarea, #vet-comment input",
+    "reason": "#reject-reason input, #reject-reason textarea",
+    "explanation": "#correct-explanation textarea",
+    "note": "#correct-note textarea, #correct-note input",
+}
 IDLE = "() => !!window.loupeIdle && window.loupeIdle()"
 WAIT_MS = 45_000
+VIEWPORT = {"width": 1366, "height": 768}
 # What one step does, and how often (weights).
 ACTIONS = {
-    "type_comment": 5, "comment_enter": 1, "type_reason": 3, "reject_enter": 2, "grade": 3,
-    "flag": 3, "blur": 1, "esc": 1, "j": 4, "k": 3, "accept": 3, "skip": 2, "undo": 2,
-    "reload": 1,
+    "type_comment": 4, "comment_enter": 1, "type_reason": 2, "reject": 2, "correction": 3,
+    "grade": 3, "flag": 2, "spectype": 1, "template": 1, "redshift": 1, "esc": 1, "j": 3,
+    "k": 2, "accept": 3, "skip": 1, "flagdec": 1, "held_a": 1, "undo": 2, "reload": 1,
+    "switch": 3, "jump": 1,
 }  # fmt: skip
-REVIEWED = ("action", "comment", "explanation", "grade", "issues")
+DRAFTED = ("grade", "issues", "spectype", "redshift", "redshift_source", "comment", "label",
+           "wrong_step", "template")  # fmt: skip
 
 
-def _clean(text: str | None) -> str | None:
-    return (text or "").strip() or None
+class Run:
+    """One seed: the pages, the model and what was done."""
 
+    def __init__(self, browser: Any, url: str, ctx: Any, rng: random.Random) -> None:
+        self.ctx, self.url, self.rng = ctx, url, rng
+        self.log: list[str] = []
+        self.bad: list[str] = []
+        verdicts = {f"{c.key}|{c.task}": c.verdict for c in _candidates(ctx)}
+        self.model = Model(verdicts)
+        self.contexts = {e: browser.new_context(viewport=VIEWPORT) for e in EXPERTS}
+        self.pages: dict[str, Any] = {}
+        self.tabs: dict[str, Tab] = {}
+        for name, expert in (("ada1", "ada"), ("ada2", "ada"), ("bob1", "bob")):
+            page = self.contexts[expert].new_page()
+            if name.endswith("1"):
+                _login(page, url, expert)
+            else:
+                _open(page, url)
+            self.pages[name] = page
+            self.tabs[name] = Tab(name, expert)
+            self.model.serve(self.tabs[name], head(page))
+        self.current = "ada1"
 
-@dataclass
-class Cand:
-    """One candidate (id and task) as the model holds it."""
+    def close(self) -> None:
+        for c in self.contexts.values():
+            c.close()
 
-    stack: list[dict[str, Any]] = field(default_factory=list)  # decisions, newest last
-    written: int = -1  # when its review was last written: undo takes the latest
-    draft: dict[str, Any] = field(default_factory=dict)  # the store's draft: grade, issues
-    texts: dict[str, str] = field(default_factory=dict)  # what the page keeps: comment, reason
+    # -- helpers ---------------------------------------------------------------------------
 
-    def saved(self, name: str) -> str:
-        """What the page shows in a box when it keeps nothing for it."""
-        if self.stack:
-            top = self.stack[-1]
-            if name == "comment":
-                return top["comment"] or ""
-            return (top["explanation"] or "") if top["action"] == "reject" else ""
-        return (self.draft.get("comment") or "") if name == "comment" else ""
+    @property
+    def page(self) -> Any:
+        return self.pages[self.current]
 
-    def box(self, name: str) -> str:
-        return self.texts.get(name, self.saved(name))
+    @property
+    def tab(self) -> Tab:
+        return self.tabs[self.current]
 
-    def top(self) -> dict[str, Any] | None:
-        return self.stack[-1] if self.stack else None
+    def said(self) -> str:
+        try:
+            return self.page.inner_text("#vet-message")
+        except Exception:
+            return ""
 
+    def expect(self, refused: str | None, what: str) -> None:
+        """The page's message says a refusal exactly where the model predicts one."""
+        msg = self.said()
+        got = "Not saved" in msg or "Not undone" in msg
+        if got != (refused is not None):
+            self.bad.append(f"{what}: model {'refused (' + refused + ')' if refused else 'saved'}"
+                            f", page says {msg[:160]!r}")  # fmt: skip
 
-class Model:
-    """What the store and the page must hold for each candidate after each step."""
+    def served(self) -> None:
+        """The tab's page was answered: it holds what it shows, as it is now."""
+        self.model.serve(self.tab, head(self.page))
 
-    def __init__(self) -> None:
-        self.cands: dict[str, Cand] = {}
-        self.clock = 0
+    def check_form(self, key: str) -> None:
+        """The form shows the candidate's own values (before a write reads them)."""
+        m, e = self.model, self.tab.expert
+        page = self.page
+        for name in ("comment",):
+            got = page.input_value(BOX[name].split(", ")[0]) if _has(page, BOX[name]) else ""
+            want = m.box(e, key, name)
+            if got.strip() != want.strip():
+                self.bad.append(f"{key} ({self.current}): the {name} box shows {got!r}, "
+                                f"model {want!r}")  # fmt: skip
+        grade = page.evaluate("() => (document.querySelector('#vet-grade input:checked') || "
+                              "{}).value || ''")  # fmt: skip
+        want_g = m.mark(e, key, "grade")
+        if (grade or None) != (None if want_g is None else str(want_g)):
+            self.bad.append(f"{key} ({self.current}): grade shows {grade!r}, model {want_g!r}")
 
-    def of(self, key: str) -> Cand:
-        return self.cands.setdefault(key, Cand())
+    # -- the steps -------------------------------------------------------------------------
 
-    def _wrote(self, c: Cand) -> None:
-        self.clock += 1
-        c.written = self.clock
+    def step(self, action: str) -> str:
+        page, tab, m, rng = self.page, self.tab, self.model, self.rng
+        key = head(page)
+        tab.head = key
+        e = tab.expert
+        if action == "switch":
+            self.current = rng.choice([n for n in self.pages if n != self.current])
+            return f"switch to {self.current} ({head(self.page)})"
+        if key is None and action not in ("j", "k", "undo", "reload"):
+            return f"{action}: nothing shown"
+        stale = key is not None and m.holder.get((e, key)) not in (None, tab.name)
+        if action == "type_comment":
+            if stale:
+                return "type_comment: skipped (the tab is stale)"
+            self.check_form(key)
+            word = rng.choice(WORDS)
+            new = _type(page, BOX["comment"], m.box(e, key, "comment"), word)
+            m.typed(e, key, "comment", new)
+            return f"{self.current}: comment +{word} on {key}"
+        if action == "comment_enter":
+            text = clean(m.box(e, key, "comment"))
+            page.focus(BOX["comment"])
+            page.keyboard.press("End")
+            page.keyboard.press("Enter")
+            idle(page)
+            if text is None:
+                return f"{self.current}: comment Enter on {key}: empty"
+            refused = m.refusal(tab, key)
+            self.expect(refused, f"comment Enter on {key}")
+            if refused is None:
+                m.set_mark(tab, key, comment=text)
+                m.answered(tab, key)
+            return f"{self.current}: comment Enter on {key}" + (
+                f" refused {refused}" * bool(refused)
+            )
+        if action in ("type_reason", "reject"):
+            blur(page)
+            if rng.random() < 0.5:
+                page.keyboard.press("r")
+            else:
+                page.click("#btn-reject")
+            page.wait_for_selector("#reject-reason", state="visible", timeout=WAIT_MS)
+            word = ""
+            if not stale and (action == "type_reason" or rng.random() < 0.6):
+                word = rng.choice(WORDS)
+                m.typed(e, key, "reason", _type(page, BOX["reason"], m.box(e, key, "reason"), word))
+            if action == "type_reason":
+                if rng.random() < 0.5:
+                    page.keyboard.press("Escape")
+                return f"{self.current}: reason +{word} on {key}"
+            return self.decision(key, "reject", mouse=rng.random() < 0.4)
+        if action == "correction":
+            return self.correction(key, stale)
+        if action == "grade":
+            n = rng.choice("1234")
+            blur(page)
+            if m.mark(e, key, "grade") == int(n):
+                return f"{self.current}: grade {n} on {key}: already"
+            if rng.random() < 0.5:
+                page.keyboard.press(n)
+            else:
+                page.click(f"#vet-grade label:has-text('{n}')")
+            idle(page)
+            refused = m.refusal(tab, key)
+            self.expect(refused, f"grade {n} on {key}")
+            if refused is None:
+                m.set_mark(tab, key, grade=int(n))
+                m.answered(tab, key)
+            return f"{self.current}: grade {n} on {key}" + (f" refused {refused}" * bool(refused))
+        if action == "flag":
+            f = rng.choice("RCS")
+            blur(page)
+            if rng.random() < 0.5:
+                page.keyboard.press(f"Shift+{f}")
+            else:
+                # the flags' boxes in their order (a text match would find "s" in "redshift")
+                page.locator("#vet-issues label").nth("RCS".index(f)).click()
+            idle(page)
+            have = set(m.mark(e, key, "issues") or "") ^ {f}
+            refused = m.refusal(tab, key)
+            self.expect(refused, f"flag {f} on {key}")
+            if refused is None:
+                m.set_mark(tab, key, issues="".join(x for x in "RCS" if x in have) or None)
+                m.answered(tab, key)
+            return f"{self.current}: flag {f} on {key}" + (f" refused {refused}" * bool(refused))
+        if action == "spectype":
+            typed = rng.choice(("M5 III", "DA", "C-N5", "K0 V"))
+            box = "#vet-spectype input, #vet-spectype textarea"
+            page.fill(box, typed)
+            page.focus(box)
+            page.keyboard.press("Enter")
+            idle(page)
+            blur(page)
+            idle(page)
+            if (m.mark(e, key, "spectype") or "") == typed:
+                return f"{self.current}: type {typed} on {key}: already"
+            refused = m.refusal(tab, key)
+            self.expect(refused, f"type {typed} on {key}")
+            if refused is None:
+                m.set_mark(tab, key, spectype=typed)
+                m.answered(tab, key)
+            return f"{self.current}: type {typed} on {key}" + (
+                f" refused {refused}" * bool(refused)
+            )
+        if action == "template":
+            return self.template(key)
+        if action == "redshift":
+            return self.redshift(key)
+        if action == "esc":
+            page.keyboard.press("Escape")
+            return "Esc"
+        if action in ("j", "k"):
+            blur(page)
+            wrote = key is not None and m.leave(tab, key)
+            page.keyboard.press(action)
+            idle(page)
+            self.served()
+            return f"{self.current}: {action} from {key} to {head(page)}" + (
+                " (comment left)" * wrote)  # fmt: skip
+        if action in ("accept", "skip", "flagdec"):
+            return self.decision(key, {"flagdec": "flag"}.get(action, action),
+                                 mouse=rng.random() < 0.4)  # fmt: skip
+        if action == "held_a":
+            return self.decision(key, "accept", held=True)
+        if action == "undo":
+            blur(page)
+            target = m.undo_target(tab)
+            if rng.random() < 0.5:
+                page.keyboard.press("u")
+            else:
+                page.click("#btn-undo")
+            idle(page)
+            msg = self.said()
+            if target is None:
+                if "Nothing to undo" not in msg:
+                    self.bad.append(f"undo: model has nothing to undo, page says {msg[:120]!r}")
+                return f"{self.current}: undo: nothing"
+            refused = m.holder.get((e, target)) not in (None, tab.name)
+            self.expect("elsewhere" if refused else None, f"undo of {target}")
+            if not refused:
+                m.undo(tab, target)
+            self.served()
+            return f"{self.current}: undo {target}" + (" refused (elsewhere)" * refused)
+        if action == "reload":
+            idle(page)
+            page.reload(wait_until="load")
+            page.wait_for_function("() => !!window.loupeHeadKey && window.loupeIdle()",
+                                   timeout=120_000)  # fmt: skip
+            page.wait_for_timeout(300)
+            tab.decided.clear()  # the session's own decisions are the page's
+            self.served()
+            return f"{self.current}: reload: {head(page)}"
+        if action == "jump":
+            others = [head(p) for n, p in self.pages.items() if n != self.current]
+            others = [k for k in others if k is not None and k != key]
+            if not others:
+                return "jump: nothing to jump to"
+            to = rng.choice(others)
+            cid, task = to.split("|")
+            page.fill("#jump-id input, #jump-id textarea", cid)
+            page.focus("#jump-id input, #jump-id textarea")
+            page.keyboard.press("Enter")
+            idle(page)
+            if page.is_visible("#jump-task"):
+                page.click(f"#jump-task label:has-text('{task}')")
+                idle(page)
+            self.served()
+            return f"{self.current}: jump to {to}: {head(page)}"
+        raise ValueError(f"unknown action {action!r}")
 
-    def typed(self, key: str, name: str, word: str) -> None:
-        c = self.of(key)
-        box = c.box(name)
-        new = f"{box} {word}" if box else word
-        c.texts[name] = new
-        if new == c.saved(name):
-            del c.texts[name]
-
-    def _amend(self, c: Cand, **changes: Any) -> None:
-        top = dict(c.stack[-1])
-        new = {**top, **changes}
-        if new != top:
-            c.stack[-1] = new
-            self._wrote(c)
-
-    def mark(self, key: str, name: str, value: Any) -> None:
-        """A grade or the issue flags set on the candidate."""
-        c = self.of(key)
-        if c.stack:
-            self._amend(c, **{name: value})
-        elif value is None:
-            c.draft.pop(name, None)
+    def decision(self, key: str, action: str, mouse: bool = False, held: bool = False) -> str:
+        page, tab, m = self.page, self.tab, self.model
+        e = tab.expert
+        blur(page) if action != "reject" else None
+        blocked = action != "reject" and m.blocked(e, key)
+        if not blocked and action != "reject":
+            self.check_form(key)
+        if action == "reject":
+            if mouse:
+                page.click("#btn-save-reject")
+            else:
+                page.focus(BOX["reason"])
+                page.keyboard.press("Enter")
+        elif held:
+            page.keyboard.down("a")
+            for _ in range(6):
+                page.wait_for_timeout(33)
+                page.keyboard.down("a")
+            page.keyboard.up("a")
+        elif mouse:
+            page.click({"accept": "#btn-accept", "skip": "#btn-skip", "flag": "#btn-flag"}[action])
         else:
-            c.draft[name] = value
+            page.keyboard.press(action[0])
+        idle(page, 300)
+        how = "held " * held + "mouse " * mouse
+        if blocked:
+            return f"{self.current}: {how}{action} on {key}: blocked (text typed)"
+        refused = m.refusal(tab, key)
+        self.expect(refused, f"{action} on {key}")
+        if refused is None:
+            m.decide(tab, key, action)
+        self.served()
+        return f"{self.current}: {how}{action} on {key}" + (f" refused {refused}" * bool(refused))
 
-    def flags(self, key: str) -> str:
-        c = self.of(key)
-        return (c.top() or {}).get("issues") or "" if c.stack else c.draft.get("issues") or ""
-
-    def grade(self, key: str) -> int | None:
-        c = self.of(key)
-        return c.top()["grade"] if c.stack else c.draft.get("grade")
-
-    def blocked(self, key: str) -> bool:
-        """a, s, f wait while a reject reason is typed on the candidate."""
-        return (self.of(key).texts.get("reason") or "").strip() != ""
-
-    def decide(self, key: str, action: str) -> None:
-        c = self.of(key)
-        top = c.top() or {}
-        new = {
-            "action": action,
-            "comment": _clean(c.box("comment")),
-            "explanation": _clean(c.box("reason")) if action == "reject" else None,
-            "grade": c.draft.get("grade", top.get("grade")),
-            "issues": c.draft.get("issues", top.get("issues")),
-        }
-        c.texts.clear()  # the decision holds them
-        c.draft = {}
-        if new == c.top():
-            return  # an identical decision again: nothing written
-        c.stack.append(new)
-        self._wrote(c)
-
-    def comment_saved(self, key: str) -> None:
-        """Enter in the comment box: the comment amends the decision, or is the draft's."""
-        c = self.of(key)
-        text = _clean(c.box("comment"))
-        if text is None:
-            return
-        if c.stack:
-            self._amend(c, comment=text)
+    def correction(self, key: str, stale: bool) -> str:
+        page, tab, m, rng = self.page, self.tab, self.model, self.rng
+        e = tab.expert
+        blur(page)
+        if rng.random() < 0.5:
+            page.keyboard.press("c")
         else:
-            c.draft["comment"] = text
+            page.click("#btn-correct")
+        page.wait_for_selector("#correct-panel", state="visible", timeout=WAIT_MS)
+        idle(page)
+        done = []
+        if not stale:
+            want = m.panel(e, key)
+            got_step = page.input_value("#correct-step input")
+            if str(want[1] or "none") != got_step:
+                self.bad.append(f"{key}: the panel's step shows {got_step!r}, model {want[1]!r}")
+            if rng.random() < 0.6:
+                label = rng.choice(("YES", "NO"))
+                if label != want[0]:
+                    page.click(f"#correct-label label:has-text('{label}')")
+                    idle(page)
+                    refused = m.refusal(tab, key)
+                    self.expect(refused, f"label {label} on {key}")
+                    if refused is None:
+                        m.set_view(tab, key, label=label)
+                        m.answered(tab, key)
+                    done.append(f"label {label}")
+            if rng.random() < 0.4:
+                page.click("#correct-step input")
+                items = page.locator("ul[role=listbox] li")
+                options = [o.strip().splitlines()[-1].strip() for o in items.all_inner_texts()]
+                i = rng.randrange(len(options))
+                pick = options[i]
+                items.nth(i).click()
+                idle(page)
+                now = m.panel(e, key)[1]
+                new = None if pick == "none" else int(pick)
+                if new != now:
+                    refused = m.refusal(tab, key)
+                    self.expect(refused, f"step {pick} on {key}")
+                    if refused is None:
+                        m.set_view(tab, key, wrong_step=new)
+                        m.answered(tab, key)
+                done.append(f"step {pick}")
+            for name in ("explanation", "note"):
+                if rng.random() < 0.6:
+                    word = rng.choice(WORDS)
+                    m.typed(e, key, name, _type(page, BOX[name], m.box(e, key, name), word))
+                    done.append(f"{name} +{word}")
+        end = rng.random()
+        if end < 0.25:
+            page.keyboard.press("Escape")
+            return f"{self.current}: correction on {key} ({', '.join(done)}), Esc"
+        label = m.panel(e, key)[0]
+        if label not in ("YES", "NO"):
+            page.keyboard.press("Escape")
+            return f"{self.current}: correction on {key}: no label"
+        if end < 0.6:
+            page.click("#btn-save-correct")
+        else:
+            page.focus(BOX["explanation"])
+            page.keyboard.press("Control+Enter")
+        idle(page, 300)
+        refused = m.refusal(tab, key)
+        self.expect(refused, f"correction on {key}")
+        if refused is None:
+            m.decide(tab, key, "correct")
+        self.served()
+        return (f"{self.current}: correction on {key} ({', '.join(done)}) saved"
+                + (f" refused {refused}" * bool(refused)))  # fmt: skip
 
-    def leave(self, key: str) -> None:
-        """j or k away from a decided candidate: an edited comment amends the decision."""
-        c = self.of(key)
-        if not c.stack:
-            return
-        text = _clean(c.box("comment"))
-        if text != c.stack[-1]["comment"]:
-            self._amend(c, comment=text)
-            c.texts.pop("comment", None)
+    def template(self, key: str) -> str:
+        from app.pages import desk
 
-    def undo(self) -> str | None:
-        """u: the most recently written decision is taken back; the candidate undone."""
-        live = [(c.written, k) for k, c in self.cands.items() if c.stack]
-        if not live:
-            return None
-        key = max(live)[1]
-        c = self.cands[key]
-        taken = c.stack.pop()
-        self._wrote(c)
-        if not c.stack:  # undecided again: the undone values are its draft
-            c.draft = {k: taken[k] for k in ("grade", "issues", "comment") if taken[k]}
-        reason = taken["explanation"] if taken["action"] == "reject" else None
-        for name, value in (("comment", taken["comment"]), ("reason", reason)):
-            if value:
-                c.texts[name] = value
-        return key
+        page, tab, m = self.page, self.tab, self.model
+        blur(page)
+        shown = page.input_value("#desk-template input") or "none"
+        new = desk.next_template(self.ctx, shown, task=key.split("|")[1])
+        page.keyboard.press("t")
+        idle(page)
+        refused = m.refusal(tab, key)
+        self.expect(refused, f"template {new} on {key}")
+        if refused is None:
+            m.set_view(tab, key, template=None if new == "none" else new)
+            m.set_mark(tab, key, spectype=None if new == "none" else new)
+            m.answered(tab, key)
+        return f"{self.current}: t on {key}: {new}" + (f" refused {refused}" * bool(refused))
+
+    def redshift(self, key: str) -> str:
+        page, tab, m, rng = self.page, self.tab, self.model, self.rng
+        e = tab.expert
+        blur(page)
+        est = _estimate(self.ctx, key)
+        z = m.mark(e, key, "redshift")
+        z = est if z is None else z
+        shown = round(float(z), 4) + 0.0
+        got = float(page.input_value("#desk-z input[type=number]") or "nan")
+        if abs(got - shown) > 5e-5:
+            self.bad.append(f"{key}: the redshift box shows {got}, model {shown}")
+        k = rng.choice(("]", "[", "="))
+        if k == "=":
+            new, source = est, "agent"
+        else:
+            new = round(min(7.0, max(-0.01, shown + (0.001 if k == "]" else -0.001))), 5) + 0.0
+            source = "expert"
+        page.keyboard.press(k)
+        idle(page)
+        refused = m.refusal(tab, key)
+        self.expect(refused, f"redshift {k} on {key}")
+        if refused is None:
+            m.set_mark(tab, key, redshift=round(float(new), 5) + 0.0, redshift_source=source)
+            m.answered(tab, key)
+        return f"{self.current}: {k} on {key} -> {new:.5f}" + (
+            f" refused {refused}" * bool(refused)
+        )
+
+    # -- the end ---------------------------------------------------------------------------
+
+    def compare(self) -> list[str]:
+        """Every difference between the model and what the store and the pages hold."""
+        from annotate import drafts
+
+        out = list(self.bad)
+        store = self.ctx.store
+        for p in self.pages.values():
+            if p.evaluate("() => window.loupeSending()") != 0:
+                out.append("a page still says it is saving a decision")
+        for key, c in sorted(self.model.cands.items()):
+            ident, task = key.split("|")
+            info = store.find_candidate(ident, task)
+            for expert in EXPERTS:
+                m = c.of(expert)
+                me = store.expert(expert)
+                r = next(iter(store.reviews(candidate_id=info.id, expert=me.id)), None)
+                got = None if r is None or r.action == "undo" else {
+                    k: getattr(r, k) for k in DECIDED}  # fmt: skip
+                if got is not None and got["redshift"] is not None:
+                    got["redshift"] = round(got["redshift"], 5)
+                want = m.top()
+                if want is not None and want["redshift"] is not None:
+                    want = {**want, "redshift": round(want["redshift"], 5)}
+                if got != want:
+                    out.append(f"{key} ({expert}): review {got} != model {want}")
+                d = drafts.get(store, expert, info.id)
+                got_d = {k: d[k] for k in DRAFTED if k in d}
+                if "redshift" in got_d:
+                    got_d["redshift"] = round(got_d["redshift"], 5)
+                want_d = {k: v for k, v in m.draft.items() if v is not None}
+                if "redshift" in want_d:
+                    want_d["redshift"] = round(want_d["redshift"], 5)
+                if got_d != want_d:
+                    out.append(f"{key} ({expert}): draft {got_d} != model {want_d}")
+                page = self.pages["ada1" if expert == "ada" else "bob1"]
+                kept = page.evaluate("k => window.loupeTexts(k)", key) or {}
+                for name in ("comment", "reason", "explanation", "note"):
+                    got_t = kept[name] if name in kept else self.model.saved(expert, key, name)
+                    if (got_t or "").strip() != self.model.box(expert, key, name).strip():
+                        out.append(f"{key} ({expert}): kept {name} {got_t!r} != model "
+                                   f"{self.model.box(expert, key, name)!r}")  # fmt: skip
+        return out
 
 
-# -- the page
+# -- the page ---------------------------------------------------------------------------
 
 
-def head_key(page) -> str | None:
+def head(page: Any) -> str | None:
     return page.evaluate("() => window.loupeHeadKey ? window.loupeHeadKey() : null")
 
 
-def idle(page, settle_ms: int = 60) -> None:
+def idle(page: Any, settle_ms: int = 80) -> None:
     page.wait_for_function(IDLE, timeout=WAIT_MS, polling=50)
     page.wait_for_timeout(settle_ms)
     page.wait_for_function(IDLE, timeout=WAIT_MS, polling=50)
 
 
-def blur(page) -> None:
+def blur(page: Any) -> None:
     page.evaluate("() => document.activeElement && document.activeElement.blur()")
 
 
-def open_page(page, url: str) -> None:
+def _has(page: Any, sel: str) -> bool:
+    return page.locator(sel).count() > 0
+
+
+def _type(page: Any, sel: str, current: str, word: str) -> str:
+    """Type `word` at the end of the box; what the box then holds."""
+    page.focus(sel)
+    page.keyboard.press("End")
+    text = " " + word if current else word
+    page.keyboard.type(text)
+    return current + text
+
+
+def _open(page: Any, url: str) -> None:
     page.goto(url, wait_until="load", timeout=120_000)
-    page.wait_for_function(
-        "() => !!window.loupeHeadKey && !!window.loupeHeadKey() && window.loupeIdle()",
-        timeout=120_000,
-    )  # fmt: skip
+    page.wait_for_function("() => !!window.loupeHeadKey && !!window.loupeHeadKey() && "
+                           "window.loupeIdle()", timeout=120_000)  # fmt: skip
     page.wait_for_timeout(300)
 
 
-def _says(page, text: str) -> bool:
-    return text in page.inner_text("#vet-message")
+def _login(page: Any, url: str, expert: str) -> None:
+    page.goto(url, wait_until="load", timeout=120_000)
+    page.fill("input[name=username]", expert)
+    page.fill("input[name=password]", EXPERTS[expert])
+    page.click("button[type=submit]")
+    page.wait_for_function("() => !!window.loupeHeadKey && !!window.loupeHeadKey() && "
+                           "window.loupeIdle()", timeout=120_000)  # fmt: skip
+    page.wait_for_timeout(300)
 
 
-def step(page, model: Model, rng: random.Random, action: str) -> str:
-    """Do `action` on the page and in the model; returns what was done, for the log."""
-    key = head_key(page)
-    if key is None and action not in ("j", "k", "undo", "reload"):
-        return f"{action}: nothing shown"
-    if action == "type_comment":
-        word = rng.choice(WORDS)
-        page.focus(COMMENT)
-        page.keyboard.press("End")
-        page.keyboard.type(" " + word if model.of(key).box("comment") else word)
-        model.typed(key, "comment", word)
-        return f"comment +{word} on {key}"
-    if action == "comment_enter":
-        page.focus(COMMENT)
-        page.keyboard.press("End")
-        page.keyboard.press("Enter")
-        idle(page)
-        model.comment_saved(key)
-        return f"comment Enter on {key}"
-    if action in ("type_reason", "reject_enter"):
-        blur(page)
-        page.keyboard.press("r")
-        page.wait_for_selector("#reject-reason", state="visible", timeout=WAIT_MS)
-        page.focus(REASON)
-        page.keyboard.press("End")
-        word = rng.choice(WORDS)
-        if action == "type_reason" or rng.random() < 0.5:
-            page.keyboard.type(" " + word if model.of(key).box("reason") else word)
-            model.typed(key, "reason", word)
-        else:
-            word = ""
-        if action == "type_reason":
-            if rng.random() < 0.5:
-                page.keyboard.press("Escape")  # leaves the box; the text stays
-            return f"reason +{word} on {key}"
-        page.keyboard.press("Enter")
-        idle(page)
-        if not _says(page, "Not saved"):
-            model.decide(key, "reject")
-        return f"reject+{word} on {key}"
-    if action == "grade":
-        n = rng.choice("1234")
-        blur(page)
-        page.keyboard.press(n)
-        if model.grade(key) != int(n):
-            model.mark(key, "grade", int(n))
-        idle(page)
-        return f"grade {n} on {key}"
-    if action == "flag":
-        f = rng.choice("RCS")
-        blur(page)
-        page.keyboard.press(f"Shift+{f}")
-        have = set(model.flags(key))
-        have ^= {f}
-        model.mark(key, "issues", "".join(x for x in "RCS" if x in have) or None)
-        idle(page)
-        return f"flag {f} on {key}"
-    if action == "blur":
-        blur(page)
-        return "blur"
-    if action == "esc":
-        page.keyboard.press("Escape")
-        return "Esc"
-    if action in ("j", "k"):
-        blur(page)
-        page.keyboard.press(action)
-        if key is not None:
-            model.leave(key)
-        idle(page)
-        return f"{action} from {key} to {head_key(page)}"
-    if action in ("accept", "skip"):
-        blur(page)
-        page.keyboard.press(action[0])
-        idle(page)
-        if model.blocked(key):
-            return f"{action} on {key}: refused (a reason is typed)"
-        if _says(page, "Not saved"):
-            return f"{action} on {key}: not saved ({page.inner_text('#vet-message')[:80]})"
-        model.decide(key, action)
-        return f"{action} on {key}"
-    if action == "undo":
-        blur(page)
-        page.keyboard.press("u")
-        idle(page)
-        undone = model.undo() if not _says(page, "Nothing to undo") else None
-        return f"undo: {undone}"
-    if action == "reload":
-        idle(page)
-        page.reload(wait_until="load")
-        page.wait_for_function("() => !!window.loupeHeadKey && window.loupeIdle()", timeout=120_000)
-        page.wait_for_timeout(300)
-        return f"reload: {head_key(page)}"
-    raise ValueError(f"unknown action {action!r}")
+def _candidates(ctx: Any) -> list:
+    return ctx.store.list_candidates(limit=100_000, order="id")
 
 
-def compare(page, ctx: Any, model: Model) -> list[str]:
-    """Every difference between what the model says and what the store and page hold."""
-    from annotate import drafts
-
-    out = []
-    for key, c in sorted(model.cands.items()):
-        cid_key, task = key.split("|")
-        info = ctx.store.find_candidate(cid_key, task)
-        revs = [r for r in ctx.store.reviews(candidate_id=info.id)]
-        r = next(iter(revs), None)
-        got = None if r is None or r.action == "undo" else {k: getattr(r, k) for k in REVIEWED}
-        want = None if c.top() is None else {k: c.top()[k] for k in REVIEWED}
-        if got != want:
-            out.append(f"{key}: review {got} != model {want}")
-        d = drafts.get(ctx.store, EXPERT, info.id)
-        got_d = {k: d[k] for k in ("grade", "issues", "comment") if k in d}
-        want_d = {k: v for k, v in c.draft.items() if v is not None} if not c.stack else {}
-        if got_d != want_d:
-            out.append(f"{key}: draft {got_d} != model {want_d}")
-        kept = page.evaluate("k => window.loupeTexts(k)", key) or {}
-        for name, box in (("comment", "comment"), ("reason", "reason")):
-            got_t = kept[box] if box in kept else c.saved(name)
-            if (got_t or "").strip() != c.box(name).strip():
-                out.append(f"{key}: page's {name} {got_t!r} != model {c.box(name)!r}")
-    return out
+_estimates: dict[tuple[int, str], float] = {}
 
 
-def run_seed(page, url: str, ctx: Any, seed: int, steps: int = 30) -> tuple[list[str], list[str]]:
-    """One seed's sequence on a page open at `url` (served on `ctx`'s fresh store):
-    (mismatches, the steps done)."""
+def _estimate(ctx: Any, key: str) -> float:
+    """The agent's (or pipeline's) redshift of the candidate, as `=` adopts it."""
+    from app.pages import desk
+
+    ident, task = key.split("|")
+    c = ctx.store.find_candidate(ident, task)
+    k = (id(ctx), key)
+    if k not in _estimates:
+        traj = ctx.store.trajectory(c.trajectory_id) if c.trajectory_id is not None else None
+        _estimates[k] = desk.estimate(ctx.store.load_spectrum(c.id), traj)[0]
+    return _estimates[k]
+
+
+def run_seed(browser: Any, url: str, ctx: Any, seed: int, steps: int = 30
+             ) -> tuple[list[str], list[str]]:  # fmt: skip
+    """One seed's sequence on the app at `url` (served on `ctx`'s fresh store, login on,
+    with the experts of EXPERTS): (mismatches, the steps done)."""
     rng = random.Random(seed)
-    model = Model()
-    open_page(page, url)
+    run = Run(browser, url, ctx, rng)
     names, weights = zip(*ACTIONS.items(), strict=True)
-    log: list[str] = []
-    for _ in range(steps):
-        action = rng.choices(names, weights)[0]
-        log.append(step(page, model, rng, action))
-        shown = head_key(page)
-        if shown is not None:
-            model.of(shown)  # every candidate seen is checked: nothing may land on it
-    idle(page, 400)
-    return compare(page, ctx, model), log
+    try:
+        for _ in range(steps):
+            action = rng.choices(names, weights)[0]
+            try:
+                run.log.append(run.step(action))
+            except Exception as e:  # a step that timed out is a finding too
+                run.log.append(f"{action}: error {type(e).__name__}: {str(e)[:200]}")
+                run.bad.append(f"step {len(run.log)} ({action}) failed: {str(e)[:200]}")
+                break
+        for p in run.pages.values():
+            idle(p, 400)
+        return run.compare(), run.log
+    finally:
+        run.close()
 
 
-def _fresh(root: Path):
+def fresh_store(root: Path, template: Path) -> Any:
+    """A copy of the template's seeded store, with the fuzz's experts, login on."""
+    import shutil
+
+    from annotate.team.experts import create_expert
     from app.main import make_context
     from commands.serve import seed_demo
 
-    ctx = make_context(f"sqlite:///{root / 'loupe.db'}", data_roots=[str(root / "data")],
-                       export_dir=str(root / "exports"))  # fmt: skip
-    seed_demo(ctx, root / "data" / "demo", n_per_class=2)
-    return ctx
+    if not (template / "loupe.db").exists():
+        ctx = make_context(f"sqlite:///{template / 'loupe.db'}",
+                           data_roots=[str(template / "data")],
+                           export_dir=str(template / "exports"))  # fmt: skip
+        seed_demo(ctx, template / "data" / "demo", n_per_class=2)
+        for name, pw in EXPERTS.items():
+            create_expert(ctx.store, name, "expert", pw)
+        ctx.store.close()
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(template / "loupe.db", root / "loupe.db")
+    return make_context(f"sqlite:///{root / 'loupe.db'}", login=True,
+                        data_roots=[str(template / "data")],
+                        export_dir=str(root / "exports"))  # fmt: skip
 
 
 def main() -> int:
@@ -373,40 +620,30 @@ def main() -> int:
         print(f"{CHROMIUM} is absent: nothing run")
         print("desk_fuzz_mismatches: n/a")
         return 1
-    import shutil
-
     from playwright.sync_api import sync_playwright
 
-    from app.main import listen_socket, make_context, serve
+    from app.main import listen_socket, serve
 
     total = failed = 0
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         template = Path(tmp) / "template"
-        _fresh(template).store.close()
         b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        bctx = b.new_context(viewport={"width": 1366, "height": 768})
-        page = bctx.new_page()
         sock = listen_socket("127.0.0.1", 0)
         for seed in range(args.first, args.first + args.seeds):
-            root = Path(tmp) / f"seed{seed}"
-            root.mkdir()
-            shutil.copyfile(template / "loupe.db", root / "loupe.db")
-            ctx = make_context(f"sqlite:///{root / 'loupe.db'}",
-                               data_roots=[str(template / "data")],
-                               export_dir=str(root / "exports"))  # fmt: skip
+            ctx = fresh_store(Path(tmp) / f"seed{seed}", template)
             srv = serve(ctx, sock=sock.dup())
             try:
-                bad, log = run_seed(page, srv.url, ctx, seed, args.steps)
-            except Exception as e:  # a step that timed out is a finding too
+                bad, log = run_seed(b, srv.url, ctx, seed, args.steps)
+            except Exception as e:  # the seed's set-up failed: a finding too
                 bad, log = [f"error: {type(e).__name__}: {str(e)[:300]}"], []
             finally:
-                page.goto("about:blank")
                 srv.close()
                 ctx.store.close()
             total += len(bad)
             failed += bool(bad)
-            print(f"seed {seed}: {len(bad)} mismatch(es)" if bad else f"seed {seed}: ok")
+            print(f"seed {seed}: {len(bad)} mismatch(es)" if bad else f"seed {seed}: ok",
+                  flush=True)  # fmt: skip
             for line in bad:
                 print("  " + line)
             if bad or args.verbose:

@@ -185,17 +185,21 @@ def test_model_script_is_inert_with_login(tab, tmp_path_factory, tmp_path):
         ctx.store.close()
 
 
+# `old`: the id (or "id|task": one id may be a candidate of two tasks, one after the other)
+# the page showed; true once another candidate's whole-spectrum panel is drawn
 DRAWN = """old => {
   const id = (document.querySelector('#vet-header .loupe-head .id') || {}).textContent;
+  const task = (document.querySelector('#vet-header .loupe-head .task b') || {}).textContent;
   const gd = document.querySelector('#vet-global .js-plotly-plot');
   const meta = gd && gd.layout && gd.layout.meta && gd.layout.meta.candidate;
-  return id && id.trim() !== old && meta === id.trim();
+  const now = old.includes('|') ? `${(id || '').trim()}|${(task || '').trim()}` : (id || '').trim();
+  return !!id && now !== old && meta === id.trim();
 }"""
 
 
 def _drawn_after(page, key: str) -> tuple[str, float]:
     """Press `key`; (the new candidate, ms until its whole-spectrum panel is drawn)."""
-    old = _current_key(page)
+    old = _current_key(page) + "|" + page.inner_text("#vet-header .loupe-head .task b").strip()
     t0 = time.perf_counter()
     page.keyboard.press(key)
     page.wait_for_function(DRAWN, arg=old, timeout=ANSWER_MS, polling="raf")
@@ -300,8 +304,9 @@ def test_the_experts_desk_in_the_browser(tab, tmp_path_factory, tmp_path):
         key3 = _current_key(page)
         page.keyboard.press("Control+Enter")
         page.wait_for_function(DRAWN, arg=key3, timeout=ANSWER_MS)
-        (r3,) = _reviews_of(ctx, key3)
-        assert (r3.action, r3.label, r3.comment) == ("correct", "YES", "check the 4737 band too")
+        (r3,) = _stored(ctx, key3)  # saved while the next candidate is drawn
+        assert (r3.action, r3.label, r3.note) == ("correct", "YES", "check the 4737 band too")
+        assert r3.comment is None  # the note has its own field: a comment stays the comment
         assert r3.explanation == "I see C2 Swan bands at 5165 Å, so YES"
 
         # an id of several tasks: the page asks which
@@ -340,12 +345,13 @@ def test_panels_keep_up_with_the_keyboard(browser, tab, tmp_path_factory, tmp_pa
         page2.goto(srv.url, wait_until="commit")
         page2.wait_for_function(DRAWN, arg="", timeout=OPEN_MS, polling="raf")
         page2.close()
-        seen = [_current_key(page)]
+        task = "#vet-header .loupe-head .task b"
+        seen = [(_current_key(page), page.inner_text(task))]
         ms = []
         for _ in range(12):
             page.wait_for_timeout(300)  # the expert reads
             key, t = _drawn_after(page, "j")
-            seen.append(key)
+            seen.append((key, page.inner_text(task)))
             ms.append(t)
         assert all(a != b for a, b in zip(seen, seen[1:])), seen
         ms.sort()

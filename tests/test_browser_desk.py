@@ -391,10 +391,10 @@ def test_issue_flags_and_spectral_type_are_kept_with_the_decision(tab, tmp_path_
         page.wait_for_function(f"() => ({checked})().length === 2", timeout=30_000)
         assert page.input_value(spectype) == template
         page.keyboard.press("Shift+C")
-        _says(page, "Issue flags RCS: saved on")
+        _says(page, "Issue flags RCS saved on")
         page.fill(spectype, "QSO")
         page.press(spectype, "Enter")
-        _says(page, "Spectral type QSO: saved on")
+        _says(page, "Spectral type QSO saved on")
         (r,) = _reviews_of(ctx, key)
         assert (r.action, r.issues, r.spectype, r.revision) == ("accept", "RCS", "QSO", 3)
 

@@ -40,8 +40,7 @@ def test_a_typed_comment_goes_with_the_decision_on_its_own_candidate(ctx):
     (r,) = ctx.store.reviews(candidate_id=a)
     assert r.comment == "DA?"
     assert view.form["saved"] == {"key": key_a, "task": task_a,
-                                  "texts": {"comment": "DA?", "reason": "", "explanation": "",
-                                            "note": ""}}  # fmt: skip
+                                  "texts": {"comment": "DA?"}}  # fmt: skip
     b = st["current"]
     st, _ = vet_writes.vet_act(ctx, ex, st, "skip", F, D, page=_texts(key_a, comment="for A"))
     (rb,) = ctx.store.reviews(candidate_id=b)

@@ -178,8 +178,11 @@ def vet_act(
     st, view = vet_next(ctx, ex, state, filters, display)
     view.message = saved + (" " + view.message if view.message else "")
     # the page drops the texts it kept for it: the decision holds them
-    # the page drops the texts it kept for it that the decision saved, as saved
-    sent = {k: (typed.get(k) or "") for k in PAGE_TEXTS}
+    # the page drops the texts it kept for it that the decision saved, as it sent them (a
+    # correction typed beside a reject is not the reject's, and stays)
+    took = {"comment", *(("reason",) if action == "reject" else ()),
+            *(("explanation", "note") if action == "correct" else ())}
+    sent = {k: (typed.get(k) or "") for k in PAGE_TEXTS if k in took}
     view.form = {**view.form, "saved": {"key": t.key, "task": t.task, "texts": sent}}
     return st, view
 
@@ -246,6 +249,9 @@ def vet_undo(
             break
     state["decided"] = decided
     queue = ctx.queue()
+    if cid is None:  # none of this page's: the expert's last decision
+        last = review.last_decision(ctx.store, ex.name)
+        cid = None if last is None else last.candidate_id
     if cid is not None and queue.held_elsewhere(ex.name, cid, tab):
         return _show(ctx, ex, state, shown, display,
                      f"Not undone: {escape(ctx.read.candidate(cid).key)} is open in another "
