@@ -864,6 +864,15 @@
     else run();
   };
   window.loupeDecide = decide;
+  // choosing the task of an id that is a candidate of several brings that candidate
+  document.addEventListener(
+    "change",
+    (ev) => {
+      if (ev.isTrusted && ev.target && ev.target.closest && ev.target.closest("#jump-task"))
+        expect("ahead");
+    },
+    true
+  );
   // What each key does on the vet page; the buttons' clicks take the same paths.
   const vetKey = (key, shift) => {
     if (shift && ISSUES[key]) {
@@ -897,6 +906,9 @@
     else if (k === "u") later("u", () => press(KEYS.u), "ahead");
   };
   const saveReject = () => {
+    // the focus leaves the box at once: the next key is a key, not the next reason's text
+    const box = document.activeElement;
+    if (box && box.closest && box.closest("#reject-reason-row")) box.blur();
     setTimeout(closeReason, 0);
     decide("btn-save-reject", "Enter");
   };
@@ -911,6 +923,8 @@
     "keydown",
     (ev) => {
       if (ev.key === "Enter" && !ev.shiftKey && inside(ev, "vet-comment")) commentSent();
+      // a jump brings another candidate: keys pressed meanwhile wait for it
+      if (ev.key === "Enter" && inside(ev, "jump-id")) expect("ahead");
       if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey) && inside(ev, "correct-panel")) {
         ev.preventDefault();
         if (!ev.repeat) saveCorrection();
@@ -972,6 +986,10 @@
       if (!ev.isTrusted || !onVetPage()) return;
       const el = ev.target && ev.target.closest ? ev.target : null;
       if (!el) return;
+      if (el.closest("#btn-jump")) {
+        expect("ahead"); // as Enter in the id box
+        return;
+      }
       const btn = el.closest("button[id]");
       const stop = () => {
         ev.preventDefault();

@@ -89,7 +89,7 @@ concluded, <kbd>Enter</kbd> saves (the reason may be empty), <kbd>Esc</kbd> leav
 <tr><td><kbd>1</kbd>-<kbd>4</kbd></td><td>grade: 4 certain, 3 probable, 2 possible, 1 a guess</td></tr>
 <tr><td><kbd>Shift</kbd>+<kbd>R</kbd> / <kbd>C</kbd> / <kbd>S</kbd></td><td>Prospect's issue
 flags: bad redshift fit / bad spectral type / bad spectrum (toggle; kept with the decision)</td></tr>
-<tr><td><kbd>u</kbd></td><td>undo your last decision (kept in its history) and show it again</td></tr>
+<tr><td><kbd>u</kbd></td><td>undo this tab's last decision (kept in its history) and show it again, its values back in the form</td></tr>
 <tr><td><kbd>s</kbd></td><td>skip (recorded)</td></tr>
 <tr><td><kbd>f</kbd></td><td>flag for discussion</td></tr>
 <tr><td><kbd>j</kbd> / <kbd>k</kbd></td><td>next / previous candidate (records nothing)</td></tr>

@@ -94,7 +94,7 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
             f_split = gr.Dropdown(SPLITS, value="all", label="split", scale=1)
             jump_id = gr.Textbox(label="jump to id", placeholder="candidate id", scale=2,
                                  elem_id="jump-id")  # fmt: skip
-            jump_btn = gr.Button("Go", scale=0, min_width=60)
+            jump_btn = gr.Button("Go", scale=0, min_width=60, elem_id="btn-jump")
         # -- vet desk: an id that is a candidate of several tasks asks which
         jump_task = gr.Radio([], label="this id is a candidate of several tasks: open",
                              visible=False, elem_id="jump-task")  # fmt: skip
