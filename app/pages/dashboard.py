@@ -182,7 +182,7 @@ def dashboard(ctx: Context, ex: Viewer | None, task: str = "all", precision: flo
     n_unexplained = sum(unexplained.values())
     summary = (
         f"**{sum(total.values())}** candidates · **{n_rev}** reviewed · **{st.n_reviews}** "
-        f"decisions by **{len(secs) or st.n_reviewers}** expert(s)"
+        f"decisions by **{st.n_reviewers}** expert(s)"
         + (f" · median **{med:.1f} s** per spectrum" if med is not None else "")
         + (
             f" · **{n_unexplained}** reject(s) without a reason "

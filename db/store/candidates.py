@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from agent.refs import CandidateRef
 from db import models as m
 from db.models import utcnow
+from db.store import tally
 from db.store.errors import NotFound, StoreError
 from db.store.records import AddReport, CandidateInfo, Filters
 from db.store.rules import VETTED, queue_priority, resolve_label
@@ -219,7 +220,14 @@ class CandidatesMixin:
                         "updated": now,
                     }
                 )
-            added = self._bulk_insert_ignore(conn, m.Candidate, cand_rows)
+            # one insert per task, so that each task's count of new candidates is known: a
+            # new candidate is counted unreviewed, not auto-accepted and without a label
+            added = 0
+            for tid in sorted({r["task_id"] for r in cand_rows}):
+                rows = [r for r in cand_rows if r["task_id"] == tid]
+                n = self._bulk_insert_ignore(conn, m.Candidate, rows)
+                tally.add(s, tally.CANDIDATE, (tid, False, False, "", "", -1), n)
+                added += n
             report.added += added
             report.existing += len(batch) - added
             self._audit(

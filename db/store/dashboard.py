@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Integer, case, cast, func, select, text
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from db import models as m
+from db.store import tally
 from db.store.records import DashboardStats
 
 
@@ -18,11 +19,12 @@ class DashboardMixin:
         """Progress, decisions, agent-vs-expert counts, a confidence histogram per label,
         seconds per expert, multi-rater labels and gold ratings, for one task or all.
 
-        Every figure is a GROUP BY or a window query over the indexed columns the store
-        keeps current, so the cost grows with the number of groups returned, not with the
-        candidates read into Python (well under a second at a million candidates)."""
+        The counts come from the running tallies the store keeps with every write
+        (db/store/tally.py): a few hundred rows, however many candidates there are. The
+        seconds' quantiles read ranks in an index of the timed reviews; the multi-rater
+        and gold ratings read the (candidate, expert) index and the few gold items."""
         C, R, T, E = m.Candidate, m.Review, m.Task, m.Expert
-        nb = DashboardStats.CONFIDENCE_BINS
+        CT, RT = m.CandidateTally, m.ReviewTally
         with self._ro() as s:
             names = dict(s.execute(select(T.id, T.name)).tuples().all())
             experts = dict(s.execute(select(E.id, E.name)).tuples().all())
@@ -35,56 +37,41 @@ class DashboardMixin:
             def only(q, col=C.task_id):
                 return q if tid is None else q.where(col == tid)
 
-            total, reviewed, auto = {}, {}, {}
-            q = select(
-                C.task_id,
-                func.count(),
-                func.sum(case((C.review_count > 0, 1), else_=0)),
-                func.sum(case(((C.auto.is_(True)) & (C.review_count == 0), 1), else_=0)),
-            ).group_by(C.task_id)
-            for t, n, nr, na in s.execute(only(q)):
-                total[names[t]], reviewed[names[t]], auto[names[t]] = n, int(nr or 0), int(na or 0)
+            total: dict[str, int] = {}
+            reviewed: dict[str, int] = {}
+            auto: dict[str, int] = {}
+            conf_counts: dict[tuple[str, str | None, str], int] = {}
+            bins: dict[tuple[int, str], list] = {}
+            q = select(CT.task_id, CT.reviewed, CT.auto, CT.label, CT.verdict, CT.bin, CT.n,
+                       CT.p_sum).where(CT.n != 0)  # fmt: skip
+            for t, rv, au, lab, v, k, n, p in s.execute(only(q, CT.task_id)):
+                t = names[t]
+                total[t] = total.get(t, 0) + n
+                reviewed[t] = reviewed.get(t, 0) + n * bool(rv)
+                auto[t] = auto.get(t, 0) + n * bool(au)
+                if lab:  # an expert label
+                    key = (t, v or None, lab)
+                    conf_counts[key] = conf_counts.get(key, 0) + n
+                    if k >= 0:
+                        acc = bins.setdefault((k, lab), [0, 0])
+                        acc[0] += n
+                        acc[1] += int(p)
             tasks = sorted(total)
             actions: dict[str, dict[str, int]] = {t: {} for t in tasks}
             reviewers: set[int] = set()
             n_reviews = 0
             q = (
-                select(C.task_id, R.action, R.expert_id, func.count())
-                .join(C, C.id == R.candidate_id)
-                .where(R.action.in_(m.DECISIONS))  # a taken-back review holds no decision
-                .group_by(C.task_id, R.action, R.expert_id)
+                select(RT.task_id, RT.action, RT.expert_id, RT.n)
+                .where(RT.action.in_(m.DECISIONS))  # a taken-back review holds no decision
+                .where(RT.n != 0)
             )
-            for t, action, eid, n in s.execute(only(q)):
+            for t, action, eid, n in s.execute(only(q, RT.task_id)):
                 acts = actions.setdefault(names[t], {})
                 acts[action] = acts.get(action, 0) + n
                 reviewers.add(eid)
                 n_reviews += n
-            expert_label = C.label.in_(m.LABELS) & (
-                C.label_source.is_(None) | (C.label_source != "auto")
-            )
-            # floor(p * bins): SQLite's CAST truncates (= floor on [0, 1]), PostgreSQL's rounds
-            k = C.confidence * nb
-            k = cast(func.floor(k), Integer) if self.is_postgres else cast(k, Integer)
-            b = case((C.confidence >= 1.0, nb - 1), else_=k)
-            # One scan gives both the confusion counts and the histogram; grouping by the bin
-            # first keeps the planner on the table (through the task index it would fetch
-            # each row at random).
-            q = (
-                select(b, C.label, C.verdict, C.task_id, func.count(), func.sum(C.confidence))
-                .where(expert_label)
-                .group_by(b, C.label, C.verdict, C.task_id)
-            )
-            conf_counts: dict[tuple[str, str | None, str], int] = {}
-            bins: dict[tuple[int, str], list] = {}
-            for k_, lab, v, t, n, sm in s.execute(only(q)):
-                key = (names[t], v, lab)
-                conf_counts[key] = conf_counts.get(key, 0) + n
-                if k_ is not None:
-                    acc = bins.setdefault((int(k_), lab), [0, 0.0])
-                    acc[0] += n
-                    acc[1] += float(sm)
             confusion = [(t, v, lab, n) for (t, v, lab), n in sorted(conf_counts.items(), key=str)]
-            hist = [(k_, lab, n, sm) for (k_, lab), (n, sm) in sorted(bins.items())]
+            hist = [(k, lab, n, ps / tally.P_SCALE) for (k, lab), (n, ps) in sorted(bins.items())]
             seconds, median = self._seconds_quantiles(s, tid, experts)
             # items reviewed twice or more, found in the (candidate, expert) index alone: a
             # filter on labels or on the candidate row would fetch every reviewed row
@@ -140,43 +127,30 @@ class DashboardMixin:
 
     @staticmethod
     def _seconds_quantiles(s: Session, tid: int | None, experts: dict[int, str]):
-        """Nearest-rank quantiles of seconds on item, per expert and overall, computed by
-        window functions in the database (only the five ranks per expert come back)."""
-        where = "r.seconds IS NOT NULL AND r.action != 'undo'" + (
-            "" if tid is None else " AND c.task_id = :tid"
-        )
-        join = "" if tid is None else " JOIN candidate c ON c.id = r.candidate_id"
-        # integer division truncates alike in SQLite and PostgreSQL
-        ranks = (
-            "rn = 1 OR rn = n OR rn = (n - 1) / 4 + 1 OR rn = (n - 1) / 2 + 1"
-            " OR rn = 3 * (n - 1) / 4 + 1"
-        )
-        params = {} if tid is None else {"tid": tid}
+        """Nearest-rank quantiles of seconds on item (min, q1, median, q3, max), per expert
+        and overall. Over every task each rank is read from the timed reviews' partial
+        indexes (`m.TIMED`, written out so that SQLite matches them): a count, then the
+        k-th value in order, no sort. For one task, by window functions over that task's
+        timed reviews (only the five ranks per expert come back)."""
+        if tid is not None:
+            return _task_quantiles(s, tid, experts)
         per: dict[str, dict[str, float]] = {}
-        rows = s.execute(
-            text(
-                "SELECT expert_id, rn, n, seconds FROM (SELECT r.expert_id, r.seconds,"
-                " row_number() OVER (PARTITION BY r.expert_id ORDER BY r.seconds) AS rn,"
-                " count(*) OVER (PARTITION BY r.expert_id) AS n"
-                f" FROM review r{join} WHERE {where}) q WHERE {ranks}"
-            ),
-            params,
-        )
-        for eid, rn, n, sec in rows:
+        rank = "SELECT seconds FROM review WHERE {} ORDER BY seconds LIMIT 1 OFFSET :k"
+        counts = s.execute(
+            text(f"SELECT expert_id, count(*) FROM review WHERE {m.TIMED} GROUP BY expert_id")
+        ).all()
+        for eid, n in counts:
             d = per.setdefault(experts.get(eid, "?"), {"n": n})
-            for key, k in (("min", 1), ("q1", (n - 1) // 4 + 1), ("median", (n - 1) // 2 + 1),
-                           ("q3", 3 * (n - 1) // 4 + 1), ("max", n)):  # fmt: skip
-                if rn == k:
-                    d[key] = float(sec)
-        row = s.execute(
-            text(
-                "SELECT seconds FROM (SELECT r.seconds, row_number() OVER (ORDER BY r.seconds)"
-                f" AS rn, count(*) OVER () AS n FROM review r{join} WHERE {where}) q"
-                " WHERE rn = (n - 1) / 2 + 1"
-            ),
-            params,
-        ).first()
-        return dict(sorted(per.items())), None if row is None else float(row[0])
+            for key, k in (("min", 0), ("q1", (n - 1) // 4), ("median", (n - 1) // 2),
+                           ("q3", 3 * (n - 1) // 4), ("max", n - 1)):  # fmt: skip
+                q = text(rank.format(f"expert_id = :e AND {m.TIMED}"))
+                d[key] = float(s.execute(q, {"e": eid, "k": k}).scalar_one())
+        n = sum(n for _, n in counts)
+        median = None
+        if n:
+            q = text(rank.format(m.TIMED))
+            median = float(s.execute(q, {"k": (n - 1) // 2}).scalar_one())
+        return dict(sorted(per.items())), median
 
     def gold_agreement_by_inspector(self, task: str | None = None) -> list[tuple[str, int, int]]:
         """(inspector version, gold items it vetted, of them answered as the gold label), for
@@ -232,3 +206,40 @@ class DashboardMixin:
             return (0, 0, v) if v == "rules" else (1, int(tag), v) if tag.isdigit() else (2, 0, v)
 
         return [(v, n, a) for v, (n, a) in sorted(out.items(), key=lambda kv: order(kv[0]))]
+
+
+def _task_quantiles(s: Session, tid: int, experts: dict[int, str]):
+    """`_seconds_quantiles` for one task, by window functions over its timed reviews."""
+    where = "r.seconds IS NOT NULL AND r.action != 'undo' AND c.task_id = :tid"
+    join = " JOIN candidate c ON c.id = r.candidate_id"
+    # integer division truncates alike in SQLite and PostgreSQL
+    ranks = (
+        "rn = 1 OR rn = n OR rn = (n - 1) / 4 + 1 OR rn = (n - 1) / 2 + 1"
+        " OR rn = 3 * (n - 1) / 4 + 1"
+    )
+    params = {"tid": tid}
+    per: dict[str, dict[str, float]] = {}
+    rows = s.execute(
+        text(
+            "SELECT expert_id, rn, n, seconds FROM (SELECT r.expert_id, r.seconds,"
+            " row_number() OVER (PARTITION BY r.expert_id ORDER BY r.seconds) AS rn,"
+            " count(*) OVER (PARTITION BY r.expert_id) AS n"
+            f" FROM review r{join} WHERE {where}) q WHERE {ranks}"
+        ),
+        params,
+    )
+    for eid, rn, n, sec in rows:
+        d = per.setdefault(experts.get(eid, "?"), {"n": n})
+        for key, k in (("min", 1), ("q1", (n - 1) // 4 + 1), ("median", (n - 1) // 2 + 1),
+                       ("q3", 3 * (n - 1) // 4 + 1), ("max", n)):  # fmt: skip
+            if rn == k:
+                d[key] = float(sec)
+    row = s.execute(
+        text(
+            "SELECT seconds FROM (SELECT r.seconds, row_number() OVER (ORDER BY r.seconds)"
+            f" AS rn, count(*) OVER () AS n FROM review r{join} WHERE {where}) q"
+            " WHERE rn = (n - 1) / 2 + 1"
+        ),
+        params,
+    ).first()
+    return dict(sorted(per.items())), None if row is None else float(row[0])
