@@ -41,21 +41,31 @@ class DashboardMixin:
             reviewed: dict[str, int] = {}
             auto: dict[str, int] = {}
             conf_counts: dict[tuple[str, str | None, str], int] = {}
-            bins: dict[tuple[int, str], list] = {}
-            q = select(CT.task_id, CT.reviewed, CT.auto, CT.label, CT.verdict, CT.bin, CT.n,
-                       CT.p_sum).where(CT.n != 0)  # fmt: skip
-            for t, rv, au, lab, v, k, n, p in s.execute(only(q, CT.task_id)):
-                t = names[t]
+            # the counts summed over the P(YES) bins, then the bins over tasks and verdicts:
+            # a few thousand count rows come back as a few hundred
+            cols = (CT.task_id, CT.reviewed, CT.auto, CT.label, CT.verdict)
+            q = select(*cols, func.sum(CT.n)).group_by(*cols)
+            for t, rv, au, lab, v, n in s.execute(only(q, CT.task_id)):
+                t, n = names[t], int(n)
+                if not n:
+                    continue
                 total[t] = total.get(t, 0) + n
                 reviewed[t] = reviewed.get(t, 0) + n * bool(rv)
                 auto[t] = auto.get(t, 0) + n * bool(au)
                 if lab:  # an expert label
                     key = (t, v or None, lab)
                     conf_counts[key] = conf_counts.get(key, 0) + n
-                    if k >= 0:
-                        acc = bins.setdefault((k, lab), [0, 0])
-                        acc[0] += n
-                        acc[1] += int(p)
+            q = (
+                select(CT.bin, CT.label, func.sum(CT.n), func.sum(CT.p_sum))
+                .where(CT.bin >= 0, CT.label != "")
+                .group_by(CT.bin, CT.label)
+                .order_by(CT.bin, CT.label)
+            )
+            hist = [
+                (int(k), lab, int(n), int(ps) / tally.P_SCALE)
+                for k, lab, n, ps in s.execute(only(q, CT.task_id))
+                if n
+            ]
             tasks = sorted(total)
             actions: dict[str, dict[str, int]] = {t: {} for t in tasks}
             reviewers: set[int] = set()
@@ -71,7 +81,6 @@ class DashboardMixin:
                 reviewers.add(eid)
                 n_reviews += n
             confusion = [(t, v, lab, n) for (t, v, lab), n in sorted(conf_counts.items(), key=str)]
-            hist = [(k, lab, n, ps / tally.P_SCALE) for (k, lab), (n, ps) in sorted(bins.items())]
             seconds, median = self._seconds_quantiles(s, tid, experts)
             # items reviewed twice or more, found in the (candidate, expert) index alone: a
             # filter on labels or on the candidate row would fetch every reviewed row
@@ -106,6 +115,12 @@ class DashboardMixin:
             gold=gold,
         )
 
+    def recount_dashboard(self) -> None:
+        """Rebuild the Dashboard's running counts from every candidate and review: for a
+        bulk load written with raw SQL, which the store's own writes never need."""
+        with self._tx() as s:
+            tally.recount(s)
+
     def rejects_without_reason(self, task: str | None = None) -> dict[str, int]:
         """Per task, the rejects (and label-changing corrections) with no reason typed: their
         SFT rows carry a neutral explanation instead of the expert's reasoning."""
@@ -134,22 +149,34 @@ class DashboardMixin:
         timed reviews (only the five ranks per expert come back)."""
         if tid is not None:
             return _task_quantiles(s, tid, experts)
-        per: dict[str, dict[str, float]] = {}
-        rank = "SELECT seconds FROM review WHERE {} ORDER BY seconds LIMIT 1 OFFSET :k"
         counts = s.execute(
             text(f"SELECT expert_id, count(*) FROM review WHERE {m.TIMED} GROUP BY expert_id")
         ).all()
-        for eid, n in counts:
-            d = per.setdefault(experts.get(eid, "?"), {"n": n})
+        total = sum(n for _, n in counts)
+        if not total:
+            return {}, None
+        # every rank wanted, each the k-th timed value in index order, in one statement
+        wanted: list[tuple[int | None, str, int]] = [
+            (eid, key, k)
+            for eid, n in counts
             for key, k in (("min", 0), ("q1", (n - 1) // 4), ("median", (n - 1) // 2),
-                           ("q3", 3 * (n - 1) // 4), ("max", n - 1)):  # fmt: skip
-                q = text(rank.format(f"expert_id = :e AND {m.TIMED}"))
-                d[key] = float(s.execute(q, {"e": eid, "k": k}).scalar_one())
-        n = sum(n for _, n in counts)
-        median = None
-        if n:
-            q = text(rank.format(m.TIMED))
-            median = float(s.execute(q, {"k": (n - 1) // 2}).scalar_one())
+                           ("q3", 3 * (n - 1) // 4), ("max", n - 1))
+        ]  # fmt: skip
+        wanted.append((None, "all", (total - 1) // 2))
+        rank = "(SELECT seconds FROM review WHERE {} ORDER BY seconds LIMIT 1 OFFSET :k{})"
+        subs, params = [], {}
+        for i, (eid, _, k) in enumerate(wanted):
+            where = m.TIMED if eid is None else f"expert_id = :e{i} AND {m.TIMED}"
+            subs.append(rank.format(where, i))
+            params |= {f"k{i}": k} | ({} if eid is None else {f"e{i}": eid})
+        values = s.execute(text("SELECT " + ", ".join(subs)), params).one()
+        per: dict[str, dict[str, float]] = {}
+        for eid, n in counts:
+            per[experts.get(eid, "?")] = {"n": n}
+        for (eid, key, _), v in zip(wanted, values):
+            if eid is not None:
+                per[experts.get(eid, "?")][key] = float(v)
+        median = float(values[-1])
         return dict(sorted(per.items())), median
 
     def gold_agreement_by_inspector(self, task: str | None = None) -> list[tuple[str, int, int]]:
