@@ -281,3 +281,20 @@ def test_summary_counts_every_expert_who_decided(tmp_path):
     view = dashboard_page.dashboard(ctx, context.Viewer("ann", "admin"), "all", 0.95)
     assert "**3** decisions by **2** expert(s)" in view.summary
     store.close()
+
+
+def test_handler_confusions_from_counts_equal_the_per_item_ones(tmp_path):
+    """The Dashboard scores each (verdict, label) pair once and counts it n times: the same
+    confusions as scoring every item."""
+    from annotate.audit import agreement as ag
+    from app.pages import dashboard as dashboard_page
+
+    store = Store(f"sqlite:///{tmp_path / 'c.db'}")
+    fill(store)
+    st = store.dashboard_stats()
+    items = [(t, v, lab) for t, v, lab, n in st.confusion for _ in range(n)]
+    assert {v for _, v, _ in items} >= {"YES", "NO"}
+    assert dashboard_page._confusion_by_task(st.confusion) == ag.confusion_by_task(items)
+    tot = dashboard_page._sum_confusions(ag.confusion_by_task(items).values())
+    assert tot == ag.confusion((v, lab) for _, v, lab in items)
+    store.close()
