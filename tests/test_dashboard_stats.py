@@ -298,3 +298,38 @@ def test_handler_confusions_from_counts_equal_the_per_item_ones(tmp_path):
     tot = dashboard_page._sum_confusions(ag.confusion_by_task(items).values())
     assert tot == ag.confusion((v, lab) for _, v, lab in items)
     store.close()
+
+
+@pytest.mark.timeout(240)  # about 10 s alone on SQLite, 20 s on PostgreSQL
+def test_counts_stay_exact_with_writers_at_once(store):
+    """Four experts deciding and revising, a re-vetting run, auto-accept and adjudication,
+    all at once (on PostgreSQL truly concurrent): no write waits forever on another, and
+    the counts equal a recount at the end."""
+    from tests.concurrency import run_threads
+    from tests.store_factory import traj
+
+    experts = ["e0", "e1", "e2", "e3"]
+    for e in experts:
+        store.create_expert(e)
+    store.create_expert("boss", role="admin")
+    ids = seeded(store, [i / 40 for i in range(40)], prefix="k")
+
+    def work(who, seed):
+        rng = random.Random(seed)
+        for _ in range(25):
+            cid = rng.choice(ids)
+            if who in experts:
+                action = rng.choice(["accept", "reject", "correct", "skip", "flag"])
+                label = rng.choice(["YES", "NO"]) if action == "correct" else None
+                decide(store, who, cid, action, label=label, seconds=rng.uniform(1, 9))
+            elif who == "vet":
+                k = ids.index(cid)
+                store.record_trajectory(traj(f"k{k}", rng.random(), model="m2"))
+            elif who == "auto":
+                store.auto_accept(rng.uniform(0.7, 1.0))
+            else:
+                store.adjudicate("boss", cid, rng.choice(["YES", "NO", None]))
+
+    who = [*experts, "vet", "auto", "boss"]
+    run_threads(work, [(w, i) for i, w in enumerate(who)], barrier=True, timeout=200)
+    assert_counts_exact(store)

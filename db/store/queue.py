@@ -245,8 +245,10 @@ class QueueMixin:
             raise StoreError(f"auto-accept certainty must be in [0.5, 1] (got {min_certainty})")
         C = m.Candidate
         with self._tx() as s:
-            if self.is_postgres:  # the rows counted below are the rows updated
-                s.execute(text("LOCK TABLE candidate IN SHARE ROW EXCLUSIVE MODE"))
+            if self.is_postgres:
+                # the rows counted below are the rows updated: no other writer meanwhile
+                # (EXCLUSIVE waits for a review that holds its candidate row FOR UPDATE)
+                s.execute(text("LOCK TABLE candidate IN EXCLUSIVE MODE"))
             q = (
                 update(C)
                 .where(

@@ -205,6 +205,8 @@ def recount(s: Session) -> None:
     """Rebuild both tables from every candidate and review (after a bulk load)."""
     postgres = s.get_bind().dialect.name == "postgresql"
     conn = s.connection()
+    if postgres:  # what is counted is what no writer changes meanwhile
+        conn.execute(text("LOCK TABLE candidate, review IN EXCLUSIVE MODE"))
     s.info.pop(_DELTAS, None)
     conn.execute(delete(m.CandidateTally))
     conn.execute(delete(m.ReviewTally))
