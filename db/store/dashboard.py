@@ -135,10 +135,12 @@ class DashboardMixin:
             .where((R.action == "reject") | (R.label != C.verdict))
             .group_by(T.name)
         )
-        if task is not None:
-            q = q.where(T.name == task)
+        # every task's count, then the one asked for: filtered by task in SQL, the plan walks
+        # the task's candidates and probes their reviews, where this reads the reviews once
+        # and looks up only the rejects' and corrections' candidates
         with self._ro() as s:
-            return {name: int(n) for name, n in s.execute(q)}
+            counts = {name: int(n) for name, n in s.execute(q)}
+        return counts if task is None else {t: n for t, n in counts.items() if t == task}
 
     @staticmethod
     def _seconds_quantiles(s: Session, tid: int | None, experts: dict[int, str]):
@@ -236,37 +238,23 @@ class DashboardMixin:
 
 
 def _task_quantiles(s: Session, tid: int, experts: dict[int, str]):
-    """`_seconds_quantiles` for one task, by window functions over its timed reviews."""
-    where = "r.seconds IS NOT NULL AND r.action != 'undo' AND c.task_id = :tid"
-    join = " JOIN candidate c ON c.id = r.candidate_id"
-    # integer division truncates alike in SQLite and PostgreSQL
-    ranks = (
-        "rn = 1 OR rn = n OR rn = (n - 1) / 4 + 1 OR rn = (n - 1) / 2 + 1"
-        " OR rn = 3 * (n - 1) / 4 + 1"
+    """`_seconds_quantiles` for one task: its timed reviews' seconds are read once (one pass
+    over the task's candidates and their reviews) and ranked here, where a window query
+    per figure would walk them twice."""
+    q = text(  # the timed reviews (m.TIMED) of the task
+        "SELECT r.expert_id, r.seconds FROM review r JOIN candidate c ON c.id = r.candidate_id"
+        " WHERE c.task_id = :tid AND r.seconds IS NOT NULL AND r.action != 'undo'"
     )
-    params = {"tid": tid}
+    by_expert: dict[int, list[float]] = {}
+    for eid, sec in s.execute(q, {"tid": tid}):
+        by_expert.setdefault(eid, []).append(float(sec))
     per: dict[str, dict[str, float]] = {}
-    rows = s.execute(
-        text(
-            "SELECT expert_id, rn, n, seconds FROM (SELECT r.expert_id, r.seconds,"
-            " row_number() OVER (PARTITION BY r.expert_id ORDER BY r.seconds) AS rn,"
-            " count(*) OVER (PARTITION BY r.expert_id) AS n"
-            f" FROM review r{join} WHERE {where}) q WHERE {ranks}"
-        ),
-        params,
-    )
-    for eid, rn, n, sec in rows:
-        d = per.setdefault(experts.get(eid, "?"), {"n": n})
-        for key, k in (("min", 1), ("q1", (n - 1) // 4 + 1), ("median", (n - 1) // 2 + 1),
-                       ("q3", 3 * (n - 1) // 4 + 1), ("max", n)):  # fmt: skip
-            if rn == k:
-                d[key] = float(sec)
-    row = s.execute(
-        text(
-            "SELECT seconds FROM (SELECT r.seconds, row_number() OVER (ORDER BY r.seconds)"
-            f" AS rn, count(*) OVER () AS n FROM review r{join} WHERE {where}) q"
-            " WHERE rn = (n - 1) / 2 + 1"
-        ),
-        params,
-    ).first()
-    return dict(sorted(per.items())), None if row is None else float(row[0])
+    for eid, xs in by_expert.items():
+        xs.sort()
+        n = len(xs)
+        per[experts.get(eid, "?")] = {
+            "n": n, "min": xs[0], "q1": xs[(n - 1) // 4], "median": xs[(n - 1) // 2],
+            "q3": xs[3 * (n - 1) // 4], "max": xs[-1],
+        }  # fmt: skip
+    every = sorted(x for xs in by_expert.values() for x in xs)
+    return dict(sorted(per.items())), every[(len(every) - 1) // 2] if every else None
