@@ -110,8 +110,7 @@ def test_vet_correct_and_author_in_the_browser(tab, tmp_path_factory, tmp_path):
             box.fill("C2 Swan bands are clear at 5165 Å")
             page.click("#btn-save-correct")
             _wait_key_change(page, second)
-            info2 = ctx.store.find_candidate(second)
-            (r2,) = ctx.store.reviews(candidate_id=info2.id)
+            (r2,) = _stored(ctx, second)  # saved in the background: on a busy machine, later
             assert (r2.action, r2.label) == ("correct", "YES")
             assert r2.explanation == "C2 Swan bands are clear at 5165 Å"
 

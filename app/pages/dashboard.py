@@ -57,6 +57,29 @@ def confusion_figure(tot: Any, title: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
+FIELDS = ("tp", "fp", "fn", "tn", "unanswered")
+
+
+def _confusion_by_task(counts: list[tuple[str, str | None, str, int]]) -> dict[str, Any]:
+    """`ag.confusion_by_task` of (task, verdict, label) repeated `n` times, from the counts:
+    each pair is scored once by `ag.confusion` and counted n times (no list of every item)."""
+    out: dict[str, Any] = {}
+    for t, v, lab, n in sorted(counts, key=str):
+        one = ag.confusion([(v, lab)])
+        c = out.setdefault(t, ag.Confusion())
+        for f in FIELDS:
+            setattr(c, f, getattr(c, f) + n * getattr(one, f))
+    return dict(sorted(out.items()))
+
+
+def _sum_confusions(cs: Any) -> Any:
+    tot = ag.Confusion()
+    for c in cs:
+        for f in FIELDS:
+            setattr(tot, f, getattr(tot, f) + getattr(c, f))
+    return tot
+
+
 def _r(v: float) -> float | None:
     return None if v != v else round(float(v), 3)
 
@@ -103,14 +126,13 @@ def dashboard(ctx: Context, ex: Viewer | None, task: str = "all", precision: flo
         "layout": _bar_layout("Decisions per task (share)", yaxis={"tickformat": ".0%"}),
     }  # fmt: skip
     # agent vs experts
-    labelled = [(t, v, lab) for t, v, lab, n in st.confusion for _ in range(n)]
-    cm = ag.confusion_by_task(labelled)
+    cm = _confusion_by_task(st.confusion)
     per_task = []
     for t, conf in cm.items():
         p = ag.prf(conf)
         per_task.append([t, conf.n, conf.tp, conf.fp, conf.fn, conf.tn, conf.unanswered,
                          _r(p.precision), _r(p.recall), _r(p.f1)])  # fmt: skip
-    tot = ag.confusion((v, lab) for _, v, lab in labelled) if labelled else None
+    tot = _sum_confusions(cm.values()) if cm else None
     confusion_fig = (
         confusion_figure(
             tot,
@@ -182,7 +204,7 @@ def dashboard(ctx: Context, ex: Viewer | None, task: str = "all", precision: flo
     n_unexplained = sum(unexplained.values())
     summary = (
         f"**{sum(total.values())}** candidates · **{n_rev}** reviewed · **{st.n_reviews}** "
-        f"decisions by **{len(secs) or st.n_reviewers}** expert(s)"
+        f"decisions by **{st.n_reviewers}** expert(s)"
         + (f" · median **{med:.1f} s** per spectrum" if med is not None else "")
         + (
             f" · **{n_unexplained}** reject(s) without a reason "

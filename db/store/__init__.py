@@ -30,14 +30,16 @@ Public methods (all take/return plain values, dataclasses or detached rows):
 - authored trajectories: `create_authored`, `update_authored`, `submit_authored`,
   `review_authored`, `authored`, `list_authored`
 - exports: `labelled_candidates`, `exported_items`, `record_export`, `export_batches`
-- dashboard: `dashboard_stats(task)` -> DashboardStats (aggregated in the database)
+- dashboard: `dashboard_stats(task)` -> DashboardStats (from running counts kept with each
+  write, `tally`), `recount_dashboard` (after a raw bulk load)
 - campaign: `audit_population`, `mark_audit`, `next_audit_item` (the audit sample),
   `catalogue_rows`, `stored_scores` (what re-scoring reads)
 - audit: `audit_events`, `integrity_check`
 
 Layout: `core` (engine, locks, transactions, audit, migrations, settings), one module per
 resource (`candidates`, `runs`, `accounts` with the hashing in `auth`, `queue`, `reviews`,
-`authored`, `dashboard`, `exports`, `campaign`), the plain `records` handed out, the pure
+`authored`, `dashboard` with the running counts it reads in `tally`, `exports`, `campaign`),
+the plain `records` handed out, the pure
 `rules` (queue priority, majority label) and the `errors`. `Store` mixes the resources into
 one object.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import itertools
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -17,6 +18,7 @@ from sqlalchemy.orm import Session
 from agent.refs import CandidateRef
 from db import models as m
 from db.models import utcnow
+from db.store import tally
 from db.store.errors import NotFound, StoreError
 from db.store.records import AddReport, CandidateInfo, Filters
 from db.store.rules import VETTED, queue_priority, resolve_label
@@ -219,7 +221,7 @@ class CandidatesMixin:
                         "updated": now,
                     }
                 )
-            added = self._bulk_insert_ignore(conn, m.Candidate, cand_rows)
+            added = self._insert_counted(s, conn, cand_rows)
             report.added += added
             report.existing += len(batch) - added
             self._audit(
@@ -235,6 +237,25 @@ class CandidatesMixin:
                     "last": batch[-1][1].id,
                 },
             )
+
+    def _insert_counted(self, s: Session, conn, rows: list[dict[str, Any]]) -> int:
+        """Insert new candidate rows in the order given (ids follow it) and count each one
+        in the Dashboard's running counts; returns how many were inserted."""
+        C = m.Candidate
+        if self.is_sqlite:
+            # one writer at a time: what this insert added is every row past the last id
+            last = conn.execute(select(func.coalesce(func.max(C.id), 0))).scalar()
+            added = self._bulk_insert_ignore(conn, m.Candidate, rows)
+            tally.count_candidates(s, False, C.id > last, +1)
+            return added
+        # concurrent inserts take ids between these: each run of one task is counted by
+        # its own insert's count (a new candidate: unreviewed, not auto-accepted, no label)
+        added = 0
+        for tid, run in itertools.groupby(rows, key=lambda r: r["task_id"]):
+            n = self._bulk_insert_ignore(conn, m.Candidate, list(run))
+            tally.add(s, tally.CANDIDATE, (tid, False, False, "", "", -1), n)
+            added += n
+        return added
 
     def _drop_conflicts(self, s: Session, batch, task_ids, hashes, report) -> list:
         """`batch` without the refs whose (id, task) the store, or an earlier ref of this

@@ -27,6 +27,7 @@ from sqlalchemy.pool import StaticPool
 
 from db import models as m
 from db.models import utcnow
+from db.store import tally
 from db.store.errors import DatabaseError
 from db.store.rules import MODEL_CALIBRATION, VETTED, queue_confidence, queue_priority
 
@@ -140,6 +141,7 @@ class CoreMixin:
         self._write = sessionmaker(bind=self._write_engine, expire_on_commit=False)
         self._lease_engine = self.engine.execution_options(loupe_write=True, loupe_ephemeral=True)
         self._write_ephemeral = sessionmaker(bind=self._lease_engine, expire_on_commit=False)
+        tally.install(self._write, self._write_ephemeral)
         self._code_version: str | None = None
         if migrate:
             try:
@@ -208,6 +210,7 @@ class CoreMixin:
         try:
             with wl, self._locked(), maker() as s, s.begin():
                 yield s
+                tally.apply(s)  # the Dashboard's counts, last (db/store/tally.py)
         except OperationalError as err:
             # Another process held SQLite's write lock past the busy timeout.
             if err.orig is not None and "locked" in str(err.orig):

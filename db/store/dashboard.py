@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Integer, case, cast, func, select, text
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from db import models as m
+from db.store import tally
 from db.store.records import DashboardStats
 
 
@@ -18,11 +19,12 @@ class DashboardMixin:
         """Progress, decisions, agent-vs-expert counts, a confidence histogram per label,
         seconds per expert, multi-rater labels and gold ratings, for one task or all.
 
-        Every figure is a GROUP BY or a window query over the indexed columns the store
-        keeps current, so the cost grows with the number of groups returned, not with the
-        candidates read into Python (well under a second at a million candidates)."""
+        The counts come from the running tallies the store keeps with every write
+        (db/store/tally.py): a few hundred rows, however many candidates there are. The
+        seconds' quantiles read ranks in an index of the timed reviews; the multi-rater
+        and gold ratings read the (candidate, expert) index and the few gold items."""
         C, R, T, E = m.Candidate, m.Review, m.Task, m.Expert
-        nb = DashboardStats.CONFIDENCE_BINS
+        CT, RT = m.CandidateTally, m.ReviewTally
         with self._ro() as s:
             names = dict(s.execute(select(T.id, T.name)).tuples().all())
             experts = dict(s.execute(select(E.id, E.name)).tuples().all())
@@ -35,56 +37,50 @@ class DashboardMixin:
             def only(q, col=C.task_id):
                 return q if tid is None else q.where(col == tid)
 
-            total, reviewed, auto = {}, {}, {}
-            q = select(
-                C.task_id,
-                func.count(),
-                func.sum(case((C.review_count > 0, 1), else_=0)),
-                func.sum(case(((C.auto.is_(True)) & (C.review_count == 0), 1), else_=0)),
-            ).group_by(C.task_id)
-            for t, n, nr, na in s.execute(only(q)):
-                total[names[t]], reviewed[names[t]], auto[names[t]] = n, int(nr or 0), int(na or 0)
+            total: dict[str, int] = {}
+            reviewed: dict[str, int] = {}
+            auto: dict[str, int] = {}
+            conf_counts: dict[tuple[str, str | None, str], int] = {}
+            # the counts summed over the P(YES) bins, then the bins over tasks and verdicts:
+            # a few thousand count rows come back as a few hundred
+            cols = (CT.task_id, CT.reviewed, CT.auto, CT.label, CT.verdict)
+            q = select(*cols, func.sum(CT.n)).group_by(*cols)
+            for t, rv, au, lab, v, n in s.execute(only(q, CT.task_id)):
+                t, n = names[t], int(n)
+                if not n:
+                    continue
+                total[t] = total.get(t, 0) + n
+                reviewed[t] = reviewed.get(t, 0) + n * bool(rv)
+                auto[t] = auto.get(t, 0) + n * bool(au)
+                if lab:  # an expert label
+                    key = (t, v or None, lab)
+                    conf_counts[key] = conf_counts.get(key, 0) + n
+            q = (
+                select(CT.bin, CT.label, func.sum(CT.n), func.sum(CT.p_sum))
+                .where(CT.bin >= 0, CT.label != "")
+                .group_by(CT.bin, CT.label)
+                .order_by(CT.bin, CT.label)
+            )
+            hist = [
+                (int(k), lab, int(n), int(ps) / tally.P_SCALE)
+                for k, lab, n, ps in s.execute(only(q, CT.task_id))
+                if n
+            ]
             tasks = sorted(total)
             actions: dict[str, dict[str, int]] = {t: {} for t in tasks}
             reviewers: set[int] = set()
             n_reviews = 0
             q = (
-                select(C.task_id, R.action, R.expert_id, func.count())
-                .join(C, C.id == R.candidate_id)
-                .where(R.action.in_(m.DECISIONS))  # a taken-back review holds no decision
-                .group_by(C.task_id, R.action, R.expert_id)
+                select(RT.task_id, RT.action, RT.expert_id, RT.n)
+                .where(RT.action.in_(m.DECISIONS))  # a taken-back review holds no decision
+                .where(RT.n != 0)
             )
-            for t, action, eid, n in s.execute(only(q)):
+            for t, action, eid, n in s.execute(only(q, RT.task_id)):
                 acts = actions.setdefault(names[t], {})
                 acts[action] = acts.get(action, 0) + n
                 reviewers.add(eid)
                 n_reviews += n
-            expert_label = C.label.in_(m.LABELS) & (
-                C.label_source.is_(None) | (C.label_source != "auto")
-            )
-            # floor(p * bins): SQLite's CAST truncates (= floor on [0, 1]), PostgreSQL's rounds
-            k = C.confidence * nb
-            k = cast(func.floor(k), Integer) if self.is_postgres else cast(k, Integer)
-            b = case((C.confidence >= 1.0, nb - 1), else_=k)
-            # One scan gives both the confusion counts and the histogram; grouping by the bin
-            # first keeps the planner on the table (through the task index it would fetch
-            # each row at random).
-            q = (
-                select(b, C.label, C.verdict, C.task_id, func.count(), func.sum(C.confidence))
-                .where(expert_label)
-                .group_by(b, C.label, C.verdict, C.task_id)
-            )
-            conf_counts: dict[tuple[str, str | None, str], int] = {}
-            bins: dict[tuple[int, str], list] = {}
-            for k_, lab, v, t, n, sm in s.execute(only(q)):
-                key = (names[t], v, lab)
-                conf_counts[key] = conf_counts.get(key, 0) + n
-                if k_ is not None:
-                    acc = bins.setdefault((int(k_), lab), [0, 0.0])
-                    acc[0] += n
-                    acc[1] += float(sm)
             confusion = [(t, v, lab, n) for (t, v, lab), n in sorted(conf_counts.items(), key=str)]
-            hist = [(k_, lab, n, sm) for (k_, lab), (n, sm) in sorted(bins.items())]
             seconds, median = self._seconds_quantiles(s, tid, experts)
             # items reviewed twice or more, found in the (candidate, expert) index alone: a
             # filter on labels or on the candidate row would fetch every reviewed row
@@ -119,6 +115,12 @@ class DashboardMixin:
             gold=gold,
         )
 
+    def recount_dashboard(self) -> None:
+        """Rebuild the Dashboard's running counts from every candidate and review: for a
+        bulk load written with raw SQL, which the store's own writes never need."""
+        with self._tx() as s:
+            tally.recount(s)
+
     def rejects_without_reason(self, task: str | None = None) -> dict[str, int]:
         """Per task, the rejects (and label-changing corrections) with no reason typed: their
         SFT rows carry a neutral explanation instead of the expert's reasoning."""
@@ -133,50 +135,51 @@ class DashboardMixin:
             .where((R.action == "reject") | (R.label != C.verdict))
             .group_by(T.name)
         )
-        if task is not None:
-            q = q.where(T.name == task)
+        # every task's count, then the one asked for: filtered by task in SQL, the plan walks
+        # the task's candidates and probes their reviews, where this reads the reviews once
+        # and looks up only the rejects' and corrections' candidates
         with self._ro() as s:
-            return {name: int(n) for name, n in s.execute(q)}
+            counts = {name: int(n) for name, n in s.execute(q)}
+        return counts if task is None else {t: n for t, n in counts.items() if t == task}
 
     @staticmethod
     def _seconds_quantiles(s: Session, tid: int | None, experts: dict[int, str]):
-        """Nearest-rank quantiles of seconds on item, per expert and overall, computed by
-        window functions in the database (only the five ranks per expert come back)."""
-        where = "r.seconds IS NOT NULL AND r.action != 'undo'" + (
-            "" if tid is None else " AND c.task_id = :tid"
-        )
-        join = "" if tid is None else " JOIN candidate c ON c.id = r.candidate_id"
-        # integer division truncates alike in SQLite and PostgreSQL
-        ranks = (
-            "rn = 1 OR rn = n OR rn = (n - 1) / 4 + 1 OR rn = (n - 1) / 2 + 1"
-            " OR rn = 3 * (n - 1) / 4 + 1"
-        )
-        params = {} if tid is None else {"tid": tid}
+        """Nearest-rank quantiles of seconds on item (min, q1, median, q3, max), per expert
+        and overall. Over every task each rank is read from the timed reviews' partial
+        indexes (`m.TIMED`, written out so that SQLite matches them): a count, then the
+        k-th value in order, no sort. For one task, by window functions over that task's
+        timed reviews (only the five ranks per expert come back)."""
+        if tid is not None:
+            return _task_quantiles(s, tid, experts)
+        counts = s.execute(
+            text(f"SELECT expert_id, count(*) FROM review WHERE {m.TIMED} GROUP BY expert_id")
+        ).all()
+        total = sum(n for _, n in counts)
+        if not total:
+            return {}, None
+        # every rank wanted, each the k-th timed value in index order, in one statement
+        wanted: list[tuple[int | None, str, int]] = [
+            (eid, key, k)
+            for eid, n in counts
+            for key, k in (("min", 0), ("q1", (n - 1) // 4), ("median", (n - 1) // 2),
+                           ("q3", 3 * (n - 1) // 4), ("max", n - 1))
+        ]  # fmt: skip
+        wanted.append((None, "all", (total - 1) // 2))
+        rank = "(SELECT seconds FROM review WHERE {} ORDER BY seconds LIMIT 1 OFFSET :k{})"
+        subs, params = [], {}
+        for i, (eid, _, k) in enumerate(wanted):
+            where = m.TIMED if eid is None else f"expert_id = :e{i} AND {m.TIMED}"
+            subs.append(rank.format(where, i))
+            params |= {f"k{i}": k} | ({} if eid is None else {f"e{i}": eid})
+        values = s.execute(text("SELECT " + ", ".join(subs)), params).one()
         per: dict[str, dict[str, float]] = {}
-        rows = s.execute(
-            text(
-                "SELECT expert_id, rn, n, seconds FROM (SELECT r.expert_id, r.seconds,"
-                " row_number() OVER (PARTITION BY r.expert_id ORDER BY r.seconds) AS rn,"
-                " count(*) OVER (PARTITION BY r.expert_id) AS n"
-                f" FROM review r{join} WHERE {where}) q WHERE {ranks}"
-            ),
-            params,
-        )
-        for eid, rn, n, sec in rows:
-            d = per.setdefault(experts.get(eid, "?"), {"n": n})
-            for key, k in (("min", 1), ("q1", (n - 1) // 4 + 1), ("median", (n - 1) // 2 + 1),
-                           ("q3", 3 * (n - 1) // 4 + 1), ("max", n)):  # fmt: skip
-                if rn == k:
-                    d[key] = float(sec)
-        row = s.execute(
-            text(
-                "SELECT seconds FROM (SELECT r.seconds, row_number() OVER (ORDER BY r.seconds)"
-                f" AS rn, count(*) OVER () AS n FROM review r{join} WHERE {where}) q"
-                " WHERE rn = (n - 1) / 2 + 1"
-            ),
-            params,
-        ).first()
-        return dict(sorted(per.items())), None if row is None else float(row[0])
+        for eid, n in counts:
+            per[experts.get(eid, "?")] = {"n": n}
+        for (eid, key, _), v in zip(wanted, values):
+            if eid is not None:
+                per[experts.get(eid, "?")][key] = float(v)
+        median = float(values[-1])
+        return dict(sorted(per.items())), median
 
     def gold_agreement_by_inspector(self, task: str | None = None) -> list[tuple[str, int, int]]:
         """(inspector version, gold items it vetted, of them answered as the gold label), for
@@ -232,3 +235,26 @@ class DashboardMixin:
             return (0, 0, v) if v == "rules" else (1, int(tag), v) if tag.isdigit() else (2, 0, v)
 
         return [(v, n, a) for v, (n, a) in sorted(out.items(), key=lambda kv: order(kv[0]))]
+
+
+def _task_quantiles(s: Session, tid: int, experts: dict[int, str]):
+    """`_seconds_quantiles` for one task: its timed reviews' seconds are read once (one pass
+    over the task's candidates and their reviews) and ranked here, where a window query
+    per figure would walk them twice."""
+    q = text(  # the timed reviews (m.TIMED) of the task
+        "SELECT r.expert_id, r.seconds FROM review r JOIN candidate c ON c.id = r.candidate_id"
+        " WHERE c.task_id = :tid AND r.seconds IS NOT NULL AND r.action != 'undo'"
+    )
+    by_expert: dict[int, list[float]] = {}
+    for eid, sec in s.execute(q, {"tid": tid}):
+        by_expert.setdefault(eid, []).append(float(sec))
+    per: dict[str, dict[str, float]] = {}
+    for eid, xs in by_expert.items():
+        xs.sort()
+        n = len(xs)
+        per[experts.get(eid, "?")] = {
+            "n": n, "min": xs[0], "q1": xs[(n - 1) // 4], "median": xs[(n - 1) // 2],
+            "q3": xs[3 * (n - 1) // 4], "max": xs[-1],
+        }  # fmt: skip
+    every = sorted(x for xs in by_expert.values() for x in xs)
+    return dict(sorted(per.items())), every[(len(every) - 1) // 2] if every else None

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session, aliased
 from db import models as m
 from db.models import utcnow
 from db.settings import DEFAULTS
+from db.store import tally
 from db.store.errors import NotFound, StoreError
 from db.store.records import Filters, QueueConfig
 from db.store.reviews import labels_by_others
@@ -333,6 +334,10 @@ class QueueMixin:
             raise StoreError(f"auto-accept certainty must be in [0.5, 1] (got {min_certainty})")
         C = m.Candidate
         with self._tx() as s:
+            if self.is_postgres:
+                # the rows counted below are the rows updated: no other writer meanwhile
+                # (EXCLUSIVE waits for a review that holds its candidate row FOR UPDATE)
+                s.execute(text("LOCK TABLE candidate IN EXCLUSIVE MODE"))
             q = (
                 update(C)
                 .where(
@@ -352,7 +357,12 @@ class QueueMixin:
             )
             if task is not None:
                 q = q.where(C.task_id == self._task_id(s, task, create=False))
+            # the Dashboard's counts: each one leaves its key for the auto-accepted one
+            # (no review, so neither reviewed nor expert-labelled)
+            moved = tally.count_candidates(s, self.is_postgres, q.whereclause, -1)
             n = s.execute(q).rowcount
+            for tid, k in moved.items():
+                tally.add(s, tally.CANDIDATE, (tid, False, True, "", "", -1), k)
             self._audit(
                 s,
                 actor,
