@@ -1,7 +1,7 @@
 """dashboard tallies: running counts of candidates and reviews, and timed-review indexes
 
 Revision ID: 0010
-Revises: 0008
+Revises: 0009
 Create Date: 2026-12-03
 
 The Dashboard read every candidate and every review to count them (0.9 s at a million
@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0010"
-down_revision = "0008"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 
