@@ -53,7 +53,7 @@ def spectra_meta(refs: list[CandidateRef]) -> tuple[dict[int, dict[str, Any]], d
     and the others go on."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from agent.formats.sandbox import ReadRefused, pool, read_metas
+    from agent.formats.sandbox import ReadRefused, WorkerStartError, pool, read_metas
 
     by_path: dict[str, list[int]] = {}
     for i, ref in enumerate(refs):
@@ -72,6 +72,8 @@ def spectra_meta(refs: list[CandidateRef]) -> tuple[dict[int, dict[str, Any]], d
             return [str(err)] * len(idx)
         except SpectrumError as err:
             return [err.problem] * len(idx)
+        except WorkerStartError:
+            raise  # nothing can be read: one line naming why, not one per file
         except Exception as err:  # a reader bug must not stop the whole ingest
             log.exception("reading %s failed", path)
             return [f"{type(err).__name__}: {err}"] * len(idx)

@@ -26,15 +26,17 @@ def ingest_and_vet(
     actor: str = "app",
     problems: list[tuple[str, str]] | None = None,
 ) -> int:
-    """Add candidates to the store and record the agent's trajectory for each.
+    """Vet candidates and add them to the store with the agent's trajectory for each.
 
-    `refs` are `CandidateRef`s or catalogue rows (dicts with id, task, path, ...). A spectrum
-    that cannot be read, or that a second id names, is logged (and added to `problems`)
-    and left out; the others go on. Candidates the serving policy has already vetted
-    (same run set-up) are not vetted again. Returns the number of trajectories recorded.
+    `refs` are `CandidateRef`s or catalogue rows (dicts with id, task, path, ...). The files
+    are untrusted: they are read and vetted in limited worker processes
+    (`annotate.vetting.into_store.vet_then_add`), never in the server, and the candidates
+    go into the store once vetted. A spectrum that cannot be read, or that a second id
+    names, is logged (and added to `problems`) and left out; the others go on. Candidates
+    the serving policy has already vetted (same run set-up) are not vetted again. Returns
+    the number of trajectories recorded.
     """
-    from annotate.intake.ingest import ingest_refs
-    from annotate.vetting.into_store import vet_into_store
+    from annotate.vetting.into_store import vet_then_add
 
     refs = [
         r if isinstance(r, CandidateRef) else
@@ -42,15 +44,13 @@ def ingest_and_vet(
                      row=r.get("row"), label=r.get("label") or None)
         for r in refs
     ]  # fmt: skip
-    _, refused, added = ingest_refs(ctx.store, refs, actor=actor)
+    refused: list[tuple[str, str]] = []
+    stats = vet_then_add(ctx.store, refs, policy=policy or ctx.policy, actor=actor,
+                         problems=refused)  # fmt: skip
     for item, problem in refused:
         log.warning("not ingested: %s: %s", item, problem)
     if problems is not None:
         problems.extend(refused)
-    if not added:
-        return 0
-    # Inline (one worker): this runs inside the server's request.
-    stats = vet_into_store(ctx.store, added, policy=policy or ctx.policy, actor=actor, workers=1)
     return stats.n
 
 

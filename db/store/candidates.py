@@ -4,9 +4,10 @@ denormalised review and queue columns each candidate row keeps current."""
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import json
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -45,11 +46,58 @@ _KNOWN_INFO = {
 }
 
 
-@functools.lru_cache(maxsize=256)
-def _load_spectrum_cached(path: str, hdu: Any, row: Any) -> Any:
-    from agent.formats import load_one
+class SpectrumCache:
+    """The spectra the views drew last, bounded in bytes (`LOUPE_MAX_SPECTRUM_CACHE_MB`,
+    default 48), least recently used first out. A count of entries bounds nothing: one
+    file may hold ten million pixels. What is kept is each spectrum's display copy
+    (`agent.display`), read in a limited worker (`agent.formats.sandbox`)."""
 
-    return load_one(Path(path), hdu=hdu, row=row)
+    def __init__(self, budget_bytes: int | None = None) -> None:
+        mb = os.environ.get("LOUPE_MAX_SPECTRUM_CACHE_MB", "48")
+        try:
+            default = int(float(mb) * 2**20)
+        except ValueError:
+            default = 48 * 2**20
+        self.budget = default if budget_bytes is None else int(budget_bytes)
+        self.held = 0
+        self._items: OrderedDict[tuple, tuple[Any, frozenset, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple, windows: frozenset) -> Any:
+        """The spectrum kept under `key` if it shows `windows` at full resolution."""
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is None:
+                return None
+            spec, shown, _ = hit
+            if "display" in spec.meta.extra and not windows <= shown:
+                return None  # a reduced copy made for other windows
+            self._items.move_to_end(key)
+            return spec
+
+    def put(self, key: tuple, spec: Any, windows: frozenset) -> None:
+        from agent.display import nbytes
+
+        size = nbytes(spec)
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self.held -= old[2]
+            if size > self.budget:
+                return  # larger than the whole cache: served, not kept
+            self._items[key] = (spec, windows, size)
+            self.held += size
+            while self.held > self.budget:
+                _, (_, _, gone) = self._items.popitem(last=False)
+                self.held -= gone
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self.held = 0
+
+
+SPECTRA = SpectrumCache()
 
 
 class CandidatesMixin:
@@ -491,12 +539,48 @@ class CandidatesMixin:
             ]
 
     def load_spectrum(self, candidate_id: int):
-        """The candidate's spectrum, read from its file through an LRU cache."""
+        """The candidate's spectrum as the views draw it, read from its file in a limited
+        worker (`agent.formats.sandbox`: the file is untrusted, and never parsed in this
+        process) and kept in a cache bounded in bytes (`SPECTRA`). A spectrum of up to
+        `agent.display.DISPLAY_PIXELS` pixels is the whole of it; a larger one is its
+        display copy (`agent.display.display_copy`), every pixel of the windows of the
+        candidate's trajectories kept."""
+        from agent.display import DISPLAY_PIXELS
+        from agent.formats.sandbox import display_spectrum, pool
+
         info = self.candidate(candidate_id)
         r = info.spectrum_ref
-        spec = _load_spectrum_cached(r["path"], r["hdu"], r["row"])
-        spec = spec.replace(meta=type(spec.meta)(**{**spec.meta.__dict__, "id": info.key}))
-        return spec
+        windows = frozenset(self._windows(candidate_id))
+        key = (r["path"], json.dumps(r["hdu"]), r["row"])
+        spec = SPECTRA.get(key, windows)
+        if spec is None:
+            spec = pool().call(r["path"], display_spectrum, r["path"], r["hdu"], r["row"],
+                               sorted(windows), DISPLAY_PIXELS)  # fmt: skip
+            SPECTRA.put(key, spec, windows)
+        return spec.replace(meta=type(spec.meta)(**{**spec.meta.__dict__, "id": info.key}))
+
+    def spectrum_header(self, candidate_id: int) -> tuple[Any, float]:
+        """The candidate's spectrum's metadata and redshift, read in a limited worker
+        without bringing its arrays here (a VI file's pipeline columns)."""
+        from agent.formats.sandbox import pool, spectrum_header
+
+        r = self.candidate(candidate_id).spectrum_ref
+        return pool().call(r["path"], spectrum_header, r["path"], r["hdu"], r["row"])
+
+    def _windows(self, candidate_id: int) -> set[tuple[float, float]]:
+        """The rest-frame windows the candidate's trajectories zoomed into."""
+        out: set[tuple[float, float]] = set()
+        with self._ro() as s:
+            q = select(m.Trajectory.steps).where(m.Trajectory.candidate_id == candidate_id)
+            for steps in s.scalars(q):
+                for step in steps or []:
+                    w = step.get("window") if isinstance(step, dict) else None
+                    if isinstance(w, list | tuple) and len(w) == 2:
+                        try:
+                            out.add((float(w[0]), float(w[1])))
+                        except (TypeError, ValueError):
+                            continue
+        return out
 
     def set_gold(self, candidate_id: int, label: str | None, actor: str = "admin") -> None:
         if label is not None and label not in m.LABELS:
