@@ -554,9 +554,9 @@ def vet_one(ref: Any, policy: str, kwargs: dict[str, Any], max_turns: int,
     if key not in _POLICIES:
         _POLICIES.clear()  # one policy at a time: another's weights are let go
         _POLICIES[key] = get_policy(policy, **kwargs)
-    traj = run_batch(
-        [ref], _POLICIES[key], max_turns=max_turns, renderer=renderer, params=params
-    )[0]
+    traj = run_batch([ref], _POLICIES[key], max_turns=max_turns, renderer=renderer, params=params)[
+        0
+    ]
     return traj.to_dict()
 
 

@@ -9,7 +9,6 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import JSON, and_, exists, func, select, update
