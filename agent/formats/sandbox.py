@@ -523,10 +523,14 @@ def _norm(hdu: Any) -> Any:
 def checked_candidates(path: str, task: str, roots: list[Path] | None) -> list[Any]:
     """The candidates a file (or catalogue) names, each spectrum read once to prove it
     readable: what an upload is checked with before anything is kept."""
+    return [ref for ref, _ in checked_upload(path, task, roots)]
+
+
+def checked_upload(path: str, task: str, roots: list[Path] | None) -> list[tuple[Any, Any]]:
+    """`checked_candidates` with each one's `SpectrumMeta` (what ingesting it records), so
+    the file need not be read again for it."""
     found = expand_limited(path, task, roots)
-    for ref in found:
-        ref.load()
-    return found
+    return [(ref, ref.load().meta) for ref in found]
 
 
 def expand_limited(path: str, task: str, roots: list[Path] | None) -> list[Any]:

@@ -103,6 +103,7 @@ def vet_then_add(
     policy: str = "rules",
     actor: str = "app",
     problems: list[tuple[str, str]] | None = None,
+    known: dict[str, dict[str, Any]] | None = None,
 ) -> Stats:
     """Vet candidates from files nobody vouches for (the app's uploads) in the vet pool's
     limited workers, then add them to the store and record their trajectories.
@@ -114,7 +115,8 @@ def vet_then_add(
     two commits a few milliseconds apart, and a candidate a kill left between them unvetted
     is vetted when its file is added again (already-vetted ones are skipped, as a resumed
     run skips them). Candidates the store refuses (an id given to another spectrum) are
-    left out, each with its problem added to `problems`. Returns the run's `Stats`."""
+    left out, each with its problem added to `problems`; `known` is survey metadata read
+    already (`annotate.intake.ingest.read_upload`). Returns the run's `Stats`."""
     from annotate.intake.ingest import ingest_refs, one_candidate_per_spectrum
 
     opts = VetOptions.of(policy=policy, sandbox=True)
@@ -124,7 +126,7 @@ def vet_then_add(
     stats = Stats(len(refs), len(refs) - len(todo))
     stats.workers = 1
     vetted = list(run_sandboxed(todo, opts, kwargs, opts.renderer))
-    _, not_added, added = ingest_refs(store, refs, actor=actor)
+    _, not_added, added = ingest_refs(store, refs, actor=actor, known=known)
     refused += not_added
     if problems is not None:
         problems.extend(refused)

@@ -25,6 +25,7 @@ def ingest_and_vet(
     policy: str | None = None,
     actor: str = "app",
     problems: list[tuple[str, str]] | None = None,
+    known: dict[str, dict[str, Any]] | None = None,
 ) -> int:
     """Vet candidates and add them to the store with the agent's trajectory for each.
 
@@ -34,7 +35,8 @@ def ingest_and_vet(
     go into the store once vetted. A spectrum that cannot be read, or that a second id
     names, is logged (and added to `problems`) and left out; the others go on. Candidates
     the serving policy has already vetted (same run set-up) are not vetted again. Returns
-    the number of trajectories recorded.
+    the number of trajectories recorded. `known`: survey metadata read already (by
+    `ref.location`), not read again.
     """
     from annotate.vetting.into_store import vet_then_add
 
@@ -46,7 +48,7 @@ def ingest_and_vet(
     ]  # fmt: skip
     refused: list[tuple[str, str]] = []
     stats = vet_then_add(ctx.store, refs, policy=policy or ctx.policy, actor=actor,
-                         problems=refused)  # fmt: skip
+                         problems=refused, known=known)  # fmt: skip
     for item, problem in refused:
         log.warning("not ingested: %s: %s", item, problem)
     if problems is not None:
@@ -81,6 +83,7 @@ def ingest_upload(
         return f"Refused: {escape(e)}"
     lines: list[str] = []
     refs = []
+    known: dict[str, dict[str, Any]] = {}
     upload_dir = ctx.data_roots[0] / "uploads"
     for f in files or []:
         src = Path(getattr(f, "name", f))
@@ -98,10 +101,11 @@ def ingest_upload(
                 # Read whole in a limited worker process (every path a catalogue names
                 # kept inside the data roots): a bad file is refused before it is
                 # ingested, and a file built to exhaust the server only ends its worker.
-                found = read_upload(dest, task, ctx.data_roots)
+                found, metas = read_upload(dest, task, ctx.data_roots)
             except BaseException:  # whatever refused it, the copy must not stay
                 dest.unlink(missing_ok=True)
                 raise
+            known.update(metas)
             refs += found
             lines.append(f"- {escape(name)}: {len(found)} spectrum(s)")
         except ReadRefused as e:
@@ -119,7 +123,7 @@ def ingest_upload(
     if refs:
         try:
             refused: list[tuple[str, str]] = []
-            n = ingest_and_vet(ctx, refs, actor=ex.name, problems=refused)
+            n = ingest_and_vet(ctx, refs, actor=ex.name, problems=refused, known=known)
             lines += [f"- not added: {escape(item)}: {escape(why)}" for item, why in refused]
             lines.append(f"\n{n} candidate(s) vetted by the `{escape(ctx.policy)}` agent.")
         except Exception as e:
