@@ -96,7 +96,9 @@ class Queue:
         info = self.store.find_candidate(key, task)
         if info is None:
             return None, []
-        others = self.store.claim(expert, info.id, self.config.lease_seconds)
+        others = self.store.claim(
+            expert, info.id, self.config.lease_seconds, overlap=self.config.overlap
+        )
         return info, others
 
     def remaining(self, filters: Filters | None = None) -> int:
