@@ -432,6 +432,16 @@ class CandidatesMixin:
                 c = s.get(m.Candidate, int(key))
             return None if c is None else self._info(s, c)
 
+    def candidates_with_key(self, key: str, task: str | None = None) -> list[CandidateInfo]:
+        """Every candidate with exactly this id (of `task`, if given), by internal id: what
+        a file naming candidates by id matches, so that an id of several tasks is seen to
+        be ambiguous instead of one of them being taken."""
+        with self._ro() as s:
+            q = select(m.Candidate).where(m.Candidate.key == key)
+            if task is not None:
+                q = q.join(m.Task, m.Task.id == m.Candidate.task_id).where(m.Task.name == task)
+            return [self._info(s, c) for c in s.scalars(q.order_by(m.Candidate.id))]
+
     def find_by_path(self, path: str, task: str) -> CandidateInfo | None:
         with self._ro() as s:
             q = (
