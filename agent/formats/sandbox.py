@@ -541,29 +541,6 @@ def expand_limited(path: str, task: str, roots: list[Path] | None) -> list[Any]:
     return expand_candidates([str(path)], task=task, roots=roots)
 
 
-# Policies a vet worker has built, by their settings: a worker vets many candidates, and a
-# policy (a model's weights) is built once per worker, not once per candidate.
-_POLICIES: dict[str, Any] = {}
-
-
-def vet_one(ref: Any, policy: str, kwargs: dict[str, Any], max_turns: int,
-            renderer: str | None, params: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
-    """Vet one candidate (read, zoom, answer) and return its trajectory as a dict: what a
-    vet worker runs for an untrusted file, so neither the file nor what the agent makes of
-    it is ever held by the server."""
-    from agent.loop import run_batch
-    from agent.policies import get_policy
-
-    key = repr((policy, sorted(kwargs.items())))
-    if key not in _POLICIES:
-        _POLICIES.clear()  # one policy at a time: another's weights are let go
-        _POLICIES[key] = get_policy(policy, **kwargs)
-    traj = run_batch([ref], _POLICIES[key], max_turns=max_turns, renderer=renderer, params=params)[
-        0
-    ]
-    return traj.to_dict()
-
-
 def display_spectrum(
     path: str, hdu: Any, row: Any, windows: list[tuple[float, float]], max_pixels: int
 ) -> Any:

@@ -330,7 +330,8 @@ def run_sandboxed(todo, opts: VetOptions, kwargs, renderer) -> Iterable[Trajecto
     start at all raises (`WorkerStartError`, naming why): nothing could be vetted."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from agent.formats.sandbox import WorkerStartError, vet_one, vet_pool
+    from agent.formats.sandbox import WorkerStartError, vet_pool
+    from agent.vet_worker import vet_one
 
     if not todo:
         return
