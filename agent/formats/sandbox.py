@@ -73,6 +73,9 @@ class SandboxLimits:
         default_factory=lambda: max(1, _env_int("LOUPE_READ_WORKERS", min(4, os.cpu_count() or 1)))
     )
     nice: int = 0  # added to the worker's scheduling priority (higher: yields the CPU)
+    # the wall clock a job may take, in CPU limits (+ 10 s): it catches a worker that hangs
+    # without using CPU; a low-priority worker on a busy machine needs more of it
+    wall_factor: int = 2
 
     @classmethod
     def for_vetting(cls) -> SandboxLimits:
@@ -82,11 +85,12 @@ class SandboxLimits:
             cpu_seconds=max(1, _env_int("LOUPE_MAX_VET_SECONDS", 300)),
             workers=max(1, _env_int("LOUPE_VET_WORKERS", 1)),
             nice=10,
+            wall_factor=4,
         )
 
     @property
     def wall_seconds(self) -> float:
-        return 2 * self.cpu_seconds + 10
+        return self.wall_factor * self.cpu_seconds + 10
 
 
 class WorkerStartError(LoupeError, RuntimeError):
@@ -221,6 +225,7 @@ def _main() -> None:
     proto_in = os.fdopen(os.dup(0), "rb", buffering=0)
     proto_out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
+    _follow_parent()
     limits = SandboxLimits(**pickle.loads(_recv(proto_in)))
     try:
         _limit_self(limits)
@@ -254,6 +259,20 @@ def _main() -> None:
         _send(proto_out, data)
         if answer[0] == "memory":
             os._exit(0)  # a heap that ran out is not trusted with the next file
+
+
+def _follow_parent() -> None:
+    """End this worker when the process that started it is gone (killed, even with -9):
+    a vetting left running would burn a core for minutes for nobody. Watched from a
+    thread, since a worker busy with a job never reads its closed pipe."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
 
 
 def _recv(fh: Any) -> bytes:

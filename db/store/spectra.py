@@ -10,16 +10,16 @@ from typing import Any
 
 class SpectrumCache:
     """The spectra the views drew last, bounded in bytes (`LOUPE_MAX_SPECTRUM_CACHE_MB`,
-    default 48), least recently used first out. A count of entries bounds nothing: one
+    default 32), least recently used first out. A count of entries bounds nothing: one
     file may hold ten million pixels. What is kept is each spectrum's display copy
     (`agent.display`), read in a limited worker (`agent.formats.sandbox`)."""
 
     def __init__(self, budget_bytes: int | None = None) -> None:
-        mb = os.environ.get("LOUPE_MAX_SPECTRUM_CACHE_MB", "48")
+        mb = os.environ.get("LOUPE_MAX_SPECTRUM_CACHE_MB", "32")
         try:
             default = int(float(mb) * 2**20)
         except ValueError:
-            default = 48 * 2**20
+            default = 32 * 2**20
         self.budget = default if budget_bytes is None else int(budget_bytes)
         self.held = 0
         self._items: OrderedDict[tuple, tuple[Any, frozenset, int]] = OrderedDict()
