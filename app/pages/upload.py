@@ -72,7 +72,9 @@ def ingest_upload(
     """Uploaded spectrum files (size-limited, read before they are kept) or a server path
     inside a data root: ingested and vetted by the agent."""
     import hashlib
+    import os
     import shutil
+    import threading
 
     from agent.formats.sandbox import ReadRefused
     from annotate.intake.ingest import read_sources, read_upload
@@ -96,7 +98,11 @@ def ingest_upload(
             digest = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
             upload_dir.mkdir(parents=True, exist_ok=True)
             dest = upload_dir / f"{digest}-{Path(name).name}"
-            shutil.copyfile(src, dest)
+            # copied beside it, then renamed over it: a link planted at that name is
+            # replaced, never written through, and a kill leaves no half-written copy
+            part = upload_dir / f".{digest}-{os.getpid()}-{threading.get_ident()}.part"
+            shutil.copyfile(src, part)
+            os.replace(part, dest)
             try:
                 # Read whole in a limited worker process (every path a catalogue names
                 # kept inside the data roots): a bad file is refused before it is
