@@ -102,7 +102,10 @@ class Queue:
         info = self.store.find_candidate(key, task)
         if info is None:
             return None, []
-        others = self.store.claim(expert, info.id, self.config.lease_seconds, holder=holder)
+        others = self.store.claim(
+            expert, info.id, self.config.lease_seconds, overlap=self.config.overlap,
+            holder=holder,
+        )  # fmt: skip
         return info, others
 
     def census(self, expert: str, filters: Filters | None = None, holder: str = "") -> dict:

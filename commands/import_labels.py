@@ -28,21 +28,47 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Create the expert if there is none of that name (otherwise an unknown name "
         "is refused).",
     )
+    parser.add_argument(
+        "--task",
+        default=None,
+        help="The task of rows that name none. A row whose id (or TARGETID) belongs to "
+        "candidates of several tasks is refused without it, never given to one of them.",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="Write nothing: print what each row would change (line by line), and the "
+        "summary the import would give.",
+    )
     parser.add_argument("--db", default=DEFAULT_DB, help="Database file or SQLAlchemy URL.")
 
 
 def main(args: argparse.Namespace) -> int:
     """Exit 1 when some rows were refused (each named; the rest are recorded). An unknown
     expert or an unreadable file is a `StoreError`: launch.py prints it and exits 2."""
+    from agent.formats.catalogue import normalise_task
+    from agent.spectrum import SpectrumError
+    from commands import UsageError
+
+    task = getattr(args, "task", None)
+    if task is not None:
+        try:
+            task = normalise_task(task)
+        except SpectrumError as err:
+            raise UsageError(str(err)) from None  # --task names no task
     store = Store(args.db, create=False)
     try:
         report = import_labels(
-            store, args.csv, args.expert, create_expert=getattr(args, "create_expert", False)
-        )
+            store, args.csv, args.expert, create_expert=getattr(args, "create_expert", False),
+            task=task, dry_run=getattr(args, "dry_run", False),
+        )  # fmt: skip
     finally:
         store.close()
+    for line, said in report.planned:
+        print(f"import-labels: {args.csv} line {line}: {said}")
     for line, why in report.errors:
         print(f"import-labels: {args.csv} line {line}: {why}", file=sys.stderr)
     who = f"as {args.expert!r}" if args.expert else "as the experts the file names"
-    print(f"import-labels: {report} {who}")
+    dry = " (a dry run: nothing written)" if report.dry_run else ""
+    print(f"import-labels: {report} {who}{dry}")
     return 1 if report.errors else 0

@@ -14,6 +14,7 @@ stored one if any, without failing). Re-running is safe (`annotate.intake.ingest
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -105,9 +106,40 @@ def main(args: argparse.Namespace) -> int:
     except SpectrumError as err:
         raise UsageError(str(err)) from None  # --task names no task
     t0 = time.time()
+    with _named_file_limit():
+        report, errors = _ingest(args, ingest, Store)
+    failed = report_refused("ingest", errors, keep_first=getattr(args, "keep_first", False))
+    print(
+        f"ingest: {report.added} added, {report.existing} already present, "
+        f"{len(errors)} refused ({time.time() - t0:.1f} s) -> {args.db}"
+    )
+    return 1 if failed else 0
+
+
+@contextlib.contextmanager
+def _named_file_limit():
+    """A database that cannot be written under a shell file-size limit (`ulimit -f`) says
+    so: SQLite only says "disk I/O error"."""
+    import resource
+
+    from db.store.errors import DatabaseError
+
+    try:
+        yield
+    except DatabaseError as err:
+        soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+        if soft == resource.RLIM_INFINITY:
+            raise
+        raise DatabaseError(
+            f"{err}; the shell limits the files this process writes to {soft} bytes "
+            "(`ulimit -f`): raise the limit, or write the database elsewhere"
+        ) from None
+
+
+def _ingest(args: argparse.Namespace, ingest, Store) -> tuple:
     store = Store(args.db)
     try:
-        report, errors = ingest(
+        return ingest(
             store,
             args.sources,
             task=args.task,
@@ -121,9 +153,3 @@ def main(args: argparse.Namespace) -> int:
         )
     finally:
         store.close()
-    failed = report_refused("ingest", errors, keep_first=getattr(args, "keep_first", False))
-    print(
-        f"ingest: {report.added} added, {report.existing} already present, "
-        f"{len(errors)} refused ({time.time() - t0:.1f} s) -> {args.db}"
-    )
-    return 1 if failed else 0

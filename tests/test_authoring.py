@@ -305,11 +305,11 @@ def test_audit_view_shows_every_image_the_model_will_see(store, tmp_path, render
     assert f"<b>{renderer}</b> renderer" in html and "Verdict YES" in html
 
     # a spectrum that cannot be read: said, with nothing to look at
-    from db.store.candidates import _load_spectrum_cached
+    from db.store.candidates import SPECTRA
 
     assert store.candidate(c.id).spectrum_ref["path"] == str(tmp_path / "w1.fits")
     (tmp_path / "w1.fits").rename(tmp_path / "gone.fits")
-    _load_spectrum_cached.cache_clear()  # the store keeps spectra it has read
+    SPECTRA.clear()  # the store keeps spectra it has read
     html = author_page.audit_view(ctx, Viewer("ada", "admin"), str(d.authored_id))
     assert "cannot be drawn" in html and "Do not approve" in html and _data_uris(html) == []
     assert "H-beta: broad" in html  # the thoughts are still there to read

@@ -204,7 +204,7 @@ def test_marz_layout_is_read_as_marz_reads_it(ctx, tmp_path):
 
 def test_prospects_own_vi_file_is_read(ctx, tmp_path):
     """Prospect's test VI file: every field read (a quoted comma too); its rows say what the
-    object is, not a YES/NO for a Loupe task, so each is refused with that reason and
+    object is, not a YES/NO for a Loupe task, so the file is refused with that reason and
     nothing is stored."""
     from annotate.intake.labels import _read_rows
 
@@ -224,10 +224,10 @@ def test_prospects_own_vi_file_is_read(ctx, tmp_path):
     assert (a["redshift"], a["spectype"]) == ("0.23", "QSO")
     assert a["comment"] == "This is a comment containing a , comma."
     assert (line2, b["grade"], b["comment"]) == (3, "4", "This looks nice")
-    # (its scanner is no expert here: --create-expert, which creates none for refused rows)
-    report = import_labels(ctx.store, path, "local", create_expert=True)
-    assert report.recorded == 0 and [ln for ln, _ in report.errors] == [2, 3]
-    assert all("no YES/NO verdict" in why for _, why in report.errors)
+    # (its scanner is no expert here: --create-expert, which creates none for a refused
+    # file); the file has no verdict column: refused once, for the file, not row by row
+    with pytest.raises(StoreError, match="no 'label' column, nor a 'verdict'"):
+        import_labels(ctx.store, path, "local", create_expert=True)
     assert ctx.store.reviews() == [] and ctx.store.expert("Desi Arnaz") is None
 
 

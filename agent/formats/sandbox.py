@@ -13,6 +13,18 @@ The limits are read from the environment when the pool starts:
 `LOUPE_MAX_READ_OUTPUT_MB` (what one read may send back, default 256) and
 `LOUPE_READ_WORKERS` (worker processes, default up to 4).
 
+Vetting an untrusted file (an upload) runs in a second pool of the same workers
+(`vet_pool`), so a long vetting never holds up the reads the views wait on: its own
+limits are `LOUPE_MAX_VET_MB` (memory one vetting may add, default 4096; 0: no cap, for a
+GPU policy whose runtime reserves address space it never uses), `LOUPE_MAX_VET_SECONDS`
+(CPU seconds of one candidate's vetting, default 300) and `LOUPE_VET_WORKERS` (default 1),
+and its workers run at a lower priority (nice 10), so an expert's next item is served
+first on a busy machine.
+
+A limit the shell already set lower (`ulimit -f`, `ulimit -v`) is kept: a worker only
+ever lowers a limit. Where a worker cannot start at all, the refusal says why (the
+limit it met), not only that it did not start.
+
 Workers are started once (`spawn`: a server's threads are never forked) and reused, so a
 read costs one round trip over a pipe on top of the parse: about a millisecond for a
 survey spectrum (bench/reader_memory.py measures it). The readers' `LIMITS` of the
@@ -32,6 +44,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agent.errors import LoupeError
 from agent.formats.common import LIMITS, LimitError
 from agent.spectrum import SpectrumError
 
@@ -59,10 +72,29 @@ class SandboxLimits:
     workers: int = dataclasses.field(
         default_factory=lambda: max(1, _env_int("LOUPE_READ_WORKERS", min(4, os.cpu_count() or 1)))
     )
+    nice: int = 0  # added to the worker's scheduling priority (higher: yields the CPU)
+    # the wall clock a job may take, in CPU limits (+ 10 s): it catches a worker that hangs
+    # without using CPU; a low-priority worker on a busy machine needs more of it
+    wall_factor: int = 2
+
+    @classmethod
+    def for_vetting(cls) -> SandboxLimits:
+        """The vet pool's limits (`LOUPE_MAX_VET_*`, `LOUPE_VET_WORKERS`)."""
+        return cls(
+            memory_mb=max(0, _env_int("LOUPE_MAX_VET_MB", 4096)),
+            cpu_seconds=max(1, _env_int("LOUPE_MAX_VET_SECONDS", 300)),
+            workers=max(1, _env_int("LOUPE_VET_WORKERS", 1)),
+            nice=10,
+            wall_factor=4,
+        )
 
     @property
     def wall_seconds(self) -> float:
-        return 2 * self.cpu_seconds + 10
+        return self.wall_factor * self.cpu_seconds + 10
+
+
+class WorkerStartError(LoupeError, RuntimeError):
+    """A worker process could not start; the message says why (a limit the shell set)."""
 
 
 class ReadRefused(LimitError):
@@ -107,9 +139,9 @@ def _warm() -> None:
 
 
 def _limit_self(limits: SandboxLimits) -> None:
-    import resource
-
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if limits.nice:
+        os.nice(limits.nice)
     _warm()
     try:
         import pyarrow
@@ -119,18 +151,53 @@ def _limit_self(limits: SandboxLimits) -> None:
     except Exception:  # noqa: BLE001 (threads only cost address space)
         pass
     _cap_memory(limits)
-    out = limits.output_mb * MB
-    resource.setrlimit(resource.RLIMIT_FSIZE, (out, out))  # a reader writes nothing big
+    import resource
+
+    _lower(resource.RLIMIT_FSIZE, limits.output_mb * MB)  # a reader writes nothing big
+
+
+# What each limit is called where a shell sets it, for a refusal that names it.
+_SHELL_NAMES = {"RLIMIT_FSIZE": "file size (ulimit -f)", "RLIMIT_AS": "address space (ulimit -v)",
+                "RLIMIT_CORE": "core file size (ulimit -c)", "RLIMIT_CPU": "CPU time (ulimit -t)"}  # fmt: skip
+
+
+def _lower(which: int, value: int) -> None:
+    """Set the limit `which` to `value`, or keep the lower one already set (a process may
+    not raise its hard limit): only ever lowers. A limit the shell set below what this
+    process already uses is named in the error."""
+    import resource
+
+    soft, hard = resource.getrlimit(which)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    if soft != resource.RLIM_INFINITY and soft < value:
+        value = soft
+    try:
+        resource.setrlimit(which, (value, value))
+    except (ValueError, OSError) as exc:
+        name = next((v for k, v in _SHELL_NAMES.items() if getattr(resource, k) == which), "")
+        raise WorkerStartError(
+            f"cannot set its {name or 'resource'} limit to {value} bytes under the shell's "
+            f"(soft {soft}, hard {hard}): {exc}"
+        ) from None
 
 
 def _cap_memory(limits: SandboxLimits) -> None:
     """The address space capped at what this process holds now plus `limits.memory_mb`
-    (past it an allocation raises MemoryError), and no core file."""
+    (past it an allocation raises MemoryError; 0: not capped), and no core file."""
     import resource
 
-    cap = _vm_bytes() + limits.memory_mb * MB
-    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if limits.memory_mb:
+        need = _vm_bytes()
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        shell = min(v for v in (soft, hard, 2**63) if v != resource.RLIM_INFINITY)
+        if shell <= need:
+            raise WorkerStartError(
+                f"the shell's address-space limit (ulimit -v, {shell // MB} MiB) is below "
+                f"what a worker needs to start ({need // MB} MiB)"
+            )
+        _lower(resource.RLIMIT_AS, need + limits.memory_mb * MB)
+    _lower(resource.RLIMIT_CORE, 0)
 
 
 def limit_batch_worker(limits: SandboxLimits | None = None) -> None:
@@ -158,8 +225,13 @@ def _main() -> None:
     proto_in = os.fdopen(os.dup(0), "rb", buffering=0)
     proto_out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
+    _follow_parent()
     limits = SandboxLimits(**pickle.loads(_recv(proto_in)))
-    _limit_self(limits)
+    try:
+        _limit_self(limits)
+    except Exception as exc:  # noqa: BLE001 (said to the caller, which names it)
+        _send(proto_out, pickle.dumps(("failed", f"{exc}")))
+        return
     _send(proto_out, pickle.dumps(("ready", None)))
     out_cap = limits.output_mb * MB
     while True:
@@ -187,6 +259,20 @@ def _main() -> None:
         _send(proto_out, data)
         if answer[0] == "memory":
             os._exit(0)  # a heap that ran out is not trusted with the next file
+
+
+def _follow_parent() -> None:
+    """End this worker when the process that started it is gone (killed, even with -9):
+    a vetting left running would burn a core for minutes for nobody. Watched from a
+    thread, since a worker busy with a job never reads its closed pipe."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
 
 
 def _recv(fh: Any) -> bytes:
@@ -229,12 +315,15 @@ class _Worker:
         _send(self.stdin, pickle.dumps(dataclasses.asdict(limits)))
         self.stdin.flush()
         try:
-            status, _ = pickle.loads(_recv(self.stdout))
+            status, why = pickle.loads(_recv(self.stdout))
         except (EOFError, OSError):
-            status = "dead"
+            status, why = "dead", None
         if status != "ready":
+            code = self.proc.poll()
             self.kill()
-            raise RuntimeError("the read worker did not start (see its messages above)")
+            if why is None:
+                why = _death_cause(code)
+            raise WorkerStartError(f"the read worker did not start: {why}")
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -252,11 +341,32 @@ class _Worker:
                     pass
 
 
+def _death_cause(code: int | None) -> str:
+    """Why a worker that died before it was ready died, as far as its exit says: a signal
+    a shell limit sends is named with the limit."""
+    import resource
+
+    names = {signal.SIGXFSZ: "file size (ulimit -f)", signal.SIGXCPU: "CPU time (ulimit -t)",
+             signal.SIGKILL: "killed (out of memory?)", signal.SIGSEGV: "crashed (out of memory?)"}  # fmt: skip
+    if code is not None and code < 0 and -code in names:
+        return f"it met the {names[-code]} limit" if -code in (signal.SIGXFSZ, signal.SIGXCPU) \
+            else names[-code]  # fmt: skip
+    limits = []
+    for what, which in (("file size (ulimit -f)", resource.RLIMIT_FSIZE),
+                        ("address space (ulimit -v)", resource.RLIMIT_AS)):  # fmt: skip
+        soft, _ = resource.getrlimit(which)
+        if soft != resource.RLIM_INFINITY:
+            limits.append(f"{what} {soft} bytes")
+    shell = f"; the shell limits {', '.join(limits)}" if limits else ""
+    return f"it exited with status {code} (its messages are above){shell}"
+
+
 class ReadPool:
     """Long-lived limited workers; `call` runs a function of `agent` in one of them."""
 
-    def __init__(self, limits: SandboxLimits | None = None) -> None:
+    def __init__(self, limits: SandboxLimits | None = None, verb: str = "read") -> None:
         self.limits = limits or SandboxLimits()
+        self.verb = verb  # what a refusal says the file needs the time or memory to do
         self._idle: list[_Worker] = []
         self._started = 0
         self._cond = threading.Condition()
@@ -360,8 +470,8 @@ class ReadPool:
                 ReadRefused(what, f"gives more than {lim.output_mb} MB when read ({value} bytes)")
             )
         if status == "cpu":
-            return _raise(ReadRefused(what, f"needs more than {lim.cpu_seconds} s to read"))
-        return _raise(ReadRefused(what, f"needs more than {lim.memory_mb} MB to read"))
+            return _raise(ReadRefused(what, f"needs more than {lim.cpu_seconds} s to {self.verb}"))
+        return _raise(ReadRefused(what, f"needs more than {lim.memory_mb} MB to {self.verb}"))
 
     def close(self) -> None:
         with self._cond:
@@ -375,18 +485,28 @@ def _raise(exc: BaseException) -> Any:
     raise exc
 
 
-_POOL: ReadPool | None = None
+_POOLS: dict[str, ReadPool] = {}
 _POOL_LOCK = threading.Lock()
 
 
 def pool() -> ReadPool:
     """The process's read pool, started on first use with the environment's limits."""
-    global _POOL
+    return _named("read", SandboxLimits, "read")
+
+
+def vet_pool() -> ReadPool:
+    """The process's pool for vetting untrusted files (`SandboxLimits.for_vetting`): apart
+    from the read pool, so the reads a view waits on never queue behind a vetting."""
+    return _named("vet", SandboxLimits.for_vetting, "vet")
+
+
+def _named(name: str, limits: Callable[[], SandboxLimits], verb: str) -> ReadPool:
     with _POOL_LOCK:
-        if _POOL is None or _POOL._closed:
-            _POOL = ReadPool()
-            atexit.register(_POOL.close)
-        return _POOL
+        found = _POOLS.get(name)
+        if found is None or found._closed:
+            found = _POOLS[name] = ReadPool(limits(), verb)
+            atexit.register(found.close)
+        return found
 
 
 # -- what workers run ---------------------------------------------------------------------
@@ -422,10 +542,14 @@ def _norm(hdu: Any) -> Any:
 def checked_candidates(path: str, task: str, roots: list[Path] | None) -> list[Any]:
     """The candidates a file (or catalogue) names, each spectrum read once to prove it
     readable: what an upload is checked with before anything is kept."""
+    return [ref for ref, _ in checked_upload(path, task, roots)]
+
+
+def checked_upload(path: str, task: str, roots: list[Path] | None) -> list[tuple[Any, Any]]:
+    """`checked_candidates` with each one's `SpectrumMeta` (what ingesting it records), so
+    the file need not be read again for it."""
     found = expand_limited(path, task, roots)
-    for ref in found:
-        ref.load()
-    return found
+    return [(ref, ref.load().meta) for ref in found]
 
 
 def expand_limited(path: str, task: str, roots: list[Path] | None) -> list[Any]:
@@ -434,3 +558,24 @@ def expand_limited(path: str, task: str, roots: list[Path] | None) -> list[Any]:
     from agent.candidates import expand_candidates
 
     return expand_candidates([str(path)], task=task, roots=roots)
+
+
+def display_spectrum(
+    path: str, hdu: Any, row: Any, windows: list[tuple[float, float]], max_pixels: int
+) -> Any:
+    """The spectrum at (path, hdu, row) as the views draw it (`agent.display.display_copy`):
+    whole where it has at most `max_pixels` pixels, else a reduced copy, read and reduced
+    here so that the server only ever holds the copy."""
+    from agent.display import display_copy
+    from agent.formats import load_one
+
+    return display_copy(load_one(Path(path), hdu=hdu, row=row), windows, max_pixels)
+
+
+def spectrum_header(path: str, hdu: Any, row: Any) -> tuple[Any, float]:
+    """The spectrum's metadata and redshift, without its arrays (what a VI file's pipeline
+    columns need)."""
+    from agent.formats import load_one
+
+    spec = load_one(Path(path), hdu=hdu, row=row)
+    return spec.meta, float(spec.redshift)

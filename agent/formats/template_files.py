@@ -9,13 +9,21 @@ import numpy as np
 
 from agent.templates import Template, TemplateError, _normalised, builtin_templates
 
+# Pixels of one template at most: a template is drawn over a spectrum as an overlay and
+# kept in the server for its life (a survey template has a few thousand).
+MAX_TEMPLATE_PIXELS = 131_072
+
 
 def read_templates(folder: str | Path) -> list[Template]:
     """Every spectrum in the files of `folder` as a rest-frame template, by file name.
 
     A folder that does not exist, or holds no readable spectrum, is a TemplateError; an
-    unreadable file names itself in the error."""
+    unreadable file names itself in the error. The files are read in a limited worker
+    (`agent.formats.sandbox`), as any file is, and a template is kept for the server's
+    life, so one of more than `MAX_TEMPLATE_PIXELS` pixels is refused (a template is an
+    overlay: rebin it)."""
     from agent.formats import read_spectra
+    from agent.formats.sandbox import pool
     from agent.spectrum import SpectrumError
 
     root = Path(folder)
@@ -24,10 +32,15 @@ def read_templates(folder: str | Path) -> list[Template]:
     out: list[Template] = []
     for path in sorted(p for p in root.iterdir() if p.is_file() and not p.name.startswith(".")):
         try:
-            specs = read_spectra(path)
+            specs = pool().call(path, read_spectra, path)
         except (SpectrumError, OSError) as e:
             raise TemplateError(f"{path}: not a template spectrum ({e})") from e
         for i, s in enumerate(specs):
+            if s.wavelength.size > MAX_TEMPLATE_PIXELS:
+                raise TemplateError(
+                    f"{path}: a template of {s.wavelength.size} pixels; templates hold at "
+                    f"most {MAX_TEMPLATE_PIXELS} (rebin it)"
+                )
             flux = np.where(s.mask, np.nan, s.flux).astype(float)
             name = s.id or path.stem
             if len(specs) > 1 and not s.id:

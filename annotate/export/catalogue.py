@@ -131,14 +131,15 @@ def header_cards(e: TaskEstimates) -> list[tuple[str, Any, str]]:
         ("AUD_DRWN", e.drawn, "items drawn into the random audit"),
         ("AUD_REV", e.audited, "of them reviewed by an expert"),
         ("CONFLEV", CONFIDENCE, "confidence level of the intervals"),
-        ("CONFMETH", "exact per stratum, MOVER", "how the intervals are made (docs/audit.md)"),
+        ("CONFMETH", "exact per stratum, MOVER", "how the intervals are made: docs/audit.md"),
     ]
     for key, lo, hi, est, what in (
         ("PRECISN", "PREC_LO", "PREC_HI", e.precision, "precision (purity) of the YES list"),
         ("COMPLETE", "COMP_LO", "COMP_HI", e.completeness, "completeness among decided"),
     ):
         if est.value is None:
-            cards.append((key[:4] + "NOTE", f"not estimated: {est.note}"[:60], "and why"))
+            cards.append((key[:4] + "NOTE", card_text(f"not estimated: {est.note}", "and why"),
+                          "and why"))  # fmt: skip
             continue
         cards += [
             (key, est.value, what),
@@ -151,6 +152,20 @@ def header_cards(e: TaskEstimates) -> list[tuple[str, Any, str]]:
                 ("PREC_NEF", round(est.n_eff, 3), "their effective number (Kish)"),
             ]
     return cards
+
+
+def card_text(text: str, comment: str) -> str:
+    """`text` cut so that a FITS card holds it whole with `comment` (80 characters: the
+    key and "= " take 10, the quotes 2, " / " 3; a quote inside is written twice), so
+    astropy never truncates the card, nor warns that it does.
+
+    >>> len(card_text("x" * 100, "and why"))
+    58
+    """
+    room = 80 - 10 - 2 - 3 - len(comment)
+    while len(text) + text.count("'") > room:
+        text = text[:-1]
+    return text
 
 
 def write_task(folder: Path, task: str, rows: list[dict[str, Any]], e: TaskEstimates) -> None:
@@ -173,7 +188,9 @@ def write_task(folder: Path, task: str, rows: list[dict[str, Any]], e: TaskEstim
     # FITS strings are ASCII; any Unicode id or survey is kept as its UTF-8 bytes
     hdu.header["TEXTENC"] = ("UTF-8", "text columns hold UTF-8 bytes")
     for key, value, comment in header_cards(e):
-        hdu.header[key] = (value, comment)
+        # the comment cut to what the card has room for: astropy would cut it and warn
+        room = 80 - len(fits.Card(key, value).image.rstrip()) - 3
+        hdu.header[key] = (value, comment[: max(0, room)])
     hdu.header.add_comment(quote(e)[:72])
     hdu.header.add_comment("See docs/audit.md of Loupe for how to read the precision.")
     fits.HDUList([fits.PrimaryHDU(), hdu]).writeto(folder / f"{task}.fits")

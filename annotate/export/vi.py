@@ -112,12 +112,13 @@ def _pipeline(store: Store, cid: int, cache: dict[int, dict[str, Any]]) -> dict[
     fibermap's and header's ids; {} when the file cannot be read."""
     if cid not in cache:
         try:
-            spec = store.load_spectrum(cid)
+            # read in a limited worker, without its arrays: the file is untrusted
+            meta, z = store.spectrum_header(cid)
         except (OSError, ValueError, StoreError):
             cache[cid] = {}
         else:
-            desi = spec.meta.extra.get("desi") or {}
-            cache[cid] = {"class": spec.meta.survey_class or "", "z": spec.redshift, **desi}
+            desi = meta.extra.get("desi") or {}
+            cache[cid] = {"class": meta.survey_class or "", "z": z, **desi}
     return cache[cid]
 
 

@@ -53,7 +53,7 @@ def spectra_meta(refs: list[CandidateRef]) -> tuple[dict[int, dict[str, Any]], d
     and the others go on."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from agent.formats.sandbox import ReadRefused, pool, read_metas
+    from agent.formats.sandbox import ReadRefused, WorkerStartError, pool, read_metas
 
     by_path: dict[str, list[int]] = {}
     for i, ref in enumerate(refs):
@@ -72,6 +72,8 @@ def spectra_meta(refs: list[CandidateRef]) -> tuple[dict[int, dict[str, Any]], d
             return [str(err)] * len(idx)
         except SpectrumError as err:
             return [err.problem] * len(idx)
+        except WorkerStartError:
+            raise  # nothing can be read: one line naming why, not one per file
         except Exception as err:  # a reader bug must not stop the whole ingest
             log.exception("reading %s failed", path)
             return [f"{type(err).__name__}: {err}"] * len(idx)
@@ -90,13 +92,18 @@ def spectra_meta(refs: list[CandidateRef]) -> tuple[dict[int, dict[str, Any]], d
     return metas, problems
 
 
-def read_upload(path: Path, task: str, roots: list[Path] | None) -> list[CandidateRef]:
+def read_upload(
+    path: Path, task: str, roots: list[Path] | None
+) -> tuple[list[CandidateRef], dict[str, dict[str, Any]]]:
     """The candidates an uploaded file (a spectrum, a catalogue, a parquet) names, every
     spectrum read once to prove it readable, all in a limited worker process: a file
-    past a limit raises `ReadRefused` ("refused: <file> needs more than N MB to read")."""
-    from agent.formats.sandbox import checked_candidates, pool
+    past a limit raises `ReadRefused` ("refused: <file> needs more than N MB to read").
+    With them, the survey metadata of each (by `ref.location`), for `ingest_refs`'s
+    `known`: the file is not read again for it."""
+    from agent.formats.sandbox import checked_upload, pool
 
-    return pool().call(path, checked_candidates, str(path), task, roots)
+    found = pool().call(path, checked_upload, str(path), task, roots)
+    return [ref for ref, _ in found], {ref.location: _meta_of_info(m) for ref, m in found}
 
 
 def read_sources(path: Path, task: str, roots: list[Path] | None) -> list[CandidateRef]:
@@ -140,24 +147,28 @@ def ingest_refs(
     hash_files: bool = True,
     batch_size: int = 2000,
     actor: str = "ingest",
+    known: dict[str, dict[str, Any]] | None = None,
 ) -> tuple[Any, list[tuple[str, str]], list[CandidateRef]]:
     """Check `refs` (their spectra read for survey metadata, their files hashed) and add the
     good ones; returns (AddReport, [(item, problem)], the refs now in the store). An id the
     store already gives to another spectrum comes back as a `Conflict`. `read="new"` reads
     only the files of spectra the store does not hold yet: a run that reads each spectrum
     anyway (`vet --db`) then pays one extra read per new spectrum, for its survey, position
-    and SNR, and none on a resumed run."""
+    and SNR, and none on a resumed run. `known` maps a ref's `location` to its survey
+    metadata read already (an upload's check): those are not read again."""
     from db.store import file_hash
 
     refs, errors = one_candidate_per_spectrum(store, refs)
     metas: dict[int, dict[str, Any]] = {}
     problems: dict[int, str] = {}
+    known = known or {}
     if read:
         held = store.stored_spectra(refs) if read == "new" else set()
-        fresh = [i for i in range(len(refs)) if i not in held]
+        fresh = [i for i in range(len(refs)) if i not in held and refs[i].location not in known]
         got, bad = spectra_meta([refs[i] for i in fresh])
         metas = {fresh[j]: v for j, v in got.items()}
         problems = {fresh[j]: v for j, v in bad.items()}
+    metas.update({i: known[r.location] for i, r in enumerate(refs) if r.location in known})
     meta: dict[int, dict[str, Any]] = {}
     hashes: dict[str, str] = {}
     kept: list[CandidateRef] = []

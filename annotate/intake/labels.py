@@ -31,15 +31,21 @@ otherwise or has not vetted the candidate: it becomes the reject, accept or corr
 gives that label here.
 Prospect's and Marz's names are read as Loupe's (`VI_scanner`, `VI_quality`, `VI_issue`,
 `VI_z`, `VI_spectype`, `VI_comment`, `TARGETID`; `Name`, `QOP`, `FinTN`, `FinZ`, `Comment`,
-a `#` header line); a row with
-no YES/NO verdict (a Prospect or Marz file says what the object is, not whether it is the
-task's class) is refused with that reason.
+a `#` header line); a file
+with no YES/NO verdict column (a Prospect or Marz file says what the object is, not whether
+it is the task's class) is refused whole, in one line.
+
+A row never guesses its candidate: an id the store gives to candidates of several tasks, or
+a TARGETID of an object with several candidates, is refused in one line naming the id and
+its candidates unless the row has a `task` or `--task` names it (`task`). With `dry_run`,
+nothing is written: the report's `planned` says, row by row, what each would change.
 """
 
 from __future__ import annotations
 
 import csv
 import datetime as dt
+import difflib
 import io
 import re
 from dataclasses import dataclass, field
@@ -75,9 +81,13 @@ class ImportReport:
     as_comment: int = 0  # reasons or reasonings kept in the comment (the decision takes none)
     comments: int = 0  # rows whose comment was recorded
     steps_dropped: int = 0  # wrong steps of a trajectory this store does not hold
+    # a dry run: (line, what the row would change), nothing written
+    planned: list[tuple[int, str]] = field(default_factory=list)
+    dry_run: bool = False
 
     def __str__(self) -> str:
-        out = f"{self.recorded} recorded, {self.unchanged} unchanged, {len(self.errors)} refused"
+        would = "would record" if self.dry_run else "recorded"
+        out = f"{self.recorded} {would}, {self.unchanged} unchanged, {len(self.errors)} refused"
         if self.superseded:
             pairs = ", ".join(f"line {a} by line {b}" for a, b in self.superseded)
             out += (f"; {len(self.superseded)} superseded by a later row for the same "
@@ -99,15 +109,20 @@ def import_labels(
     *,
     create_expert: bool = False,
     source: str = "import",
+    task: str | None = None,
+    dry_run: bool = False,
 ) -> ImportReport:
     """Record every good row of the CSV at `path` as `expert`'s review (or, where the file
-    has an `expert` column, as the review of the expert it names)."""
+    has an `expert` column, as the review of the expert it names). `task` is the task of
+    rows that name none; with `dry_run` nothing is written and `report.planned` says what
+    each row would change."""
     path = Path(path)
-    report = ImportReport()
+    report = ImportReport(dry_run=dry_run)
     if expert is not None and store.expert(expert) is None and not create_expert:
         # A typo must not become a phantom expert holding a whole campaign's reviews.
         raise StoreError(
-            f"no expert {expert!r} (create it with `launch.py add-expert`, or pass --create-expert)"
+            f"{no_expert(store, expert)} (create it with `launch.py add-expert`, or pass "
+            "--create-expert)"
         )
     try:
         fh = open(path, newline="", encoding="utf-8-sig")
@@ -119,8 +134,13 @@ def import_labels(
         except (csv.Error, UnicodeDecodeError) as err:
             raise StoreError(f"{path}: unreadable CSV ({err})") from None
     header = set(names)
-    if not header & {"label", "action", "grade"}:
-        raise StoreError(f"{path}: no 'label' column (header: {sorted(header)})")
+    if not header & {"label", "action"}:
+        # one line for the file, not a refusal repeated on each of its rows
+        raise StoreError(
+            f"{path}: no 'label' column, nor a 'verdict' (a YES/NO for the task); nothing "
+            "recorded. A Prospect or Marz file says what each object is, not whether it is "
+            f"the task's class: add a verdict column (header: {sorted(header)})"
+        )
     if not header & {"id", "object_id"} and not {"path", "task"} <= header:
         raise StoreError(f"{path}: needs an 'id' column or 'path' and 'task' columns")
     _refuse_missing_experts(store, path, rows, expert, create=create_expert)
@@ -136,8 +156,8 @@ def import_labels(
             if not who:
                 raise StoreError("no expert: the row names none and --expert is not given")
             if store.expert(who) is None and not create_expert:
-                raise StoreError(f"no expert {who!r} (pass --create-expert to create it)")
-            info = _candidate(store, rec, base, targets)
+                raise StoreError(f"{no_expert(store, who)} (pass --create-expert to create it)")
+            info = _candidate(store, rec, base, targets, task)
         except (StoreError, PermissionError) as err:
             report.errors.append((line, str(err)))
             continue
@@ -147,7 +167,11 @@ def import_labels(
         last[(info.id, who)] = (line, rec, info)
     for (_, who), (line, rec, info) in sorted(last.items(), key=lambda kv: kv[1][0]):
         try:
-            changed = _import_row(store, rec, who, info, source, create_expert, report)
+            if dry_run:
+                changed, said = _plan_row(store, rec, who, info, report)
+                report.planned.append((line, said))
+            else:
+                changed = _import_row(store, rec, who, info, source, create_expert, report)
         except (StoreError, PermissionError) as err:
             report.errors.append((line, str(err)))
             continue
@@ -188,11 +212,25 @@ def _refuse_missing_experts(
     unknown = [] if create else [who for who in named if store.expert(who) is None]
     if unknown:
         rows_of = {who: f"{named[who]} row{'s' * (named[who] != 1)}" for who in unknown}
-        which = ", ".join(f"{who!r} ({n})" for who, n in rows_of.items())
+        which = ", ".join(f"{who!r} ({n}{_nearest(store, who)})" for who, n in rows_of.items())
         raise StoreError(
             f"{path}: no expert {which} in the store; nothing recorded (create it with "
             "`launch.py add-expert`, or pass --create-expert)"
         )
+
+
+def no_expert(store: Store, name: str) -> str:
+    """ "no expert 'alcie'", with the nearest name the store has ("did you mean 'alice'?")."""
+    return f"no expert {name!r}{_nearest(store, name)}"
+
+
+def _nearest(store: Store, name: str) -> str:
+    names = [e.name for e in store.experts()]
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    if not close:
+        folded = {n.casefold(): n for n in names}
+        close = [folded[name.casefold()]] if name.casefold() in folded else []
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _read_rows(fh: io.TextIOBase) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
@@ -334,25 +372,41 @@ class _Targets:
         self.store = store
         self.by_id: dict[int, list[tuple[int, str]]] | None = None
 
-    def find(self, targetid: str, task: str | None) -> Any:
+    def find(self, targetid: str, task: str | None) -> list[Any]:
+        """Every candidate (of `task`, if given) of the object with this TARGETID."""
         if self.by_id is None:
             self.by_id = {}
             for cid, oid, survey, t in self.store.object_ids():
                 self.by_id.setdefault(target_id(survey, oid), []).append((cid, t))
         found = [cid for cid, t in self.by_id.get(int(targetid), []) if task in (None, t)]
-        return self.store.candidate(found[0]) if found else None
+        return [self.store.candidate(cid) for cid in found]
 
 
-def _candidate(store: Store, rec: dict[str, str], base: Path, targets: _Targets) -> Any:
+def _one(found: list[Any], what: str, task: str | None) -> Any:
+    """The one candidate of `found`, or None; several are refused, never guessed at."""
+    if len(found) <= 1:
+        return found[0] if found else None
+    names = ", ".join(f"{c.key} ({c.task})" for c in found)
+    fix = "" if task else ": give the row a task (a `task` column) or pass --task"
+    many = f"{len(found)} candidates of task {task!r}" if task else f"{len(found)} candidates"
+    raise StoreError(f"{what} names {many}, {names}{fix}; nothing recorded for it")
+
+
+def _candidate(
+    store: Store, rec: dict[str, str], base: Path, targets: _Targets, default: str | None = None
+) -> Any:
     """The candidate a row names: by `id`, by `path` and `task`, or by `object_id` (a
-    Prospect file's TARGETID: DESI's own, or the one Loupe gave the object)."""
-    task = rec.get("task") or None
+    Prospect file's TARGETID: DESI's own, or the one Loupe gave the object); the row's
+    task, else `default`. A row that names several candidates is refused (`_one`)."""
+    task = rec.get("task") or default or None
     key = rec.get("id") or rec.get("object_id")
     if key and not rec.get("path"):
         info = None
         if not rec.get("id") and re.fullmatch(r"-?[0-9]+", key):
-            info = targets.find(key, task)
-        info = info or store.find_candidate(key, task)
+            info = _one(targets.find(key, task), f"TARGETID {key}", task)
+        if info is None:
+            found = store.candidates_with_key(key, task)
+            info = _one(found, f"id {key!r}", task)
         if info is None:
             raise StoreError(
                 f"no candidate with id {key!r}" + (f" for task {task!r}" if task else "")
@@ -397,6 +451,28 @@ def _import_row(
     for name in ("trained", "as_comment", "comments", "steps_dropped"):
         setattr(report, name, getattr(report, name) + getattr(counts, name))
     return before is None or before != _state(review)
+
+
+def _plan_row(
+    store: Store, rec: dict[str, str], expert: str, info: Any, report: ImportReport
+) -> tuple[bool, str]:
+    """What recording the row would do, in words, without writing: (changes anything,
+    the line that says so)."""
+    decision = _decision(rec, _label(rec), info.verdict, report)
+    label = derive_label(decision["action"], info.verdict, decision["label"])
+    new = f"{decision['action']} -> {label or '-'}"
+    rows = store.reviews(candidate_id=info.id, expert=expert) if store.expert(expert) else []
+    where = f"{info.key} ({info.task}) as {expert}"
+    if not rows or rows[0].action == "undo":
+        return True, f"{where}: would record {new}"
+    r = rows[0]
+    fields = ("comment", "explanation", "wrong_step", "grade", "redshift", "issues", "spectype")
+    changed = [f for f in fields if getattr(r, f) != decision.get(f)]
+    old = f"{r.action} -> {r.label or '-'}"
+    if old == new and not changed:
+        return False, f"{where}: unchanged ({old})"
+    also = f" (and {', '.join(changed)})" if changed else ""
+    return True, f"{where}: would replace {old} by {new}{also}"
 
 
 def _state(r: Any) -> tuple:

@@ -22,11 +22,21 @@ file's candidate.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
+from agent.failure import task_key
 from agent.refs import CandidateRef
-from annotate.vetting.runner import Progress, Stats, VetOptions, policy_kwargs, vet
+from annotate.vetting.runner import (
+    Progress,
+    Stats,
+    VetOptions,
+    pending,
+    policy_kwargs,
+    run_sandboxed,
+    vet,
+)
 from annotate.vetting.sinks import StoreSink
 
 log = logging.getLogger(__name__)
@@ -67,6 +77,71 @@ def rules_model(store: Any, model: Any) -> tuple[Any, str | None, int | None]:
     return model, str(model), load(model).version
 
 
+def _sink(store: Any, opts: VetOptions, resume: bool, actor: str) -> tuple[StoreSink, dict]:
+    """The sink recording `opts`'s run (the store's inspector model resolved) and the
+    policy's keyword arguments."""
+    model_id, version = opts.model, None
+    if opts.policy == "rules":
+        opts.model, model_id, version = rules_model(store, opts.model)
+    kwargs = policy_kwargs(opts)
+    sink = StoreSink(
+        store,
+        policy=opts.policy,
+        model=model_id,
+        renderer=opts.renderer,
+        params=run_params(opts.policy, opts.max_turns, opts.temperature, version),
+        resume=resume,
+        actor=actor,
+    )
+    return sink, kwargs
+
+
+def vet_then_add(
+    store: Any,
+    refs: Sequence[CandidateRef],
+    *,
+    policy: str = "rules",
+    actor: str = "app",
+    problems: list[tuple[str, str]] | None = None,
+    known: dict[str, dict[str, Any]] | None = None,
+) -> Stats:
+    """Vet candidates from files nobody vouches for (the app's uploads) in the vet pool's
+    limited workers, then add them to the store and record their trajectories.
+
+    Nothing of an untrusted file is processed in this process: the workers read and judge
+    it (`annotate.vetting.runner.run_sandboxed`), this process only records what they
+    answer. The candidates go into the store only once vetted, so a server killed during
+    the vetting leaves no trace of them (the store as it was); the add and the record are
+    two commits a few milliseconds apart, and a candidate a kill left between them unvetted
+    is vetted when its file is added again (already-vetted ones are skipped, as a resumed
+    run skips them). Candidates the store refuses (an id given to another spectrum) are
+    left out, each with its problem added to `problems`; `known` is survey metadata read
+    already (`annotate.intake.ingest.read_upload`). Returns the run's `Stats`."""
+    from annotate.intake.ingest import ingest_refs, one_candidate_per_spectrum
+
+    opts = VetOptions.of(policy=policy, sandbox=True)
+    sink, kwargs = _sink(store, opts, True, actor)
+    refs, refused = one_candidate_per_spectrum(store, list(refs))  # before any vetting
+    todo = pending(refs, sink.done_keys())
+    stats = Stats(len(refs), len(refs) - len(todo))
+    stats.workers = 1
+    vetted = list(run_sandboxed(todo, opts, kwargs, opts.renderer))
+    _, not_added, added = ingest_refs(store, refs, actor=actor, known=known)
+    refused += not_added
+    if problems is not None:
+        problems.extend(refused)
+    keys = {(r.id, task_key(r.task)) for r in added}
+    try:
+        for t in vetted:
+            if (t.id, task_key(t.task)) in keys:
+                sink.write(t)
+                stats.add(t)
+    finally:
+        sink.flush()
+        stats.wall = time.perf_counter() - stats.t0
+    return stats
+
+
 def vet_into_store(
     store: Any,
     candidates: Sequence[CandidateRef] | None = None,
@@ -90,19 +165,7 @@ def vet_into_store(
     settings raise ValueError; an unknown setting, TypeError.
     """
     opts = VetOptions.of(options, policy=policy, renderer=renderer, **settings)
-    model_id, version = opts.model, None
-    if opts.policy == "rules":
-        opts.model, model_id, version = rules_model(store, opts.model)
-    kwargs = policy_kwargs(opts)
-    sink = StoreSink(
-        store,
-        policy=opts.policy,
-        model=model_id,
-        renderer=opts.renderer,
-        params=run_params(opts.policy, opts.max_turns, opts.temperature, version),
-        resume=resume,
-        actor=actor,
-    )
+    sink, kwargs = _sink(store, opts, resume, actor)
     if candidates is None:
         candidates = store.candidate_refs(opts.task, skip_runs=sink.run_ids(), limit=opts.limit)
     return vet(list(candidates), opts, sink, progress, kwargs)  # flushes the last batch

@@ -73,6 +73,8 @@ class VetOptions:
     batch_size: int = 8
     ray: str | None = None
     ray_actors: int | None = None
+    # each candidate in the vet pool's limited workers (untrusted files: the app's uploads)
+    sandbox: bool = False
 
     @classmethod
     def of(cls, source: Any = None, **settings: Any) -> VetOptions:
@@ -217,7 +219,12 @@ def vet(
     if progress is not None:
         progress.start(stats)
     try:
-        if opts.ray:  # a Ray cluster: imported only here
+        if opts.sandbox:
+            from agent.formats.sandbox import vet_pool
+
+            stats.workers = vet_pool().limits.workers
+            results = run_sandboxed(todo, opts, kwargs, opts.renderer)
+        elif opts.ray:  # a Ray cluster: imported only here
             from annotate.vetting import cluster
 
             stats.workers, results = cluster.vet(todo, opts, kwargs, opts.renderer)
@@ -313,6 +320,39 @@ def run_threads(todo, opts: VetOptions, kwargs, renderer) -> Iterable[Trajectory
         close = getattr(policy, "close", None)
         if close is not None:
             close()
+
+
+def run_sandboxed(todo, opts: VetOptions, kwargs, renderer) -> Iterable[Trajectory]:
+    """Each candidate vetted in one of the vet pool's limited workers
+    (`agent.formats.sandbox.vet_pool`), for files nobody vouches for: the file is read and
+    judged there, never in this process, and a candidate past a limit (memory, CPU time)
+    gets an "error" trajectory naming it while the others go on. A worker that cannot
+    start at all raises (`WorkerStartError`, naming why): nothing could be vetted."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agent.formats.sandbox import WorkerStartError, vet_pool
+    from agent.vet_worker import vet_one
+
+    if not todo:
+        return
+    pool = vet_pool()
+    params = {"temperature": opts.temperature} if opts.policy != "rules" else {}
+
+    def one(c: CandidateRef) -> Trajectory:
+        try:
+            got = pool.call(c.path, vet_one, c, opts.policy, kwargs, opts.max_turns, renderer,
+                            params)  # fmt: skip
+        except WorkerStartError:
+            raise
+        except Exception as exc:  # a limit passed, a worker lost: this candidate's record
+            log.warning("vetting %s (%s) failed: %s", c.id, c.task, exc)
+            return _crashed(c, opts.policy, exc)
+        return Trajectory.from_dict(got)
+
+    workers = max(1, pool.limits.workers)
+    with ThreadPoolExecutor(max_workers=workers) as ex:
+        for _, fut in _windowed(ex, one, todo, 2 * workers):
+            yield fut.result()
 
 
 # Worker-process state: each worker builds its policy once.

@@ -89,6 +89,27 @@ def _kappa(v: float) -> str:
     return "n/a" if v != v else f"{v:.3f}"
 
 
+# Figures built from gold items are shown to admins only: their counts move when a gold item
+# is decided, so an expert who decides, reads and takes back could tell which items are gold
+# and their gold labels (as the audit's figures could tell the audited items).
+GOLD_HIDDEN = ("Gold-standard accuracy is shown to admins: which items are gold stays "
+               "unknown to the experts who review them.")  # fmt: skip
+
+
+def gold_figure(gold: list[tuple]) -> dict[str, Any]:
+    """Each expert's accuracy on the gold items they decided, correct/n (admins only)."""
+    gs = ag.gold_accuracy([ag.Rating(c, t, e, lab) for c, t, e, lab, _ in gold],
+                          {c: g for c, _, _, _, g in gold})  # fmt: skip
+    if not gs:
+        return plots.empty_figure("No gold-standard items reviewed yet.")
+    return {
+        "data": [{"type": "bar", "x": list(gs), "y": [g.accuracy for g in gs.values()],
+                  "text": [f"{g.correct}/{g.n}" for g in gs.values()], "marker": {"color": "#1f3b73"}}],
+        "layout": _bar_layout("Gold-standard accuracy per expert", yaxis={"range": [0, 1],
+                              "tickformat": ".0%"}),
+    }  # fmt: skip
+
+
 def dashboard(ctx: Context, ex: Viewer | None, task: str = "all", precision: float = 0.95):
     """Progress, decision rates, agent-vs-expert quality, calibration, speed, agreement."""
     if ex is None:
@@ -190,14 +211,7 @@ def dashboard(ctx: Context, ex: Viewer | None, task: str = "all", precision: flo
     ratings = [ag.Rating(c, t, e, lab) for c, t, e, lab in st.ratings]  # items with 2+ reviews
     kappa = [[t, a.n_items, a.n_ratings, _kappa(a.fleiss), _kappa(a.cohen_mean)]
              for t, a in ag.kappa_by_task(ratings).items()]  # fmt: skip
-    gs = ag.gold_accuracy([ag.Rating(c, t, e, lab) for c, t, e, lab, _ in st.gold],
-                          {c: g for c, _, _, _, g in st.gold})  # fmt: skip
-    gold_fig = {
-        "data": [{"type": "bar", "x": list(gs), "y": [g.accuracy for g in gs.values()],
-                  "text": [f"{g.correct}/{g.n}" for g in gs.values()], "marker": {"color": "#1f3b73"}}],
-        "layout": _bar_layout("Gold-standard accuracy per expert", yaxis={"range": [0, 1],
-                              "tickformat": ".0%"}),
-    } if gs else plots.empty_figure("No gold-standard items reviewed yet.")  # fmt: skip
+    gold_fig = gold_figure(st.gold) if ex.admin else plots.empty_figure(GOLD_HIDDEN)
     n_rev = sum(done.values())
     med = st.seconds_median
     unexplained = ctx.read.rejects_without_reason(only)
@@ -330,8 +344,9 @@ def can_calibrate(ex: Viewer | None) -> bool:
 
 def inspector_versions(ctx: Context, ex: Viewer | None, task: str = "all") -> dict[str, Any]:
     """Gold items: how often each inspector version (plain rules, inspector-vN) agrees with
-    the gold label, so a calibration is judged on items it was not told about."""
-    if ex is None:
+    the gold label, so a calibration is judged on items it was not told about. Admins
+    only, as every figure built from gold items is (`GOLD_HIDDEN`)."""
+    if ex is None or not ex.admin:
         return {"headers": VERSION_HEADERS, "data": []}
     only = None if task in (None, "", "all") else task
     rows = ctx.read.gold_agreement_by_inspector(only)

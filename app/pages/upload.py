@@ -25,16 +25,20 @@ def ingest_and_vet(
     policy: str | None = None,
     actor: str = "app",
     problems: list[tuple[str, str]] | None = None,
+    known: dict[str, dict[str, Any]] | None = None,
 ) -> int:
-    """Add candidates to the store and record the agent's trajectory for each.
+    """Vet candidates and add them to the store with the agent's trajectory for each.
 
-    `refs` are `CandidateRef`s or catalogue rows (dicts with id, task, path, ...). A spectrum
-    that cannot be read, or that a second id names, is logged (and added to `problems`)
-    and left out; the others go on. Candidates the serving policy has already vetted
-    (same run set-up) are not vetted again. Returns the number of trajectories recorded.
+    `refs` are `CandidateRef`s or catalogue rows (dicts with id, task, path, ...). The files
+    are untrusted: they are read and vetted in limited worker processes
+    (`annotate.vetting.into_store.vet_then_add`), never in the server, and the candidates
+    go into the store once vetted. A spectrum that cannot be read, or that a second id
+    names, is logged (and added to `problems`) and left out; the others go on. Candidates
+    the serving policy has already vetted (same run set-up) are not vetted again. Returns
+    the number of trajectories recorded. `known`: survey metadata read already (by
+    `ref.location`), not read again.
     """
-    from annotate.intake.ingest import ingest_refs
-    from annotate.vetting.into_store import vet_into_store
+    from annotate.vetting.into_store import vet_then_add
 
     refs = [
         r if isinstance(r, CandidateRef) else
@@ -42,15 +46,13 @@ def ingest_and_vet(
                      row=r.get("row"), label=r.get("label") or None)
         for r in refs
     ]  # fmt: skip
-    _, refused, added = ingest_refs(ctx.store, refs, actor=actor)
+    refused: list[tuple[str, str]] = []
+    stats = vet_then_add(ctx.store, refs, policy=policy or ctx.policy, actor=actor,
+                         problems=refused, known=known)  # fmt: skip
     for item, problem in refused:
         log.warning("not ingested: %s: %s", item, problem)
     if problems is not None:
         problems.extend(refused)
-    if not added:
-        return 0
-    # Inline (one worker): this runs inside the server's request.
-    stats = vet_into_store(ctx.store, added, policy=policy or ctx.policy, actor=actor, workers=1)
     return stats.n
 
 
@@ -70,7 +72,9 @@ def ingest_upload(
     """Uploaded spectrum files (size-limited, read before they are kept) or a server path
     inside a data root: ingested and vetted by the agent."""
     import hashlib
+    import os
     import shutil
+    import threading
 
     from agent.formats.sandbox import ReadRefused
     from annotate.intake.ingest import read_sources, read_upload
@@ -81,6 +85,7 @@ def ingest_upload(
         return f"Refused: {escape(e)}"
     lines: list[str] = []
     refs = []
+    known: dict[str, dict[str, Any]] = {}
     upload_dir = ctx.data_roots[0] / "uploads"
     for f in files or []:
         src = Path(getattr(f, "name", f))
@@ -93,15 +98,20 @@ def ingest_upload(
             digest = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
             upload_dir.mkdir(parents=True, exist_ok=True)
             dest = upload_dir / f"{digest}-{Path(name).name}"
-            shutil.copyfile(src, dest)
+            # copied beside it, then renamed over it: a link planted at that name is
+            # replaced, never written through, and a kill leaves no half-written copy
+            part = upload_dir / f".{digest}-{os.getpid()}-{threading.get_ident()}.part"
+            shutil.copyfile(src, part)
+            os.replace(part, dest)
             try:
                 # Read whole in a limited worker process (every path a catalogue names
                 # kept inside the data roots): a bad file is refused before it is
                 # ingested, and a file built to exhaust the server only ends its worker.
-                found = read_upload(dest, task, ctx.data_roots)
+                found, metas = read_upload(dest, task, ctx.data_roots)
             except BaseException:  # whatever refused it, the copy must not stay
                 dest.unlink(missing_ok=True)
                 raise
+            known.update(metas)
             refs += found
             lines.append(f"- {escape(name)}: {len(found)} spectrum(s)")
         except ReadRefused as e:
@@ -119,7 +129,7 @@ def ingest_upload(
     if refs:
         try:
             refused: list[tuple[str, str]] = []
-            n = ingest_and_vet(ctx, refs, actor=ex.name, problems=refused)
+            n = ingest_and_vet(ctx, refs, actor=ex.name, problems=refused, known=known)
             lines += [f"- not added: {escape(item)}: {escape(why)}" for item, why in refused]
             lines.append(f"\n{n} candidate(s) vetted by the `{escape(ctx.policy)}` agent.")
         except Exception as e:

@@ -180,8 +180,11 @@ def vet_act(
     # the page drops the texts it kept for it: the decision holds them
     # the page drops the texts it kept for it that the decision saved, as it sent them (a
     # correction typed beside a reject is not the reject's, and stays)
-    took = {"comment", *(("reason",) if action == "reject" else ()),
-            *(("explanation", "note") if action == "correct" else ())}
+    took = {
+        "comment",
+        *(("reason",) if action == "reject" else ()),
+        *(("explanation", "note") if action == "correct" else ()),
+    }
     sent = {k: (typed.get(k) or "") for k in PAGE_TEXTS if k in took}
     view.form = {**view.form, "saved": {"key": t.key, "task": t.task, "texts": sent}}
     return st, view

@@ -65,7 +65,7 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
         # -- the inspector: agreement on gold by version; calibrate (admins)
         d_versions = gr.Dataframe(
             value={"headers": dashboard_page.VERSION_HEADERS, "data": []},
-            label="gold items: agreement by inspector version", interactive=False,
+            label="gold items: agreement by inspector version (admins)", interactive=False,
             elem_id="dash-versions",
         )  # fmt: skip
         d_cal_go = gr.Button("Calibrate the inspector from the experts' labels",

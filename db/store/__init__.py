@@ -17,8 +17,8 @@ candidate row and lease hand-out takes an advisory lock, so counts stay exact.
 Public methods (all take/return plain values, dataclasses or detached rows):
 - candidates: `add_candidates`, `candidate` -> CandidateInfo, `find_candidate` (jump to
   id), `find_by_path`, `list_candidates(Filters)`, `count_candidates`, `candidate_refs`
-  (those a run has still to vet), `load_spectrum` (read from its file through an LRU
-  cache), `set_gold`, `set_split`, `tasks`
+  (those a run has still to vet), `load_spectrum` (read in a limited worker, its display
+  copy kept in a cache bounded in bytes), `spectrum_header`, `set_gold`, `set_split`, `tasks`
 - agent runs: `start_run`, `record_trajectory`, `record_trajectories`, `trajectory`,
   `trajectories`, `done_keys`, `runs`
 - queue: `next_item`, `claim`, `release`, `leases`, `auto_accept`, `set_setting`, `setting`

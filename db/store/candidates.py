@@ -4,12 +4,10 @@ denormalised review and queue columns each candidate row keeps current."""
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import itertools
 import json
 import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import JSON, and_, exists, func, select, update
@@ -22,6 +20,7 @@ from db.store import tally
 from db.store.errors import NotFound, StoreError
 from db.store.records import AddReport, CandidateInfo, Filters
 from db.store.rules import VETTED, queue_priority, resolve_label
+from db.store.spectra import SPECTRA
 from db.store.values import float_or_none, hdu_out, jsonable, ref_key, str_or_none
 
 # Survey metadata of a spectrum the store keeps in its own columns.
@@ -45,13 +44,6 @@ _KNOWN_INFO = {
     "gold_label",
     "content_hash",
 }
-
-
-@functools.lru_cache(maxsize=256)
-def _load_spectrum_cached(path: str, hdu: Any, row: Any) -> Any:
-    from agent.formats import load_one
-
-    return load_one(Path(path), hdu=hdu, row=row)
 
 
 class CandidatesMixin:
@@ -406,6 +398,16 @@ class CandidatesMixin:
                 c = s.get(m.Candidate, int(key))
             return None if c is None else self._info(s, c)
 
+    def candidates_with_key(self, key: str, task: str | None = None) -> list[CandidateInfo]:
+        """Every candidate with exactly this id (of `task`, if given), by internal id: what
+        a file naming candidates by id matches, so that an id of several tasks is seen to
+        be ambiguous instead of one of them being taken."""
+        with self._ro() as s:
+            q = select(m.Candidate).where(m.Candidate.key == key)
+            if task is not None:
+                q = q.join(m.Task, m.Task.id == m.Candidate.task_id).where(m.Task.name == task)
+            return [self._info(s, c) for c in s.scalars(q.order_by(m.Candidate.id))]
+
     def find_by_path(self, path: str, task: str) -> CandidateInfo | None:
         with self._ro() as s:
             q = (
@@ -512,12 +514,48 @@ class CandidatesMixin:
             ]
 
     def load_spectrum(self, candidate_id: int):
-        """The candidate's spectrum, read from its file through an LRU cache."""
+        """The candidate's spectrum as the views draw it, read from its file in a limited
+        worker (`agent.formats.sandbox`: the file is untrusted, and never parsed in this
+        process) and kept in a cache bounded in bytes (`SPECTRA`). A spectrum of up to
+        `agent.display.DISPLAY_PIXELS` pixels is the whole of it; a larger one is its
+        display copy (`agent.display.display_copy`), every pixel of the windows of the
+        candidate's trajectories kept."""
+        from agent.display import DISPLAY_PIXELS
+        from agent.formats.sandbox import display_spectrum, pool
+
         info = self.candidate(candidate_id)
         r = info.spectrum_ref
-        spec = _load_spectrum_cached(r["path"], r["hdu"], r["row"])
-        spec = spec.replace(meta=type(spec.meta)(**{**spec.meta.__dict__, "id": info.key}))
-        return spec
+        windows = frozenset(self._windows(candidate_id))
+        key = (r["path"], json.dumps(r["hdu"]), r["row"])
+        spec = SPECTRA.get(key, windows)
+        if spec is None:
+            spec = pool().call(r["path"], display_spectrum, r["path"], r["hdu"], r["row"],
+                               sorted(windows), DISPLAY_PIXELS)  # fmt: skip
+            SPECTRA.put(key, spec, windows)
+        return spec.replace(meta=type(spec.meta)(**{**spec.meta.__dict__, "id": info.key}))
+
+    def spectrum_header(self, candidate_id: int) -> tuple[Any, float]:
+        """The candidate's spectrum's metadata and redshift, read in a limited worker
+        without bringing its arrays here (a VI file's pipeline columns)."""
+        from agent.formats.sandbox import pool, spectrum_header
+
+        r = self.candidate(candidate_id).spectrum_ref
+        return pool().call(r["path"], spectrum_header, r["path"], r["hdu"], r["row"])
+
+    def _windows(self, candidate_id: int) -> set[tuple[float, float]]:
+        """The rest-frame windows the candidate's trajectories zoomed into."""
+        out: set[tuple[float, float]] = set()
+        with self._ro() as s:
+            q = select(m.Trajectory.steps).where(m.Trajectory.candidate_id == candidate_id)
+            for steps in s.scalars(q):
+                for step in steps or []:
+                    w = step.get("window") if isinstance(step, dict) else None
+                    if isinstance(w, list | tuple) and len(w) == 2:
+                        try:
+                            out.add((float(w[0]), float(w[1])))
+                        except (TypeError, ValueError):
+                            continue
+        return out
 
     def set_gold(self, candidate_id: int, label: str | None, actor: str = "admin") -> None:
         if label is not None and label not in m.LABELS:

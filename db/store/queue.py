@@ -178,12 +178,16 @@ class QueueMixin:
         candidate_id: int,
         lease_seconds: float = DEFAULTS.lease_seconds,
         keep: Sequence[int] = (),
+        overlap: int | None = None,
         holder: str = "",
     ) -> list[str]:
         """Lease a chosen item (jump-to-id, undo) to the page `holder` whatever others hold
         (another of the expert's pages that held it loses it: its writes are then refused);
         returns the names of other experts holding a live lease on it, so the app can warn.
-        The page's other leases end, but those in `keep`."""
+        The page's other leases end, but those in `keep`. With `overlap`, an item whose
+        label slots other experts have filled (and this one has not decided) is shown but
+        not leased: a lease is no label slot, and only the queue hands out a gold item past
+        its slots, so a jump finds a gold item and any other alike (`hold` refuses both)."""
         with self._tx(ephemeral=True) as s:
             e = self._expert(s, expert)
             self._get_candidate(s, candidate_id)
@@ -199,6 +203,20 @@ class QueueMixin:
                     )
                 )
             )
+            if overlap is not None and labels_by_others(s, candidate_id, e.id) >= overlap:
+                own = s.scalar(
+                    select(exists().where(m.Review.candidate_id == candidate_id,
+                                          m.Review.expert_id == e.id, m.Review.action != "undo"))
+                )  # fmt: skip
+                if not own:
+                    s.execute(
+                        delete(m.Lease).where(
+                            m.Lease.expert_id == e.id,
+                            m.Lease.holder == holder,
+                            m.Lease.candidate_id.not_in([candidate_id, *keep]),
+                        )
+                    )
+                    return others
             self._lease(s, candidate_id, e.id, now, lease_seconds, keep, holder)
             return others
 
@@ -237,7 +255,8 @@ class QueueMixin:
                 self._lease(s, c.id, e.id, now, config.lease_seconds, keep=None, holder=holder)
                 return True
             labelled = labels_by_others(s, c.id, e.id)
-            if not c.is_gold and labelled >= config.overlap:
+            full = labelled >= config.overlap
+            if not c.is_gold and full:
                 return False  # a lease (a jump takes one whatever others hold) is no label slot
             mine = exists().where(
                 m.Lease.candidate_id == c.id, m.Lease.expert_id == e.id, m.Lease.expires > now
@@ -246,6 +265,10 @@ class QueueMixin:
                 # renewed; the item drawn ahead for them keeps its lease too
                 self._lease(s, c.id, e.id, now, config.lease_seconds, keep=None, holder=holder)
                 return True
+            if full:
+                # a gold item past its label slots is decided where the queue served it (a
+                # live lease), never on a jump: else deciding would tell gold items apart
+                return False
             others = s.scalar(
                 select(func.count())
                 .select_from(m.Lease)
