@@ -14,9 +14,9 @@ from bench.desk_model import Model, Tab
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-SEEDS = [1, 2, 3]
+SEEDS = [1, 2]
 # Seeds that once found a mismatch, kept so that it stays fixed.
-REGRESSIONS: list[int] = []
+REGRESSIONS: list[int] = [11, 27]  # keys pressed during a jump once acted before it
 STEPS = 24
 
 
