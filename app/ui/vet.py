@@ -22,6 +22,7 @@ from app import context, views
 from app.pages import desk, vet_texts
 from app.pages import vet as vet_page
 from app.plots import drawn_token, stamped, to_json
+from app.ui import vet_prefs
 from db.models import MAX_SPECTYPE, MAX_TEXT
 from db.models import SPLITS as MODEL_SPLITS
 
@@ -83,50 +84,63 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
     `app.ui.build` calls once every tab is laid out (so the events keep their order)."""
     tasks = ["all", *TASKS]
     with gr.Tab("Vet", id="vet"):
-        with gr.Row(equal_height=True, elem_id="vet-filters"):
-            f_task = gr.Dropdown(tasks, value="all", label="task", scale=1)
-            f_band = gr.Dropdown(CONF_BANDS, value="all", label="confidence P(YES)", scale=1)
-            f_status = gr.Dropdown(STATUSES, value="any", label="status", scale=1)
-            f_survey = gr.Dropdown(["all"], value="all", label="survey", scale=1,
-                                   allow_custom_value=True)  # fmt: skip
-            f_split = gr.Dropdown(SPLITS, value="all", label="split", scale=1)
-            jump_id = gr.Textbox(label="jump to id", placeholder="candidate id", scale=2,
-                                 elem_id="jump-id")  # fmt: skip
-            jump_btn = gr.Button("Go", scale=0, min_width=60)
+        # -- the toolbar: one row above the candidate. The queue's filters and the display
+        # options that are set once per session sit in a panel it opens (`o`, or its
+        # button; app/static/toolbar.js), summarised beside the button; the view's toggles
+        # (each with its key) and the jump box stay in the row. Every choice here is kept
+        # per expert (app/ui/vet_prefs.py) and the page opens with it.
+        with gr.Row(equal_height=True, elem_id="vet-toolbar"):
+            gr.Button("Filters & display (o) ▾", size="sm", elem_id="btn-options",
+                      min_width=170, scale=0)  # fmt: skip
+            o_summary = gr.HTML(elem_id="vet-options-summary", padding=False, min_height=0)
+            with gr.Row(elem_id="vet-options", equal_height=True):
+                o_markers = gr.Checkbox(value=True, label="markers", elem_id="opt-markers",
+                                        min_width=90)  # fmt: skip
+                o_error = gr.Checkbox(value=True, label="±1σ", elem_id="opt-error",
+                                      min_width=70)  # fmt: skip
+                o_norm = gr.Checkbox(value=False, label="normalised (n)",
+                                     elem_id="desk-normalise", min_width=120)  # fmt: skip
+                o_allmk = gr.Checkbox(value=False, label="all markers (m)",
+                                      elem_id="desk-all-markers", min_width=125)  # fmt: skip
+                # the file's arms before merging (DESI B/R/Z) and its sky spectrum
+                o_arms = gr.Checkbox(value=False, label="arms (b)", elem_id="desk-arms",
+                                     min_width=80)  # fmt: skip
+                o_sky = gr.Checkbox(value=False, label="sky (y)", elem_id="desk-sky",
+                                    min_width=70)  # fmt: skip
+            jump_id = gr.Textbox(show_label=False, placeholder="jump to id", scale=0,
+                                 min_width=150, elem_id="jump-id", lines=1, max_lines=1)  # fmt: skip
+            jump_btn = gr.Button("Go", size="sm", scale=0, min_width=44, elem_id="btn-jump")
+        with gr.Column(elem_id="vet-options-panel"):
+            with gr.Row(equal_height=True, elem_id="vet-filters"):
+                f_task = gr.Dropdown(tasks, value="all", label="task", scale=1)
+                f_band = gr.Dropdown(CONF_BANDS, value="all", label="confidence P(YES)", scale=1)
+                f_status = gr.Dropdown(STATUSES, value="any", label="status", scale=1)
+                f_survey = gr.Dropdown(["all"], value="all", label="survey", scale=1,
+                                       allow_custom_value=True)  # fmt: skip
+                f_split = gr.Dropdown(SPLITS, value="all", label="split", scale=1)
+            with gr.Row(equal_height=True, elem_id="vet-display"):
+                o_smooth = gr.Slider(0, 25, value=0, step=1, label="smoothing (px)", scale=2)
+                o_frame = gr.Radio(["rest", "observed"], value="rest", label="frame", scale=1)
+                o_images = gr.Checkbox(value=False, label="show the images the model saw",
+                                       scale=1)  # fmt: skip
         # -- vet desk: an id that is a candidate of several tasks asks which
         jump_task = gr.Radio([], label="this id is a candidate of several tasks: open",
                              visible=False, elem_id="jump-task")  # fmt: skip
         header = gr.HTML(elem_id="vet-header")
-        with gr.Row(elem_id="vet-options"):
-            o_markers = gr.Checkbox(value=True, label="line & band markers")
-            o_error = gr.Checkbox(value=True, label="ivar error band")
-            o_smooth = gr.Slider(0, 25, value=0, step=1, label="smoothing (px)")
-            o_frame = gr.Radio(["rest", "observed"], value="rest", label="frame")
-            o_images = gr.Checkbox(value=False, label="show the images the model saw")
-        # -- desk: redshift, templates, normalised view, all markers (app.pages.desk)
+        # -- vet speed: the two plots are drawn by keys.js with plotly.js's basic bundle
+        # (app/ui/assets.py `plotly_head`), not by gr.Plot, which loads the full bundle once
+        # a plot has a value. Each box holds Plotly's div; the figure's JSON arrives in a
+        # hidden box whose change draws it ("" hides the plot).
+        gr.HTML(PLOT_DIV, elem_id="vet-global", js_on_load=None, apply_default_css=False)
+        # -- desk: the redshift and the template, under the spectrum they move
+        # (app.pages.desk)
         with gr.Row(equal_height=True, elem_id="desk"):
-            o_norm = gr.Checkbox(value=False, label="continuum-normalised (n)",
-                                 elem_id="desk-normalise", scale=1)  # fmt: skip
-            o_allmk = gr.Checkbox(value=False, label="all markers, not only the task's (m)",
-                                  elem_id="desk-all-markers", scale=1)  # fmt: skip
-            # the file's arms before merging (DESI B/R/Z) and its sky spectrum
-            o_arms = gr.Checkbox(value=False, label="arms B/R/Z (b)", elem_id="desk-arms",
-                                 scale=1)  # fmt: skip
-            o_sky = gr.Checkbox(value=False, label="sky (y)", elem_id="desk-sky", scale=1)
-            o_tmpl = gr.Dropdown(desk.template_names(ctx), value="none", scale=1,
-                                 label="template (t cycles)", elem_id="desk-template")  # fmt: skip
+            z_info = gr.HTML(elem_id="desk-z-info-box", min_height=0, padding=False)
             z_slider = gr.Slider(desk.Z_MIN, desk.Z_MAX, value=0.0, step=0.0001, scale=3,
-                                 label="redshift z  (z: type · [ ] ±0.001 · { } ±0.05)",
-                                 elem_id="desk-z")  # fmt: skip
-            # A typed z reaches the server by its own event: keys.js hands the box's
-            # value to this button's call (Enter in the box), no slider drag faked.
-            z_typed = gr.Textbox(visible="hidden", elem_id="desk-z-typed")
-            z_typed_go = gr.Button(visible="hidden", elem_id="btn-z-typed")
-        with gr.Row(equal_height=True):
-            z_info = gr.HTML(elem_id="desk-z-info-box")
-            z_adopt = gr.Button("Adopt agent z (=)", size="sm", elem_id="btn-z-adopt")
+                                 label="redshift z (z types)", elem_id="desk-z",
+                                 min_width=280)  # fmt: skip
             z_steps = [
-                (gr.Button(text, size="sm", elem_id=eid, min_width=60), step)
+                (gr.Button(text, size="sm", elem_id=eid, min_width=58, scale=0), step)
                 for text, eid, step in (
                     ("−0.05 {", "btn-z-down-large", -desk.LARGE_STEP),
                     ("−0.001 [", "btn-z-down", -desk.SMALL_STEP),
@@ -134,13 +148,17 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                     ("+0.05 }", "btn-z-up-large", desk.LARGE_STEP),
                 )
             ]  # fmt: skip
-            t_next = gr.Button("Next template (t)", size="sm", elem_id="btn-template-next")
+            z_adopt = gr.Button("agent z (=)", size="sm", elem_id="btn-z-adopt", min_width=90,
+                                scale=0)  # fmt: skip
+            o_tmpl = gr.Dropdown(desk.template_names(ctx), value="none", scale=1, min_width=150,
+                                 label="template (t)", elem_id="desk-template")  # fmt: skip
+            t_next = gr.Button("next (t)", size="sm", elem_id="btn-template-next", min_width=70,
+                               scale=0)  # fmt: skip
+            # A typed z reaches the server by its own event: keys.js hands the box's
+            # value to this button's call (Enter in the box), no slider drag faked.
+            z_typed = gr.Textbox(visible="hidden", elem_id="desk-z-typed")
+            z_typed_go = gr.Button(visible="hidden", elem_id="btn-z-typed")
         # -- end desk
-        # -- vet speed: the two plots are drawn by keys.js with plotly.js's basic bundle
-        # (app/ui/assets.py `plotly_head`), not by gr.Plot, which loads the full bundle once
-        # a plot has a value. Each box holds Plotly's div; the figure's JSON arrives in a
-        # hidden box whose change draws it ("" hides the plot).
-        gr.HTML(PLOT_DIV, elem_id="vet-global", js_on_load=None, apply_default_css=False)
         with gr.Row(equal_height=False, elem_id="vet-steps"):
             gr.HTML(PLOT_DIV, elem_id="vet-zooms", scale=3, js_on_load=None,
                     apply_default_css=False)  # fmt: skip
@@ -187,18 +205,19 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                 b_next = gr.Button("Next (j) ▶", elem_id="btn-next")
                 b_undo = gr.Button("Undo (u)", elem_id="btn-undo")
             # -- vet desk: grade, a reject's reason, the correct panel, active time
-            with gr.Row(equal_height=True):
-                v_grade = gr.Radio(["1", "2", "3", "4"], label="grade (1-4): 4 certain, "
-                                   "3 probable, 2 possible, 1 a guess", elem_id="vet-grade",
-                                   scale=2)  # fmt: skip
+            with gr.Row(equal_height=True, elem_id="vet-marks"):
+                v_grade = gr.Radio(["1", "2", "3", "4"], label="grade: 4 certain · 3 probable · "
+                                   "2 possible · 1 a guess", elem_id="vet-grade",
+                                   scale=0)  # fmt: skip
                 # Prospect's issue flags and the expert's spectral type (app.pages.desk.set_mark)
                 v_issues = gr.CheckboxGroup(
                     [("R bad redshift fit", "R"), ("C bad spectral type", "C"),
                      ("S bad spectrum", "S")],
-                    label="issues (Shift+R · Shift+C · Shift+S)", elem_id="vet-issues", scale=2,
+                    label="issues (⇧R ⇧C ⇧S)", elem_id="vet-issues", scale=0,
                 )  # fmt: skip
-                v_spectype = gr.Textbox(label="spectral type (t: the template; Enter saves)",
-                                        lines=1, max_lines=1, max_length=MAX_SPECTYPE, scale=1,
+                v_spectype = gr.Textbox(label="spectral type", placeholder="t: the template, or "
+                                        "type + Enter", lines=1, max_lines=1,
+                                        max_length=MAX_SPECTYPE, scale=1, min_width=200,
                                         elem_id="vet-spectype")  # fmt: skip
                 # the page's active seconds on the item; -1 (API calls): the wall clock
                 active = gr.Number(-1, visible="hidden", elem_id="vet-active")
@@ -303,16 +322,34 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
             out[0] = st
             return out
 
+        # -- remembered desk: the page opens with the expert's own filters and display
+        # options (app/ui/vet_prefs.py), its first candidate built with them
+        kept_comps = dict(zip(vet_prefs.FIELDS, [*filters, *display, o_norm, o_allmk, o_arms,
+                                                 o_sky]))  # fmt: skip
+        kept_outs = [c for k, c in kept_comps.items() if k != "survey"] + [o_summary]
+        kept_choices = {"task": tasks, "band": CONF_BANDS, "status": STATUSES, "split": SPLITS}
+
         def on_load(st, tk, band, status, survey, split, mk, err, sm, fr, im, request: gr.Request):
             ex = context.expert_for(ctx, request)
+            page = [tk, band, status, survey, split, mk, err, sm, fr, im]
+            st, kept, desk_kept = vet_prefs.opening(ctx, ex, st, page, kept_choices)
+            tk, band, status, survey, split, mk, err, sm, fr, im = kept
+            # -- end remembered desk
             f, d = (
                 views.QueueFilters(tk, band, status, survey, split),
                 desk.display_with(st, views.Display(mk, err, sm, fr, im)),
             )
             st, view = vet_page.vet_next(ctx, ex, st, f, d)
-            return [context.whoami(ctx, ex), *show(st, view)]
+            out = [context.whoami(ctx, ex), *show(st, view)]
+            # -- remembered desk: the survey's value goes with its choices
+            out[1 + view_outs.index(f_survey)] = gr.update(choices=["all", *view.surveys],
+                                                           value=survey)  # fmt: skip
+            return [*out, *vet_prefs.updates(desk_kept, dict(zip(vet_prefs.FIELDS, page)))]
 
-        opened = demo.load(on_load, [state, *filters, *display], [who, *view_outs], api_name="open")
+        opened = demo.load(on_load, [state, *filters, *display], [who, *view_outs, *kept_outs],
+                           api_name="open")  # fmt: skip
+        vet_prefs.wire(ctx, kept_comps, o_summary)
+        # -- end remembered desk
 
         def nav(kind: str):
             def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im,
