@@ -109,6 +109,7 @@ CSS = """
 #vet-dock #vet-spectype span[data-testid="block-info"] {margin:0 !important;
   white-space:nowrap}
 #vet-dock #vet-spectype input {padding:2px 6px}
+#vet-dock #reject-reason input {padding:3px 8px}
 #vet-dock #vet-message {min-height:1.3em; font-size:14px}
 #vet-dock #vet-message p {margin:0}
 #loupe-blocked {color:#9a3412; font-weight:600; font-size:14px}

@@ -215,8 +215,8 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                      ("S bad spectrum", "S")],
                     label="issues (⇧R ⇧C ⇧S)", elem_id="vet-issues", scale=0,
                 )  # fmt: skip
-                v_spectype = gr.Textbox(label="spectral type", placeholder="t: the template, or "
-                                        "type + Enter", lines=1, max_lines=1,
+                v_spectype = gr.Textbox(label="spectral type", placeholder="t, or type + Enter",
+                                        lines=1, max_lines=1,
                                         max_length=MAX_SPECTYPE, scale=1, min_width=200,
                                         elem_id="vet-spectype")  # fmt: skip
                 # the page's active seconds on the item; -1 (API calls): the wall clock
