@@ -69,6 +69,8 @@ CSS = """
 #vet-options .block {flex:0 0 auto !important; min-width:0 !important; width:auto !important}
 #vet-options label {font-size:13px; white-space:nowrap; gap:4px}
 #vet-toolbar #jump-id input {padding:3px 8px; font-size:13px}
+/* a narrow window wraps the toolbar and the desk's row rather than cutting them off */
+@media (max-width: 1250px) {#vet-toolbar, #desk, #vet-options {flex-wrap:wrap !important}}
 #vet-options-panel {display:none !important}
 #vet-options-panel.loupe-open {display:flex !important; border:1px solid #d0d4dc;
   border-radius:8px; padding:6px 8px; background:#fafbfd}
