@@ -41,12 +41,25 @@ CHROMIUM = "/usr/bin/chromium"
 FIRST_VISITS = 6  # page opens timed on a new profile each (after one that warms the server)
 FIRST_PANEL_GOAL_MS = 1500  # p95, opening the page to the first whole-spectrum panel
 A_GOAL_MS = 100  # p95, `a` to the next candidate's whole-spectrum panel
-# the header shows a new candidate and the whole-spectrum panel is that candidate's
+# the header shows a new candidate (id and task: one id may be a candidate of several tasks,
+# served one after the other) and the whole-spectrum panel is that candidate's (its id, and
+# the task its title names)
 DRAWN = """old => {
-  const id = (document.querySelector('#vet-header .loupe-head .id') || {}).textContent;
+  const head = document.querySelector('#vet-header .loupe-head');
+  const id = ((head && head.querySelector('.id')) || {}).textContent;
+  const task = ((head && head.querySelector('.task b')) || {}).textContent || '';
   const gd = document.querySelector('#vet-global .js-plotly-plot');
   const meta = gd && gd.layout && gd.layout.meta && gd.layout.meta.candidate;
-  return id && id.trim() !== old && meta === id.trim();
+  const title = (gd && gd.layout && gd.layout.title && gd.layout.title.text) || '';
+  return !!id && `${id.trim()} ${task}` !== old && meta === id.trim() &&
+    (!task || title.includes(`(${task})`));
+}"""
+# what DRAWN compares: the candidate on the screen, as id and task
+SHOWN = """() => {
+  const head = document.querySelector('#vet-header .loupe-head');
+  const id = ((head && head.querySelector('.id')) || {}).textContent || '';
+  const task = ((head && head.querySelector('.task b')) || {}).textContent || '';
+  return `${id.trim()} ${task}`;
 }"""
 # In the page: the key event's time, and the first animation frame (the frame that paints)
 # in which the new candidate's panel is drawn. Playwright's own round trips, which the
@@ -211,7 +224,7 @@ def bench_browser(
                     opens["first visit"], opens["returning"] = first[1:], again
             page.evaluate(IN_PAGE)
             for _ in range(n):
-                old = page.inner_text("#vet-header .loupe-head .id").strip()
+                old = page.evaluate(SHOWN)
                 page.wait_for_timeout(300)  # the expert reads
                 page.evaluate("o => { window.__old = o; window.__press = null; "
                               "window.__drawnAt = null; }", old)  # fmt: skip
