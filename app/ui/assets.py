@@ -50,7 +50,7 @@ CSS = """
    768 px show the header and the whole spectrum above the dock without scrolling
    (tests/test_browser_layout.py reads the boxes) -- */
 .gradio-container .main {padding-top:6px !important}
-.block:has(> .html-container #loupe-cheatsheet) {position:absolute !important; height:0;
+.contain > .column > .block:has(> .html-container > .prose > #loupe-cheatsheet) {position:absolute !important; height:0;
   overflow:visible !important; padding:0 !important; border:none !important}
 #whoami {font-size:13px}
 #whoami p {margin:0}

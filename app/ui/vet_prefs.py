@@ -103,6 +103,6 @@ def wire(ctx: context.Context, comps: dict[str, Any], summary: Any) -> None:
                 "</div>", f" · <i>not remembered: {escape(e)}</i></div>"
             )
 
-    for comp in ins:
-        comp.input(keep, ins, summary, api_name=False, show_progress="hidden",
-                   trigger_mode="always_last")  # fmt: skip
+    # one event for them all: the page's config and Gradio's start grow by one dependency
+    gr.on([comp.input for comp in ins], keep, ins, summary, api_name=False,
+          show_progress="hidden", trigger_mode="always_last")  # fmt: skip
