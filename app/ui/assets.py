@@ -7,13 +7,10 @@ import functools
 import gzip
 from pathlib import Path
 
-# keys.js, then the vet toolbar's options panel (its button and `o`), then plotly.js's
-# bundle is run (`plotly_head`)
-KEYS_JS = (
-    (Path(__file__).parent.parent / "keys.js").read_text()
-    + (Path(__file__).parent.parent / "static" / "toolbar.js").read_text()
-    + "\nif (window.loupeLoadPlotly) window.loupeLoadPlotly();\n"
-)
+# keys.js, then the vet toolbar's options panel (its button and `o`)
+KEYS_JS = (Path(__file__).parent.parent / "keys.js").read_text() + (
+    Path(__file__).parent.parent / "static" / "toolbar.js"
+).read_text()
 
 CSS = """
 #loupe-cheatsheet {display:none; position:fixed; top:12%; left:50%; transform:translateX(-50%);
@@ -186,27 +183,14 @@ PLOTLY_BASIC = "plotly-basic-3.7.0.min.js"
 
 def plotly_head() -> str:
     """-- vet speed: the vet tab's two plots are drawn by keys.js with plotly.js's basic
-    bundle. Gradio's `gr.Plot` would load the full bundle (4.6 MB, over a second of the
-    browser's main thread on a first visit) only once the first plot had a value.
-
-    The page's head fetches the bundle at once (a preload: downloaded, not run) and
-    `loupeLoadPlotly` runs it when the page's scripts start (`PLOTLY_NOW`, after Gradio has
-    mounted and sent the first candidate's request): run from the head it took the main
-    thread while Gradio was still building the page, and the first panel waited for both;
-    run then, it is done while the server builds the answer. Should the page's scripts not
-    start, it runs a few seconds after the page has loaded. The bundle sets `window.Plotly`,
-    as Gradio's does when another tab's plot loads it: the vet tab keeps its own
-    reference."""
-    src = f"loupe-static/{PLOTLY_BASIC}"
+    bundle, fetched from the page's head while Gradio builds the page. Gradio's `gr.Plot`
+    would load the full bundle (4.6 MB, over a second of the browser's main thread on a
+    first visit) only once the first plot had a value. The bundle sets `window.Plotly`, as
+    Gradio's does when another tab's plot loads it: the vet tab keeps its own reference."""
     return (
-        f'<link rel="preload" href="{src}" as="script">'
-        "<script>window.loupeLoadPlotly = () => { if (window.loupePlotlyAsked) return; "
-        "window.loupePlotlyAsked = true; const s = document.createElement('script'); "
-        f"s.src = '{src}'; s.async = true; s.onload = () => {{ "
-        "window.loupePlotly = window.Plotly; "
-        "(window.loupePlotlyWaiting || []).forEach((f) => f(window.loupePlotly)); }; "
-        "document.head.appendChild(s); }; window.addEventListener('load', () => "
-        "setTimeout(window.loupeLoadPlotly, 4000));</script>"
+        f'<script async src="loupe-static/{PLOTLY_BASIC}" '
+        'onload="window.loupePlotly = window.Plotly; '
+        '(window.loupePlotlyWaiting || []).forEach((f) => f(window.loupePlotly));"></script>'
     )
 
 
