@@ -9,15 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from agent.spectrum import Spectrum, vacuum_to_air
-from app.traces import (
-    GLOBAL_POINTS,
-    Frame,
-    continuum_of,
-    minmax_decimate,
-    to_frame,
-    typed_array,
-)
+from agent.spectrum import vacuum_to_air
+from app.shown import Shown, continuum_of
+from app.traces import GLOBAL_POINTS, minmax_decimate, typed_array
 
 MARKER_COLOURS = {"line": "#3a86ff", "band": "#7b2cbf", "telluric": "#8d99ae"}
 BAND_SPAN = 90.0  # Angstrom of a band's shading beyond its head
@@ -79,24 +73,24 @@ def markers_for(task: str, *, all_markers: bool = False) -> list[Marker]:
 
 
 def marker_shapes(
-    spec: Spectrum,
+    shown: Shown,
     markers: list[Marker],
-    frame: Frame,
     xr: tuple[float, float],
     width_px: int = PLOT_WIDTH_PX,
     z: float | None = None,
 ) -> tuple[list[dict], list[dict]]:
-    """The markers' shapes and labels within `xr`; drawn for an object at redshift `z` (the
-    one the page shows), where the spectrum's own frame is at `spec.redshift`."""
+    """The markers' shapes and labels within `xr` (in the shown frame); drawn for an object
+    at redshift `z` (the one the page shows), where the spectrum's own frame is at its
+    `redshift`."""
     shapes: list[dict] = []
     notes: list[dict] = []
     lo, hi = xr
     labels: list[tuple[float, str, str]] = []  # (x, name, colour)
     # a line at rest wavelength w, seen from an object at z, in the spectrum's rest frame
-    scale = 1.0 if z is None else (1.0 + float(z)) / (1.0 + float(spec.redshift))
+    scale = 1.0 if z is None else (1.0 + float(z)) / (1.0 + shown.redshift)
     for m in markers:
-        a = float(to_frame(spec, m.wave * scale, frame))
-        b = float(to_frame(spec, m.end * scale, frame)) if m.end is not None else None
+        a = float(shown.to_frame(m.wave * scale))
+        b = float(shown.to_frame(m.end * scale)) if m.end is not None else None
         colour = MARKER_COLOURS.get(m.kind, MARKER_COLOURS["line"])
         if b is None:
             if not lo <= a <= hi:
@@ -162,32 +156,27 @@ def thin_labels(
     return notes
 
 
-def template_trace(
-    spec: Spectrum,
-    template: Any,
-    z: float,
-    frame: Frame,
-    shown_flux: np.ndarray,
-    normalised: bool = False,
-) -> dict[str, Any] | None:
+def template_trace(shown: Shown, template: Any, z: float) -> dict[str, Any] | None:
     """`template` (agent.templates.Template) at redshift `z` over the spectrum, in the shown
-    frame, scaled by least squares to the flux as drawn. `normalised`: the spectrum is drawn
-    over its continuum, so the template is divided by its own, taken the same way
-    (`app.traces.continuum_of` over the part of it drawn). None where they do not overlap."""
+    frame, scaled by least squares to the flux as drawn. A normalised view divides the
+    template by its own continuum, taken as the spectrum's (`app.shown.continuum_of` over
+    the part of it drawn). None where they do not overlap."""
+    spec = shown.spec
+    vac = spec.vacuum_wavelength()
     obs = template.at(z)  # observed vacuum Angstrom
-    lo, hi = float(spec.vacuum_wavelength()[0]), float(spec.vacuum_wavelength()[-1])
+    lo, hi = float(vac[0]), float(vac[-1])
     sel = (obs >= lo) & (obs <= hi) & np.isfinite(template.flux)
     if sel.sum() < 3:
         return None
     tw, tf = obs[sel], template.flux[sel]
-    if normalised:
+    if shown.normalised:
         tf = tf / continuum_of(tw, tf, np.ones(tw.size, bool))
-    data = np.interp(tw, spec.vacuum_wavelength(), np.where(spec.mask, np.nan, shown_flux))
+    data = np.interp(tw, vac, shown.flux)
     ok = np.isfinite(data)
     if ok.sum() < 3 or not np.any(tf[ok]):
         return None
     scale = float(np.dot(tf[ok], data[ok]) / np.dot(tf[ok], tf[ok]))
-    if frame == "rest":
+    if shown.frame == "rest":
         x = tw / (1.0 + spec.redshift)
     else:
         x = vacuum_to_air(tw) if spec.frame == "air" else tw

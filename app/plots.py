@@ -20,8 +20,11 @@ dicts follow Plotly's schema (the tests validate them with `go.Figure`).
   colours, over the merged flux faded) and its sky spectrum (a faint line); a file that
   holds neither says so in the title. Nothing of them is built unless asked.
 
-The numerics and a spectrum's traces are in `app.traces`; line and band markers, their
-labels and the template overlay in `app.markers`.
+A candidate's figures are built in one pass: the spectrum is converted to the display once
+(`app.shown.shown`: frame, normalisation, smoothing, masking, arms, sky), and the panels
+(`global_panel`, `step_panels`) read that; `global_figure`, `window_figure` and
+`step_figures` do both for one figure. The traces are in `app.traces`; line and band
+markers, their labels and the template overlay in `app.markers`.
 """
 
 from __future__ import annotations
@@ -35,33 +38,19 @@ import numpy as np
 from agent.spectrum import Spectrum
 from agent.trajectory import Step, Trajectory
 from app.markers import ZOOM_WIDTH_PX, Marker, marker_shapes, template_trace
+from app.shown import Frame, Shown, shown
 from app.traces import (
     GLOBAL_POINTS,
     MERGED_OPACITY,
     ZOOM_POINTS,
-    Frame,
     arm_traces,
-    frame_wavelength,
-    normalise,
     sky_trace,
     spectrum_traces,
-    to_frame,
     ylimits,
 )
 
 PANEL_HEIGHT = 260  # px of one zoom panel
 WINDOW_COLOURS = ["#f4a261", "#2a9d8f", "#e76f51", "#8ab17d", "#b56576", "#6d597a", "#e9c46a"]
-
-
-def flux_label(spec: Spectrum, normalised: bool = False) -> str:
-    """The y axis's title: the file's flux unit (BUNIT/TUNIT, or the reader's), or said
-    plainly to be arbitrary."""
-    if normalised:
-        return "flux / continuum"
-    unit = (spec.flux_unit or "").strip()
-    if not unit or unit.lower() in ("arbitrary", "none", "unknown", "counts?"):
-        return "flux (arbitrary units)"
-    return f"flux ({unit})"
 
 
 def _layout(title: str, xlabel: str, height: int) -> dict[str, Any]:
@@ -91,112 +80,83 @@ LEGEND = {
 
 
 def _arms_and_sky(
-    spec: Spectrum,
+    view: Shown,
     traces: list[dict[str, Any]],
-    frame: Frame,
-    x: Any,
     sel: slice | Any,
     *,
-    arms: bool,
-    sky: bool,
     max_points: int | None,
     window: tuple[float, float] | None = None,
-) -> tuple[list[dict[str, Any]], str]:
-    """`traces` with the arms over the faded merged flux and the sky under everything, as
-    asked; and what the title adds where the file holds no arms or no sky."""
-    note = ""
-    if arms:
-        drawn = arm_traces(spec, frame, window=window, max_points=max_points)
+) -> list[dict[str, Any]]:
+    """`traces` with the arms over the faded merged flux and the sky under everything,
+    where the display shows them."""
+    if view.arms is not None:
+        drawn = arm_traces(view, window=window, max_points=max_points)
         if drawn:
             traces = [
                 {**t, "opacity": MERGED_OPACITY} if t.get("name") == "flux" else t for t in traces
             ]
             at = next((i + 1 for i, t in enumerate(traces) if t.get("name") == "flux"), 0)
             traces = traces[:at] + drawn + traces[at:]
-        elif not spec.arms:
-            note += " · no arms in this file"
-    if sky:
-        tr = sky_trace(spec, x, sel, max_points=max_points)
-        if tr is not None:
-            traces = [tr, *traces]
-        elif spec.sky is None:
-            note += " · no sky in this file"
-    return traces, note
+    tr = sky_trace(view, sel, max_points=max_points)
+    if tr is not None:
+        traces = [tr, *traces]
+    return traces
 
 
-def _xlabel(spec: Spectrum, frame: Frame) -> str:
-    if frame == "rest":
-        return "rest-frame vacuum wavelength (Å)"
-    return f"observed {spec.frame} wavelength (Å), z = {spec.redshift:.4f}"
-
-
-def global_figure(
-    spec: Spectrum,
+def global_panel(
+    view: Shown,
     traj: Trajectory | None = None,
     *,
     markers: list[Marker] | None = None,
-    frame: Frame = "rest",
-    smooth_width: int = 0,
-    show_error: bool = True,
     max_points: int = GLOBAL_POINTS,
     highlight: int | None = None,
     windows: list[tuple[float, float]] | None = None,
     select: bool = False,
     height: int = 320,
-    normalised: bool = False,
     template: Any = None,
     template_z: float = 0.0,
     marker_z: float | None = None,
-    arms: bool = False,
-    sky: bool = False,
 ) -> dict[str, Any]:
-    """The whole spectrum with every zoom window shaded and numbered (1 = first zoom).
-    Line markers are drawn for an object at `marker_z` (the page's shown redshift; None:
-    the spectrum's own).
+    """The whole spectrum as `view` shows it, with every zoom window shaded and numbered
+    (1 = first zoom). Line markers are drawn for an object at `marker_z` (the page's shown
+    redshift; None: the spectrum's own).
 
     `windows` overrides the trajectory's windows (the author page's draft steps);
-    `select=True` makes dragging select an x range instead of zooming; `normalised` divides
-    by the `continuum`; `template` (agent.templates.Template) is drawn at `template_z`;
-    `arms` and `sky` draw the file's arms and sky spectrum.
+    `select=True` makes dragging select an x range instead of zooming; `template`
+    (agent.templates.Template) is drawn at `template_z`.
     """
-    if normalised:
-        spec = normalise(spec)
-    x = frame_wavelength(spec, frame)
-    traces = spectrum_traces(
-        spec, x, slice(None), smooth_width=smooth_width, show_error=show_error,
-        max_points=max_points,
-    )  # fmt: skip
-    traces, note = _arms_and_sky(
-        spec, traces, frame, x, slice(None), arms=arms, sky=sky, max_points=max_points
-    )
+    spec = view.spec
+    traces = spectrum_traces(view, slice(None), max_points=max_points)
+    traces = _arms_and_sky(view, traces, slice(None), max_points=max_points)
     layout = _layout(
-        f"{spec.id or 'spectrum'}: whole spectrum" + (f" ({traj.task})" if traj else "") + note,
-        _xlabel(spec, frame),
+        f"{spec.id or 'spectrum'}: whole spectrum" + (f" ({traj.task})" if traj else "")
+        + view.lacks,
+        view.xlabel,
         height,
-    )
+    )  # fmt: skip
     if any(t.get("name", "").startswith(("arm ", "sky")) for t in traces):
         layout["showlegend"] = True
         layout["legend"] = dict(LEGEND)
-    layout["yaxis"]["title"]["text"] = flux_label(spec, normalised)
-    yl = ylimits(np.where(spec.mask, np.nan, spec.flux))
+    layout["yaxis"]["title"]["text"] = view.ylabel
+    yl = ylimits(view.flux)
     if yl:
         layout["yaxis"]["range"] = yl
     if template is not None:
-        tr = template_trace(spec, template, template_z, frame, spec.flux, normalised)
+        tr = template_trace(view, template, template_z)
         if tr is not None:
             traces.append(tr)
             layout["showlegend"] = True
             layout["legend"] = dict(LEGEND)
         else:
             layout["title"]["text"] += f" · {template.name} at z = {template_z:.3f} is off the data"
-    xr = (float(x[0]), float(x[-1]))
+    xr = (float(view.x[0]), float(view.x[-1]))
     layout["xaxis"]["range"] = [xr[0], xr[1]]
     shapes: list[dict] = []
     notes: list[dict] = []
     if windows is None:
         windows = [s.window for s in (traj.steps if traj else []) if s.window is not None]
     for i, (lo, hi) in enumerate(windows):
-        a, b = (float(v) for v in to_frame(spec, np.array([lo, hi]), frame))
+        a, b = (float(v) for v in view.to_frame(np.array([lo, hi])))
         colour = WINDOW_COLOURS[i % len(WINDOW_COLOURS)]
         strong = highlight is not None and highlight == i
         shapes.append(
@@ -214,7 +174,7 @@ def global_figure(
             }
         )  # fmt: skip
     if markers:
-        s2, n2 = marker_shapes(spec, markers, frame, xr, z=marker_z)
+        s2, n2 = marker_shapes(view, markers, xr, z=marker_z)
         shapes += s2
         notes += n2
     layout["shapes"] = shapes
@@ -225,43 +185,28 @@ def global_figure(
     return {"data": traces, "layout": layout}
 
 
-def window_figure(
-    spec: Spectrum,
+def window_panel(
+    view: Shown,
     window: tuple[float, float],
     *,
     title: str,
     markers: list[Marker] | None = None,
-    frame: Frame = "rest",
-    smooth_width: int = 0,
-    show_error: bool = True,
     height: int = PANEL_HEIGHT,
     max_points: int | None = ZOOM_POINTS,
-    normalised: bool = False,
     marker_z: float | None = None,
-    arms: bool = False,
-    sky: bool = False,
 ) -> dict[str, Any]:
-    """One window (rest-frame Angstrom) at full resolution (up to `max_points`)."""
-    if normalised:
-        spec = normalise(spec)
+    """One window (rest-frame Angstrom) of `view` at full resolution (up to `max_points`).
+    What the file lacks is said once, over the whole spectrum."""
     lo, hi = float(min(window)), float(max(window))
-    rest = spec.rest_wavelength()
-    sel = (rest >= lo) & (rest <= hi)
-    x = frame_wavelength(spec, frame)
-    traces = spectrum_traces(
-        spec, x, sel, smooth_width=smooth_width, show_error=show_error, max_points=max_points
-    )
-    # what the file lacks is said once, over the whole spectrum
-    traces, _ = _arms_and_sky(
-        spec, traces, frame, x, sel, arms=arms, sky=sky, max_points=max_points, window=(lo, hi)
-    )
-    layout = _layout(title, _xlabel(spec, frame), height)
-    layout["yaxis"]["title"]["text"] = flux_label(spec, normalised)
-    a, b = (float(v) for v in to_frame(spec, np.array([lo, hi]), frame))
+    sel = view.select(lo, hi)
+    traces = spectrum_traces(view, sel, max_points=max_points)
+    traces = _arms_and_sky(view, traces, sel, max_points=max_points, window=(lo, hi))
+    layout = _layout(title, view.xlabel, height)
+    layout["yaxis"]["title"]["text"] = view.ylabel
+    a, b = (float(v) for v in view.to_frame(np.array([lo, hi])))
     layout["xaxis"]["range"] = [a, b]
     if sel.any():
-        flux = np.where(spec.mask, np.nan, spec.flux)[sel]
-        yl = ylimits(flux)
+        yl = ylimits(view.flux[sel])
         if yl:
             layout["yaxis"]["range"] = yl
     else:
@@ -272,10 +217,90 @@ def window_figure(
             }
         ]  # fmt: skip
     if markers:
-        s2, n2 = marker_shapes(spec, markers, frame, (a, b), ZOOM_WIDTH_PX, z=marker_z)
+        s2, n2 = marker_shapes(view, markers, (a, b), ZOOM_WIDTH_PX, z=marker_z)
         layout["shapes"] = s2
         layout["annotations"] = layout.get("annotations", []) + n2
     return {"data": traces, "layout": layout}
+
+
+def step_panels(
+    view: Shown,
+    traj: Trajectory,
+    *,
+    markers: list[Marker] | None = None,
+    marker_z: float | None = None,
+) -> list[tuple[Step, dict[str, Any] | None]]:
+    """Each step with its window panel of `view` (None for a step with no window: the
+    answer, errors)."""
+    out: list[tuple[Step, dict[str, Any] | None]] = []
+    n = 0
+    for step in traj.steps:
+        if step.window is None:
+            out.append((step, None))
+            continue
+        fig = window_panel(view, step.window, title=step_title(n, step), markers=markers,
+                           marker_z=marker_z)  # fmt: skip
+        out.append((step, fig))
+        n += 1
+    return out
+
+
+# -- one figure at a time, from the spectrum (the author page, tests) ---------------------
+
+
+def global_figure(
+    spec: Spectrum,
+    traj: Trajectory | None = None,
+    *,
+    frame: Frame = "rest",
+    smooth_width: int = 0,
+    show_error: bool = True,
+    normalised: bool = False,
+    arms: bool = False,
+    sky: bool = False,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """`global_panel` of `spec` shown in `frame` (`normalised` divides by the continuum;
+    `arms` and `sky` draw the file's arms and sky spectrum); `kwargs` go to `global_panel`."""
+    view = shown(spec, frame, normalised=normalised, smooth_width=smooth_width,
+                 show_error=show_error, arms=arms, sky=sky)  # fmt: skip
+    return global_panel(view, traj, **kwargs)
+
+
+def window_figure(
+    spec: Spectrum,
+    window: tuple[float, float],
+    *,
+    frame: Frame = "rest",
+    smooth_width: int = 0,
+    show_error: bool = True,
+    normalised: bool = False,
+    arms: bool = False,
+    sky: bool = False,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """`window_panel` of `spec` shown as `global_figure` shows it."""
+    view = shown(spec, frame, normalised=normalised, smooth_width=smooth_width,
+                 show_error=show_error, arms=arms, sky=sky)  # fmt: skip
+    return window_panel(view, window, **kwargs)
+
+
+def step_figures(
+    spec: Spectrum,
+    traj: Trajectory,
+    *,
+    frame: Frame = "rest",
+    smooth_width: int = 0,
+    show_error: bool = True,
+    normalised: bool = False,
+    arms: bool = False,
+    sky: bool = False,
+    **kwargs: Any,
+) -> list[tuple[Step, dict[str, Any] | None]]:
+    """`step_panels` of `spec` shown as `global_figure` shows it."""
+    view = shown(spec, frame, normalised=normalised, smooth_width=smooth_width,
+                 show_error=show_error, arms=arms, sky=sky)  # fmt: skip
+    return step_panels(view, traj, **kwargs)
 
 
 def step_title(index: int, step: Step) -> str:
@@ -284,36 +309,6 @@ def step_title(index: int, step: Step) -> str:
         label = str((step.tool_call.get("arguments") or {}).get("label") or "")
     lo, hi = step.window or (0.0, 0.0)
     return f"{index + 1}. {lo:.0f}–{hi:.0f} Å" + (f" · {label}" if label else "")
-
-
-def step_figures(
-    spec: Spectrum,
-    traj: Trajectory,
-    *,
-    markers: list[Marker] | None = None,
-    frame: Frame = "rest",
-    smooth_width: int = 0,
-    show_error: bool = True,
-    normalised: bool = False,
-    marker_z: float | None = None,
-    arms: bool = False,
-    sky: bool = False,
-) -> list[tuple[Step, dict[str, Any] | None]]:
-    """Each step with its window panel (None for a step with no window: the answer, errors)."""
-    out: list[tuple[Step, dict[str, Any] | None]] = []
-    n = 0
-    for step in traj.steps:
-        if step.window is None:
-            out.append((step, None))
-            continue
-        fig = window_figure(
-            spec, step.window, title=step_title(n, step), markers=markers, frame=frame,
-            smooth_width=smooth_width, show_error=show_error, normalised=normalised,
-            marker_z=marker_z, arms=arms, sky=sky,
-        )  # fmt: skip
-        out.append((step, fig))
-        n += 1
-    return out
 
 
 def _axis_ref(ref: str, k: int, axis: str) -> str:

@@ -1,18 +1,16 @@
-"""What the figures share below the figure level: min/max decimation, smoothing, the
-rest and observed frames, the continuum of the normalised view, Plotly typed arrays, and the
-flux, smoothed and ±1σ traces of a spectrum, its arms (B/R/Z, before merging) and its sky
-(`app.plots` builds the figures from them)."""
+"""What the figures share below the figure level: min/max decimation, Plotly typed arrays,
+and the flux, smoothed and ±1σ traces of a spectrum, its arms (B/R/Z, before merging) and
+its sky, each read from the spectrum as the display shows it (`app.shown.Shown`, computed
+once per figure set) and a selection of its pixels (`app.plots` builds the figures)."""
 
 from __future__ import annotations
 
 import base64
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
-from agent.spectrum import Arm, Sky, Spectrum, air_to_vacuum, vacuum_to_air
-
-Frame = Literal["rest", "observed"]
+from app.shown import Shown
 
 # Points drawn in the global panel at most (min/max pairs): two per pixel column of its plot
 # area at a 1400 px window, so thinning is invisible; more points only cost drawing time on
@@ -30,7 +28,6 @@ WEBGL_ABOVE = 5000
 FLUX_COLOUR = "#1f3b73"
 ERROR_COLOUR = "rgba(31,59,115,0.18)"
 SMOOTH_COLOUR = "#d1495b"
-CONTINUUM_BIN = 200.0  # Angstrom per bin of the continuum estimate
 # Arms in Prospect's colours (b, r, z); arms of other names take the next spare colour.
 ARM_COLOURS = {"B": "#1f77b4", "R": "#d62728", "Z": "#800000"}
 SPARE_ARM_COLOURS = ("#2ca02c", "#9467bd", "#8c564b", "#e377c2")
@@ -75,42 +72,6 @@ def minmax_decimate(x: np.ndarray, y: np.ndarray, max_points: int) -> tuple[np.n
         [np.ones(a.size, bool), any_finite & gaps, any_finite & (second != first)], axis=1
     )
     return px[keep].astype(float), py[keep].astype(float)
-
-
-def smooth(flux: np.ndarray, bad: np.ndarray, width: int) -> np.ndarray:
-    """Boxcar of `width` pixels that ignores bad pixels (normalised convolution)."""
-    if width <= 1:
-        return np.where(bad, np.nan, flux)
-    good = (~bad) & np.isfinite(flux)
-    kernel = np.ones(int(width), dtype=float)
-    num = np.convolve(np.where(good, flux, 0.0), kernel, mode="same")
-    den = np.convolve(good.astype(float), kernel, mode="same")
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = num / den
-    out[~good] = np.nan
-    return out
-
-
-def to_frame(spec: Spectrum, rest_wave: np.ndarray | float, frame: Frame) -> np.ndarray:
-    """Rest-frame vacuum wavelengths as the chosen frame shows them."""
-    w = np.asarray(rest_wave, dtype=float)
-    if frame == "rest":
-        return w
-    obs = w * (1.0 + spec.redshift)
-    return vacuum_to_air(obs) if spec.frame == "air" else obs
-
-
-def frame_wavelength(spec: Spectrum, frame: Frame) -> np.ndarray:
-    return spec.rest_wavelength() if frame == "rest" else spec.wavelength
-
-
-def file_to_frame(spec: Spectrum, wave: np.ndarray, frame: Frame) -> np.ndarray:
-    """Wavelengths as the file holds them (an arm's, in the spectrum's frame) as `frame`
-    shows them: rest frame vacuum, or as they are."""
-    if frame == "observed":
-        return wave
-    vac = air_to_vacuum(wave) if spec.frame == "air" else wave
-    return vac / (1.0 + spec.redshift)
 
 
 def ylimits(y: np.ndarray, err: np.ndarray | None = None) -> list[float] | None:
@@ -183,21 +144,14 @@ def _band_trace(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, max_points: int |
 
 
 def spectrum_traces(
-    spec: Spectrum,
-    x: np.ndarray,
-    sel: slice | np.ndarray,
-    *,
-    smooth_width: int,
-    show_error: bool,
-    max_points: int | None,
+    shown: Shown, sel: slice | np.ndarray, *, max_points: int | None
 ) -> list[dict[str, Any]]:
-    bad = spec.mask
-    flux = np.where(bad, np.nan, spec.flux)
-    xs, ys = x[sel], flux[sel]
+    """The ±1σ band (where shown), the flux and the smoothed flux (where asked) of the
+    pixels `sel`."""
+    xs, ys = shown.x[sel], shown.flux[sel]
     traces: list[dict[str, Any]] = []
-    err = spec.error()
-    if show_error and err is not None:
-        e = np.where(bad, np.nan, err)[sel]
+    if shown.err is not None:
+        e = shown.err[sel]
         traces.append(_band_trace(xs, ys - e, ys + e, max_points))
     fx, fy = minmax_decimate(xs, ys, max_points) if max_points else (xs, ys)
     traces.append(
@@ -211,8 +165,8 @@ def spectrum_traces(
             "hovertemplate": "%{x:.1f} Å<br>%{y:.4g}<extra></extra>",
         }
     )
-    if smooth_width and smooth_width > 1:
-        sm = smooth(spec.flux, bad, smooth_width)[sel]
+    if shown.smoothed is not None:
+        sm = shown.smoothed[sel]
         sx, sy = minmax_decimate(xs, sm, max_points) if max_points else (xs, sm)
         traces.append(
             {
@@ -220,7 +174,7 @@ def spectrum_traces(
                 "x": typed_array(sx),
                 "y": typed_array(sy),
                 "mode": "lines",
-                "name": f"smoothed ({smooth_width} px)",
+                "name": f"smoothed ({shown.smooth_width} px)",
                 "line": {"color": SMOOTH_COLOUR, "width": 1.5},
                 "hoverinfo": "skip",
             }
@@ -229,25 +183,20 @@ def spectrum_traces(
 
 
 def arm_traces(
-    spec: Spectrum,
-    frame: Frame,
-    *,
-    window: tuple[float, float] | None = None,
-    max_points: int | None,
+    shown: Shown, *, window: tuple[float, float] | None = None, max_points: int | None
 ) -> list[dict[str, Any]]:
-    """One line per arm of `spec` (none for a spectrum read as one), named "arm B" ..., in
-    its own colour; masked pixels are gaps. `window`: rest-frame Angstrom to keep;
+    """One line per arm shown (none for a spectrum read as one), named "arm B" ..., in its
+    own colour; masked pixels are gaps. `window`: rest-frame Angstrom to keep;
     `max_points`: the budget of all arms together."""
     out: list[dict[str, Any]] = []
+    arms = shown.arms or ()
     spare = iter(SPARE_ARM_COLOURS * 4)
-    budget = None if not max_points else max(200, max_points // max(1, len(spec.arms)))
-    for arm in spec.arms:
+    budget = None if not max_points else max(200, max_points // max(1, len(arms)))
+    for arm in arms:
         colour = ARM_COLOURS.get(arm.name.upper()) or next(spare, FLUX_COLOUR)
-        x = file_to_frame(spec, arm.wavelength, frame)
-        y = np.where(arm.mask, np.nan, arm.flux)
+        x, y = arm.x, arm.y
         if window is not None:
-            rest = x if frame == "rest" else file_to_frame(spec, arm.wavelength, "rest")
-            sel = (rest >= window[0]) & (rest <= window[1])
+            sel = (arm.rest >= window[0]) & (arm.rest <= window[1])
             if not sel.any():
                 continue
             x, y = x[sel], y[sel]
@@ -267,77 +216,25 @@ def arm_traces(
 
 
 def sky_trace(
-    spec: Spectrum, x: np.ndarray, sel: slice | np.ndarray, *, max_points: int | None
+    shown: Shown, sel: slice | np.ndarray, *, max_points: int | None
 ) -> dict[str, Any] | None:
-    """The file's sky spectrum as a faint line (None where the file holds none), named
-    "sky", with its unit where it is not the flux's."""
-    if spec.sky is None:
+    """The file's sky spectrum as a faint line (None where none is shown or no pixel is
+    selected), named "sky", with its unit where it is not the flux's."""
+    if shown.sky is None:
         return None
-    xs, ys = x[sel], np.asarray(spec.sky.flux, dtype=float)[sel]
+    xs, ys = shown.x[sel], shown.sky[sel]
     if xs.size == 0:
         return None
     fx, fy = minmax_decimate(xs, ys, max_points) if max_points else (xs, ys)
-    same = spec.sky.unit.strip().lower() == (spec.flux_unit or "").strip().lower()
+    spec = shown.spec
+    unit = spec.sky.unit if spec.sky is not None else ""
+    same = unit.strip().lower() == (spec.flux_unit or "").strip().lower()
     return {
         "type": _trace_type(fx.size),
         "x": typed_array(fx),
         "y": typed_array(fy),
         "mode": "lines",
-        "name": "sky" if same else f"sky ({spec.sky.unit})",
+        "name": "sky" if same else f"sky ({unit})",
         "line": {"color": SKY_COLOUR, "width": 1},
         "hovertemplate": "sky: %{x:.1f} Å<br>%{y:.4g}<extra></extra>",
     }
-
-
-def continuum(spec: Spectrum, bin_width: float = CONTINUUM_BIN) -> np.ndarray:
-    """A pseudo-continuum for the normalised view: per `bin_width` A bin, the median of the
-    good pixels after clipping those 2.5 sigma off it (absorption cores, emission peaks),
-    interpolated linearly between bin centres. Not a fit: it flattens the shape so lines
-    and bands read as depths."""
-    return continuum_of(spec.wavelength, spec.flux, ~spec.mask, bin_width)
-
-
-def continuum_of(
-    w: np.ndarray, flux: np.ndarray, good: np.ndarray, bin_width: float = CONTINUUM_BIN
-) -> np.ndarray:
-    """`continuum` of any sampled flux (a template's too, so it is normalised as the
-    spectrum is): wavelengths `w` ascending, `good` the pixels to use."""
-    good = good & np.isfinite(flux)
-    n_bins = max(1, int(np.ceil((w[-1] - w[0]) / bin_width)))
-    edges = np.linspace(w[0], w[-1], n_bins + 1)
-    centres, levels = [], []
-    for a, b in zip(edges[:-1], edges[1:]):
-        sel = good & (w >= a) & (w <= b)
-        f = flux[sel]
-        if f.size < 5:
-            continue
-        keep = np.ones(f.size, bool)
-        for _ in range(3):
-            med = np.median(f[keep])
-            sd = 1.4826 * np.median(np.abs(f[keep] - med)) or 1e-30
-            new = np.abs(f - med) < 2.5 * sd
-            if new.sum() < 5 or (new == keep).all():
-                break
-            keep = new
-        centres.append(float(np.mean(w[sel][keep])))
-        levels.append(float(np.median(f[keep])))
-    if not centres:
-        return np.ones_like(w)
-    cont = np.interp(w, centres, levels)
-    # A continuum at or below zero (a band-dominated bin) would flip or blow up the view.
-    floor = 0.02 * np.nanmax(np.abs(levels)) if np.nanmax(np.abs(levels)) > 0 else 1.0
-    return np.where(cont > floor, cont, floor)
-
-
-def normalise(spec: Spectrum) -> Spectrum:
-    """The spectrum divided by its `continuum` (ivar scaled with it); its arms and sky are
-    divided by the same continuum, so they are drawn on the same scale."""
-    cont = continuum(spec)
-    ivar = None if spec.ivar is None else spec.ivar * cont**2
-    arms = []
-    for a in spec.arms:
-        c = np.interp(a.wavelength, spec.wavelength, cont)
-        iv = None if a.ivar is None else a.ivar * c**2
-        arms.append(Arm(a.name, a.wavelength, a.flux / c, iv, a.mask))
-    sky = None if spec.sky is None else Sky(spec.sky.flux / cont, spec.sky.unit)
-    return spec.replace(flux=spec.flux / cont, ivar=ivar, arms=tuple(arms), sky=sky)

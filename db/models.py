@@ -347,6 +347,17 @@ class Draft(Base):
     updated: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
 
+class ExpertPref(Base):
+    """How an expert last set up the vet desk (queue filters, display options), as a JSON
+    object: one row per expert, so that a reload or another machine opens the desk as they
+    left it (`annotate.team.prefs` holds which fields and what values)."""
+
+    __tablename__ = "expert_pref"
+    expert_id: Mapped[int] = mapped_column(ForeignKey("expert.id"), primary_key=True)
+    fields: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    updated: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
 class AuthoredTrajectory(Base):
     """A cold-start trajectory an expert wrote by zooming themselves."""
 

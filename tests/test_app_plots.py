@@ -8,7 +8,7 @@ import pytest
 
 from agent.spectrum import Spectrum, SpectrumMeta
 from agent.trajectory import Step, Trajectory
-from app import markers, plots, traces
+from app import markers, plots, shown, traces
 from app.render_md import render_md
 
 
@@ -188,7 +188,7 @@ def test_flux_survives_physical_units():
 def test_smooth_ignores_bad_pixels():
     f = np.array([1.0, 1.0, 100.0, 1.0, 1.0])
     bad = np.array([False, False, True, False, False])
-    out = traces.smooth(f, bad, 3)
+    out = shown.smooth(f, bad, 3)
     assert np.isnan(out[2]) and out[1] == pytest.approx(1.0) and out[3] == pytest.approx(1.0)
 
 
@@ -276,7 +276,7 @@ def test_continuum_normalised_view_flattens_the_shape():
     w = np.linspace(3700.0, 9100.0, 4000)
     f = 5.0 * (w / 6000.0) ** -2 * (1 - 0.6 * np.exp(-0.5 * ((w - 6564.6) / 8) ** 2))
     spec = Spectrum(w, f, np.full(w.size, 100.0), meta=SpectrumMeta(id="slope"))
-    n = traces.normalise(spec)
+    n = shown.normalise(spec)
     good = np.abs(w - 6564.6) > 60
     assert np.allclose(np.median(n.flux[good]), 1.0, atol=0.02)
     assert np.percentile(np.abs(n.flux[good] - 1), 95) < 0.05  # the slope is gone

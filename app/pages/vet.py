@@ -25,6 +25,7 @@ from app.markers import markers_for
 from app.pages import desk
 from app.pages.vet_html import finite_or_none, header_html, steps_html, thought_html
 from app.render_md import escape, render_md
+from app.shown import shown
 from app.views import Display, QueueFilters, StepView, VetView, new_state
 
 HISTORY = 200  # candidates kept for k (previous) per session
@@ -95,33 +96,23 @@ def _build_panels(
     markers = (
         markers_for(info["task"], all_markers=display.all_markers) if display.markers else None
     )
-    frame = "observed" if display.frame == "observed" else "rest"
-    smooth = int(display.smooth or 0)
     template, tz = desk.overlay(ctx, display, info["id"], spec, traj)
-    gfig = plots.global_figure(
-        spec, traj, markers=markers, frame=frame, smooth_width=smooth, show_error=display.error,
-        normalised=display.normalised, template=template, template_z=tz, marker_z=tz,
-        arms=display.arms, sky=display.sky,
+    # the spectrum as the display shows it, once: every panel, trace and marker reads it
+    drawn = shown(
+        spec, "observed" if display.frame == "observed" else "rest",
+        normalised=display.normalised, smooth_width=int(display.smooth or 0),
+        show_error=display.error, arms=display.arms, sky=display.sky,
     )  # fmt: skip
+    gfig = plots.global_panel(drawn, traj, markers=markers, template=template, template_z=tz,
+                              marker_z=tz)  # fmt: skip
     steps: list[StepView] = []
     choices = ["none"]
     answer = ""
     notes = ""
     if traj is not None:
-        for i, (step, fig) in enumerate(
-            plots.step_figures(
-                spec,
-                traj,
-                markers=markers,
-                frame=frame,
-                smooth_width=smooth,
-                show_error=display.error,
-                normalised=display.normalised,
-                marker_z=tz,  # the lines where the shown z puts them
-                arms=display.arms,
-                sky=display.sky,
-            )  # fmt: skip
-        ):
+        # the lines where the shown z puts them
+        for i, (step, fig) in enumerate(plots.step_panels(drawn, traj, markers=markers,
+                                                           marker_z=tz)):  # fmt: skip
             choices.append(str(i + 1))
             if step.answer is not None and fig is None:
                 continue  # the answer is shown below the panels

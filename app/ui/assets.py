@@ -7,7 +7,10 @@ import functools
 import gzip
 from pathlib import Path
 
-KEYS_JS = (Path(__file__).parent.parent / "keys.js").read_text()
+# keys.js, then the vet toolbar's options panel (its button and `o`)
+KEYS_JS = (Path(__file__).parent.parent / "keys.js").read_text() + (
+    Path(__file__).parent.parent / "static" / "toolbar.js"
+).read_text()
 
 CSS = """
 #loupe-cheatsheet {display:none; position:fixed; top:12%; left:50%; transform:translateX(-50%);
@@ -38,23 +41,79 @@ CSS = """
 #vet-actions button {min-width:90px}
 #loupe-pending {position:fixed; left:12px; bottom:8px; font-size:13px; color:#555; z-index:50}
 #loupe-pending:empty {display:none}
-/* the vet dock (app/ui/vet.py): status line, decision buttons, grade, flags and a reject's
-   reason fixed at the foot of the window, so a laptop's 768 px show them with the plots */
+/* -- the vet page's layout (app/ui/vet.py): the candidate's spectrum first. The page's top
+   is kept short, the filters and display options fold into a one-row toolbar (its panel
+   opens with `o`), and the dock at the window's foot is three thin rows, so a laptop's
+   768 px show the header and the whole spectrum above the dock without scrolling
+   (tests/test_browser_layout.py reads the boxes) -- */
+.gradio-container .main {padding-top:6px !important}
+.contain > .column > .block:has(> .html-container > .prose > #loupe-cheatsheet) {position:absolute !important; height:0;
+  overflow:visible !important; padding:0 !important; border:none !important}
+#whoami {font-size:13px}
+#whoami p {margin:0}
+#vet-toolbar {align-items:center; gap:8px !important; flex-wrap:nowrap}
+#vet-toolbar > .form, #vet-toolbar .form {border:none !important; background:none !important;
+  box-shadow:none !important; gap:0 !important}
+#vet-toolbar .block {padding:2px 6px !important; border:none !important;
+  box-shadow:none !important; background:none !important}
+#vet-toolbar #btn-options {white-space:nowrap}
+#vet-options-summary {flex:1 1 0 !important; min-width:0 !important; font-size:13px;
+  color:#444; overflow:hidden}
+.loupe-options-summary {white-space:nowrap; overflow:hidden; text-overflow:ellipsis}
+#vet-options {flex:0 0 auto !important; width:auto !important; gap:0 !important;
+  flex-wrap:nowrap}
+#vet-options .form {flex:0 0 auto !important; min-width:0 !important; flex-wrap:nowrap !important}
+#vet-options .block {flex:0 0 auto !important; min-width:0 !important; width:auto !important}
+#vet-options label {font-size:13px; white-space:nowrap; gap:4px}
+#vet-toolbar #jump-id input {padding:3px 8px; font-size:13px}
+/* a narrow window wraps the toolbar and the desk's row rather than cutting them off */
+@media (max-width: 1250px) {#vet-toolbar, #desk, #vet-options {flex-wrap:wrap !important}}
+#vet-options-panel {display:none !important}
+#vet-options-panel.loupe-open {display:flex !important; border:1px solid #d0d4dc;
+  border-radius:8px; padding:6px 8px; background:#fafbfd}
+#vet-header .loupe-head {padding:2px 0}
+#desk {align-items:center; gap:6px !important; flex-wrap:nowrap}
+#desk .block {padding:2px 6px !important}
+#desk .form {gap:0 !important}
+#desk button {white-space:nowrap}
+#desk-z-info-box {flex:0 1 auto !important; min-width:170px !important; max-width:300px;
+  font-size:13px}
+#desk-z-info-box .z-note {color:#666}
+#desk-z input[type=number] {width:6.5em}
+#desk-z span[data-testid="block-info"], #desk-template span[data-testid="block-info"]
+  {font-size:12px !important; margin-bottom:0 !important}
+/* the vet dock: status line, decision buttons, then grade, flags and spectral type in one
+   row with their labels beside them; a reject's reason below them while it is typed */
 #vet-dock {position:fixed; left:0; right:0; bottom:0; z-index:40; gap:2px !important;
   background:var(--background-fill-primary, #fff); border-top:1px solid #d0d4dc;
-  box-shadow:0 -4px 14px rgba(0,0,0,.08); padding:4px 16px 6px !important;
+  box-shadow:0 -4px 14px rgba(0,0,0,.08); padding:3px 16px 4px !important;
   max-height:50vh; overflow-y:auto}
 #vet-dock > * {margin:0 !important}
-#vet-dock .block {padding:2px 8px !important}
-#vet-dock button {padding:4px 8px !important; min-height:0 !important}
+#vet-dock .block {padding:0 6px !important}
+#vet-dock .form {gap:0 !important; border:none !important; box-shadow:none !important}
+#vet-dock button {padding:3px 8px !important; min-height:0 !important}
+#vet-dock #vet-actions {gap:6px !important}
 #vet-dock label, #vet-dock span[data-testid="block-info"] {font-size:13px !important}
-#vet-dock fieldset {gap:4px !important}
-#vet-dock fieldset label {padding:2px 8px !important}
+#vet-dock #vet-marks {align-items:center; flex-wrap:nowrap}
+#vet-dock #vet-marks > .form {flex-wrap:nowrap !important; align-items:center}
+#vet-dock #vet-grade, #vet-dock #vet-issues {display:flex; align-items:center; gap:6px;
+  flex-wrap:nowrap; flex:0 0 auto !important; width:auto !important;
+  min-width:max-content !important}
+#vet-dock #vet-grade > span[data-testid="block-info"],
+#vet-dock #vet-issues > span[data-testid="block-info"] {margin:0 !important;
+  white-space:nowrap}
+#vet-dock #vet-grade .wrap, #vet-dock #vet-issues .wrap {flex-wrap:nowrap; gap:4px !important}
+#vet-dock fieldset label {padding:1px 7px !important; white-space:nowrap}
+#vet-dock #vet-spectype label.container {display:flex; align-items:center; gap:6px}
+#vet-dock #vet-spectype span[data-testid="block-info"] {margin:0 !important;
+  white-space:nowrap}
+#vet-dock #vet-spectype input {padding:2px 6px}
+#vet-dock #reject-reason input {padding:3px 8px}
 #vet-dock #vet-message {min-height:1.3em; font-size:14px}
 #vet-dock #vet-message p {margin:0}
 #loupe-blocked {color:#9a3412; font-weight:600; font-size:14px}
 #vet-dock > #loupe-on {position:absolute !important; right:20px !important; left:auto !important;
-  top:6px !important; width:auto !important; font-size:13px; color:#1f3b73; font-weight:600}
+  top:4px !important; width:auto !important; font-size:13px; color:#1f3b73; font-weight:600}
 #loupe-on:empty {display:none}
 #loupe-blocked:empty {display:none}
 #vet-dock #loupe-pending {position:static}
@@ -104,6 +163,8 @@ spectral type for the candidate (or type one in the box)</td></tr>
 <tr><td><kbd>b</kbd></td><td>the file's arms before merging (DESI B/R/Z, in Prospect's colours)</td></tr>
 <tr><td><kbd>y</kbd></td><td>the file's sky spectrum, as a faint line (SDSS, DESI)</td></tr>
 <tr><td><kbd>0</kbd></td><td>reset the zoom of every plot</td></tr>
+<tr><td><kbd>o</kbd></td><td>open or close the queue's filters and the display options
+(kept for you: the page opens with them)</td></tr>
 <tr><td><kbd>?</kbd></td><td>show or hide this sheet</td></tr>
 <tr><td><kbd>Esc</kbd></td><td>close it, leave a text box</td></tr>
 </table>

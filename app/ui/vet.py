@@ -13,6 +13,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from operator import attrgetter
 from typing import Any
 
 import gradio as gr
@@ -22,17 +23,12 @@ from app import context, views
 from app.pages import desk, vet_target, vet_texts, vet_writes
 from app.pages import vet as vet_page
 from app.plots import drawn_token, stamped, to_json
-from db.models import MAX_SPECTYPE, MAX_TEXT
-from db.models import SPLITS as MODEL_SPLITS
+from app.ui import vet_layout, vet_prefs
+from app.ui.vet_layout import CONF_BANDS, SPLITS, STATUSES
 
-CONF_BANDS = ["all", "0.0-0.2", "0.2-0.4", "0.4-0.6", "0.6-0.8", "0.8-1.0"]
-STATUSES = ["any", "unreviewed", "reviewed", "conflict", "flagged"]
-SPLITS = ["all", *MODEL_SPLITS]
 # Vet events: no progress overlay on a dozen outputs (it costs the browser a re-layout per
 # switch, and a switch is over before an overlay would help).
 FAST: dict[str, Any] = {"show_progress": "hidden"}
-# The box a vet plot is drawn in (keys.js `loupeFigure`)
-PLOT_DIV = '<div class="loupe-plot"></div>'
 
 # -- vet speed: what comes after a move or a decision is built as soon as its handler has
 # answered, while the answer travels and the page draws it; the call that hands it to the
@@ -41,15 +37,6 @@ _early_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="vet-ahead")
 _early: OrderedDict[str, tuple[tuple, Future]] = OrderedDict()
 _early_lock = threading.Lock()
 EARLY_SESSIONS = 64
-
-
-def data_box(elem_id: str) -> gr.Textbox:
-    """A hidden box that carries data to keys.js (a figure's JSON, what j and k bring): one
-    line, no autoscroll, because a multi-line box measures its text's height, a forced
-    layout of the whole page, each time a value arrives. Empty by default, so an API call
-    may leave it out."""
-    return gr.Textbox("", visible="hidden", elem_id=elem_id, lines=1, max_lines=1,
-                      autoscroll=False)  # fmt: skip
 
 
 def _ahead_key(ex: Any, st: dict, f: views.QueueFilters, d: views.Display) -> tuple:
@@ -85,145 +72,25 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
     `app.ui.build` calls once every tab is laid out (so the events keep their order)."""
     tasks = ["all", *TASKS]
     with gr.Tab("Vet", id="vet"):
-        with gr.Row(equal_height=True, elem_id="vet-filters"):
-            f_task = gr.Dropdown(tasks, value="all", label="task", scale=1)
-            f_band = gr.Dropdown(CONF_BANDS, value="all", label="confidence P(YES)", scale=1)
-            f_status = gr.Dropdown(STATUSES, value="any", label="status", scale=1)
-            f_survey = gr.Dropdown(["all"], value="all", label="survey", scale=1,
-                                   allow_custom_value=True)  # fmt: skip
-            f_split = gr.Dropdown(SPLITS, value="all", label="split", scale=1)
-            jump_id = gr.Textbox(label="jump to id", placeholder="candidate id", scale=2,
-                                 elem_id="jump-id")  # fmt: skip
-            jump_btn = gr.Button("Go", scale=0, min_width=60, elem_id="btn-jump")
-        # -- vet desk: an id that is a candidate of several tasks asks which
-        jump_task = gr.Radio([], label="this id is a candidate of several tasks: open",
-                             visible=False, elem_id="jump-task")  # fmt: skip
-        header = gr.HTML(elem_id="vet-header")
-        with gr.Row(elem_id="vet-options"):
-            o_markers = gr.Checkbox(value=True, label="line & band markers")
-            o_error = gr.Checkbox(value=True, label="ivar error band")
-            o_smooth = gr.Slider(0, 25, value=0, step=1, label="smoothing (px)")
-            o_frame = gr.Radio(["rest", "observed"], value="rest", label="frame")
-            o_images = gr.Checkbox(value=False, label="show the images the model saw")
-        # -- desk: redshift, templates, normalised view, all markers (app.pages.desk)
-        with gr.Row(equal_height=True, elem_id="desk"):
-            o_norm = gr.Checkbox(value=False, label="continuum-normalised (n)",
-                                 elem_id="desk-normalise", scale=1)  # fmt: skip
-            o_allmk = gr.Checkbox(value=False, label="all markers, not only the task's (m)",
-                                  elem_id="desk-all-markers", scale=1)  # fmt: skip
-            # the file's arms before merging (DESI B/R/Z) and its sky spectrum
-            o_arms = gr.Checkbox(value=False, label="arms B/R/Z (b)", elem_id="desk-arms",
-                                 scale=1)  # fmt: skip
-            o_sky = gr.Checkbox(value=False, label="sky (y)", elem_id="desk-sky", scale=1)
-            o_tmpl = gr.Dropdown(desk.template_names(ctx), value="none", scale=1,
-                                 label="template (t cycles)", elem_id="desk-template")  # fmt: skip
-            z_slider = gr.Slider(desk.Z_MIN, desk.Z_MAX, value=0.0, step=0.0001, scale=3,
-                                 label="redshift z  (z: type · [ ] ±0.001 · { } ±0.05)",
-                                 elem_id="desk-z")  # fmt: skip
-            # A typed z reaches the server by its own event: keys.js hands the box's
-            # value to this button's call (Enter in the box), no slider drag faked.
-            z_typed = gr.Textbox(visible="hidden", elem_id="desk-z-typed")
-            z_typed_go = gr.Button(visible="hidden", elem_id="btn-z-typed")
-        with gr.Row(equal_height=True):
-            z_info = gr.HTML(elem_id="desk-z-info-box")
-            z_adopt = gr.Button("Adopt agent z (=)", size="sm", elem_id="btn-z-adopt")
-            z_steps = [
-                (gr.Button(text, size="sm", elem_id=eid, min_width=60), step)
-                for text, eid, step in (
-                    ("−0.05 {", "btn-z-down-large", -desk.LARGE_STEP),
-                    ("−0.001 [", "btn-z-down", -desk.SMALL_STEP),
-                    ("+0.001 ]", "btn-z-up", desk.SMALL_STEP),
-                    ("+0.05 }", "btn-z-up-large", desk.LARGE_STEP),
-                )
-            ]  # fmt: skip
-            t_next = gr.Button("Next template (t)", size="sm", elem_id="btn-template-next")
-        # -- end desk
-        # -- vet speed: the two plots are drawn by keys.js with plotly.js's basic bundle
-        # (app/ui/assets.py `plotly_head`), not by gr.Plot, which loads the full bundle once
-        # a plot has a value. Each box holds Plotly's div; the figure's JSON arrives in a
-        # hidden box whose change draws it ("" hides the plot).
-        gr.HTML(PLOT_DIV, elem_id="vet-global", js_on_load=None, apply_default_css=False)
-        with gr.Row(equal_height=False, elem_id="vet-steps"):
-            gr.HTML(PLOT_DIV, elem_id="vet-zooms", scale=3, js_on_load=None,
-                    apply_default_css=False)  # fmt: skip
-            thoughts = gr.HTML(elem_id="vet-thoughts", padding=False, min_height=0)
-        g_plot = data_box("vet-global-figure")
-        z_plot = data_box("vet-zooms-figure")
-        answer = gr.HTML(elem_id="vet-answer")
-        # a Column, not a Group: Gradio gives a Group's id to two nested elements
-        with gr.Column(elem_id="correct-panel"):
-            with gr.Row():
-                c_label = gr.Radio(["YES", "NO"], label="correct label", elem_id="correct-label")
-                c_step = gr.Dropdown(["none"], value="none", label="wrong step",
-                                     elem_id="correct-step")  # fmt: skip
-            c_expl = gr.Textbox(
-                label="reasoning the model should learn: about the spectrum, in the first "
-                "person, as the model would write it (trained on)",
-                placeholder="e.g. I see strong C2 Swan bands at 4737 and 5165 Å, so ...",
-                lines=3, max_length=MAX_TEXT, elem_id="correct-explanation",
-            )  # fmt: skip
-            c_note = gr.Textbox("", label="note to other experts (not trained on)", lines=1,
-                                max_length=MAX_TEXT, elem_id="correct-note")  # fmt: skip
-            c_save = gr.Button(
-                "Save correction (Ctrl+Enter)",
-                variant="primary",
-                elem_id="btn-save-correct",
-            )
-        with gr.Row():
-            comment = gr.Textbox(label="comment to other experts (kept on this candidate as "
-                                 "you type; saved with your decision, or now with Enter)",
-                                 lines=1, scale=4, elem_id="vet-comment")  # fmt: skip
-            comment_btn = gr.Button("Add comment", scale=1, elem_id="btn-comment")
-        # -- vet desk: the dock, fixed at the foot of the window (a laptop's 768 px hold it
-        # below the plots): the status line, the decision buttons, grade, flags, spectral
-        # type and a reject's reason, always in view; keys.js says there why a key is refused
-        with gr.Column(elem_id="vet-dock"):
-            message = gr.Markdown(elem_id="vet-message")
-            with gr.Row(elem_id="vet-actions"):
-                b_accept = gr.Button("Accept (a)", variant="primary", elem_id="btn-accept")
-                b_reject = gr.Button("Reject (r)", variant="stop", elem_id="btn-reject")
-                b_correct = gr.Button("Correct (c)", elem_id="btn-correct")
-                b_skip = gr.Button("Skip (s)", elem_id="btn-skip")
-                b_flag = gr.Button("Flag (f)", elem_id="btn-flag")
-                b_prev = gr.Button("◀ Prev (k)", elem_id="btn-prev")
-                b_next = gr.Button("Next (j) ▶", elem_id="btn-next")
-                b_undo = gr.Button("Undo (u)", elem_id="btn-undo")
-            # -- vet desk: grade, a reject's reason, the correct panel, active time
-            with gr.Row(equal_height=True):
-                v_grade = gr.Radio(["1", "2", "3", "4"], label="grade (1-4): 4 certain, "
-                                   "3 probable, 2 possible, 1 a guess", elem_id="vet-grade",
-                                   scale=2)  # fmt: skip
-                # Prospect's issue flags and the expert's spectral type (app.pages.desk.set_mark)
-                v_issues = gr.CheckboxGroup(
-                    [("R bad redshift fit", "R"), ("C bad spectral type", "C"),
-                     ("S bad spectrum", "S")],
-                    label="issues (Shift+R · Shift+C · Shift+S)", elem_id="vet-issues", scale=2,
-                )  # fmt: skip
-                v_spectype = gr.Textbox(label="spectral type (t: the template; Enter saves)",
-                                        lines=1, max_lines=1, max_length=MAX_SPECTYPE, scale=1,
-                                        elem_id="vet-spectype")  # fmt: skip
-                # the page's active seconds on the item; -1 (API calls): the wall clock
-                active = gr.Number(-1, visible="hidden", elem_id="vet-active")
-            with gr.Row(elem_id="reject-reason-row", equal_height=True):
-                reason = gr.Textbox(
-                    label="reject: what should the model have concluded? (Enter saves the "
-                    "reject; Esc leaves the box, the text kept on this candidate)", lines=1,
-                    max_lines=1, max_length=MAX_TEXT, scale=4,
-                    elem_id="reject-reason",
-                )  # fmt: skip
-                r_save = gr.Button("Save reject (Enter)", variant="stop", scale=1,
-                                   elem_id="btn-save-reject")  # fmt: skip
-        # -- vet speed: what j/k would show, handed to keys.js (vet_page.prefetch)
-        ahead_box = data_box("vet-ahead")
-        drawn_box = data_box("vet-drawn")
-        # -- every write names its candidate (app.pages.vet_target): what keys.js read off the
-        # page when the key was pressed or the control clicked (JSON: the candidate, task and
-        # revision shown, the page's holder id, and for a decision its texts and form), and
-        # the revision the store holds after a write (for the next write)
-        target_box = data_box("vet-target")
-        rev_box = data_box("vet-rev")
-        # -- drafts: the text boxes' saved values keys.js fills them from
-        form_box = data_box("vet-form")
+        c = vet_layout.layout(ctx)
+    o_summary, o_markers, o_error, o_norm, o_allmk, o_arms, o_sky = attrgetter(
+        "o_summary", "o_markers", "o_error", "o_norm", "o_allmk", "o_arms", "o_sky")(c)  # fmt: skip
+    jump_id, jump_btn, f_task, f_band, f_status, f_survey, f_split = attrgetter(
+        "jump_id", "jump_btn", "f_task", "f_band", "f_status", "f_survey", "f_split")(c)  # fmt: skip
+    o_smooth, o_frame, o_images, jump_task, header, z_info, z_slider = attrgetter(
+        "o_smooth", "o_frame", "o_images", "jump_task", "header", "z_info", "z_slider")(c)  # fmt: skip
+    z_steps, z_adopt, o_tmpl, t_next, z_typed, z_typed_go, thoughts = attrgetter(
+        "z_steps", "z_adopt", "o_tmpl", "t_next", "z_typed", "z_typed_go", "thoughts")(c)  # fmt: skip
+    g_plot, z_plot, answer, c_label, c_step, c_expl, c_note = attrgetter(
+        "g_plot", "z_plot", "answer", "c_label", "c_step", "c_expl", "c_note")(c)  # fmt: skip
+    c_save, comment, comment_btn, message, b_accept, b_reject, b_correct = attrgetter(
+        "c_save", "comment", "comment_btn", "message", "b_accept", "b_reject", "b_correct")(c)  # fmt: skip
+    b_skip, b_flag, b_prev, b_next, b_undo, v_grade, v_issues = attrgetter(
+        "b_skip", "b_flag", "b_prev", "b_next", "b_undo", "v_grade", "v_issues")(c)  # fmt: skip
+    v_spectype, active, reason, r_save, ahead_box, drawn_box, target_box = attrgetter(
+        "v_spectype", "active", "reason", "r_save", "ahead_box", "drawn_box", "target_box")(c)  # fmt: skip
+    rev_box, form_box = attrgetter(
+        "rev_box", "form_box")(c)  # fmt: skip
 
     def wire(demo: gr.Blocks) -> None:
         # -- vet desk: calls carry what keys.js holds for them (the active seconds on the
@@ -330,20 +197,37 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
             out[0] = st
             return out
 
+        # -- remembered desk: the page opens with the expert's own filters and display
+        # options (app/ui/vet_prefs.py), its first candidate built with them
+        kept_comps = dict(zip(vet_prefs.FIELDS, [*filters, *display, o_norm, o_allmk, o_arms,
+                                                 o_sky]))  # fmt: skip
+        kept_outs = [c for k, c in kept_comps.items() if k != "survey"] + [o_summary]
+        kept_choices = {"task": tasks, "band": CONF_BANDS, "status": STATUSES, "split": SPLITS}
+
         def on_load(st, tk, band, status, survey, split, mk, err, sm, fr, im, tgt: str = "",
                     request: gr.Request = None):  # fmt: skip
             ex = context.expert_for(ctx, request)
             st = tabbed(st, tgt, request)
+            page = [tk, band, status, survey, split, mk, err, sm, fr, im]
+            st, kept, desk_kept = vet_prefs.opening(ctx, ex, st, page, kept_choices)
+            tk, band, status, survey, split, mk, err, sm, fr, im = kept
+            # -- end remembered desk
             f, d = (
                 views.QueueFilters(tk, band, status, survey, split),
                 desk.display_with(st, views.Display(mk, err, sm, fr, im)),
             )
             st, view = vet_page.vet_next(ctx, ex, st, f, d)
-            return [context.whoami(ctx, ex), *show(st, view)]
+            out = [context.whoami(ctx, ex), *show(st, view)]
+            # -- remembered desk: the survey's value goes with its choices
+            out[1 + view_outs.index(f_survey)] = gr.update(choices=["all", *view.surveys],
+                                                           value=survey)  # fmt: skip
+            return [*out, *vet_prefs.updates(desk_kept, dict(zip(vet_prefs.FIELDS, page)))]
 
         load_ins = [state, *filters, *display, target_box]
-        opened = demo.load(on_load, load_ins, [who, *view_outs], api_name="open",
+        opened = demo.load(on_load, load_ins, [who, *view_outs, *kept_outs], api_name="open",
                            js=from_page(len(load_ins), tab_js))  # fmt: skip
+        vet_prefs.wire(ctx, kept_comps, o_summary)
+        # -- end remembered desk
 
         def nav(kind: str):
             def fn(st, tk, band, status, survey, split, mk, err, sm, fr, im,

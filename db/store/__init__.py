@@ -23,7 +23,8 @@ Public methods (all take/return plain values, dataclasses or detached rows):
   `trajectories`, `done_keys`, `runs`
 - queue: `next_item`, `claim`, `release`, `leases`, `auto_accept`, `set_setting`, `setting`
 - reviews: `record_review`, `reviews`, `review`, `review_history`, `adjudicate`,
-  `conflicts`; an expert's draft on a candidate: `draft`, `put_draft`, `drop_draft`
+  `conflicts`; an expert's draft on a candidate: `draft`, `put_draft`, `drop_draft`;
+  how an expert set up the vet desk: `prefs`, `put_prefs`
 - experts: `create_expert`, `update_expert`, `ensure_expert`, `expert` (= `get_expert`),
   `experts` (= `list_experts`), `set_password`, `verify_password`, `login` -> token,
   `session_expert(token)` -> name, `logout` (argon2id hashes; only token hashes are kept)
@@ -60,6 +61,7 @@ from db.store.dashboard import DashboardMixin
 from db.store.drafts import DraftsMixin
 from db.store.errors import DatabaseError, NotFound, StoreError, StorePermissionError
 from db.store.exports import ExportsMixin
+from db.store.prefs import PrefsMixin
 from db.store.queue import QueueMixin
 from db.store.records import AddReport, CandidateInfo, DashboardStats, Filters, QueueConfig
 from db.store.reviews import ReviewsMixin
@@ -103,6 +105,7 @@ class Store(
     QueueMixin,
     ReviewsMixin,
     DraftsMixin,
+    PrefsMixin,
     AuthoredMixin,
     DashboardMixin,
     ExportsMixin,
