@@ -753,11 +753,11 @@
   // with the reason.
   const decide = (id, what) => {
     if (!onVetPage()) return;
-    const target = snap(true);
-    if (!target) return;
-    const key0 = `${target.key}|${target.task}`;
+    const h = headData();
+    if (!h) return;
+    const key0 = `${h.key}|${h.task}`;
     if (flights.includes(key0)) {
-      say(`"${what}" not sent: your decision on ${target.key} · ${target.task} is being ` +
+      say(`"${what}" not sent: your decision on ${h.key} · ${h.task} is being ` +
           "saved; the next candidate comes with its answer.");
       return;
     }
@@ -765,9 +765,18 @@
     flights.push(key0);
     sent(1);
     holdActive();
-    const d = { target, active: heldActive, token: "" };
+    const d = { target: null, active: heldActive, token: "" };
     heldActive = null;
-    const drawNow = () => {
+    const dropped = (why) => {
+      const i = flights.indexOf(key0);
+      if (i >= 0) flights.splice(i, 1);
+      sent(-1);
+      say(`"${what}" not sent: ${why}`);
+    };
+    // what it saves is read off the page (the form as the expert sees it), then the next
+    // candidate is drawn
+    const take = () => {
+      d.target = snap(true);
       drawAhead("next");
       d.token = drawnToken;
       drawnToken = "";
@@ -775,10 +784,7 @@
     const fire = () => {
       const btn = document.getElementById(id);
       if (!btn || btn.disabled) {
-        // nothing to press (the page changed meanwhile): nothing is sent, and said
-        flights.splice(flights.indexOf(key0), 1);
-        sent(-1);
-        say(`"${what}" not sent: the page changed before it could be.`);
+        dropped("the page changed before it could be.");
         return;
       }
       pendingTarget = d.target;
@@ -797,18 +803,26 @@
         }, 0)
       );
     };
-    if (!busy()) {
+    if (!busy() && !waiting.length) {
       stats.now += 1;
-      drawNow();
+      take();
       go();
-    } else if (canDraw("next")) {
+    } else if (!waiting.length && formKey === key0 && canDraw("next")) {
+      // the form on the screen is this candidate's and nothing pressed before it waits:
+      // read it now, draw the next at once, and send when the earlier answers are in
       stats.now += 1;
-      drawNow();
+      take();
       waiting.push(go);
     } else {
+      // after what was pressed before it (a grade waiting for its candidate's form), on the
+      // candidate it was pressed on, which must still be the one shown
       stats.waited += 1;
       waiting.push(() => {
-        if (headKey() === key0) drawNow();
+        if (headKey() !== key0) {
+          dropped(`it was pressed on ${h.key} · ${h.task}, which is no longer shown.`);
+          return;
+        }
+        take();
         go();
       });
     }
@@ -847,9 +861,10 @@
       waiting.push(go);
     }
   };
-  // A write that is not a decision (a grade, a flag, the desk's controls, undo): it waits
-  // for earlier answers, then acts if the candidate it was pressed on is still the one on
-  // the screen (else it is dropped, and said); `kind`: how its answer ends the wait.
+  // A write that is not a decision (a grade, a flag, the desk's controls, undo): it acts on
+  // the candidate it was pressed on, in key order; where it has to wait, it acts only if
+  // that candidate is still the one on the screen (else it is dropped, and said). `kind`:
+  // how its answer ends the wait of the keys after it.
   const later = (what, act, kind = "done") => {
     const on = headKey();
     const run = () => {
@@ -860,8 +875,11 @@
       }
       if (act()) expect(kind);
     };
-    if (busy()) waiting.push(run);
-    else run();
+    // At once where the form on the screen is the candidate's (an earlier decision on
+    // another candidate may still be on its way: its answer does not touch this form);
+    // else after the answer that brings the form, and after what was pressed before.
+    if (!waiting.length && (formKey === on || !busy())) run();
+    else waiting.push(run);
   };
   window.loupeDecide = decide;
   // choosing the task of an id that is a candidate of several brings that candidate

@@ -430,14 +430,15 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
 
         # -- every write names its candidate: the target read off the page at the press
         mark_js = "window.loupeTarget ? window.loupeTarget(false) : ''"
-        mark_outs = [state, message, rev_box]
+        # no state: a mark's answer may come after a later move's, and must not undo it
+        mark_outs = [message, rev_box]
 
         def writing(fn: Callable[..., tuple[dict, str]]):
             def run(st, value, page: str = "", request: gr.Request = None):
                 ex = context.expert_for(ctx, request)
                 st = tabbed(st, page, request)
-                st, msg = fn(ex, st, value, page)
-                return st, msg, vet_target.answered(ctx, ex, st, page)
+                _, msg = fn(ex, st, value, page)
+                return msg, vet_target.answered(ctx, ex, st, page)
 
             return run
 
