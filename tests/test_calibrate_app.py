@@ -102,14 +102,14 @@ def test_calibrate_button_to_vet_to_gold_agreement_by_version(team, tmp_path):
     cv = {"headers": CV_HEADERS, "data": cv_rows(done.model)}
     assert {r[0] for r in cv["data"]} == {c.task for c in labelled}
     for row in cv["data"]:
-        task, n, _pos, chosen, before_ll, before_f1, after_ll, after_f1, _note = row
+        task, n, _pos, chosen, weight, before_ll, before_f1, after_ll, after_f1, _note = row
         assert n == sum(c.task == task for c in labelled)
         assert chosen in ("rules", "platt", "isotonic", "combiner")
         assert 0 <= before_f1 <= 1 and 0 <= after_f1 <= 1
         if chosen == "rules":
-            assert (after_ll, after_f1) == (before_ll, before_f1)
-        else:  # switched on only where it beats the rules
-            assert after_ll < before_ll and after_f1 >= before_f1
+            assert (after_ll, after_f1, weight) == (before_ll, before_f1, 0)
+        else:  # blended only where, held out of its choice, it does no worse than the rules
+            assert 0 < weight <= 1 and after_ll <= before_ll and after_f1 >= before_f1
 
     # vet --db without --model: the store's model, even though the plain rules' run of the
     # demo already vetted every candidate (a different run: nothing is skipped).
