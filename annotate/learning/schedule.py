@@ -115,7 +115,8 @@ def task_report(model: InspectorModel, current: InspectorModel | None) -> dict[s
                      "status": r.get("status", ""), "why": r.get("why", ""),
                      "gain": r.get("gain"), "weight": new.weight if new.kind != "rules" else 0.0,
                      "weight_before": old.weight if old.kind != "rules" else 0.0,
-                     "before": {**before, "kind": served(old)}, "after": {**after, "kind": served(new)},
+                     "rules": r["rules"], "before": {**before, "kind": served(old)},
+                     "after": {**after, "kind": served(new)},
                      "model": served(new) if moved else f"kept {served(old)}",
                      "changed": moved}  # fmt: skip
     return out
