@@ -309,7 +309,7 @@ def test_a_task_with_three_positives_is_never_refitted_and_says_so(tmp_path):
     got = schedule.learn(store, tmp_path / "inspector")
     r = got.tasks["s_type"]
     assert not got.adopted and r["status"] == "waited" and not r["changed"]
-    assert "3 positive labels (needs 40)" in r["why"]
+    assert "3 positive labels (needs 10)" in r["why"]
     assert "waiting for labels: s_type" in got.in_words()
     assert store.setting(INSPECTOR_SETTING) is None  # the plain rules still serve
     store.close()
@@ -323,7 +323,7 @@ def test_a_task_with_three_positives_is_never_refitted_and_says_so(tmp_path):
     with contextlib.redirect_stdout(buf):
         assert calibrate_cli.main(ns) == 0
     said = buf.getvalue()
-    assert "s_type" in said and "waited" in said and "3 positive labels (needs 40)" in said
+    assert "s_type" in said and "waited" in said and "3 positive labels (needs 10)" in said
     store = Store(f"sqlite:///{db}")
     try:
         assert store.setting(INSPECTOR_SETTING)["tasks"]["s_type"]["kind"] == "rules"
