@@ -131,6 +131,11 @@ def task_cv(ex: list, repeats: int, folds: int, importance: bool) -> dict:
         g = f1_change(oof, p_rules, y, groups)
         out[kind] = {"f1": float(np.mean([f1(p, y) for p in oof])),
                      "brier": float(loss.mean()), "gain": g}  # fmt: skip
+    from annotate.learning.evidence import blend_task
+
+    # what `calibrate` itself makes of every tune label: its blend, or why it keeps the rules
+    tm, rep = blend_task(ex)
+    out["calibrate"] = {k: rep.get(k) for k in ("status", "why", "weight", "gain", "blend")}
     if importance:
         out["importance"] = permutation(ex, sets[0], feats, every)
         from annotate.learning.models import fit_model
@@ -251,6 +256,15 @@ def limits(cv: dict, camp: dict) -> list[str]:
                 + (", above zero." if g["low"] > 0 else ", which reaches zero: a gain real "
                    "but small against its noise, which a blend weighs and a switch on the "
                    "interval would throw away."))  # fmt: skip
+        own = r.get("calibrate") or {}
+        if own.get("status") == "blended":
+            text += (f" `calibrate` on every tune label blends it in at weight "
+                     f"{own['weight']:.2f}.")  # fmt: skip
+        elif own.get("status"):
+            cg = own.get("gain") or {}
+            text += (f" `calibrate` on every tune label keeps the rules: {own['why']}"
+                     + (f"; its nested F1 change was {cg['mean']:+.3f} [{cg['low']:+.3f}, "
+                        f"{cg['high']:+.3f}]" if cg else "") + ".")  # fmt: skip
         if near is not None:
             m = {k: float(np.nanmean(v)) for k, v in camp[near][t].items()
                  if k != "positives" and np.isfinite(v).any()}  # fmt: skip
