@@ -259,7 +259,7 @@ def plot(results: dict[str, dict], path: Path) -> None:
     for k, t in enumerate(tasks):
         for name, res in results.items():
             sizes = list(res["sizes"])
-            xs = [max(int(np.median(res["sizes"][n]["n"])), 1) for n in sizes]
+            xs = [int(np.median(res["sizes"][n]["n"])) for n in sizes]
             ls = "-" if name == "random" else "--"
             mean = [np.mean(res["sizes"][n]["delta"][t]) for n in sizes]
             lo = [res["sizes"][n]["interval"][t][0] for n in sizes]
@@ -270,9 +270,11 @@ def plot(results: dict[str, dict], path: Path) -> None:
                     marker="o", color=colours[k], label=f"{t} ({name})")  # fmt: skip
     ax.axhline(0, color="black", lw=0.8)
     ax.axhline(-0.02, color="grey", lw=0.8, ls=":")
+    top = max(int(np.median(r["n"])) for res in results.values() for r in res["sizes"].values())
     for a in (ax, aw):
         a.set_xscale("symlog", linthresh=50)
-        a.set_xlabel("expert labels drawn from tune (solid: at random; dashed: by the queue)")
+        a.set_xlim(0, max(top, 50) * 1.3)
+        a.set_xlabel("expert labels (solid: random draws; dashed: the queue's)")
         a.grid(alpha=0.3)
     ax.set_ylabel("F1 change against the plain rules (test)")
     ax.set_title("F1 change, mean over seeds (band: 95%)", fontsize=10)
@@ -428,6 +430,7 @@ def halves(ex: list) -> tuple[list, list]:
     return a, b
 
 
+SAVED = "learning-curve-results.pkl"  # the last run's results, for --cached
 PRIORS = (0.25, 0.5, 1.0, 1e6)  # the prior sd of the weight tried by --tune (1e6: none)
 MINIMUMS = (10, 20, 40)
 
@@ -482,6 +485,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bootstrap", type=int, default=1000)
     ap.add_argument("--remeasure", action="store_true", help="Read the spectra again.")
     ap.add_argument("--tune", action="store_true", help="Set the prior and minimums on tune.")
+    ap.add_argument("--cached", action="store_true", help="Report, plot and write the doc from "
+                    f"the last run's results ({SAVED} in the benchmark) instead of fitting.")  # fmt: skip
     ap.add_argument("--plot", default=None, help="Write the curve as a PNG here.")
     ap.add_argument("--doc", default=None, help=f"Write the curve into this markdown file, "
                     f"from its {MARKER} line to its end.")  # fmt: skip
@@ -505,25 +510,34 @@ def main(argv: list[str] | None = None) -> int:
             put_block(Path(args.doc), block, TUNED, TUNED_END)
         print(f"learning_curve_tuned: {chosen}")
         return 0
-    test = examples(bench, "test", args.remeasure)
-    results = {}
-    for d in draws:
-        t0 = time.perf_counter()
-        res = results[d] = curve(campaigns(tune_ex, sizes, args.seeds, d), test, args.bootstrap)
+    saved = bench / SAVED
+    if args.cached:
+        with open(saved, "rb") as fh:
+            results, argv = pickle.load(fh)
+    else:
+        test = examples(bench, "test", args.remeasure)
+        results = {}
+        for d in draws:
+            t0 = time.perf_counter()
+            res = results[d] = curve(campaigns(tune_ex, sizes, args.seeds, d), test,
+                                     args.bootstrap)  # fmt: skip
+            secs = [s for r in res["sizes"].values() for s in r["seconds"]]
+            print(f"{d}: fit time per campaign median {np.median(secs):.1f} s, max "
+                  f"{max(secs):.1f} s; the draw in {time.perf_counter() - t0:.0f} s")  # fmt: skip
+        argv = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--cached"]
+        with open(saved, "wb") as fh:
+            pickle.dump((results, argv), fh)
+    for d, res in results.items():
         for line in report(res, d):
             print(line)
-        secs = [s for r in res["sizes"].values() for s in r["seconds"]]
-        print(f"{d}: fit time per campaign median {np.median(secs):.1f} s, max {max(secs):.1f} s;"
-              f" the draw in {time.perf_counter() - t0:.0f} s\n")  # fmt: skip
+        print()
     for line in goals(results):
         print(line)
     if args.plot:
         plot(results, Path(args.plot))
         print(f"plot: {args.plot}")
     if args.doc:
-        cmd = "nice -n 10 python bench/learning_curve.py " + " ".join(
-            a for a in (argv if argv is not None else sys.argv[1:])
-        )
+        cmd = "nice -n 10 python bench/learning_curve.py " + " ".join(argv)
         write_section(Path(args.doc), results, args.plot, cmd.strip())
         print(f"doc: {args.doc}")
     print(f"learning_curve_min_gain: {min(worst(r) for r in results.values()):+.3f}")
