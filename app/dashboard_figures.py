@@ -103,9 +103,10 @@ def audit_reliability_figure(bins: Sequence[WeightedBin]) -> dict[str, Any]:
 
 
 def learning_curve_figure(rows: Sequence[Sequence[Any]]) -> dict[str, Any]:
-    """Cross-validated F1 (left) and log loss (right) of each inspector version against the
-    labels it was fitted on, one line per task; rows of `inspector_versions.CURVE_HEADERS`.
-    The plain rules' figures on the same folds are the dotted lines."""
+    """Your campaign as the benchmark's learning curve shows it: per task, against the
+    labels each inspector version rests on, the F1 change against the plain rules on
+    objects held out of the blend's choice with its 95% interval (left), and the weight on
+    the learned model (right; 0 = the plain rules). Rows of `versions.CURVE_HEADERS`."""
     if not rows:
         return empty_figure("No inspector version fitted yet: the learning curve starts with "
                             "the first calibration.")  # fmt: skip
@@ -114,26 +115,28 @@ def learning_curve_figure(rows: Sequence[Sequence[Any]]) -> dict[str, Any]:
     for k, task in enumerate(tasks):
         mine = sorted((r for r in rows if r[1] == task), key=lambda r: r[2])
         xs = [r[2] for r in mine]
-        hover = [f"{r[0]} ({r[3]})" for r in mine]
-        for col, rules_col, axis in ((4, 6, ""), (5, 7, "2")):
-            data.append({"type": "scatter", "mode": "lines+markers", "x": xs,
-                         "y": [r[col] for r in mine], "name": task, "legendgroup": task,
-                         "showlegend": axis == "", "line": {"color": _colour(k)},
-                         "text": hover, "xaxis": f"x{axis}", "yaxis": f"y{axis}",
-                         "hovertemplate": "%{text}: %{y:.3f} on %{x} labels<extra>" + task
-                         + "</extra>"})  # fmt: skip
-            data.append({"type": "scatter", "mode": "lines", "x": xs,
-                         "y": [r[rules_col] for r in mine], "name": f"{task} rules",
-                         "legendgroup": task, "showlegend": False, "hoverinfo": "skip",
-                         "line": {"color": _colour(k), "dash": "dot", "width": 1},
-                         "xaxis": f"x{axis}", "yaxis": f"y{axis}"})  # fmt: skip
-    lines = ["Learning curve: each inspector version, cross-validated on whole objects",
-             "(dotted: the plain rules on the same folds)"]  # fmt: skip
+        hover = [f"{r[0]}: {r[5]}, {r[3]} YES labels from {r[4]} objects" for r in mine]
+        bars = {"type": "data", "symmetric": False, "visible": True,
+                "array": [None if r[9] is None else r[9] - r[7] for r in mine],
+                "arrayminus": [None if r[8] is None else r[7] - r[8] for r in mine]}  # fmt: skip
+        data.append({"type": "scatter", "mode": "lines+markers", "x": xs,
+                     "y": [r[7] for r in mine], "error_y": bars, "name": task,
+                     "legendgroup": task, "line": {"color": _colour(k)}, "text": hover,
+                     "hovertemplate": "%{text}: F1 change %{y:+.3f} on %{x} labels<extra>"
+                     + task + "</extra>"})  # fmt: skip
+        data.append({"type": "scatter", "mode": "lines+markers", "x": xs,
+                     "y": [r[6] for r in mine], "name": f"{task} weight", "legendgroup": task,
+                     "showlegend": False, "line": {"color": _colour(k), "dash": "dash"},
+                     "text": hover, "xaxis": "x2", "yaxis": "y2",
+                     "hovertemplate": "%{text}: weight %{y:.2f} on %{x} labels<extra>"
+                     + task + "</extra>"})  # fmt: skip
+    lines = ["Learning curve of your campaign: F1 change against the plain rules on objects",
+             "held out of the fit (bars: 95% intervals), and the weight on the learned model"]  # fmt: skip
     lay = title_layout(
         lines, height=340,
-        xaxis={"domain": [0, 0.45], "title": {"text": "labels fitted on"}},
-        yaxis={"title": {"text": "CV F1"}, "range": [0, 1.02]},
-        xaxis2={"domain": [0.58, 1], "title": {"text": "labels fitted on"}, "anchor": "y2"},
-        yaxis2={"title": {"text": "CV log loss"}, "anchor": "x2", "rangemode": "tozero"},
+        xaxis={"domain": [0, 0.45], "title": {"text": "expert labels"}},
+        yaxis={"title": {"text": "F1 change (held-out objects)"}, "zeroline": True},
+        xaxis2={"domain": [0.58, 1], "title": {"text": "expert labels"}, "anchor": "y2"},
+        yaxis2={"title": {"text": "weight (0 = the rules)"}, "anchor": "x2", "range": [0, 1.02]},
     )  # fmt: skip
     return {"data": data, "layout": lay}

@@ -4,9 +4,10 @@
 
 Fits the inspector model (`annotate.learning.fit.fit`, as `launch.py calibrate` does from the
 store) on the benchmark's labelled `tune` split, built from ../shared/spectra as
-`training.benchmark` builds it (a small build is made if `--bench` holds none), and
-prints per task and overall: the cross-validated before/after on tune, then the held-out
-before/after on `test`. The last line is `macro_f1_test_after_calibrate: VALUE`.
+`training.benchmark` builds it (a small build is made if `--bench` holds none; the
+measurements are read once and cached as `bench/learning_curve.py` caches them), and
+prints per task and overall: the weight and the out-of-fold before/after on tune, then the
+held-out before/after on `test`. The last line is `macro_f1_test_after_calibrate: VALUE`.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from annotate.learning.fit import Example, cv_table, fit
+from bench.learning_curve import examples, predictions
 from training import benchmark
-from training.benchmark.tuning import labelled_examples as examples
 
 
 def macro_f1(ex: list[Example], probs: list[float]) -> tuple[float, dict[str, float]]:
@@ -43,19 +44,14 @@ def main(argv: list[str] | None = None) -> int:
     if not (bench / "tune" / "catalog.csv").exists():
         print(f"building a small benchmark in {bench} ...", file=sys.stderr)
         benchmark.build(bench, snrs=(8.0, 20.0), max_objects=6, workers=2)
-    tune = examples(bench / "tune" / "catalog.csv")
-    test = examples(bench / "test" / "catalog.csv")
+    tune = examples(bench, "tune")
+    test = examples(bench, "test")
     model = fit(tune, version=0, min_labels=args.min_labels)
-    print("cross-validated on tune (log-loss / F1 at 0.5):")
+    print("on tune, out of fold (log-loss / F1 at 0.5), and the weight on the learned model:")
     print(cv_table(model))
 
     def after(ex: list[Example]) -> list[float]:
-        return [
-            model.tasks[e.task].p_yes(e.x, e.m, e.p_rules, e.capped)
-            if e.task in model.tasks
-            else e.p_rules
-            for e in ex
-        ]
+        return list(predictions(model, ex))
 
     for name, ex in (("tune (fitted on)", tune), ("test (held out)", test)):
         b, bt = macro_f1(ex, [e.p_rules for e in ex])

@@ -1,9 +1,11 @@
 """`launch.py calibrate`: refit the inspector, or a model run's confidence, on expert labels.
 
-`launch.py calibrate` refits the rule-based inspector on the store's labels, adopts the
-version (`--if-better`: only where it beats the current one, as the app's learning schedule
-does) and re-scores the pending candidates with it (`annotate.learning.schedule`), or, with `--run`,
-the confidence of one model run (hf/vllm/openai) against the experts' decisions."""
+`launch.py calibrate` refits the rule-based inspector on the store's labels: per task a
+learned model blended with the plain rules at the weight the evidence supports (0, the
+rules, while it is thin). It adopts the version (`--if-better`: only where a task's blend
+moved, as the app's learning schedule does) and re-scores the pending candidates with it
+(`annotate.learning.schedule`), or, with `--run`, calibrates the confidence of one model run
+(hf/vllm/openai) against the experts' decisions."""
 
 from __future__ import annotations
 
@@ -36,10 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--if-better",
         action="store_true",
-        help="Judge each task against the current version (as the app's learning schedule "
-        "does); without it each task is judged against the plain rules and the version is "
-        "written. Either way a task adopts only what a paired bootstrap over objects supports, "
-        "and waits while it has too few labels of either class.",
+        help="Write a version only where a task's blend moved against the current one (as "
+        "the app's learning schedule does); without it every task is fitted afresh from the "
+        "plain rules and the version is written. Either way a task serves a learned model "
+        "only at the weight its out-of-fold evidence supports (nested cross-validation "
+        "grouped by object), and waits while it has too few labels of either class.",
     )
     add_run_arguments(parser)
 
@@ -67,8 +70,9 @@ def main(args: argparse.Namespace) -> int:
             print(f"calibrate: {line}")
         return 0
     tag, path = done.model.tag, done.path
-    print(f"calibrate: {done.labels} labelled decisions; out of fold (folds grouped by "
-          "object), before -> after, and per task what was adopted, kept or waited and why:")  # fmt: skip
+    print(f"calibrate: {done.labels} labelled decisions; per task the weight on the learned "
+          "model, the plain rules and what serves now on objects held out of the fit, and "
+          "what was blended, kept or waited and why:")  # fmt: skip
     print(cv_table(done.model))
     print(f"calibrate: saved {tag} to the store and {path}")
     print(f"calibrate: {done.rescored} pending candidates re-scored by {tag} from their stored "

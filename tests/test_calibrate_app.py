@@ -88,9 +88,14 @@ def test_calibrate_button_to_vet_to_gold_agreement_by_version(team, tmp_path):
     assert "inspector not changed" in said and store.setting(SETTING) is None, said
     assert fit["headers"] == dashboard_page.FIT_HEADERS
     assert {r[0] for r in fit["data"]} == {c.task for c in labelled}
-    assert all(r[2] == "rules" and r[5] == "kept rules" and r[8] == "no" for r in fit["data"])
-    # per task, what waited and why: too few labels of a class to consider a fit
-    assert all(r[9].startswith("waited: ") and "(needs 40)" in r[9] for r in fit["data"])
+    col = {h: k for k, h in enumerate(dashboard_page.FIT_HEADERS)}
+    for r in fit["data"]:
+        assert (r[col["before"]], r[col["now"]], r[col["changed"]]) == ("rules", "kept rules", "no")
+        # per task, what waited and why: too few labels of a class to consider a fit
+        assert r[col["what and why"]].startswith("waited: ") and "(needs " in r[col["what and why"]]
+        # the campaign's counts: labels, YES and NO labels with their objects
+        n_yes = sum(c.task == r[0] and c.known_label == "YES" for c in labelled)
+        assert r[col["YES (objects)"]].startswith(f"{n_yes} (")
 
     # `launch.py calibrate` adopts the version as fitted (each task no worse than the rules)
     done = schedule.learn(store, ctx.export_dir / "inspector", force=True, actor=ada.name)
@@ -102,14 +107,14 @@ def test_calibrate_button_to_vet_to_gold_agreement_by_version(team, tmp_path):
     cv = {"headers": CV_HEADERS, "data": cv_rows(done.model)}
     assert {r[0] for r in cv["data"]} == {c.task for c in labelled}
     for row in cv["data"]:
-        task, n, _pos, chosen, before_ll, before_f1, after_ll, after_f1, _note = row
+        task, n, _pos, chosen, weight, before_ll, before_f1, after_ll, after_f1, _note = row
         assert n == sum(c.task == task for c in labelled)
         assert chosen in ("rules", "platt", "isotonic", "combiner")
         assert 0 <= before_f1 <= 1 and 0 <= after_f1 <= 1
         if chosen == "rules":
-            assert (after_ll, after_f1) == (before_ll, before_f1)
-        else:  # switched on only where it beats the rules
-            assert after_ll < before_ll and after_f1 >= before_f1
+            assert (after_ll, after_f1, weight) == (before_ll, before_f1, 0)
+        else:  # blended only where, held out of its choice, it does no worse than the rules
+            assert 0 < weight <= 1 and after_ll <= before_ll and after_f1 >= before_f1
 
     # vet --db without --model: the store's model, even though the plain rules' run of the
     # demo already vetted every candidate (a different run: nothing is skipped).

@@ -189,21 +189,23 @@ def test_learning_curve_and_what_a_fitted_version_would_flip(demo):
     assert empty["data"] == [] and "No inspector version" in str(empty["layout"])
     assert dashboard_page.proposal_note(ctx, ex) == ""
     # two fitted versions, as calibrate saves them (the store setting, with its CV per task)
-    cv = {"n": 0, "positives": 5, "chosen": "platt",
-          "rules": {"f1": 0.6, "log_loss": 0.7}, "platt": {"f1": 0.0, "log_loss": 0.0}}  # fmt: skip
-    for version, n, f1, ll in ((1, 60, 0.7, 0.5), (2, 120, 0.8, 0.4)):
-        info = {"cv": {"cv": {**cv, "n": n, "platt": {"f1": f1, "log_loss": ll}}}}
+    cv = {"n": 0, "positives": 5, "positive_objects": 3, "status": "blended",
+          "rules": {"f1": 0.6, "log_loss": 0.7}}  # fmt: skip
+    for version, n, f1, w in ((1, 60, 0.7, 0.3), (2, 120, 0.8, 0.6)):
+        gain = {"mean": f1 - 0.6, "low": f1 - 0.7, "high": f1 - 0.5}
+        info = {"cv": {"cv": {**cv, "n": n, "blend": {"f1": f1, "log_loss": 0.5}, "gain": gain}}}
         # version 2 pushes every cv verdict to NO: it flips each pending cv YES
-        model = InspectorModel(version, {"cv": TaskModel("platt", a=1.0, b=-40.0 * (version - 1))},
-                               info=info)  # fmt: skip
-        ctx.store.set_setting(SETTING, model.to_json(), actor="calibrate")
+        tm = TaskModel("platt", a=1.0, b=-400.0 * (version - 1), weight=w)
+        ctx.store.set_setting(SETTING, InspectorModel(version, {"cv": tm}, info=info).to_json(),
+                              actor="calibrate")  # fmt: skip
     fig = dashboard_page.learning_curve(ctx, ex, "all")
     go.Figure(fig)
-    f1, f1_rules, ll, ll_rules = fig["data"]
-    assert (f1["name"], f1["x"], f1["y"]) == ("cv", [60, 120], [0.7, 0.8])
-    assert (ll["yaxis"], ll["y"]) == ("y2", [0.5, 0.4])
-    assert f1_rules["y"] == [0.6, 0.6] and ll_rules["line"]["dash"] == "dot"
-    assert f1["text"] == ["inspector-v1 (platt)", "inspector-v2 (platt)"]
+    change, weight = fig["data"]
+    assert (change["name"], change["x"]) == ("cv", [60, 120])
+    assert change["y"] == pytest.approx([0.1, 0.2])
+    assert change["error_y"]["array"] == pytest.approx([0.1, 0.1])  # the 95% interval
+    assert (weight["yaxis"], weight["y"]) == ("y2", [0.3, 0.6])
+    assert change["text"][0] == "inspector-v1: platt, 5 YES labels from 3 objects"
     assert dashboard_page.learning_curve(ctx, ex, "wd")["data"] == []
 
     pending = [c for c in ctx.store.list_candidates(Filters(task="cv"), limit=1000)

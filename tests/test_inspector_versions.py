@@ -23,9 +23,10 @@ def test_versions_make_a_learning_curve_and_a_proposal_counts_its_flips(mem_stor
     mem_store.set_setting("threshold", 0.5)  # another setting: not a version
     got = versions(mem_store)
     assert [m.tag for m in got] == ["inspector-v1", "inspector-v2"]
-    rows = learning_curve(got)
-    assert [(r[0], r[2], r[4]) for r in rows] == [("inspector-v1", 100, 0.75),
-                                                  ("inspector-v2", 200, 0.84)]  # fmt: skip
+    rows = learning_curve(got)  # a version recorded before the blend: its chosen kind's F1
+    assert [(r[0], r[2], r[5], r[11]) for r in rows] == [("inspector-v1", 100, "platt", 0.75),
+                                                         ("inspector-v2", 200, "platt", 0.84)]  # fmt: skip
+    assert rows[1][7] == round(0.84 - 0.7, 3) and rows[1][8] is None  # no interval recorded
 
     seeded(mem_store, [0.9, 0.2, 0.8], task="wd")
     for k, p in enumerate([0.9, 0.2]):

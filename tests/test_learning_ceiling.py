@@ -57,10 +57,11 @@ def test_the_ceiling_block_survives_regenerating_the_curve(tmp_path):
              learning_ceiling.BLOCK_END]  # fmt: skip
     learning_ceiling.write_block(doc, block)
     res = {"tasks": ["wd"], "rules": {"wd": 0.9}, "rules_ece": 0.01, "n_boot": 10,
-           "sizes": {0: {"f1": {"wd": [0.9]}, "delta": {"wd": [0.0]}, "adopted": {"wd": ["rules"]},
+           "sizes": {0: {"f1": {"wd": [0.9]}, "delta": {"wd": [0.0]}, "weight": {"wd": [0.0]},
                          "macro": [0.9], "ece": [0.01], "positives": {"wd": [0]},
+                         "objects": {"wd": [0]}, "labels": {"wd": [0]}, "n": [0],
                          "status": {"wd": ["waited"]}, "interval": {"wd": [0.0, 0.0]}}}}  # fmt: skip
-    learning_curve.write_section(doc, res, None, "python bench/learning_curve.py")
+    learning_curve.write_section(doc, {"random": res}, None, "python bench/learning_curve.py")
     text = doc.read_text()
     assert "## old curve" not in text and "learning curve (test split)" in text
     assert text.count(learning_ceiling.BLOCK) == 1 and "m_giant +0.055" in text

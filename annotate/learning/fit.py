@@ -12,13 +12,14 @@ labels and are left out. For each labelled candidate the inspector's measurement
 from its stored trajectory (its final step keeps what a model reads), or taken again from
 its spectrum where the trajectory lacks them (another policy's, or an older run).
 
-Per task (`fit`, deciding through `annotate.learning.evidence.select_task`): a task with
-too few labels of either class waits and says what for; otherwise the plain rules, the
-kind serving now and each model the labels can carry (`annotate.learning.models`: a Platt
-map and a sign-constrained logistic combiner over the task's measurements, both shrunk
-towards the rules by a prior; isotonic only with hundreds of each class) are refitted on
-the same repeated folds grouped by object, and a new model is adopted only where a paired
-bootstrap over objects puts its improvement above zero and its F1 does not drop.
+Per task (`fit`, through `annotate.learning.evidence.blend_task`): a task with too few
+labels of either class waits and says what for; otherwise each model the labels can carry
+(`annotate.learning.models`: a Platt map and a sign-constrained logistic combiner over the
+task's measurements, both shrunk towards the rules by a prior; isotonic only with hundreds
+of each class) is refitted on repeated folds grouped by object, and the task serves that
+model blended with the plain rules at the weight the out-of-fold evidence supports (0 with
+little evidence, growing with it), where nested cross-validation shows the blend no worse
+than the rules on objects held out of its choice.
 
 The fitted model is versioned: stored in the store's settings (`inspector_model`) and
 written as JSON (`--out`). `vet --db` and the app's vetting use the store's current model
@@ -26,7 +27,7 @@ for the rules policy (`--model FILE` another, `--model none` the plain rules), a
 verdict records the version (the run's model and parameters, and `inspector_version` in the
 final step's measurements). The command reports the cross-validated before/after per task.
 `annotate.learning.schedule` runs the same fit on a schedule while experts work (and on the
-Dashboard's button), adopting a version only where it beats the current one.
+Dashboard's button), adopting a version where a task's blend moved.
 """
 
 from __future__ import annotations
@@ -256,12 +257,12 @@ def fit(
     folds: int = 5,
     seed: int = 0,
     current: InspectorModel | None = None,
-    **select: Any,
+    **blend: Any,
 ) -> InspectorModel:
-    """The next version: per task, what the labels support against what serves now
-    (`current`, else the plain rules), as `annotate.learning.evidence.select_task` decides;
-    a task with no labels here keeps its current model."""
-    from annotate.learning.evidence import select_task
+    """The next version: per task, the blend of a learned model with the rules that the
+    labels support (`annotate.learning.evidence.blend_task`); a task with no labels here,
+    or too few, keeps its model in `current` (else the plain rules)."""
+    from annotate.learning.evidence import blend_task
 
     by: dict[str, list[Example]] = {}
     for e in examples:
@@ -269,32 +270,32 @@ def fit(
     tasks = dict(current.tasks) if current is not None else {}
     info = {}
     for t in sorted(by):
-        tasks[t], info[t] = select_task(by[t], tasks.get(t), min_labels=min_labels,
-                                        folds=folds, seed=seed, **select)  # fmt: skip
+        tasks[t], info[t] = blend_task(by[t], tasks.get(t), min_labels=min_labels,
+                                       folds=folds, seed=seed, **blend)  # fmt: skip
     created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     return InspectorModel(version, tasks, created, {"cv": info})
 
 
-CV_HEADERS = ["task", "n", "positives", "chosen", "rules log-loss", "rules F1",
+CV_HEADERS = ["task", "n", "positives", "serves", "weight", "rules log-loss", "rules F1",
               "after log-loss", "after F1", "note"]  # fmt: skip
 
 
-def _after(r: dict[str, Any]) -> dict[str, float]:
-    """The out-of-fold scores of what the task serves after the fit."""
-    for k in (r.get("chosen"), r.get("current")):
-        if isinstance(r.get(k), dict):
-            return r[k]
-    return r["rules"]
+def after_scores(r: dict[str, Any]) -> dict[str, float]:
+    """The out-of-fold scores of what the task serves after the fit: the blend's nested
+    scores where it blends, else the rules'."""
+    return r["blend"] if r.get("status") == "blended" else r["rules"]
 
 
 def cv_rows(model: InspectorModel) -> list[list[Any]]:
     """Per task, the out-of-fold rules (before) and what serves after, with why."""
     rows = []
     for t, r in model.info["cv"].items():
-        got = _after(r)
-        served = model.tasks[t].kind if t in model.tasks else "rules"
+        got = after_scores(r)
+        tm = model.tasks.get(t)
+        served = tm.kind if tm is not None else "rules"
+        weight = tm.weight if tm is not None and tm.kind != "rules" else 0.0
         said = f"{r.get('status', '')}: {r.get('why', '')}".strip(": ")
-        rows.append([t, r["n"], r["positives"], served,
+        rows.append([t, r["n"], r["positives"], served, round(weight, 2),
                      round(r["rules"]["log_loss"], 3), round(r["rules"]["f1"], 3),
                      round(got["log_loss"], 3), round(got["f1"], 3), said])  # fmt: skip
     return rows
@@ -302,12 +303,12 @@ def cv_rows(model: InspectorModel) -> list[list[Any]]:
 
 def cv_table(model: InspectorModel) -> str:
     lines = [
-        "task      n  pos  serves    rules logloss/F1   after logloss/F1   what and why",
+        "task      n  pos  serves    weight  rules logloss/F1   after logloss/F1   what and why",
     ]
-    for t, n, pos, c, rl, rf, cl, cf, why in cv_rows(model):
+    for t, n, pos, c, w, rl, rf, cl, cf, why in cv_rows(model):
         lines.append(
-            f"{t:8s} {n:3d} {pos:4d}  {c:8s}  {rl:.3f} / {rf:.2f}      {cl:.3f} / {cf:.2f}"
-            f"        {why}"
+            f"{t:8s} {n:4d} {pos:4d}  {c:8s}  {w:5.2f}   {rl:.3f} / {rf:.2f}      "
+            f"{cl:.3f} / {cf:.2f}        {why}"
         )
     return "\n".join(lines)
 

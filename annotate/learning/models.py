@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from agent.policies.rules.calibration import VETO_CAP
 from agent.policies.rules.learned import TaskModel, readable
 
 PRIOR_SLOPE = 0.5  # prior sd of the slope, as a share of the rules' slope
@@ -145,11 +146,15 @@ def map_logistic(
     return np.asarray(got.x, float)
 
 
-def fit_model(kind: str, ex: list[Any], feats: list[str] | None = None) -> TaskModel:
-    """One task's model of `kind` fitted on `ex` (examples of one task)."""
+def fit_model(
+    kind: str, ex: list[Any], feats: list[str] | None = None, raw: np.ndarray | None = None
+) -> TaskModel:
+    """One task's model of `kind` fitted on `ex` (examples of one task); `raw`, where
+    given, is `feature_matrix(ex, feats)` read once by the caller."""
     task = ex[0].task
     a0, b0 = rules_constants(task)
-    use = [e for e in ex if not e.capped] or list(ex)  # capped verdicts stay capped anyway
+    keep = [i for i, e in enumerate(ex) if not e.capped] or list(range(len(ex)))
+    use = [ex[i] for i in keep]  # capped verdicts stay capped anyway
     x = np.array([e.x for e in use], float)
     y = np.array([float(e.label) for e in use])
     n_lab = len(ex)
@@ -169,7 +174,7 @@ def fit_model(kind: str, ex: list[Any], feats: list[str] | None = None) -> TaskM
     if kind != "combiner":
         raise ValueError(f"unknown model kind {kind!r}")
     feats = list(feats if feats is not None else task_features(task))
-    raw = feature_matrix(use, feats)
+    raw = feature_matrix(use, feats) if raw is None else np.asarray(raw, float)[keep]
     measured = np.isfinite(raw).sum(axis=0) >= 2
     mean = np.zeros(len(feats))
     sd = np.ones(len(feats))
@@ -209,6 +214,54 @@ def kinds_for(n_pos: int, n_neg: int, n: int, min_labels: int) -> list[str]:
     return kinds
 
 
-def predict(tm: TaskModel, ex: list[Any]) -> np.ndarray:
-    """P(YES) of `tm` for each example (the cap kept)."""
-    return np.array([tm.p_yes(e.x, e.m, e.p_rules, e.capped) for e in ex], float)
+def predict(tm: TaskModel, ex: list[Any], raw: np.ndarray | None = None) -> np.ndarray:
+    """P(YES) of `tm` for each example (the cap kept), as `TaskModel.p_yes` gives it, in
+    arrays; `raw`, where given, is `feature_matrix(ex, tm.features)`."""
+    x = np.array([e.x for e in ex], float)
+    p_rules = np.array([e.p_rules for e in ex], float)
+    capped = np.array([bool(e.capped) for e in ex])
+    if tm.kind == "combiner" and raw is None:
+        raw = feature_matrix(ex, tm.features)
+    return predict_arrays(tm, x, p_rules, capped, raw)
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -30.0, 30.0)))  # clamped as `sigmoid` is
+
+
+def predict_arrays(
+    tm: TaskModel, x: np.ndarray, p_rules: np.ndarray, capped: np.ndarray, raw: Any = None
+) -> np.ndarray:
+    """`predict` from the examples' arrays: the rules' input, P(YES) and cap, and for a
+    combiner its features' matrix (NaN where not measured)."""
+    if tm.kind == "rules":
+        return np.asarray(p_rules, float).copy()
+    if tm.kind == "platt":
+        p = _sigmoid(tm.a * x + tm.b)
+    elif tm.kind == "isotonic":
+        p = np.clip(np.interp(x, tm.knots_x, tm.knots_y), 1e-4, 1 - 1e-4)
+    elif tm.kind == "combiner":
+        raw = np.asarray(raw, float).reshape(len(x), len(tm.features))
+        mean, scale = np.asarray(tm.mean, float), np.asarray(tm.scale, float)
+        ok = np.isfinite(raw) & (scale > 0)  # what was not measured moves nothing
+        z = np.where(ok, (raw - mean) / np.where(scale > 0, scale, 1.0), 0.0)
+        p = _sigmoid(tm.a * x + tm.b + z @ np.asarray(tm.weights, float))
+    else:
+        raise ValueError(f"unknown model kind {tm.kind!r}")
+    p = np.where(capped, np.minimum(p, VETO_CAP), p)
+    if tm.weight < 1.0:
+        p = blend_arrays(p_rules, p, tm.weight)
+    return np.where(capped, np.minimum(p, VETO_CAP), p)
+
+
+def logit(p: np.ndarray) -> np.ndarray:
+    """log(p / (1 - p)), p clamped to [1e-6, 1 - 1e-6] (as `learned.logit`)."""
+    p = np.clip(np.asarray(p, float), 1e-6, 1 - 1e-6)
+    return np.log(p / (1 - p))
+
+
+def blend_arrays(p_rules: np.ndarray, p_learned: np.ndarray, weight: float) -> np.ndarray:
+    """`learned.blend` over arrays: the two pooled in the log-odds at `weight`."""
+    if weight <= 0.0:
+        return np.asarray(p_rules, float).copy()
+    return _sigmoid((1.0 - weight) * logit(p_rules) + weight * logit(p_learned))

@@ -20,14 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from agent.policies.rules.calibration import VETO_CAP
 from agent.policies.rules.learned import InspectorModel, TaskModel, readable, readable_keys
 
 INPUTS = ("calibration_input", "capped", "p_rules")
-
-
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-np.clip(z, -30.0, 30.0)))  # the clamp of calibration.sigmoid
 
 
 def task_p_yes(
@@ -42,19 +37,13 @@ def task_p_yes(
     >>> [round(float(v), 4) for v in p], [round(tm.p_yes(v, {}, 0.5, c), 4) for v, c in
     ...     zip(x, [False, False, True])]
     ([0.2689, 0.7311, 0.3], [0.2689, 0.7311, 0.3])
+    >>> half = TaskModel("platt", a=2.0, b=-1.0, weight=0.5)  # blended with the rules' 0.5
+    >>> round(float(task_p_yes(half, x[:1], np.array([False]), np.full(1, 0.5), x[:0])[0]), 4)
+    0.3775
     """
-    if tm.kind == "platt":
-        p = _sigmoid(tm.a * x + tm.b)
-    elif tm.kind == "isotonic":
-        p = np.clip(np.interp(x, tm.knots_x, tm.knots_y), 1e-4, 1 - 1e-4)
-    elif tm.kind == "combiner":
-        mean, scale = np.asarray(tm.mean, float), np.asarray(tm.scale, float)
-        ok = np.isfinite(feats) & (scale > 0)
-        z = np.where(ok, (feats - mean) / np.where(scale > 0, scale, 1.0), 0.0)
-        p = _sigmoid(tm.a * x + tm.b + z @ np.asarray(tm.weights, float))
-    else:
-        p = np.asarray(p_rules, float)
-    return np.where(capped, np.minimum(p, VETO_CAP), p)
+    from annotate.learning.models import predict_arrays
+
+    return predict_arrays(tm, x, p_rules, capped, feats)
 
 
 @dataclass

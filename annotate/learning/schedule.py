@@ -15,24 +15,25 @@ adoption is one transaction, written only at the very end). An in-memory store, 
 other process can open, is fitted in a thread instead.
 
 What is adopted (`learn`): the fit reads every expert label in the store and, per task,
-decides as `annotate.learning.evidence.select_task` says: a task with too few labels of
-either class waits (and says what for); otherwise the plain rules, the kind serving now
-and each candidate kind are refitted on the same folds grouped by object (repeated), and
-the candidate replaces what serves only where a paired bootstrap over objects puts its
-improvement above zero and its F1 does not drop; a current model the rules now beat out
-of fold gives way to them. The version is adopted when at least one task changes; else
-nothing is written but the outcome. `launch.py calibrate` (`force`) judges every task
-against the plain rules instead of the current version and always writes a version.
+blends as `annotate.learning.evidence.blend_task` says: a task with too few labels of
+either class waits (and says what for); otherwise a learned model is served pooled with the
+plain rules at the weight the out-of-fold evidence supports (folds grouped by object; 0,
+the rules, with little evidence, growing with it), where nested cross-validation shows the
+blend no worse than the rules. A version is adopted when at least one task's blend moves a
+labelled P(YES) by `evidence.MOVED` or more against what serves now; else nothing is
+written but the outcome. `launch.py calibrate` (`force`) fits every task afresh from the
+plain rules (a task that waits serves them) and always writes a version.
 
 On adoption (`Store.adopt_scores`, one transaction): the version becomes the store's
 inspector model (`inspector_model`, what `vet --db` and the app's vetting use), every
 pending candidate whose trajectory stored the model's inputs is re-scored from them
 (`annotate.learning.rescore`, the agent is not rerun) and gets the new P(YES), the verdict it
 implies, its queue priority (so the queue re-ranks) and `scored_by` = the version; the
-audit log records the adoption: version, the out-of-fold scores per task before and
-after, how many candidates were re-scored and how many verdicts flipped. Every outcome
-(adopted, not adopted, failed) is also the `learning` setting the Dashboard reads, with
-per task what was adopted, what waited and why.
+audit log records the adoption: version, per task the weight, the labels, positives and
+objects it rests on, the out-of-fold scores before and after, how many candidates were
+re-scored and how many verdicts flipped (per task too). Every outcome (adopted, not
+adopted, failed) is also the `learning` setting the Dashboard reads, with per task what
+was blended, what waited and why.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from agent.policies.rules.learned import InspectorModel, ModelError, TaskModel
 from annotate.learning.fit import NoLabels, fit, inspector_dir, labelled_from_store
@@ -84,25 +87,37 @@ def current_model(store: Any) -> InspectorModel | None:
         return None
 
 
+def served(tm: TaskModel) -> str:
+    """What a task serves, in words: 'rules', or the learned kind and its weight."""
+    return "rules" if tm.kind == "rules" else f"{tm.kind} at weight {tm.weight:.2f}"
+
+
 def task_report(model: InspectorModel, current: InspectorModel | None) -> dict[str, dict]:
-    """Per task the fit saw: labels, what served before and after (with out-of-fold
-    scores), the status (adopted, kept, waited, fell back), why, and whether it changed."""
+    """Per task the fit saw: labels, positives and objects, what served before and after
+    (with out-of-fold scores), the weight, the status (blended, rules, waited), why, the
+    nested F1 change with its interval, and whether it changed (a labelled P(YES) moved by
+    at least `evidence.MOVED`)."""
+    from annotate.learning.evidence import MOVED
+    from annotate.learning.fit import after_scores
+
     cur = current.tasks if current is not None else {}
     out = {}
     for task, r in (model.info.get("cv") or {}).items():
         old = cur.get(task, TaskModel("rules"))
         new = model.tasks.get(task, TaskModel("rules"))
-        # what served, with its own parameters where the fit scored them, else out of fold
-        before = r.get("served") or (
-            r[old.kind] if isinstance(r.get(old.kind), dict) else r["rules"]
-        )
-        after = r.get(new.kind) if isinstance(r.get(new.kind), dict) else before
-        moved = (new.kind, vars(new)) != (old.kind, vars(old))
+        before = r.get("served") or r["rules"]
+        after = after_scores(r) if r.get("status") != "waited" else before
+        moved = float(r.get("moved", 0.0)) >= MOVED
         out[task] = {"n": r["n"], "positives": r.get("positives"),
-                     "negatives": r.get("negatives"), "status": r.get("status", ""),
-                     "why": r.get("why", ""), "gain": r.get("gain"),
-                     "before": {**before, "kind": old.kind}, "after": {**after, "kind": new.kind},
-                     "model": new.kind if moved else f"kept {old.kind}",
+                     "negatives": r.get("negatives"),
+                     "positive_objects": r.get("positive_objects"),
+                     "negative_objects": r.get("negative_objects"),
+                     "status": r.get("status", ""), "why": r.get("why", ""),
+                     "gain": r.get("gain"), "weight": new.weight if new.kind != "rules" else 0.0,
+                     "weight_before": old.weight if old.kind != "rules" else 0.0,
+                     "rules": r["rules"], "before": {**before, "kind": served(old)},
+                     "after": {**after, "kind": served(new)},
+                     "model": served(new) if moved else f"kept {served(old)}",
                      "changed": moved}  # fmt: skip
     return out
 
@@ -152,10 +167,10 @@ def learn(
     seed: int = 0,
     actor: str = "learning",
 ) -> Outcome:
-    """Fit the next inspector version, adopt per task what the labels support against the
-    current version (with `force`, against the plain rules, and written even where nothing
-    changed: what `launch.py calibrate` asks), re-score the pending candidates with it and
-    record the outcome."""
+    """Fit the next inspector version, adopt it where a task's blend moved against the
+    current version (with `force`: fitted from the plain rules and written even where
+    nothing moved, what `launch.py calibrate` asks), re-score the pending candidates with
+    it and record the outcome."""
     from annotate.learning.fit import expert_labels
 
     examples, problems = labelled_from_store(store)
@@ -181,6 +196,9 @@ def learn(
     path.write_text(json.dumps(payload, indent=1))
     r = rescore_store(store, model)
     outcome.path, outcome.flips, outcome.model = str(path), r.flips, model
+    for t, rec in report.items():  # what the version changed, task by task
+        mine = np.array([x == t for x in r.tasks], bool)
+        rec["flips"] = int(np.sum((r.old[mine] > 0.5) != (r.new[mine] > 0.5)))
     event = {"tag": model.tag, "labels": len(examples), "flips": r.flips, "kept": r.kept,
              "cv": report, "forced": force}  # fmt: skip
     outcome.rescored = store.adopt_scores(

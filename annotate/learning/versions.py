@@ -3,19 +3,20 @@ would do, in words (how many pending verdicts it flips, what it weighs most).
 
 Every version `calibrate` saved is in the audit log (the store setting `inspector_model` is
 set once per version, with its cross-validation per task), so the curve needs no table of
-its own: per version and task, the labels it was fitted on and the cross-validated F1 and
-log loss (folds grouped by object) of the rules and of the model chosen.
+its own: per version and task, the labels, YES labels and YES objects it was fitted on,
+the weight of its blend, and its F1 change against the rules on held-out objects.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from agent.policies.rules.learned import InspectorModel, ModelError
+from agent.policies.rules.learned import InspectorModel, ModelError, TaskModel
 from annotate.vetting.into_store import INSPECTOR_SETTING as SETTING
 
-CURVE_HEADERS = ["version", "task", "labels", "chosen", "CV F1", "CV log loss",
-                 "rules CV F1", "rules CV log loss"]  # fmt: skip
+CURVE_HEADERS = ["version", "task", "labels", "YES labels", "YES objects", "serves", "weight",
+                 "F1 change", "F1 change low", "F1 change high", "rules F1", "F1 after"]  # fmt: skip
 
 
 def versions(store: Any) -> list[InspectorModel]:
@@ -39,28 +40,46 @@ def versions(store: Any) -> list[InspectorModel]:
 
 
 def learning_curve(models: list[InspectorModel]) -> list[list[Any]]:
-    """Rows of `CURVE_HEADERS`, one per version and task, from each version's own
-    cross-validation (`info["cv"]`, written by `calibrate`).
+    """Rows of `CURVE_HEADERS`, one per version and task, from each version's own record
+    (`info["cv"]`, written by `calibrate`): the labels it rests on, what the task serves and
+    at which weight, and the F1 change against the plain rules on objects held out of the
+    blend's choice (nested cross-validation) with its 95% interval (None where not
+    estimated: a task that waited, or a version recorded before the blend).
 
-    >>> m = InspectorModel(2, {}, info={"cv": {"wd": {"n": 120, "positives": 30,
-    ...     "chosen": "platt", "rules": {"f1": 0.8, "log_loss": 0.4},
-    ...     "platt": {"f1": 0.85, "log_loss": 0.3}}}})
+    >>> m = InspectorModel(2, {"wd": TaskModel("combiner", weight=0.4)}, info={"cv": {"wd": {
+    ...     "n": 120, "positives": 30, "positive_objects": 6, "status": "blended",
+    ...     "rules": {"f1": 0.8, "log_loss": 0.4}, "blend": {"f1": 0.85, "log_loss": 0.3},
+    ...     "gain": {"mean": 0.05, "low": -0.01, "high": 0.12}}}})
     >>> learning_curve([m])
-    [['inspector-v2', 'wd', 120, 'platt', 0.85, 0.3, 0.8, 0.4]]
+    [['inspector-v2', 'wd', 120, 30, 6, 'combiner', 0.4, 0.05, -0.01, 0.12, 0.8, 0.85]]
     """
     rows = []
     for model in models:
         for task, r in sorted((model.info.get("cv") or {}).items()):
-            got = r.get(r.get("chosen", "rules")) or r["rules"]
-            rows.append([model.tag, task, r["n"], r.get("chosen", "rules"),
-                         round(got["f1"], 3), round(got["log_loss"], 3),
-                         round(r["rules"]["f1"], 3), round(r["rules"]["log_loss"], 3)])  # fmt: skip
+            tm = model.tasks.get(task, TaskModel("rules"))
+            if r.get("status") == "blended":
+                after = r.get("blend") or r["rules"]
+            else:  # a version recorded before the blend names its chosen kind's scores
+                after = r.get(r.get("chosen", "rules")) or r["rules"]
+                after = after if isinstance(after, dict) else r["rules"]
+            g = r.get("gain") if isinstance(r.get("gain"), dict) else {}
+            change = g.get("mean", after["f1"] - r["rules"]["f1"])
+            rows.append([model.tag, task, r["n"], r.get("positives"), r.get("positive_objects"),
+                         tm.kind, round(tm.weight, 3) if tm.kind != "rules" else 0.0,
+                         round(change, 3), _r(g.get("low")), _r(g.get("high")),
+                         round(r["rules"]["f1"], 3), round(after["f1"], 3)])  # fmt: skip
     return rows
+
+
+def _r(v: Any) -> float | None:
+    """A bound rounded for display; None where not estimated."""
+    return None if v is None or not math.isfinite(v) else round(float(v), 3)
 
 
 def in_words(model: InspectorModel, top: int = 2) -> list[str]:
     """One sentence per task the model changes: the rules' input against the rules' own
-    slope, and a combiner's weightiest measurements (log-odds per standard deviation).
+    slope, a combiner's weightiest measurements (log-odds per standard deviation), and the
+    weight the learned model is blended in at.
 
     >>> from agent.policies.rules import task_module
     >>> from agent.policies.rules.learned import TaskModel
@@ -79,8 +98,9 @@ def in_words(model: InspectorModel, top: int = 2) -> list[str]:
         if tm.kind == "rules":
             continue
         if tm.kind == "isotonic":
-            out.append(f"{task}: P(YES) is re-mapped monotonically from the rules' evidence "
-                       f"({len(tm.knots_x)} steps)")  # fmt: skip
+            said = (f"{task}: P(YES) is re-mapped monotonically from the rules' evidence "
+                    f"({len(tm.knots_x)} steps)")  # fmt: skip
+            out.append(said + (f"; blended in at weight {tm.weight:.2f}" if tm.weight < 1 else ""))
             continue
         slope = task_module(task).CALIBRATION[0]
         said = f"{task}: the rules' evidence weighs {tm.a / slope:.1f}x the rules' default"
@@ -88,6 +108,8 @@ def in_words(model: InspectorModel, top: int = 2) -> list[str]:
             pairs = sorted(zip(tm.features, tm.weights), key=lambda fw: -abs(fw[1]))[:top]
             said += "; " + ", ".join(f"{_name(f, feature_label)} {w:+.2f}" for f, w in pairs)
             said += " in the log-odds per standard deviation"
+        if tm.weight < 1.0:
+            said += f"; blended in at weight {tm.weight:.2f} against the rules' {1 - tm.weight:.2f}"
         out.append(said)
     return out
 

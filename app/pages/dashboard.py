@@ -295,8 +295,9 @@ def audit_estimates(ctx: Context, ex: Viewer | None, task: str = "all", **_: Any
 
 
 def learning_curve(ctx: Context, ex: Viewer | None, task: str = "all") -> dict[str, Any]:
-    """Each inspector version's cross-validated F1 and log loss against the labels it was
-    fitted on, one line per task (the versions saved in the store's audit log)."""
+    """Each inspector version's F1 change against the plain rules on held-out objects (with
+    its interval) and its weight, against the labels it rests on, one line per task (the
+    versions saved in the store's audit log)."""
     if ex is None:
         return plots.empty_figure("Log in first.")
     rows = iv.learning_curve(iv.versions(ctx.read))
@@ -384,14 +385,31 @@ def calibrate_now(
 
 # -- the learning schedule's last fit (annotate.learning.schedule) --
 
-FIT_HEADERS = ["task", "labels", "before", "before log loss", "before F1", "after",
-               "after log loss", "after F1", "changed", "what and why"]  # fmt: skip
+FIT_HEADERS = ["task", "labels", "YES (objects)", "NO (objects)", "before", "now",
+               "F1 held out: rules -> now", "F1 change [95%]", "verdicts flipped", "changed",
+               "what and why"]  # fmt: skip
+
+
+def _change(g: Any) -> str:
+    """An F1 change and its interval, as the table shows it."""
+    if not isinstance(g, dict) or g.get("mean") is None:
+        return ""
+    lo, hi = g.get("low"), g.get("high")
+    if lo is None or hi is None or not all(map(_finite, (lo, hi))):
+        return f"{g['mean']:+.3f} (interval not estimated)"
+    return f"{g['mean']:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, int | float) and v == v and abs(v) != float("inf")
 
 
 def last_fit(ctx: Context, ex: Viewer | None) -> tuple[str, dict[str, Any]]:
-    """The last fit's outcome in words and, per task, the out-of-fold log loss and F1 of
-    the current version (before) and of what serves now (after), with what was adopted,
-    kept or waited and why."""
+    """Your campaign as the last fit saw it, the way the benchmark's learning curve shows
+    one: per task the labels, YES and NO labels with their distinct objects, what served
+    before and serves now (the learned kind and its weight), the F1 of the rules and of
+    what serves now on objects held out of the fit with the change's 95% interval, the
+    pending verdicts the version flipped, and what was blended, kept or waited and why."""
     from annotate.learning import schedule
 
     empty = {"headers": FIT_HEADERS, "data": []}
@@ -404,9 +422,13 @@ def last_fit(ctx: Context, ex: Viewer | None) -> tuple[str, dict[str, Any]]:
     msg = f"Last fit ({escape(got.get('at', ''))}): {escape(got.get('said', ''))}."
     if running:
         msg += " Another fit is running now."
-    rows = [[t, r["n"], r["before"]["kind"], _r(r["before"]["log_loss"]), _r(r["before"]["f1"]),
-             r["model"], _r(r["after"]["log_loss"]), _r(r["after"]["f1"]),
-             "yes" if r["changed"] else "no",
-             escape(f"{r.get('status', '')}: {r.get('why', '')}".strip(": "))]
-            for t, r in (got.get("cv") or {}).items()]  # fmt: skip
+    rows = []
+    for t, r in (got.get("cv") or {}).items():
+        n_pos, n_neg = r.get("positives"), r.get("negatives")
+        rows.append([t, r["n"], f"{n_pos} ({r.get('positive_objects')})",
+                     f"{n_neg} ({r.get('negative_objects')})", r["before"]["kind"], r["model"],
+                     f"{_r((r.get('rules') or r['before'])['f1'])} -> {_r(r['after']['f1'])}",
+                     _change(r.get("gain")),
+                     r.get("flips", 0), "yes" if r["changed"] else "no",
+                     escape(f"{r.get('status', '')}: {r.get('why', '')}".strip(": "))])  # fmt: skip
     return msg, {"headers": FIT_HEADERS, "data": rows}

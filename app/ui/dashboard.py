@@ -72,7 +72,8 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
                              visible=False, elem_id="btn-calibrate")  # fmt: skip
         d_cal_msg = gr.Markdown(elem_id="dash-calibrate-message")
         d_cal_table = gr.Dataframe(
-            label="cross-validated before/after per task", interactive=False,
+            label="your campaign per task: labels, objects, the weight now and what it changed "
+            "(F1 on objects held out of the fit)", interactive=False,
             visible=False, elem_id="dash-calibrate-table",
         )  # fmt: skip
         d_proposal = gr.Markdown(elem_id="dash-proposal")

@@ -668,11 +668,12 @@ def calibrated_section(
         "`launch.py calibrate` learns from the experts' decisions in the store. Here it "
         "learns from the tune split's labels as if experts had given them "
         "(`training.benchmark.tuning.fit_inspector_model`, the same `annotate.learning.fit."
-        "fit`, at least 50 labels per task): a calibration or a learned combiner is switched "
-        "on for a task only where cross-validation on tune, holding out whole objects, shows "
-        "it beats the rules. The fitted model (`inspector-model.json` in the benchmark "
-        "folder) then vets the test split through the runner (`vet --policy rules --model`), "
-        "which it never saw. Cross-validation on tune:",
+        "fit`, at least 50 labels per task): a calibration or a learned combiner is blended "
+        "with the rules at the weight cross-validation on tune, holding out whole objects, "
+        "supports (0, the rules, where it supports none). The fitted model "
+        "(`inspector-model.json` in the benchmark folder) then vets the test split through "
+        "the runner (`vet --policy rules --model`), which it never saw. Cross-validation on "
+        "tune:",
         "",
         "```",
         cv_table(model),

@@ -11,11 +11,14 @@ Per task, one of:
   measurements set to their training mean (no correction from what was not measured).
   A Balmer width the rules do not count as measured (`readable`) is missing too.
 
-`calibrate` switches a task's model on only where the labels support it
-(`annotate.learning.evidence`). The thought of a verdict a model moved says so, with the
-version and how many expert labels the weighting was learned from; a learned YES over a
-reading the thought quotes against the target is held at 0.50 (the contradiction table). Inference is plain numpy: the agent needs no scikit-learn. The payload is
-JSON, versioned; the policy records the version with every verdict.
+A learned model is served blended with the rules in the log-odds, with the weight the
+labels support (`annotate.learning.evidence`): logit P = (1 - weight) logit P_rules +
+weight logit P_learned, so weight 0 is the plain rules and the weight grows with the
+evidence. The thought of a verdict a model moved says so, with the version, the weight and
+how many expert labels it rests on; a learned YES over a reading the thought quotes
+against the target is held at 0.50 (the contradiction table). Inference is plain Python:
+the agent needs no scikit-learn. The payload is JSON, versioned; the policy records the
+version with every verdict.
 """
 
 from __future__ import annotations
@@ -48,11 +51,26 @@ class TaskModel:
     scale: list[float] = field(default_factory=list)
     weights: list[float] = field(default_factory=list)
     labels: int = 0  # expert labels of the task it was fitted on (said in the thought)
+    weight: float = 1.0  # the blend's weight on the learned model (0: the plain rules)
+    positives: int = 0  # of those labels, how many YES
+    objects: int = 0  # distinct objects among the YES labels
 
     def p_yes(self, x: float, m: dict[str, float], p_rules: float, capped: bool = False) -> float:
         """P(YES) from the rules' calibration input `x`, the measurements and the rules'
-        own P(YES); a verdict the rules capped stays at most VETO_CAP."""
+        own P(YES): the learned model's, blended with the rules' at `weight` in the
+        log-odds; a verdict the rules capped stays at most VETO_CAP.
+
+        >>> tm = TaskModel("platt", a=1.0, b=2.0, weight=0.5)  # learned: sigmoid(2) at x = 0
+        >>> round(tm.p_yes(0.0, {}, 0.5), 3), round(sigmoid(1.0), 3)
+        (0.731, 0.731)
+        >>> TaskModel("platt", a=1.0, b=2.0, weight=0.0).p_yes(0.0, {}, 0.3)
+        0.3
+        """
         p = self._p_yes(x, m, p_rules)
+        if capped:
+            p = min(p, VETO_CAP)
+        if self.kind != "rules" and self.weight < 1.0:
+            p = blend(p_rules, p, self.weight)
         return min(p, VETO_CAP) if capped else p
 
     def _p_yes(self, x: float, m: dict[str, float], p_rules: float) -> float:
@@ -76,6 +94,23 @@ class TaskModel:
             z = (float(v) - mu) / sd if _finite(v) and sd > 0 else 0.0
             out.append((k, w * z))
         return out
+
+
+def logit(p: float) -> float:
+    """log(p / (1 - p)), with p clamped to [1e-6, 1 - 1e-6]."""
+    p = min(max(float(p), 1e-6), 1.0 - 1e-6)
+    return math.log(p / (1.0 - p))
+
+
+def blend(p_rules: float, p_learned: float, weight: float) -> float:
+    """The rules' and a learned P(YES) pooled in the log-odds at `weight` on the learned.
+
+    >>> blend(0.2, 0.9, 0.0), round(blend(0.2, 0.9, 1.0), 6)
+    (0.2, 0.9)
+    """
+    if weight <= 0.0:
+        return p_rules
+    return sigmoid((1.0 - weight) * logit(p_rules) + weight * logit(p_learned))
 
 
 # The broad Balmer windows whose fitted width the white-dwarf rules read.
@@ -127,6 +162,20 @@ def readable_keys(features: list[str]) -> list[str]:
     ]
 
 
+def learned_from(tm: TaskModel) -> str:
+    """The weight a task's learned model is blended in at and the labels it rests on.
+
+    >>> print(learned_from(TaskModel("combiner", labels=640, weight=0.62, positives=41,
+    ...                              objects=9)))
+    the weighting was learned from 640 expert labels (41 YES, from 9 objects) and weighs 0.62 against the rules' 0.38
+    """
+    said = f"the weighting was learned from {tm.labels} expert labels"
+    if tm.positives:
+        said += f" ({tm.positives} YES, from {tm.objects} objects)"
+    w = min(max(tm.weight, 0.0), 1.0)
+    return said + f" and weighs {w:.2f} against the rules' {1.0 - w:.2f}"
+
+
 def _speaks_against(verdict: Any) -> bool:
     """Whether a note of the verdict's evidence says the candidate is not the target (the
     contradiction table's sentences a YES may never say)."""
@@ -174,12 +223,11 @@ class InspectorModel:
         if tm.kind == "combiner":
             top = sorted(tm.contributions(m), key=lambda kc: -abs(kc[1]))[:2]
             said = ", ".join(f"{k} {m[k]:.2f} ({c:+.1f})" for k, c in top if abs(c) >= 0.3)
-        learned = f"the weighting was learned from {tm.labels} expert labels" if tm.labels else ""
         # Said in the final thought, so a verdict the correction moved is explained there.
         verdict.correction = (
             f"{self.tag} {tm.kind} moved P(YES) from {before:.2f} to {verdict.p_yes:.2f}{held}"
             + (f", mostly through {said} in the log-odds" if said else "")
-            + (f"; {learned}" if learned else "")
+            + (f"; {learned_from(tm)}" if tm.labels else "")
         )
         return verdict
 
@@ -201,6 +249,8 @@ class InspectorModel:
         for t, tm in tasks.items():
             if tm.kind not in KINDS:
                 raise ModelError(f"{where}: task {t}: unknown kind {tm.kind!r}")
+            if not 0.0 <= tm.weight <= 1.0:
+                raise ModelError(f"{where}: task {t}: weight {tm.weight} outside [0, 1]")
             if tm.kind == "combiner" and not (
                 len(tm.features) == len(tm.mean) == len(tm.scale) == len(tm.weights)
             ):
