@@ -25,10 +25,21 @@ def test_coverage_bench_runs_on_a_small_catalogue(tmp_path, capsys):
     assert audit_coverage.main(argv) == 0
     out = capsys.readouterr().out
     assert "catalogue: 24 candidates (wd 24 (4 YES))" in out
-    table = [ln.split() for ln in out.splitlines() if ln.startswith("new ")]
-    assert {(r[2], r[3]) for r in table if r[2] == "precision"} <= {("precision", "0.2"),
-                                                                    ("precision", "0.5")}  # fmt: skip
-    assert all(r[1] == "wd" for r in table)
+    assert "miscalibrated agent: odds of P(YES) on the NO list x 0.1" in out
+    table = [[c.replace("band error", "band-error").split() for c in ln.split("|")]
+             for ln in out.splitlines() if ln.startswith(("calibrated ", "miscalibrated "))]  # fmt: skip
+    heads = [ln for ln in out.splitlines() if ln.startswith("agent ")]
+    assert heads and "exact cover" in heads[-1] and "model-assisted cover" in heads[-1]
+    cells = {(r[0][0], r[0][2], r[0][3]) for r in table}
+    # both agents, every figure, both shares
+    assert {a for a, _, _ in cells} == {"calibrated", "miscalibrated"}
+    assert {f for _, f, _ in cells} == {"precision", "completeness", "ECE", "band-error"}
+    assert {s for _, _, s in cells} == {"0.2", "0.5"}
+    assert all(r[0][1] == "wd" for r in table)
+    # each row: the two estimators side by side, the quoted one starred (band error: exact)
+    for r in table:
+        assert len(r) == 3 and sum(c[:1] == ["*"] for c in r[1:]) == 1, r
+    assert "goals (the quoted estimators; worst case):" in out
     last = out.strip().splitlines()[-1]
     assert re.fullmatch(r"audit_coverage_min: [01]\.\d{3}", last)
     assert len(list((tmp_path / "work").glob("vetted-*.db"))) == 1  # vetted once, reused

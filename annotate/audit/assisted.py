@@ -1,0 +1,125 @@
+"""The model-assisted estimate of a stratum's truly YES: the difference estimator on the
+agent's P(YES), corrected by the audited labels.
+
+Why: the exact intervals (`annotate.audit.estimate.exact_part`) use nothing but the audited
+labels, and a NO list tens of times longer than the YES list hides its misses where few
+audited items can bound them: none found among n audited NO verdicts bounds their rate only
+by about 3.7/n, so completeness read "between 0.35 and 0.97". The agent gives every verdict
+a P(YES), and where it is calibrated the sum of P(YES) over the unknown items already
+predicts how many of them are YES; the audit corrects that prediction.
+
+A stratum's pool (`StratumCounts.pool`: its members less those an expert decided outside
+the sample, which are known) holds N items, of which a simple random sample of n was
+audited. With y = 1 for an item truly YES and the residual e = y - p, the truly YES among
+the pool's R = N - n unknown items are estimated by
+
+    T = sum over R of p  +  R * mean of e over the sample
+
+(the difference estimator: Cochran 1977, 7.1; Saerndal, Swensson and Wretman 1992, 6.3;
+prediction-powered inference's rectified estimate, Angelopoulos et al. 2023, is the same
+form), unbiased over the draw whatever the agent's calibration. Its error is that of the
+pool's total, with the standard variance
+
+    V = N^2 (1 - n/N) s^2 / n = N R s^2 / n,
+
+s^2 the residuals' sample variance. The floor: where misses are rare a sample mostly holds
+none, its residuals are all -p and s^2 is near zero, which would claim the misses are known
+to a fraction of an item. s^2 is taken at least the mean of p(1 - p) over the pool, the
+residual variance a calibrated agent implies (what the draw's allocation assumes too); a
+sample that finds misses the agent did not predict has a larger s^2, which then counts.
+The interval is T +- z sqrt(V) (a sum over strata adds the V's, and is then cut to what
+the counts allow). A part of R (the agent's YES among them, or
+its NO, after a re-scoring moved some) gets its own P(YES) plus its share of the correction,
+and its share of V (a random part of R has less).
+
+Whether the interval covers is measured, not assumed (bench/audit_coverage.py, with a
+calibrated agent and one whose P(YES) is shrunk toward 0 on the NO list): the figures it
+quotes are chosen by that measurement (`annotate.audit.estimate.FIGURE_ESTIMATOR`).
+
+>>> from annotate.audit.estimate import StratumCounts
+>>> h = StratumCounts("1:NO 0.99-1.00", members=100, audited=10, expert=10, agent_no=90,
+...                   p_sum=0.5, p2_sum=0.003, p_audited=0.05, p2_audited=0.0003,
+...                   p_expert=0.05, p2_expert=0.0003, p_agent_no=0.45)
+>>> [round(v, 3) for v in assisted_part(h, 90, 0.45, 0.05)]
+[0.0, -4.145, 4.145]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from scipy.stats import norm
+
+if TYPE_CHECKING:
+    from annotate.audit.estimate import StratumCounts
+
+# A stratum with fewer audited items takes its exact interval instead
+MIN_AUDITED = 5
+
+
+@dataclass(frozen=True)
+class Residuals:
+    """A stratum's audited residuals y - P(YES), as the difference estimator reads them."""
+
+    pool: int  # N: the stratum's members less those decided outside the sample
+    n: int  # audited
+    mean: float  # mean residual over the sample
+    s2: float  # the residuals' sample variance
+    floor: float  # mean of p(1 - p) over the pool: a calibrated agent's residual variance
+
+    @property
+    def unknown(self) -> int:
+        return self.pool - self.n
+
+    @property
+    def variance(self) -> float:
+        """V = N R s^2 / n of the estimate of the R unknown items' truly YES, s^2 floored."""
+        return self.pool * self.unknown * max(self.s2, self.floor) / self.n
+
+
+def residuals(h: StratumCounts) -> Residuals | None:
+    """The stratum's residuals from its sums; None where nothing is audited.
+
+    >>> from annotate.audit.estimate import StratumCounts
+    >>> r = residuals(StratumCounts("1:YES 0.95-0.99", members=20, audited=4, audited_yes=3,
+    ...               expert=4, expert_yes=3, p_sum=19.4, p2_sum=18.82, p_audited=3.88,
+    ...               p2_audited=3.7636, p_expert=3.88, p2_expert=3.7636, p_audited_yes=2.91))
+    >>> round(r.mean, 3), round(r.s2, 3), round(r.floor, 4), round(r.variance, 2)
+    (-0.22, 0.25, 0.029, 20.0)
+    """
+    n = h.audited
+    if n <= 0:
+        return None
+    x = h.audited_yes
+    mean = (x - h.p_audited) / n
+    # sum of e^2 = sum y - 2 sum y p + sum p^2 (y is 0 or 1)
+    sq = x - 2.0 * h.p_audited_yes + h.p2_audited
+    s2 = max(0.0, (sq - n * mean * mean) / (n - 1)) if n > 1 else max(0.0, sq)
+    pool = h.pool
+    p_pool = h.p_sum - (h.p_expert - h.p_audited)
+    p2_pool = h.p2_sum - (h.p2_expert - h.p2_audited)
+    floor = max(0.0, (p_pool - p2_pool) / pool) if pool else 0.0
+    return Residuals(pool, n, mean, s2, floor)
+
+
+def assisted_part(h: StratumCounts, part: int, p_part: float, alpha: float):
+    """(estimate, low, high) of the truly YES among `part` of the stratum's unknown members,
+    whose P(YES) sum to `p_part`: their P(YES) corrected by the audit's mean residual, with
+    the part's share of the stratum's variance, at level 1 - alpha (not cut to [0, part]);
+    None where nothing is audited."""
+    if not part:
+        return 0.0, 0.0, 0.0
+    r = residuals(h)
+    if r is None or r.unknown <= 0:
+        return None
+    if r.n < MIN_AUDITED:  # too few residuals to say how far the agent is off: exact
+        from annotate.audit.estimate import exact_part
+
+        return exact_part(h, part, p_part, alpha)
+    z = float(norm.ppf(1 - alpha / 2))
+    est = p_part + part * r.mean
+    half = z * math.sqrt(part / r.unknown * r.variance)
+    # not cut to [0, part] here: a sum of parts is normal only uncut (its total is cut)
+    return est, est - half, est + half
