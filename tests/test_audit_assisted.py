@@ -10,8 +10,9 @@ import math
 
 import numpy as np
 import pytest
+from scipy.stats import t as t_dist
 
-from annotate.audit.assisted import MIN_AUDITED, assisted_part, residuals
+from annotate.audit.assisted import MIN_AUDITED, RESIDUAL_FLOOR, assisted_part, residuals
 from annotate.audit.estimate import ASSISTED, EXACT
 from annotate.audit.sample import (
     Decided,
@@ -56,7 +57,8 @@ def test_the_interval_of_a_known_population_against_its_value_by_hand():
     var = 20 * 12 * e.var(ddof=1) / 8
     est, low, high = assisted_part(h, 12, float(p[rest].sum()), 0.05)
     assert est == pytest.approx(want)
-    assert (est - low) == pytest.approx(1.959964 * math.sqrt(var), rel=1e-6)
+    # Student's t at 7 degrees of freedom: the spread of 8 residuals is itself uncertain
+    assert (est - low) == pytest.approx(t_dist.ppf(0.975, 7) * math.sqrt(var), rel=1e-6)
     assert (high - est) == pytest.approx(est - low)
     r = residuals(h)
     assert r.s2 == pytest.approx(e.var(ddof=1)) and r.mean == pytest.approx(e.mean())
@@ -94,8 +96,8 @@ def test_its_variance_is_the_design_variance_and_the_interval_covers():
     h = stratum(p, y, set(s.tolist()))
     est, low, high = assisted_part(h, n_pop - n, float(p[~mask].sum()), 0.05)
     assert est == pytest.approx(p[~mask].sum() + (n_pop - n) * e.mean())
-    assert ((high - low) / (2 * 1.959964)) ** 2 == pytest.approx(
-        max(var_hat[-1], n_pop * (n_pop - n) * float(np.mean(p * (1 - p))) / n), rel=1e-6
+    assert ((high - low) / (2 * t_dist.ppf(0.975, n - 1))) ** 2 == pytest.approx(
+        n_pop * (n_pop - n) * max(e.var(ddof=1), float(np.mean(p * (1 - p)))) / n, rel=1e-6
     )
 
 
@@ -111,7 +113,17 @@ def test_the_floor_keeps_a_sample_without_misses_from_claiming_none_are_left():
     assert r.s2 == pytest.approx(0.0, abs=1e-12) and r.floor == pytest.approx(0.0099)
     est, low, high = assisted_part(h, 270, 2.7, 0.05)
     assert est == pytest.approx(0.0, abs=1e-9) and high > 3
+    # an agent sure to P(YES) 0.0001 is trusted to a 0.5% error rate, no further: on the
+    # benchmark's test split such a band held 2 CVs in 327
+    p = np.full(327, 0.0001)
+    y = np.zeros(327, bool)
+    y[[40, 300]] = True
+    h = stratum(p, y, set(range(24)), NO99)
+    assert residuals(h).floor == pytest.approx(RESIDUAL_FLOOR)
+    est, low, high = assisted_part(h, 303, 0.0303, 0.05)
+    assert high > 2 > est
     # where fewer than MIN_AUDITED were audited, the stratum takes its exact interval
+    p, y = np.full(300, 0.01), np.zeros(300, bool)
     h = stratum(p, y, set(range(MIN_AUDITED - 1)))
     assert assisted_part(h, 300 - MIN_AUDITED + 1, 0.0, 0.05)[2] > 100
 
@@ -158,7 +170,7 @@ def test_every_figure_names_its_estimator_and_keeps_the_other():
     assert str(e.completeness).endswith(f") {ASSISTED}")
     # the model narrows completeness where misses are rare: 0 of 40 audited NO verdicts
     widths = {k: v.high - v.low for k, v in e.by_estimator("completeness").items()}
-    assert widths[ASSISTED] < widths[EXACT] / 2
+    assert widths[ASSISTED] < 0.7 * widths[EXACT]
 
 
 def test_the_draw_spreads_the_no_list_by_neyman_and_its_probabilities_hold():

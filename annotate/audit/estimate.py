@@ -255,6 +255,29 @@ def mover_sum(parts: Sequence[Interval]) -> Interval:
     return est, low, high
 
 
+def mover_ratio(num: Interval, den: Interval) -> tuple[float, float]:
+    """(low, high) of the ratio num / den of two independent positive quantities, each
+    (estimate, low, high) with its own interval: MOVER-R (Donner and Zou 2012), which
+    recovers each limit from the parts' limits, as `mover_sum` does for a sum. A
+    denominator whose interval reaches 0 leaves the ratio unbounded above.
+
+    >>> [round(v, 4) for v in mover_ratio((0.0, 0.0, 6.0), (30.0, 26.0, 34.0))]
+    [0.0, 0.2018]
+    >>> mover_ratio((2.0, 1.0, 4.0), (3.0, 0.0, 5.0))[1]
+    inf
+    """
+    (x, lx, ux), (y, ly, uy) = num, den
+    if ly <= 0 or y <= 0:
+        return (max(0.0, lx) / uy if uy > 0 else 0.0), math.inf
+    xy = x * y
+    d_lo = xy * xy - lx * uy * (2 * x - lx) * (2 * y - uy)
+    d_hi = xy * xy - ux * ly * (2 * x - ux) * (2 * y - ly)
+    # where a part's interval is too wide for the closed form, the plain bound of its limits
+    low = (xy - math.sqrt(d_lo)) / (uy * (2 * y - uy)) if d_lo >= 0 and 2 * y > uy else lx / uy
+    high = (xy + math.sqrt(d_hi)) / (ly * (2 * y - ly)) if d_hi >= 0 else ux / ly
+    return max(0.0, min(low, x / y)), max(high, x / y)
+
+
 def _sum_parts(strata: Sequence[StratumCounts], attr: str, p_attr: str, alpha: float,
                part_interval: PartInterval):  # fmt: skip
     """(estimate, low, high, audited items used, their effective number, whether every
@@ -316,7 +339,8 @@ def figures(
     else:
         precision = Estimate((k + tp) / listed, (k + tp_lo) / listed, (k + tp_hi) / listed,
                              n_yes, ne_yes, method=method)  # fmt: skip
-    # completeness: the true YES in both lists at once, each at 1 - alpha/2 (Bonferroni)
+    # completeness's bounds where it is not estimated: the true YES in both lists at once,
+    # each at 1 - alpha/2 (Bonferroni)
     ty = _sum_parts(strata, "agent_yes", "p_agent_yes", alpha / 2, part_interval)
     fn = _sum_parts(strata, "agent_no", "p_agent_no", alpha / 2, part_interval)
     t = [k + ty[0], k + ty[1], k + ty[2]]
@@ -332,9 +356,11 @@ def figures(
     elif not (ty[5] and fn[5]):
         completeness = Estimate(None, share(t[1], f[2]), share(t[2], f[1]), n_c, 0.0,
                                 _why(drawn, out_any, "agent's lists"), method)  # fmt: skip
-    else:
-        completeness = Estimate(share(t[0], f[0]), share(t[1], f[2]), share(t[2], f[1]), n_c,
-                                method=method)  # fmt: skip
+    else:  # 1 / (1 + F / A), A = K + T: the ratio F / A by MOVER-R, each at 1 - alpha
+        fa = _sum_parts(strata, "agent_no", "p_agent_no", alpha, part_interval)
+        lo_r, hi_r = mover_ratio(fa[:3], (k + tp, k + tp_lo, k + tp_hi))
+        completeness = Estimate(share(k + tp, fa[0]), 1.0 / (1.0 + hi_r), 1.0 / (1.0 + lo_r),
+                                n_c, method=method)  # fmt: skip
     out = {"precision": precision, "completeness": completeness,
            "ECE": calibration_error(strata, alpha, method)}  # fmt: skip
     for e in out.values():  # known or not estimated, it is still this estimator's figure

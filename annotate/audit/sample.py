@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from annotate.audit.assisted import MIN_AUDITED
+from annotate.audit.assisted import MIN_AUDITED, RESIDUAL_FLOOR
 from annotate.audit.estimate import Estimate, StratumCounts, TaskEstimates, task_figures
 
 __all__ = ["Estimate", "StratumCounts", "TaskEstimates"]  # re-exported: the figures' types
@@ -161,15 +161,16 @@ def band_sizes(
 # residual y - P(YES) a calibrated agent implies: sqrt(mean of p(1 - p)) over the band. The
 # floor keeps the bands at P(YES) ~ 0 (or ~ 1) from going unaudited: an agent's P(YES) 0.001
 # is no promise that its misses are that rare (a band audited by one item in hundreds could
-# hide them). Its value: the error rate of 1% a band is assumed to be capable of.
-SPREAD_FLOOR = 0.01 * 0.99
+# hide them). Its value: the error rate of 1% a band is taken to be capable of, as the
+# model-assisted estimate takes it (`annotate.audit.assisted.RESIDUAL_FLOOR`).
+SPREAD_FLOOR = RESIDUAL_FLOOR
 
 
 def band_spread(p_yes: Sequence[float]) -> float:
     """The sd Neyman's allocation gives a band of these P(YES): sqrt(mean p(1 - p)), floored.
 
     >>> round(band_spread([0.001] * 5), 3), round(band_spread([0.08, 0.06]), 3)
-    (0.099, 0.255)
+    (0.071, 0.255)
     """
     if not len(p_yes):
         return 0.0
@@ -471,21 +472,13 @@ def audit_rate(store: Any) -> float:
     return rate
 
 
-def draw_for_store(
-    store: Any,
-    share: float | None = None,
-    *,
-    seed: int | None = None,
-    actor: str = "audit",
-) -> list[Draw]:
-    """Draw the audit sample among the store's confident, still unreviewed verdicts that are
-    in no earlier draw's population, and record both each draw's inclusion probability and
-    every such candidate's stratum (a new design, numbered after the earlier ones: their
-    probabilities stay as they were). The first draw also holds confident verdicts out of
-    the queue (`auto_accept` = 0.9) unless the team has chosen otherwise, so that experts'
-    time goes to the uncertain items and to the sample. Returns the draws, in serving order."""
-    share = audit_rate(store) if share is None else share
-    rows = store.audit_population()
+def plan_draw(
+    rows: Sequence[Any], share: float, *, seed: int | np.random.Generator | None = None
+) -> tuple[list[Draw], dict[int, str]]:
+    """The draw `draw_for_store` records, from the store's population rows
+    (`Store.audit_population`): the draws among the confident, still unreviewed verdicts in
+    no earlier draw's population, and the stratum of every such candidate, numbered after
+    the earlier draws. Nothing is written (bench/audit_coverage.py replays it)."""
     done = [int(r.audit_stratum.partition(":")[0]) for r in rows if r.audit_stratum]
     draw_no = max(done, default=0) + 1
     pool = [
@@ -503,6 +496,24 @@ def draw_for_store(
         for cid, _, p in pool
         if math.isfinite(p) and max(p, 1.0 - p) >= CONFIDENT
     }
+    return draws, strata
+
+
+def draw_for_store(
+    store: Any,
+    share: float | None = None,
+    *,
+    seed: int | None = None,
+    actor: str = "audit",
+) -> list[Draw]:
+    """Draw the audit sample among the store's confident, still unreviewed verdicts that are
+    in no earlier draw's population, and record both each draw's inclusion probability and
+    every such candidate's stratum (a new design, numbered after the earlier ones: their
+    probabilities stay as they were). The first draw also holds confident verdicts out of
+    the queue (`auto_accept` = 0.9) unless the team has chosen otherwise, so that experts'
+    time goes to the uncertain items and to the sample. Returns the draws, in serving order."""
+    share = audit_rate(store) if share is None else share
+    draws, strata = plan_draw(store.audit_population(), share, seed=seed)
     if draws:
         store.mark_audit({d.id: d.inclusion for d in draws}, actor=actor, strata=strata)
         unset = object()
