@@ -24,8 +24,8 @@ pool's total, with the standard variance
 
 s^2 the residuals' sample variance. The floor: where misses are rare a sample mostly holds
 none, its residuals are all -p and s^2 is near zero, which would claim the misses are known
-to a fraction of an item. s^2 is taken at least the mean of p(1 - p) over the pool, the
-residual variance a calibrated agent implies, and at least that of a 1% error rate
+to a fraction of an item. s^2 is taken at least p(1 - p) at the pool's mean P(YES) (no less
+than the mean of p(1 - p), the residual variance a calibrated agent implies), and at least that of a 0.5% error rate
 (`RATE_FLOOR`: the agent is trusted down to P(YES) 1%, not below; the draw's allocation
 assumes the same); a sample that finds misses the agent did not predict has a larger s^2,
 which then counts.
@@ -40,24 +40,23 @@ quotes are chosen by that measurement (`annotate.audit.estimate.FIGURE_ESTIMATOR
 
 >>> from annotate.audit.estimate import StratumCounts
 >>> h = StratumCounts("1:NO 0.99-1.00", members=100, audited=10, expert=10, agent_no=90,
-...                   p_sum=0.5, p2_sum=0.003, p_audited=0.05, p2_audited=0.0003,
-...                   p_expert=0.05, p2_expert=0.0003, p_agent_no=0.45)
+...                   p_sum=0.5, p_audited=0.05, p2_audited=0.0003, p_expert=0.05,
+...                   p_agent_no=0.45)
 >>> [round(v, 3) for v in assisted_part(h, 90, 0.45, 0.05)]
 [0.0, -4.787, 4.787]
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from scipy.stats import t as t_dist
 
-if TYPE_CHECKING:
-    from annotate.audit.estimate import StratumCounts
-
 # A stratum with fewer audited items takes its exact interval instead
+# (`annotate.audit.estimate.PART_INTERVALS`)
 MIN_AUDITED = 5
 # The least residual variance a stratum is taken to have, p(1 - p) at P(YES) 1%: an agent's
 # P(YES) of 0.0001 is no promise that its misses are that rare (on the benchmark's test
@@ -76,7 +75,7 @@ class Residuals:
     n: int  # audited
     mean: float  # mean residual over the sample
     s2: float  # the residuals' sample variance
-    floor: float  # mean of p(1 - p) over the pool: a calibrated agent's residual variance
+    floor: float  # p(1 - p) at the pool's mean P(YES), at least RESIDUAL_FLOOR
 
     @property
     def unknown(self) -> int:
@@ -88,15 +87,15 @@ class Residuals:
         return self.pool * self.unknown * max(self.s2, self.floor) / self.n
 
 
-def residuals(h: StratumCounts) -> Residuals | None:
+def residuals(h: Any) -> Residuals | None:
     """The stratum's residuals from its sums; None where nothing is audited.
 
     >>> from annotate.audit.estimate import StratumCounts
     >>> r = residuals(StratumCounts("1:YES 0.95-0.99", members=20, audited=4, audited_yes=3,
-    ...               expert=4, expert_yes=3, p_sum=19.4, p2_sum=18.82, p_audited=3.88,
-    ...               p2_audited=3.7636, p_expert=3.88, p2_expert=3.7636, p_audited_yes=2.91))
+    ...               expert=4, expert_yes=3, p_sum=19.4, p_audited=3.88, p2_audited=3.7636,
+    ...               p_expert=3.88, p_audited_yes=2.91))
     >>> round(r.mean, 3), round(r.s2, 3), round(r.floor, 4), round(r.variance, 2)
-    (-0.22, 0.25, 0.029, 20.0)
+    (-0.22, 0.25, 0.0291, 20.0)
     """
     n = h.audited
     if n <= 0:
@@ -107,13 +106,20 @@ def residuals(h: StratumCounts) -> Residuals | None:
     sq = x - 2.0 * h.p_audited_yes + h.p2_audited
     s2 = max(0.0, (sq - n * mean * mean) / (n - 1)) if n > 1 else max(0.0, sq)
     pool = h.pool
-    p_pool = h.p_sum - (h.p_expert - h.p_audited)
-    p2_pool = h.p2_sum - (h.p2_expert - h.p2_audited)
-    floor = max(RESIDUAL_FLOOR, (p_pool - p2_pool) / pool if pool else 0.0)
+    # p(1 - p) at the pool's mean P(YES): at least the mean of p(1 - p) (p(1 - p) is
+    # concave), and read from a sum the database keeps per stratum (a band is narrow)
+    p_bar = min(1.0, max(0.0, (h.p_sum - (h.p_expert - h.p_audited)) / pool)) if pool else 0.0
+    floor = max(RESIDUAL_FLOOR, p_bar * (1.0 - p_bar))
     return Residuals(pool, n, mean, s2, floor)
 
 
-def assisted_part(h: StratumCounts, part: int, p_part: float, alpha: float):
+@functools.lru_cache(maxsize=4096)
+def t_quantile(q: float, df: int) -> float:
+    """Student's t quantile (cached: a read asks for the same few many times)."""
+    return float(t_dist.ppf(q, df))
+
+
+def assisted_part(h: Any, part: int, p_part: float, alpha: float):
     """(estimate, low, high) of the truly YES among `part` of the stratum's unknown members,
     whose P(YES) sum to `p_part`: their P(YES) corrected by the audit's mean residual, with
     the part's share of the stratum's variance, at level 1 - alpha (not cut to [0, part]);
@@ -123,14 +129,10 @@ def assisted_part(h: StratumCounts, part: int, p_part: float, alpha: float):
     r = residuals(h)
     if r is None or r.unknown <= 0:
         return None
-    if r.n < MIN_AUDITED:  # too few residuals to say how far the agent is off: exact
-        from annotate.audit.estimate import exact_part
-
-        return exact_part(h, part, p_part, alpha)
     # Student's t at n - 1 degrees of freedom, not the normal's z: with a handful of
     # residuals their spread is itself uncertain (at n = 6 of 11 the normal interval missed
     # the M-giant YES band's count in 1 run in 10; bench/audit_coverage.py)
-    z = float(t_dist.ppf(1 - alpha / 2, r.n - 1))
+    z = t_quantile(1 - alpha / 2, r.n - 1)
     est = p_part + part * r.mean
     half = z * math.sqrt(part / r.unknown * r.variance)
     # not cut to [0, part] here: a sum of parts is normal only uncut (its total is cut)

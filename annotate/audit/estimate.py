@@ -37,6 +37,8 @@ from typing import Any
 
 from scipy.stats import beta, hypergeom
 
+from annotate.audit.assisted import MIN_AUDITED, assisted_part
+
 ALPHA = 0.05  # 1 - the intervals' confidence level
 # Strata up to this size get the exact hypergeometric interval (a few milliseconds each);
 # larger ones Clopper-Pearson's, which leaves out the finite-population correction and is
@@ -112,12 +114,10 @@ class StratumCounts:
     p_sum: float = 0.0  # sum of the members' P(YES) now
     p_agent_yes: float = 0.0  # sum of P(YES) over `agent_yes`
     p_agent_no: float = 0.0
-    p2_sum: float = 0.0  # sum of the members' P(YES)^2
     p_expert: float = 0.0  # sum of P(YES) over `expert` (the audited among them)
-    p2_expert: float = 0.0
     p_audited: float = 0.0  # sum of P(YES) over `audited`
-    p2_audited: float = 0.0
     p_audited_yes: float = 0.0  # sum of P(YES) over the audited items truly YES
+    p2_audited: float = 0.0  # sum of P(YES)^2 over `audited` (read with the audited items)
 
     @property
     def unknown(self) -> int:
@@ -454,6 +454,13 @@ def calibration_error(
     return Estimate(val / total, lo_s / total, hi_s / total, n, float(n), method=method)
 
 
-from annotate.audit.assisted import assisted_part  # noqa: E402  (it reads StratumCounts)
+def assisted_or_exact(h: StratumCounts, part: int, p_part: float, alpha: float):
+    """The model-assisted interval of a stratum (`annotate.audit.assisted`), or its exact
+    one where fewer than `MIN_AUDITED` items were audited: too few residuals to say how far
+    the agent is off."""
+    if h.audited < MIN_AUDITED:
+        return exact_part(h, part, p_part, alpha)
+    return assisted_part(h, part, p_part, alpha)
 
-PART_INTERVALS: dict[str, PartInterval] = {EXACT: exact_part, ASSISTED: assisted_part}
+
+PART_INTERVALS: dict[str, PartInterval] = {EXACT: exact_part, ASSISTED: assisted_or_exact}

@@ -348,14 +348,13 @@ def stratum_counts(items: Iterable[Decided]) -> dict[str, list[StratumCounts]]:
         p = float(d.p_yes) if d.p_yes is not None else 0.5
         h.members += 1
         h.p_sum += p
-        h.p2_sum += p * p
         drawn = d.inclusion is not None and d.inclusion > 0
         h.drawn += drawn
         if d.expert:
             yes = d.label == "YES"
             h.expert += 1
             h.expert_yes += yes
-            h.p_expert, h.p2_expert = h.p_expert + p, h.p2_expert + p * p
+            h.p_expert += p
             if drawn:
                 h.audited += 1
                 h.audited_yes += yes
@@ -540,10 +539,23 @@ def accept_confident(
     return store.auto_accept(certainty, task=task, actor=actor), certainty
 
 
-def store_counts(store: Any, task: str | None = None) -> dict[str, list[StratumCounts]]:
+def store_counts(
+    store: Any, task: str | None = None, audited: Sequence[tuple] | None = None
+) -> dict[str, list[StratumCounts]]:
     """Per task, the store's candidates counted per stratum, aggregated in the database
-    (`Store.audit_counts`)."""
-    return {t: [StratumCounts(**h) for h in hs] for t, hs in store.audit_counts(task).items()}
+    (`Store.audit_counts`), and the sum of the squared P(YES) of each stratum's audited
+    items (`Store.audited_items`, a few percent of the candidates, read through the
+    sample's partial index; `audited` where already read): what the residuals' variance
+    needs, kept out of the aggregate over every candidate."""
+    audited = store.audited_items(task) if audited is None else audited
+    out = {t: [StratumCounts(**h) for h in hs] for t, hs in store.audit_counts(task).items()}
+    by = {(t, h.stratum): h for t, hs in out.items() for h in hs}
+    for t, st, p, _label in audited:
+        h = by.get((t, st))
+        if h is not None:
+            q = float(p) if p is not None else 0.5
+            h.p2_audited += q * q
+    return out
 
 
 def store_estimates(store: Any, task: str | None = None, **_: Any) -> dict[str, TaskEstimates]:
@@ -553,14 +565,19 @@ def store_estimates(store: Any, task: str | None = None, **_: Any) -> dict[str, 
 
 
 def store_audited_points(
-    store: Any, task: str | None = None, counts: dict[str, list[StratumCounts]] | None = None
+    store: Any,
+    task: str | None = None,
+    counts: dict[str, list[StratumCounts]] | None = None,
+    audited: Sequence[tuple] | None = None,
 ) -> list[tuple[float, bool, float]]:
-    """`audited_points` of the store's audited items, weighted by their stratum's N_h / n_h
-    (from `counts`, `Store.audit_counts` already read, where given)."""
-    counts = store_counts(store, task) if counts is None else counts
+    """`audited_points` of the store's audited items (`audited`, `Store.audited_items`
+    already read, where given), weighted by their stratum's N_h / n_h (from `counts`,
+    `store_counts` already read, where given)."""
+    audited = store.audited_items(task) if audited is None else audited
+    counts = store_counts(store, task, audited) if counts is None else counts
     by = {(t, h.stratum): h for t, hs in counts.items() for h in hs}
     out = []
-    for t, st, p, label in store.audited_items(task):
+    for t, st, p, label in audited:
         h = by.get((t, st))
         if h is not None and h.audited and p is not None:
             out.append((float(p), label == "YES", h.members / h.audited))

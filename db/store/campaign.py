@@ -116,12 +116,8 @@ class CampaignMixin:
         # grouped by the index's own columns, in its order: the database streams the index
         # (no sort, no table row read); the groups are few (a stratum has one inclusion)
         cols = (C.task_id, C.audit_stratum, C.label, C.label_source, C.audit_inclusion)
-        p = func.coalesce(C.confidence, 0.5)
         q = select(
-            *cols,
-            func.count(),
-            func.coalesce(func.sum(p), 0.0),
-            func.coalesce(func.sum(p * p), 0.0),
+            *cols, func.count(), func.coalesce(func.sum(func.coalesce(C.confidence, 0.5)), 0.0)
         ).group_by(*cols)
         with self._ro() as s:
             names = dict(s.execute(select(m.Task.id, m.Task.name)).tuples().all())
@@ -132,31 +128,28 @@ class CampaignMixin:
                 q = q.where(C.task_id == tid)
             rows = [
                 (tid_, st, "pending" if label is None else "agent" if src == "auto" else "expert",
-                 label, int(bool(incl and incl > 0)), n, psum, p2sum)
-                for tid_, st, label, src, incl, n, psum, p2sum in s.execute(q)
+                 label, int(bool(incl and incl > 0)), n, psum)
+                for tid_, st, label, src, incl, n, psum in s.execute(q)
             ]  # fmt: skip
         acc: dict[tuple[str, str | None], dict[str, Any]] = {}
         zero = dict.fromkeys(("members", "drawn", "audited", "audited_yes", "expert",
                               "expert_yes", "agent_yes", "agent_no", "pending"), 0)  # fmt: skip
-        sums = dict.fromkeys(("p_sum", "p_agent_yes", "p_agent_no", "p2_sum", "p_expert",
-                              "p2_expert", "p_audited", "p2_audited", "p_audited_yes"), 0.0)  # fmt: skip
-        for tid, st, k, label, d, n, psum, p2sum in rows:
+        sums = dict.fromkeys(("p_sum", "p_agent_yes", "p_agent_no", "p_expert", "p_audited",
+                              "p_audited_yes"), 0.0)  # fmt: skip
+        for tid, st, k, label, d, n, psum in rows:
             h = acc.setdefault((names[tid], st), {"stratum": st, **zero, **sums})
-            n, psum, p2sum = int(n), float(psum), float(p2sum)
+            n, psum = int(n), float(psum)
             yes = label == "YES"
             h["members"] += n
             h["p_sum"] += psum
-            h["p2_sum"] += p2sum
             h["drawn"] += n * d
             if k == "expert":
                 h["expert"] += n
                 h["expert_yes"] += n * yes
                 h["p_expert"] += psum
-                h["p2_expert"] += p2sum
                 h["audited"] += n * d
                 h["audited_yes"] += n * d * yes
                 h["p_audited"] += psum * d
-                h["p2_audited"] += p2sum * d
                 h["p_audited_yes"] += psum * d * yes
             elif k == "pending":
                 h["pending"] += n
