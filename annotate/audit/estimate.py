@@ -1,7 +1,9 @@
-"""The audit's estimates from per-stratum counts: exact finite-population intervals per
-stratum, combined across strata by MOVER (`mover_sum`), so that each figure's interval holds
-at its nominal 95% whatever the number of audited items (coverage measured by
-bench/audit_coverage.py).
+"""The audit's estimates from per-stratum counts, by two estimators: exact finite-population
+intervals per stratum (`exact_part`), and the model-assisted estimate that corrects the
+agent's P(YES) with the audited labels (`annotate.audit.assisted`). Either way the strata
+combine by MOVER (`mover_sum`; completeness's ratio by `mover_ratio`), and each figure is
+quoted by the estimator `FIGURE_ESTIMATOR` names, chosen by the coverage and width
+bench/audit_coverage.py measured; the other is kept beside it (`TaskEstimates.alternatives`).
 
 Why exact: a stratum ("band") of the audit is a finite set of N candidates of which a simple
 random sample of n was reviewed, x of them truly YES. The number M of truly YES candidates in
@@ -10,15 +12,17 @@ that is exact at any n, including n = 1 and a band of three (a Wilson or bootstr
 at a handful of items is not: one audited error among three made a pure band read 0 [0, 0.79]).
 n = 0 leaves M anywhere in [0, N] (said as "not estimated" where no stratum has an audited
 item). The figures are sums over strata (the agent's YES verdicts nobody reviewed, per
-stratum), each stratum's count bounded by its own exact interval; MOVER adds their
-half-widths in quadrature, as independent errors add.
+stratum), each stratum's count bounded by its own interval; MOVER adds their half-widths in
+quadrature, as independent errors add.
 
 Each candidate is counted in the stratum it had at the draw (`StratumCounts.stratum`), not
 the one its P(YES) has now: re-scoring changes verdicts, never the design. Candidates in no
 draw's population (vetted after the draw, or not confident then) whose truth is unknown are
 bounded, not estimated: each may be YES or NO.
 
-Experts' labels are the truth; candidates an expert labelled are known whatever stratum.
+Experts' labels are the truth, and a census: a candidate an expert decided (in the sample,
+in the hand-off queue, or by a correction) is known whatever its stratum, and the audit is
+read as a sample of the stratum's other members (`StratumCounts.pool`).
 
 >>> h = StratumCounts("1:YES 0.95-0.99", members=3, drawn=1, audited=1, audited_yes=0,
 ...                   expert=1, expert_yes=0, agent_yes=2)
@@ -98,8 +102,8 @@ class Estimate:
 class StratumCounts:
     """One stratum of a task as the estimates read it. `stratum` is "<draw>:<verdict> <band>"
     as recorded at the draw; None holds the task's candidates in no draw's population.
-    The sums of P(YES) (and of its square) are what the model-assisted estimator reads
-    (`annotate.audit.assisted`)."""
+    The sums of P(YES) (of its square over the audited items) are what the model-assisted
+    estimator reads (`annotate.audit.assisted`)."""
 
     stratum: str | None
     members: int = 0  # N: candidates of the stratum

@@ -161,7 +161,7 @@ def band_sizes(
 # residual y - P(YES) a calibrated agent implies: sqrt(mean of p(1 - p)) over the band. The
 # floor keeps the bands at P(YES) ~ 0 (or ~ 1) from going unaudited: an agent's P(YES) 0.001
 # is no promise that its misses are that rare (a band audited by one item in hundreds could
-# hide them). Its value: the error rate of 1% a band is taken to be capable of, as the
+# hide them). Its value: the error rate of 0.5% a band is taken to be capable of, as the
 # model-assisted estimate takes it (`annotate.audit.assisted.RESIDUAL_FLOOR`).
 SPREAD_FLOOR = RESIDUAL_FLOOR
 
