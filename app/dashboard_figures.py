@@ -6,6 +6,7 @@ A heading of several lines sits above the plot area, never on it (`title_layout`
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,34 +47,49 @@ def _colour(k: int) -> str:
     return TASK_COLOURS[k % len(TASK_COLOURS)]
 
 
+AUDIT_FIGURES = (("precision", "#1f3b73", -0.12), ("completeness", "#e76f51", 0.12))
+
+
 def precision_figure(estimates: dict[str, TaskEstimates]) -> dict[str, Any]:
-    """The YES list's precision per task with its 95% interval as error bars; a task
-    without an estimate is named below the plot with the reason."""
-    shown = {t: e.precision for t, e in estimates.items() if e.precision.value is not None}
-    why: dict[str, list[str]] = {}
-    for t, e in estimates.items():
-        if t not in shown:
-            why.setdefault(e.precision.note or "no estimate", []).append(t)
+    """The YES list's precision and completeness per task, side by side, each with its 95%
+    interval as error bars and its estimator in the legend and the hover; a figure a task
+    lacks is named below the plot with the reason."""
+    data = []
+    tasks = list(estimates)
+    why: dict[str, list[str]] = {}  # one reason for several tasks and figures is said once
+    for fig, colour, shift in AUDIT_FIGURES:
+        shown = {t: getattr(e, fig) for t, e in estimates.items()
+                 if getattr(e, fig).value is not None}  # fmt: skip
+        for t, e in estimates.items():
+            if t not in shown:
+                why.setdefault(getattr(e, fig).note or "no estimate", []).append(f"{t} {fig}")
+        if not shown:
+            continue
+        names = list(shown)
+        vals = [shown[t].value for t in names]
+        methods = sorted({shown[t].method for t in names if shown[t].method})
+        data.append({
+            "type": "scatter", "mode": "markers", "x": [tasks.index(t) + shift for t in names],
+            "y": vals, "marker": {"size": 10, "color": colour},
+            "name": f"{fig} ({', '.join(methods) or 'known exactly'})",
+            "error_y": {"type": "data", "symmetric": False,
+                        "array": [shown[t].high - v for t, v in zip(names, vals)],
+                        "arrayminus": [v - shown[t].low for t, v in zip(names, vals)]},
+            "text": [f"{t} {fig}, n={shown[t].n} audited, {shown[t].method or 'known'}"
+                     for t in names],
+            "hovertemplate": "%{text}: %{y:.3f}<extra></extra>",
+        })  # fmt: skip
     missing = [f"{note} ({', '.join(ts)})" for note, ts in why.items()]
-    if not shown:
-        return empty_figure("No precision estimate yet: " + "; ".join(missing or ["no tasks"]))
-    tasks = list(shown)
-    vals = [shown[t].value for t in tasks]
-    data = [{
-        "type": "scatter", "mode": "markers", "x": tasks, "y": vals,
-        "marker": {"size": 10, "color": "#1f3b73"}, "name": "precision",
-        "error_y": {"type": "data", "symmetric": False,
-                    "array": [shown[t].high - v for t, v in zip(tasks, vals)],
-                    "arrayminus": [v - shown[t].low for t, v in zip(tasks, vals)]},
-        "text": [f"n={shown[t].n} audited" for t in tasks],
-        "hovertemplate": "%{x}: %{y:.3f} (%{text})<extra></extra>",
-    }]  # fmt: skip
-    lines = ["Precision of the YES list per task (95% interval)",
-             "from the random audit, weighted by 1/inclusion probability"]  # fmt: skip
+    if not data:
+        return empty_figure("No estimate yet: " + "; ".join(missing or ["no tasks"]))
+    lines = ["Precision and completeness of the YES list per task (95% intervals)",
+             "from the random audit; the legend names each figure's estimator"]  # fmt: skip
     if missing:
-        lines.append("not estimated: " + "; ".join(missing))
-    return {"data": data, "layout": title_layout(lines, yaxis={"range": [0, 1.02],
-            "title": {"text": "precision"}}, showlegend=False)}  # fmt: skip
+        lines += textwrap.wrap("not estimated: " + "; ".join(missing), 80)
+    return {"data": data, "layout": title_layout(
+        lines, yaxis={"range": [0, 1.02], "title": {"text": "share"}},
+        xaxis={"tickmode": "array", "tickvals": list(range(len(tasks))), "ticktext": tasks,
+               "range": [-0.5, len(tasks) - 0.5]})}  # fmt: skip
 
 
 def audit_reliability_figure(bins: Sequence[WeightedBin]) -> dict[str, Any]:

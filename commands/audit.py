@@ -2,6 +2,7 @@
 
     python launch.py audit --db data/loupe.db --draw    # draw each task's sample once
     python launch.py audit --db data/loupe.db           # precision, completeness, ECE so far
+                                                        # (each with its estimator)
     python launch.py audit --db data/loupe.db --auto-accept  # close: sure verdicts become labels
 
 The share is the team setting `audit_rate` (5% by default; `--rate` for this draw). The
@@ -36,8 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--rate",
         type=float,
         default=None,
-        help="share of each task's confident verdicts to draw, half from its YES list and half "
-        "from its NO list (default: the team's audit_rate)",
+        help="share of each task's confident verdicts to draw, half from its YES list (in "
+        "proportion to its bands) and half from its NO list (by Neyman's allocation on the "
+        "agent's P(YES)) (default: the team's audit_rate)",
     )
     parser.add_argument("--seed", type=int, default=None, help="seed of the draw")
     parser.add_argument(

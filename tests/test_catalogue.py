@@ -49,8 +49,9 @@ def _campaign(store) -> dict[str, int]:
 
 
 def _csv(path) -> list[dict[str, str]]:
+    """The CSV's rows, below its comment lines (`#`: the quoted figures)."""
     with path.open(newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
+        return list(csv.DictReader(line for line in fh if not line.startswith("#")))
 
 
 def test_catalogue_fits_reads_back_and_agrees_with_the_csv(each_store, tmp_path):
@@ -153,3 +154,57 @@ def test_export_page_writes_the_catalogue_for_admins_only(tmp_path_factory, tmp_
         assert listed == sum(c.verdict == "YES" for c in sure)
     finally:
         ctx.store.close()
+
+
+def test_the_header_and_the_csv_quote_completeness_with_its_interval_and_estimator(
+    each_store, tmp_path
+):
+    """A closed campaign whose audit found a miss among the agent's NO verdicts: the FITS
+    header, the CSV's comment lines and the manifest quote the completeness with its 95%
+    interval and the estimator it comes from (the difference estimator on P(YES)), next to
+    the precision (exact); its value is the one worked out by hand below."""
+    from astropy.io import fits
+
+    from annotate.audit.estimate import ASSISTED, ESTIMATOR_TEXT, EXACT
+    from tests.store_factory import seeded
+
+    seeded(each_store, [0.995] * 20 + [0.003] * 40, task="wd")
+    assert each_store.auto_accept(0.9) == 60
+    each_store.set_setting("audit_rate", 0.25)
+    draws = draw_for_store(each_store, seed=0)
+    yes = sorted(d.id for d in draws if d.band.side == "YES")
+    no = sorted(d.id for d in draws if d.band.side == "NO")
+    assert (len(yes), len(no)) == (8, 7)
+    each_store.ensure_expert("ada")
+    decide(each_store, "ada", yes[0], "reject")  # a confident mistake on the YES list
+    decide(each_store, "ada", no[0], "reject")  # a miss: the agent's NO was wrong
+    for cid in yes[1:] + no[1:]:
+        decide(each_store, "ada", cid, "accept")
+    cat = write_catalogue(each_store, tmp_path / "cat")
+    # by hand: 8 YES known (7 audited on the YES list, the miss); of the 12 YES verdicts
+    # nobody reviewed, P(YES) 0.995 each corrected by the YES list's mean residual 7/8 -
+    # 0.995: 10.5 truly YES; of the 33 NO verdicts, 0.003 each corrected by 1/7 - 0.003:
+    # 33/7 truly YES
+    want = (8 + 10.5) / (8 + 10.5 + 33 / 7)
+    with fits.open(tmp_path / "cat" / "wd.fits") as hdul:
+        h = hdul["CATALOGUE"].header
+        assert h["COMPLETE"] == pytest.approx(want)
+        assert h["COMP_LO"] < want < h["COMP_HI"] <= 1.0 and h["COMP_N"] == 15
+        assert h["COMPMETH"] == ESTIMATOR_TEXT[ASSISTED]
+        assert h["PRECMETH"] == ESTIMATOR_TEXT[EXACT] and h["PREC_N"] == 8
+        assert "COMPNOTE" not in h and "PRECNOTE" not in h
+        lo, hi = h["COMP_LO"], h["COMP_HI"]
+        comments = " ".join(str(c) for c in h["COMMENT"])
+    quoted = f"completeness {want:.3f} (95% interval {lo:.3f}-{hi:.3f}; {ASSISTED})"
+    assert quoted in cat.manifest["tasks"]["wd"]["quote"]
+    assert "completeness" in comments and ASSISTED in comments
+    with (tmp_path / "cat" / "wd.csv").open(encoding="utf-8") as fh:
+        head = [fh.readline() for _ in range(3)]
+    assert head[0].startswith("# wd: precision ") and quoted in head[0]
+    assert head[1].startswith("# precision: ") and ESTIMATOR_TEXT[ASSISTED] in head[1]
+    assert head[2].startswith("id,survey,object_id")
+    # a reader that skips comments (pandas, astropy) gets the table
+    import pandas as pd
+
+    table = pd.read_csv(tmp_path / "cat" / "wd.csv", comment="#")
+    assert list(table.columns) == list(COLUMNS) and len(table) == h["NYES"]

@@ -91,21 +91,28 @@ def test_estimates_are_weighted_with_intervals_and_counts(ctx):
     want = 17.5 / 19
     assert row[:5] == ["wd", 19, 7, 12, "15 / 15"]
     prec = row[5]
-    assert prec.startswith(f"{want:.3f} [") and prec.endswith("(n=8)")
+    assert prec.startswith(f"{want:.3f} [") and prec.endswith("(n=8) exact")
     lo, hi = (float(v) for v in prec.split("[")[1].split("]")[0].split(","))
     assert lo < want < hi
-    assert row[6].startswith("1.000") and "(n=15)" in row[6]  # no audited NO was wrong
-    assert "(n=15)" in row[7]  # ECE with its interval and count
+    # no audited NO was wrong; each figure says which estimator it comes from
+    assert row[6].startswith("1.000") and row[6].endswith("(n=15) model-assisted")
+    assert row[7].endswith("(n=15) model-assisted")  # ECE with its interval and count
     bands = {b: (n, s) for _, b, n, s in av.bands["data"]}
     assert bands["1:YES 0.99-1.00"][0] == 8 and bands["1:YES 0.99-1.00"][1].startswith("0.125 [")
     assert bands["1:NO 0.99-1.00"][0] == 7 and bands["1:NO 0.99-1.00"][1].startswith("0.000 [")
-    # the figure: the same value with asymmetric error bars to the interval's ends
+    # the figure: precision and completeness side by side, the same values with asymmetric
+    # error bars to the intervals' ends, each named with its estimator
     go.Figure(av.precision)
-    (pt,) = av.precision["data"]
+    pt, comp = av.precision["data"]
+    assert pt["name"] == "precision (exact)" and comp["name"] == "completeness (model-assisted)"
     assert pt["y"] == [pytest.approx(want)]
     assert pt["error_y"]["arrayminus"] == [pytest.approx(want - lo, abs=1e-3)]
     assert pt["error_y"]["array"] == [pytest.approx(hi - want, abs=1e-3)]
-    assert pt["text"] == ["n=8 audited"]
+    assert pt["text"] == ["wd precision, n=8 audited, exact"]
+    c_lo = float(row[6].split("[")[1].split(",")[0])
+    assert comp["y"] == [pytest.approx(1.0)] and comp["error_y"]["arrayminus"] == [
+        pytest.approx(1.0 - c_lo, abs=1e-3)
+    ]
     # the unbiased reliability: the audited YES verdicts at P 0.995 are right 7 times in 8
     go.Figure(av.reliability)
     audit = av.reliability["data"][1]

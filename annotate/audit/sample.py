@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from annotate.audit.assisted import MIN_AUDITED, RESIDUAL_FLOOR
 from annotate.audit.estimate import Estimate, StratumCounts, TaskEstimates, task_figures
 
 __all__ = ["Estimate", "StratumCounts", "TaskEstimates"]  # re-exported: the figures' types
@@ -100,25 +101,81 @@ def side_sizes(n_yes: int, n_no: int, share: float) -> tuple[int, int]:
     return max(yes, int(n_yes > 0 and budget > 0)), max(no, int(n_no > 0 and budget > 0))
 
 
-def band_sizes(sizes: Sequence[int], n: int) -> list[int]:
-    """`n` draws spread over bands of `sizes` in proportion (largest remainders), at least one
-    per non-empty band (so every band is seen) and at most its size.
+def band_sizes(
+    sizes: Sequence[int], n: int, spread: Sequence[float] | None = None, least: int = 1
+) -> list[int]:
+    """`n` draws spread over bands of `sizes` in proportion to size x `spread` (`spread` 1
+    each: in proportion to size), each band given at least `least` (or all of it, if
+    smaller; where `n` cannot give `least` to every band, the largest by size x spread get
+    it first and the others one each: every band is seen) and at most its size; what a
+    bound fixes comes out of the others, the remainders rounded largest first.
 
     >>> band_sizes([200, 60, 1], 13), band_sizes([10, 10], 3), band_sizes([4, 0], 9)
     ([9, 3, 1], [2, 1], [4, 0])
+    >>> band_sizes([200, 40, 10], 20, [0.1, 0.15, 0.27]), band_sizes([90, 1, 1, 1], 2)
+    ([14, 4, 2], [1, 1, 1, 1])
+    >>> band_sizes([211, 36, 5], 16, [0.1, 0.13, 0.28], least=5)  # Neyman, 5 at least
+    [6, 5, 5]
+    >>> band_sizes([211, 36, 5], 9, [0.1, 0.13, 0.28], least=5)
+    [7, 1, 1]
     """
-    total = sum(sizes)
-    if not total or n <= 0:
-        return [0] * len(sizes)
-    exact = [n * s / total for s in sizes]
-    out = [min(s, max(int(s > 0), math.floor(e))) for s, e in zip(sizes, exact)]
-    for k in sorted(range(len(sizes)), key=lambda k: (exact[k] - math.floor(exact[k]), -k),
-                    reverse=True):  # fmt: skip
-        if sum(out) >= n:
+    k = len(sizes)
+    if not sum(sizes) or n <= 0:
+        return [0] * k
+    n = min(n, sum(sizes))
+    mass = [s * w for s, w in zip(sizes, [1.0] * k if spread is None else spread)]
+    if sum(mass) <= 0:
+        mass = [float(s) for s in sizes]
+    low = [min(s, least) for s in sizes]
+    if sum(low) > n:  # not `least` for every band: for the largest (by size x spread) first
+        low = [min(s, 1) for s in sizes]
+        for h in sorted(range(k), key=lambda h: -mass[h]):
+            if sum(low) - low[h] + min(sizes[h], least) <= n:
+                low[h] = min(sizes[h], least)
+    # the share each band gets, its bounds fixing some and the rest spread anew
+    fixed: dict[int, float] = {}
+    while True:
+        free = [h for h in range(k) if h not in fixed and sizes[h] > 0]
+        left = n - sum(fixed.values())
+        total = sum(mass[h] for h in free) or 1.0
+        share = {h: left * mass[h] / total for h in free}
+        bound = {h: low[h] if x < low[h] else sizes[h] for h, x in share.items()
+                 if x < low[h] or x > sizes[h]}  # fmt: skip
+        if not bound:
             break
-        if out[k] < sizes[k] and out[k] <= exact[k]:
-            out[k] += 1
+        fixed.update(bound)
+    exact = [fixed.get(h, share.get(h, 0.0)) for h in range(k)]
+    out = [min(sizes[h], max(low[h], math.floor(exact[h] + 1e-9))) for h in range(k)]
+    while sum(out) < n:  # the largest remainders first
+        h = max((h for h in range(k) if out[h] < sizes[h]), key=lambda h: (exact[h] - out[h], -h))
+        out[h] += 1
+    while sum(out) > n:  # over by the bands given one each: from the largest excess
+        more = [h for h in range(k) if out[h] > low[h]]
+        if not more:
+            break
+        out[max(more, key=lambda h: (out[h] - exact[h], h))] -= 1
     return out
+
+
+# Neyman's allocation spreads a list's draws over its bands by N_h x sd_h, the sd of the
+# residual y - P(YES) a calibrated agent implies: sqrt(mean of p(1 - p)) over the band. The
+# floor keeps the bands at P(YES) ~ 0 (or ~ 1) from going unaudited: an agent's P(YES) 0.001
+# is no promise that its misses are that rare (a band audited by one item in hundreds could
+# hide them). Its value: the error rate of 0.5% a band is taken to be capable of, as the
+# model-assisted estimate takes it (`annotate.audit.assisted.RESIDUAL_FLOOR`).
+SPREAD_FLOOR = RESIDUAL_FLOOR
+
+
+def band_spread(p_yes: Sequence[float]) -> float:
+    """The sd Neyman's allocation gives a band of these P(YES): sqrt(mean p(1 - p)), floored.
+
+    >>> round(band_spread([0.001] * 5), 3), round(band_spread([0.08, 0.06]), 3)
+    (0.071, 0.255)
+    """
+    if not len(p_yes):
+        return 0.0
+    v = sum(p * (1.0 - p) for p in p_yes) / len(p_yes)
+    return math.sqrt(max(v, SPREAD_FLOOR))
 
 
 def draw_audit(
@@ -128,12 +185,22 @@ def draw_audit(
     min_certainty: float = CONFIDENT,
     seed: int | np.random.Generator | None = None,
     edges: Sequence[float] = CERTAINTY_EDGES,
+    spread: bool = True,
 ) -> list[Draw]:
     """Stratified random draw of `share` of the confident ones among (id, task, P(YES)).
 
     Per task, `share` of its confident verdicts are drawn, half from its YES list and half
-    from its NO list (`side_sizes`), each list's draws spread over its certainty bands in
-    proportion, at least one per band (`band_sizes`), so every band is seen. Each stratum
+    from its NO list (`side_sizes`). The NO list's draws are spread over its certainty bands
+    by Neyman's allocation, N_h x the sd of the residual the agent's P(YES) implies, floored
+    (`band_spread`), each band given at least `MIN_AUDITED` where the list's share allows
+    (what the model-assisted estimate needs in a stratum; `spread=False`: in proportion).
+    Why: completeness and ECE rest on how many truly YES each NO band holds, and that count
+    is uncertain where P(YES) is: the bands nearest the threshold hide most of the misses,
+    and a draw in proportion spent most of the NO list's audit on the band at P(YES) ~ 0.
+    The YES list's draws go in proportion to its bands' sizes: its precision is quoted by
+    the exact intervals, whose width where a band holds no error is about N_h x 3.7 / n_h,
+    which a draw in proportion evens out (by Neyman's, the M-giant precision interval was
+    wider at a 5 or 10% share). At least one per band, so every band is seen. Each stratum
     (task, verdict, band) of N_h items gives a simple random sample of n_h; its items'
     inclusion probability is n_h / N_h. The draws come back in random order, so a queue
     that serves them in it leaves a random remainder unreviewed when it stops. Draw once per
@@ -154,10 +221,13 @@ def draw_audit(
         raise ValueError(f"audit share must be in [0, 1] (got {share})")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     strata: dict[tuple[str, Band], list[int]] = {}
+    p_yes: dict[tuple[str, Band], list[float]] = {}
     for cid, task, p in candidates:
         if p is None or not math.isfinite(p) or max(p, 1.0 - p) < min_certainty:
             continue
-        strata.setdefault((task, band_of(p, edges)), []).append(int(cid))
+        key = (task, band_of(p, edges))
+        strata.setdefault(key, []).append(int(cid))
+        p_yes.setdefault(key, []).append(float(p))
     if share == 0.0:
         return []
     sizes: dict[tuple[str, Band], int] = {}
@@ -168,7 +238,11 @@ def draw_audit(
         n_yes, n_no = side_sizes(sum(len(strata[task, b]) for b in yes),
                                  sum(len(strata[task, b]) for b in no), share)  # fmt: skip
         for bands, n in ((yes, n_yes), (no, n_no)):
-            for b, k in zip(bands, band_sizes([len(strata[task, b]) for b in bands], n)):
+            neyman = spread and bands is no
+            got = band_sizes([len(strata[task, b]) for b in bands], n,
+                             [band_spread(p_yes[task, b]) for b in bands] if neyman else None,
+                             least=MIN_AUDITED if neyman else 1)  # fmt: skip
+            for b, k in zip(bands, got):
                 sizes[task, b] = k
     out: list[Draw] = []
     for (task, band), ids in sorted(strata.items()):
@@ -277,11 +351,15 @@ def stratum_counts(items: Iterable[Decided]) -> dict[str, list[StratumCounts]]:
         drawn = d.inclusion is not None and d.inclusion > 0
         h.drawn += drawn
         if d.expert:
+            yes = d.label == "YES"
             h.expert += 1
-            h.expert_yes += d.label == "YES"
+            h.expert_yes += yes
+            h.p_expert += p
             if drawn:
                 h.audited += 1
-                h.audited_yes += d.label == "YES"
+                h.audited_yes += yes
+                h.p_audited, h.p2_audited = h.p_audited + p, h.p2_audited + p * p
+                h.p_audited_yes += p * yes
         elif d.label == "YES":
             h.agent_yes, h.p_agent_yes = h.agent_yes + 1, h.p_agent_yes + p
         elif d.label == "NO":
@@ -356,7 +434,7 @@ def table_rows(estimates: dict[str, TaskEstimates]) -> list[list[Any]]:
     >>> pop = [Decided("wd", 0.97, "YES", True, stratum="1:YES 0.95-0.99")] * 9
     >>> pop += [Decided("wd", 0.97, "YES", inclusion=0.1, stratum="1:YES 0.95-0.99")]
     >>> table_rows(estimate(pop))[0][:6]
-    ['wd', 10, 1, 9, '1 / 1', '1.000 [0.100, 1.000] (n=1)']
+    ['wd', 10, 1, 9, '1 / 1', '1.000 [0.100, 1.000] (n=1) exact']
     """
     return [
         [
@@ -393,21 +471,13 @@ def audit_rate(store: Any) -> float:
     return rate
 
 
-def draw_for_store(
-    store: Any,
-    share: float | None = None,
-    *,
-    seed: int | None = None,
-    actor: str = "audit",
-) -> list[Draw]:
-    """Draw the audit sample among the store's confident, still unreviewed verdicts that are
-    in no earlier draw's population, and record both each draw's inclusion probability and
-    every such candidate's stratum (a new design, numbered after the earlier ones: their
-    probabilities stay as they were). The first draw also holds confident verdicts out of
-    the queue (`auto_accept` = 0.9) unless the team has chosen otherwise, so that experts'
-    time goes to the uncertain items and to the sample. Returns the draws, in serving order."""
-    share = audit_rate(store) if share is None else share
-    rows = store.audit_population()
+def plan_draw(
+    rows: Sequence[Any], share: float, *, seed: int | np.random.Generator | None = None
+) -> tuple[list[Draw], dict[int, str]]:
+    """The draw `draw_for_store` records, from the store's population rows
+    (`Store.audit_population`): the draws among the confident, still unreviewed verdicts in
+    no earlier draw's population, and the stratum of every such candidate, numbered after
+    the earlier draws. Nothing is written (bench/audit_coverage.py replays it)."""
     done = [int(r.audit_stratum.partition(":")[0]) for r in rows if r.audit_stratum]
     draw_no = max(done, default=0) + 1
     pool = [
@@ -425,6 +495,24 @@ def draw_for_store(
         for cid, _, p in pool
         if math.isfinite(p) and max(p, 1.0 - p) >= CONFIDENT
     }
+    return draws, strata
+
+
+def draw_for_store(
+    store: Any,
+    share: float | None = None,
+    *,
+    seed: int | None = None,
+    actor: str = "audit",
+) -> list[Draw]:
+    """Draw the audit sample among the store's confident, still unreviewed verdicts that are
+    in no earlier draw's population, and record both each draw's inclusion probability and
+    every such candidate's stratum (a new design, numbered after the earlier ones: their
+    probabilities stay as they were). The first draw also holds confident verdicts out of
+    the queue (`auto_accept` = 0.9) unless the team has chosen otherwise, so that experts'
+    time goes to the uncertain items and to the sample. Returns the draws, in serving order."""
+    share = audit_rate(store) if share is None else share
+    draws, strata = plan_draw(store.audit_population(), share, seed=seed)
     if draws:
         store.mark_audit({d.id: d.inclusion for d in draws}, actor=actor, strata=strata)
         unset = object()
@@ -451,10 +539,23 @@ def accept_confident(
     return store.auto_accept(certainty, task=task, actor=actor), certainty
 
 
-def store_counts(store: Any, task: str | None = None) -> dict[str, list[StratumCounts]]:
+def store_counts(
+    store: Any, task: str | None = None, audited: Sequence[tuple] | None = None
+) -> dict[str, list[StratumCounts]]:
     """Per task, the store's candidates counted per stratum, aggregated in the database
-    (`Store.audit_counts`)."""
-    return {t: [StratumCounts(**h) for h in hs] for t, hs in store.audit_counts(task).items()}
+    (`Store.audit_counts`), and the sum of the squared P(YES) of each stratum's audited
+    items (`Store.audited_items`, a few percent of the candidates, read through the
+    sample's partial index; `audited` where already read): what the residuals' variance
+    needs, kept out of the aggregate over every candidate."""
+    audited = store.audited_items(task) if audited is None else audited
+    out = {t: [StratumCounts(**h) for h in hs] for t, hs in store.audit_counts(task).items()}
+    by = {(t, h.stratum): h for t, hs in out.items() for h in hs}
+    for t, st, p, _label in audited:
+        h = by.get((t, st))
+        if h is not None:
+            q = float(p) if p is not None else 0.5
+            h.p2_audited += q * q
+    return out
 
 
 def store_estimates(store: Any, task: str | None = None, **_: Any) -> dict[str, TaskEstimates]:
@@ -464,14 +565,19 @@ def store_estimates(store: Any, task: str | None = None, **_: Any) -> dict[str, 
 
 
 def store_audited_points(
-    store: Any, task: str | None = None, counts: dict[str, list[StratumCounts]] | None = None
+    store: Any,
+    task: str | None = None,
+    counts: dict[str, list[StratumCounts]] | None = None,
+    audited: Sequence[tuple] | None = None,
 ) -> list[tuple[float, bool, float]]:
-    """`audited_points` of the store's audited items, weighted by their stratum's N_h / n_h
-    (from `counts`, `Store.audit_counts` already read, where given)."""
-    counts = store_counts(store, task) if counts is None else counts
+    """`audited_points` of the store's audited items (`audited`, `Store.audited_items`
+    already read, where given), weighted by their stratum's N_h / n_h (from `counts`,
+    `store_counts` already read, where given)."""
+    audited = store.audited_items(task) if audited is None else audited
+    counts = store_counts(store, task, audited) if counts is None else counts
     by = {(t, h.stratum): h for t, hs in counts.items() for h in hs}
     out = []
-    for t, st, p, label in store.audited_items(task):
+    for t, st, p, label in audited:
         h = by.get((t, st))
         if h is not None and h.audited and p is not None:
             out.append((float(p), label == "YES", h.members / h.audited))

@@ -1,5 +1,7 @@
 """The campaign's product: per task, the final YES list as CSV and as a FITS binary table,
-with the audit's estimate of its precision (purity) in the FITS header and the manifest.
+with the audit's estimates of its precision (purity) and completeness, each with its 95%
+interval and the estimator it comes from, in the FITS header, the CSV's comment lines and
+the manifest.
 
     python launch.py export catalogue --db loupe.db --out exports/catalogue-1
 
@@ -22,10 +24,12 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from annotate.audit.estimate import ESTIMATOR_TEXT
 from annotate.audit.sample import TaskEstimates, store_estimates, task_estimates
 from annotate.export.manifest import content_hash, file_hashes, staged
 from annotate.export.spreadsheet import csv_line
@@ -109,20 +113,41 @@ def catalogue_row(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _figure(name: str, est: Any) -> str:
+    """`name value (95% interval low-high; estimator)`, or why it is not estimated.
+
+    >>> from annotate.audit.estimate import Estimate
+    >>> _figure("completeness", Estimate(0.91, 0.84, 0.97, 40, method="model-assisted"))
+    'completeness 0.910 (95% interval 0.840-0.970; model-assisted)'
+    >>> _figure("completeness", Estimate(None, None, None, 0, note="no audit sample drawn"))
+    'completeness not estimated (no audit sample drawn)'
+    """
+    if est.value is None:
+        return f"{name} not estimated ({est.note})"
+    if est.note and est.low == est.high == est.value:
+        return f"{name} {est.value:.3f} exactly ({est.note})"
+    how = f"; {est.method}" if est.method else ""
+    return f"{name} {est.value:.3f} (95% interval {est.low:.3f}-{est.high:.3f}{how})"
+
+
 def quote(e: TaskEstimates) -> str:
-    """The sentence to quote: the precision, its interval, and what the audit rests on."""
+    """The sentence to quote: the precision and the completeness, their intervals and
+    estimators, and what the audit rests on."""
     p = e.precision
     if p.value is None:
-        return f"{e.task}: precision not estimated ({p.note}); {e.yes_list} objects listed"
+        return (f"{e.task}: precision not estimated ({p.note}); "
+                f"{_figure('completeness', e.completeness)}; {e.yes_list} objects listed")  # fmt: skip
     return (
-        f"{e.task}: precision {p.value:.3f} (95% interval {p.low:.3f}-{p.high:.3f}) from "
-        f"{e.audited} audited of {e.drawn} drawn; {e.yes_list} objects listed "
+        f"{e.task}: {_figure('precision', p)} and {_figure('completeness', e.completeness)} "
+        f"from {e.audited} audited of {e.drawn} drawn; {e.yes_list} objects listed "
         f"({e.yes_by_expert} decided by experts, {e.yes_by_agent} by the agent alone)"
     )
 
 
 def header_cards(e: TaskEstimates) -> list[tuple[str, Any, str]]:
-    """FITS header keywords (8 characters at most) for a task's YES list."""
+    """FITS header keywords (8 characters at most) for a task's YES list: precision and
+    completeness, each with its 95% interval, the audited items it rests on and the
+    estimator it comes from (`PRECMETH`, `COMPMETH`), or a note saying why not."""
     cards: list[tuple[str, Any, str]] = [
         ("TASK", e.task, "Loupe task of this YES list"),
         ("NYES", e.yes_list, "objects in the YES list"),
@@ -131,12 +156,14 @@ def header_cards(e: TaskEstimates) -> list[tuple[str, Any, str]]:
         ("AUD_DRWN", e.drawn, "items drawn into the random audit"),
         ("AUD_REV", e.audited, "of them reviewed by an expert"),
         ("CONFLEV", CONFIDENCE, "confidence level of the intervals"),
-        ("CONFMETH", "exact per stratum, MOVER", "how the intervals are made: docs/audit.md"),
+        ("CONFMETH", "per figure: PRECMETH, COMPMETH", "how the intervals are made"),
     ]
-    for key, lo, hi, est, what in (
-        ("PRECISN", "PREC_LO", "PREC_HI", e.precision, "precision (purity) of the YES list"),
-        ("COMPLETE", "COMP_LO", "COMP_HI", e.completeness, "completeness among decided"),
-    ):
+    for key, lo, hi, n, meth, est, what in (
+        ("PRECISN", "PREC_LO", "PREC_HI", "PREC_N", "PRECMETH", e.precision,
+         "precision (purity) of the YES list"),
+        ("COMPLETE", "COMP_LO", "COMP_HI", "COMP_N", "COMPMETH", e.completeness,
+         "completeness among decided"),
+    ):  # fmt: skip
         if est.value is None:
             cards.append((key[:4] + "NOTE", card_text(f"not estimated: {est.note}", "and why"),
                           "and why"))  # fmt: skip
@@ -145,12 +172,12 @@ def header_cards(e: TaskEstimates) -> list[tuple[str, Any, str]]:
             (key, est.value, what),
             (lo, est.low, "lower end of its 95% interval"),
             (hi, est.high, "upper end of its 95% interval"),
-        ]
+            (n, est.n, "audited items it rests on"),
+            (meth, ESTIMATOR_TEXT.get(est.method, est.method or "known exactly"),
+             "estimator"),
+        ]  # fmt: skip
         if key == "PRECISN":
-            cards += [
-                ("PREC_N", est.n, "audited items the precision rests on"),
-                ("PREC_NEF", round(est.n_eff, 3), "their effective number (Kish)"),
-            ]
+            cards.append(("PREC_NEF", round(est.n_eff, 3), "their effective number (Kish)"))
     return cards
 
 
@@ -168,11 +195,22 @@ def card_text(text: str, comment: str) -> str:
     return text
 
 
+def comment_lines(e: TaskEstimates) -> list[str]:
+    """The lines above the CSV's header (each starting with '#'): what the FITS header
+    says, for a reader of the CSV alone."""
+    return [f"# {quote(e)}",
+            f"# precision: {ESTIMATOR_TEXT.get(e.precision.method, 'known exactly')}; "
+            f"completeness: {ESTIMATOR_TEXT.get(e.completeness.method, 'known exactly')}; "
+            "95% intervals; see docs/audit.md of Loupe"]  # fmt: skip
+
+
 def write_task(folder: Path, task: str, rows: list[dict[str, Any]], e: TaskEstimates) -> None:
     from astropy.io import fits
     from astropy.table import Table
 
     with (folder / f"{task}.csv").open("w", newline="", encoding="utf-8") as fh:
+        for line in comment_lines(e):  # a reader skips them: pandas comment="#", astropy
+            fh.write(line + "\r\n")
         fh.write(csv_line(list(COLUMNS)))
         for r in rows:
             # no text cell runs as a formula when the file is opened in a spreadsheet
@@ -191,8 +229,9 @@ def write_task(folder: Path, task: str, rows: list[dict[str, Any]], e: TaskEstim
         # the comment cut to what the card has room for: astropy would cut it and warn
         room = 80 - len(fits.Card(key, value).image.rstrip()) - 3
         hdu.header[key] = (value, comment[: max(0, room)])
-    hdu.header.add_comment(quote(e)[:72])
-    hdu.header.add_comment("See docs/audit.md of Loupe for how to read the precision.")
+    for line in textwrap.wrap(quote(e), 72):
+        hdu.header.add_comment(line)
+    hdu.header.add_comment("See docs/audit.md of Loupe for how to read these figures.")
     fits.HDUList([fits.PrimaryHDU(), hdu]).writeto(folder / f"{task}.fits")
 
 

@@ -252,8 +252,9 @@ class AuditView:
 
 def audit_estimates(ctx: Context, ex: Viewer | None, task: str = "all", **_: Any) -> AuditView:
     """Per task, what the random audit estimates (each candidate in the stratum it had at
-    the draw, exact 95% intervals, the audited items counted), and the reliability diagram
-    of the audited items; says so plainly where nothing is audited yet.
+    the draw, 95% intervals with the estimator each comes from, the audited items counted),
+    precision and completeness plotted side by side, and the reliability diagram of the
+    audited items; says so plainly where nothing is audited yet.
 
     Admins only: the counts of audited items move when an item of the sample is decided,
     so an expert who decides and takes back could find out which items are audited, and
@@ -266,7 +267,8 @@ def audit_estimates(ctx: Context, ex: Viewer | None, task: str = "all", **_: Any
         empty = plots.empty_figure(note)
         return AuditView(note, *empty_tables, empty, empty)
     only = None if task in (None, "", "all") else task
-    counts = audit_sample.store_counts(ctx.read, only)
+    items = ctx.read.audited_items(only)  # read once: the residuals and the diagram
+    counts = audit_sample.store_counts(ctx.read, only, items)
     est = audit_sample.from_counts(counts)
     drawn = sum(e.drawn for e in est.values())
     audited = sum(e.audited for e in est.values())
@@ -282,9 +284,12 @@ def audit_estimates(ctx: Context, ex: Viewer | None, task: str = "all", **_: Any
     else:
         note = (f"From **{audited}** audited item(s) of **{drawn}** drawn at random among the "
                 "agent's confident verdicts, each candidate counted in the stratum it had at "
-                "the draw; [a, b] is the exact 95% interval and n the audited items behind a "
-                "figure.")  # fmt: skip
-    bins = ag.weighted_reliability(audit_sample.store_audited_points(ctx.read, only, counts))
+                "the draw, and every item an expert decided counted as known; [a, b] is the "
+                "95% interval, n the audited items behind a figure, and last the estimator it "
+                "comes from: *exact* (per stratum, from the audited labels alone) or "
+                "*model-assisted* (the agent's P(YES) corrected by the audited labels; "
+                "docs/audit.md says where each is used and its measured coverage).")  # fmt: skip
+    bins = ag.weighted_reliability(audit_sample.store_audited_points(ctx.read, only, counts, items))
     return AuditView(
         note,
         {"headers": AUDIT_HEADERS, "data": audit_sample.table_rows(est)},

@@ -32,7 +32,8 @@ def tab(ctx: context.Context) -> Callable[[gr.Blocks], None]:
         d_audit_note = gr.Markdown(elem_id="dash-audit-note")
         d_audit_table = gr.Dataframe(
             value={"headers": dashboard_page.AUDIT_HEADERS, "data": []},
-            label="per task: estimated from the random audit (95% intervals, n audited)",
+            label="per task: estimated from the random audit (95% intervals, n audited, "
+            "estimator)",
             interactive=False, wrap=True, elem_id="dash-audit-table",
             # the counts are short, the estimates long: even widths broke "listed" in two
             column_widths=["8%", "8%", "8%", "9%", "9%", "22%", "22%", "14%"],

@@ -134,18 +134,23 @@ class CampaignMixin:
         acc: dict[tuple[str, str | None], dict[str, Any]] = {}
         zero = dict.fromkeys(("members", "drawn", "audited", "audited_yes", "expert",
                               "expert_yes", "agent_yes", "agent_no", "pending"), 0)  # fmt: skip
+        sums = dict.fromkeys(("p_sum", "p_agent_yes", "p_agent_no", "p_expert", "p_audited",
+                              "p_audited_yes"), 0.0)  # fmt: skip
         for tid, st, k, label, d, n, psum in rows:
-            h = acc.setdefault((names[tid], st), {"stratum": st, **zero, "p_sum": 0.0,
-                                                  "p_agent_yes": 0.0, "p_agent_no": 0.0})  # fmt: skip
+            h = acc.setdefault((names[tid], st), {"stratum": st, **zero, **sums})
             n, psum = int(n), float(psum)
+            yes = label == "YES"
             h["members"] += n
             h["p_sum"] += psum
             h["drawn"] += n * d
             if k == "expert":
                 h["expert"] += n
-                h["expert_yes"] += n * (label == "YES")
+                h["expert_yes"] += n * yes
+                h["p_expert"] += psum
                 h["audited"] += n * d
-                h["audited_yes"] += n * d * (label == "YES")
+                h["audited_yes"] += n * d * yes
+                h["p_audited"] += psum * d
+                h["p_audited_yes"] += psum * d * yes
             elif k == "pending":
                 h["pending"] += n
             else:
