@@ -156,7 +156,7 @@ def header_cards(e: TaskEstimates) -> list[tuple[str, Any, str]]:
         ("AUD_DRWN", e.drawn, "items drawn into the random audit"),
         ("AUD_REV", e.audited, "of them reviewed by an expert"),
         ("CONFLEV", CONFIDENCE, "confidence level of the intervals"),
-        ("CONFMETH", "per figure: PRECMETH, COMPMETH", "how the intervals are made"),
+        ("CONFMETH", "see PRECMETH, COMPMETH", "how the intervals are made: docs/audit.md"),
     ]
     for key, lo, hi, n, meth, est, what in (
         ("PRECISN", "PREC_LO", "PREC_HI", "PREC_N", "PRECMETH", e.precision,
