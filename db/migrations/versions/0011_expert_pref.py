@@ -1,6 +1,6 @@
 """expert_pref: how each expert last set up the vet desk
 
-Revision ID: 0014
+Revision ID: 0011
 Revises: 0010
 Create Date: 2026-12-10
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0014"
+revision = "0011"
 down_revision = "0010"
 branch_labels = None
 depends_on = None
