@@ -807,9 +807,12 @@
       stats.now += 1;
       take();
       go();
-    } else if (!waiting.length && formKey === key0 && canDraw("next")) {
-      // the form on the screen is this candidate's and nothing pressed before it waits:
-      // read it now, draw the next at once, and send when the earlier answers are in
+    } else if (!waiting.length && canDraw("next")) {
+      // nothing pressed before it waits: read the page now, draw the next at once, and send
+      // when the earlier answers are in. Where the form's controls are not this candidate's
+      // yet (it was drawn at a key press), none is sent and the server saves the candidate's
+      // draft, which is what its answer would have put in the form: any key that changes
+      // the form meanwhile waits for that answer, and so does a decision after it.
       stats.now += 1;
       take();
       waiting.push(go);
