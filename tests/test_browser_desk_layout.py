@@ -257,8 +257,12 @@ def test_active_seconds_are_per_candidate_and_task(tab, tmp_path_factory, tmp_pa
         jump(first)
         page.mouse.move(300, 300)
         page.wait_for_timeout(3000)
+        t0 = time.monotonic()
         jump(second)
         page.evaluate("() => document.activeElement && document.activeElement.blur()")
         page.keyboard.press("a")
         page.wait_for_function("() => window.loupeIdle()", timeout=ANSWER_MS)
-        assert _seconds_of(ctx, key, second) < 2.5
+        on_second = time.monotonic() - t0
+        # at most the time spent on the second task (a slow machine makes it longer), never
+        # the 3 s spent on the first added to it
+        assert _seconds_of(ctx, key, second) < on_second + 0.5
