@@ -133,6 +133,26 @@ def set_field(store: Store, expert: str, candidate_id: int, **changes: Any) -> A
     return amended
 
 
+def unchanged(store: Store, expert: str, candidate_id: int, **changes: Any) -> bool:
+    """Whether setting `changes` (`set_field`'s) would change nothing: each field already
+    holds that value, in the expert's decision where it amends one, else in their draft.
+    A write that changes nothing acts on nothing, so no later write can have made it stale."""
+    values = {k: clean(k, v) for k, v in changes.items()}
+    if "redshift" in values and values.get("redshift_source") is None:
+        values["redshift_source"] = None if values["redshift"] is None else "expert"
+    mine = review.my_decision(store, expert, candidate_id)
+    d = get(store, expert, candidate_id)
+    for k, v in values.items():
+        if mine is not None and k in SAVED:
+            have = getattr(mine, k, None)
+            have = None if have == "" else have
+        else:
+            have = d.get(k)
+        if have != v:
+            return False
+    return True
+
+
 def take(store: Store, expert: str, candidate_id: int) -> dict[str, Any]:
     """The draft's fields a decision saves (grade, flags, type, redshift, comment)."""
     return {k: v for k, v in get(store, expert, candidate_id).items() if k in SAVED}

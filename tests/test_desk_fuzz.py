@@ -16,7 +16,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 SEEDS = [1, 2]
 # Seeds that once found a mismatch, kept so that it stays fixed.
-REGRESSIONS: list[int] = [11, 27]  # keys pressed during a jump once acted before it
+# 11, 27: keys pressed during a jump once acted before it; 109: a box's Enter and then its
+# blur once refused the second write as stale by the first's own revision
+REGRESSIONS: list[int] = [11, 27, 109]
 STEPS = 24
 
 

@@ -187,3 +187,30 @@ def test_a_target_is_read_from_the_page_or_the_session(ctx):
     assert vet_target.parse(ctx, st, '{"cid": "x"}') is None
     assert vet_target.holder({"tab": "kept"}, "") == "kept"
     assert vet_target.holder({}, '{"tab": "t9"}') == "t9"
+
+
+def test_a_mark_sent_twice_from_one_page_is_not_refused_by_its_own_write(ctx):
+    """The spectral type box's Enter and then its blur send the same value, both naming the
+    revision the page saw before either answered: the first amends the decision, the second
+    changes nothing and is not a conflict (it once said "Not saved: ... changed since this
+    tab showed it" for the tab's own write). A different value on the stale revision still
+    is one."""
+    from app.pages import desk
+
+    ex = app_context.expert_for(ctx, None)
+    st, _ = vet_page.vet_next(ctx, ex, _tab("t1"), F, D)
+    a = st["current"]
+    st, _ = vet_writes.vet_act(ctx, ex, st, "accept", F, D, page=page_for(ctx, a, "t1"))
+    seen = page_for(ctx, a, "t1")  # both writes leave before either answer
+    st, first = desk.set_mark(ctx, ex, st, "spectype", "K0 V", seen)
+    st, second = desk.set_mark(ctx, ex, st, "spectype", "K0 V", seen)
+    assert "saved on" in first and "already so" in second and "Not saved" not in second
+    (r,) = ctx.store.reviews(candidate_id=a)
+    assert (r.spectype, r.revision) == ("K0 V", 2)
+    st, third = desk.set_mark(ctx, ex, st, "spectype", "M5 III", seen)
+    assert "Not saved" in third and "changed since this tab showed it" in third
+    assert ctx.store.reviews(candidate_id=a)[0].spectype == "K0 V"
+    # on an undecided candidate the draft is what is compared: a cleared flag not set is so
+    b = st["current"]
+    st, msg = desk.set_mark(ctx, ex, st, "issues", "", page_for(ctx, b, "t1"))
+    assert "already so" in msg and drafts.get(ctx.store, ex.name, b) == {}

@@ -157,6 +157,15 @@ def mark(ctx: Context, ex: Viewer | None, state: dict | None, page: Any, what: s
     t = parse(ctx, state, page)
     if t is None:
         return False, f"Nothing shown: {escape(what)} not kept."
+    head = said or escape(what.capitalize())
+    try:
+        same = drafts.unchanged(ctx.store, ex.name, t.cid, **fields)
+    except Exception:
+        same = False  # set_field says what is wrong with it
+    if same:
+        # the box's blur after its Enter, a click on what is already chosen: nothing to
+        # act on, so not refused for a revision this page's own write has just made
+        return False, f"{head} on {escape(t.name)}: already so."
     refused = check(ctx, ex, t, what)
     if refused is not None:
         return False, refused.text
@@ -164,7 +173,6 @@ def mark(ctx: Context, ex: Viewer | None, state: dict | None, page: Any, what: s
         mine = drafts.set_field(ctx.store, ex.name, t.cid, **fields)
     except Exception as e:
         return False, refusal(f"{escape(what.capitalize())} not saved on {escape(t.name)}", e)
-    head = said or escape(what.capitalize())
     if mine is None:
         return (
             True,
