@@ -221,10 +221,13 @@
   // A decision's target, taken at its key press and sent with its request (which may leave
   // after the next candidate is drawn); marks read the header when they are sent.
   let pendingTarget = null;
+  // a write that is not a decision leaves (set where the keys' waits are kept, below)
+  let markSent = () => {};
   const targetJson = (s) =>
     JSON.stringify(s ? { ...s, rev: s.cid in revs ? revs[s.cid] : null, tab: tabId } : { tab: tabId });
   window.loupeTarget = (decision, tabOnly) => {
     if (tabOnly) return JSON.stringify({ tab: tabId });
+    if (!decision) markSent();
     let s = decision ? pendingTarget : null;
     if (decision) pendingTarget = null;
     if (!s) s = snap(decision);
@@ -582,12 +585,22 @@
   // answer had cleared the grade box, and the reject after it was saved without the grade.
   let outDone = 0;
   let outAhead = 0;
+  // Every write that is not a decision (a grade, a flag, a typed spectral type, the desk's
+  // controls, a comment), by key or by mouse, counted as it leaves (loupeTarget) until its
+  // answer (loupeDone): a key that writes waits for them, so its request names the revision
+  // those writes made, never one they have made stale (a typed type's Enter, then `2`,
+  // once sent the grade before the type's answer, and the store refused it).
+  let marksOut = 0;
+  markSent = () => {
+    marksOut += 1;
+    busyUntil = Math.max(busyUntil, performance.now() + ANSWER_WAIT_MS);
+  };
   const busy = () => {
     if (unsent > 0) return true;
     if (performance.now() >= busyUntil) {
-      if (outDone + outAhead > 0 || answering > 0) {
+      if (outDone + outAhead + marksOut > 0 || answering > 0) {
         // a request that never answered holds no key past the wait, and is said
-        outDone = outAhead = 0;
+        outDone = outAhead = marksOut = 0;
         answering = 0;
         flights.length = 0;
         if (sending) {
@@ -598,7 +611,7 @@
       }
       return false;
     }
-    return outDone + outAhead > 0;
+    return outDone + outAhead + marksOut > 0;
   };
   // A request sent: keys wait for its answer, of this kind ("done" or "ahead").
   const expect = (kind) => {
@@ -607,7 +620,7 @@
     else outAhead += 1;
   };
   const answered = () => {
-    if (outDone + outAhead === 0) busyUntil = 0;
+    if (outDone + outAhead + marksOut === 0) busyUntil = 0;
     while (waiting.length && !busy()) waiting.shift()();
   };
   // A request that answers with the session's state (a grade) ends here: keys pressed
@@ -620,6 +633,7 @@
   window.loupeHeadKey = () => headKey();
   window.loupeDone = () => {
     outDone = Math.max(0, outDone - 1);
+    marksOut = Math.max(0, marksOut - 1);
     answered();
   };
   // Whether the last candidate drawn at a key press was brought by a decision (a, r, s, f).
@@ -881,7 +895,9 @@
     // At once where the form on the screen is the candidate's (an earlier decision on
     // another candidate may still be on its way: its answer does not touch this form);
     // else after the answer that brings the form, and after what was pressed before.
-    if (!waiting.length && (formKey === on || !busy())) run();
+    // A write of this page not answered yet (on any candidate) comes first: its answer
+    // brings the revision this one must name.
+    if (!waiting.length && outDone + marksOut === 0 && (formKey === on || !busy())) run();
     else waiting.push(run);
   };
   window.loupeDecide = decide;
@@ -946,6 +962,13 @@
       if (ev.key === "Enter" && !ev.shiftKey && inside(ev, "vet-comment")) commentSent();
       // a jump brings another candidate: keys pressed meanwhile wait for it
       if (ev.key === "Enter" && inside(ev, "jump-id")) expect("ahead");
+      if (ev.key === "Enter" && !ev.shiftKey && inside(ev, "vet-spectype")) {
+        // the type is saved as the box is left: one write, where Enter and then the blur
+        // sent it twice (the second then named the revision the first had made stale)
+        ev.preventDefault();
+        if (typing(ev)) ev.target.blur();
+        return;
+      }
       if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey) && inside(ev, "correct-panel")) {
         ev.preventDefault();
         if (!ev.repeat) saveCorrection();

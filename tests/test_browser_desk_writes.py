@@ -221,3 +221,40 @@ def test_the_reject_button_opens_the_reason_box(tab, tmp_path_factory, tmp_path)
         r = _review(ctx, key, task)
         assert (r.action, r.explanation) == ("reject", "TiO bands, an M giant")
         assert _reviews_of(ctx, key)[0].id == r.id
+
+
+def test_marks_typed_in_a_row_on_a_decided_candidate_are_each_saved(
+    tab, tmp_path_factory, tmp_path
+):
+    """Back on an accepted candidate: a spectral type typed with Enter, then `2` and
+    Shift+R at once, each pressed before the last answer came (answers held back): every
+    mark amends the decision once, none is refused as "changed since this tab showed it"
+    (the grade once left with the revision from before the type's answer), and the page
+    ends idle."""
+    from tests.test_browser import HOLD
+
+    with _desk(tab, tmp_path_factory, tmp_path) as (ctx, srv, page):
+        first = _shown(page)
+        page.keyboard.press("a")
+        _idle(page)
+        page.keyboard.press("k")
+        page.wait_for_function(f"() => document.querySelector('{TASK}').textContent === "
+                               f"'{first[1]}'", timeout=ANSWER_MS)  # fmt: skip
+        _idle(page)
+        assert _shown(page) == first
+        page.evaluate(HOLD)
+        box = "#vet-spectype input, #vet-spectype textarea"
+        page.fill(box, "M5 III")
+        page.focus(box)
+        page.keyboard.press("Enter")  # leaves the box: the next keys are keys
+        page.keyboard.press("2")
+        page.keyboard.press("Shift+R")
+        page.wait_for_timeout(300)
+        page.evaluate("window.__release()")
+        _idle(page, 400)
+        msg = page.inner_text("#vet-message")
+        assert "Not saved" not in msg, msg
+        r = _review(ctx, *first)
+        assert (r.action, r.spectype, r.grade, r.issues) == ("accept", "M5 III", 2, "R")
+        # one revision per mark: the decision, the type, the grade, the flag
+        assert r.revision == 4

@@ -99,7 +99,14 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
         active_js = "window.loupeActive ? window.loupeActive() : -1"
         # the page's holder id (a browser tab's, kept across its reloads)
         tab_js = "window.loupeTarget ? window.loupeTarget(false, true) : ''"
-        done_js = "() => window.loupeDone && window.loupeDone()"
+        # A write's answer ends with the revision it leaves, read from the box that holds it
+        # before keys.js lets the next key go: the box's own change event may come after
+        # this step, and a key sent meanwhile named the revision before (refused as stale).
+        rev_done_js = ("(v) => { window.loupeRev && window.loupeRev(v); "
+                       "window.loupeDone && window.loupeDone(); }")  # fmt: skip
+        form_done_js = ("(v) => { try { const f = JSON.parse(v || '{}'); window.loupeRev && "
+                        "window.loupeRev(JSON.stringify({cid: f.cid, rev: f.rev})); } "
+                        "catch (e) {} window.loupeDone && window.loupeDone(); }")  # fmt: skip
 
         def from_page(n_inputs: int, *values: str) -> str:
             first = n_inputs - len(values)
@@ -452,10 +459,12 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                 js=from_page(3, mark_js),
                 **FAST,
                 **kw,
-            ).then(None, None, None, js=done_js, api_name=False)
+            ).then(None, rev_box, None, js=rev_done_js, api_name=False)
 
+        # always_last here too: a second grade clicked while the first is saved is sent after
+        # it, never dropped (the radio would show it and the store hold the first)
         marked(v_grade, lambda ex, st, g, page: vet_writes.vet_grade(ctx, ex, st, g, page),
-               "grade")  # fmt: skip
+               "grade", trigger_mode="always_last")  # fmt: skip
         # always_last: a flag toggled while the last one is saved is sent after it (the
         # value is the whole set), never dropped as Gradio's default "once" would
         marked(v_issues, lambda ex, st, v, page: desk.set_mark(ctx, ex, st, "issues", v, page),
@@ -467,7 +476,7 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
         # a correction's label and wrong step are its draft until it is saved
         for comp, name in ((c_label, "label"), (c_step, "wrong_step")):
             marked(comp, lambda ex, st, v, page, name=name: vet_writes.vet_choose(
-                ctx, ex, st, name, v, page), False)  # fmt: skip
+                ctx, ex, st, name, v, page), False, trigger_mode="always_last")  # fmt: skip
 
         def on_undo(st, mk, err, sm, fr, im, page: str = "", request: gr.Request = None):
             ex = context.expert_for(ctx, request)
@@ -544,7 +553,8 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
         # Each desk call is a write on the candidate the page names; keys.js waits for its
         # answer (loupeDone) before the next key, as for a grade.
         def desk_event(ev: Any, op: Any, ins: list[Any], js: str, **kw: Any) -> None:
-            ev(op, ins, view_outs, js=js, **FAST, **kw).then(None, None, None, js=done_js,
+            ev(op, ins, view_outs, js=js, **FAST, **kw).then(None, form_box, None,
+                                                            js=form_done_js,
                                                             api_name=False)  # fmt: skip
 
         for comp in (o_norm, o_allmk, o_arms, o_sky, o_tmpl):
@@ -565,8 +575,8 @@ def tab(ctx: context.Context, state: gr.State, who: gr.Markdown) -> Callable[[gr
                             f"a[{n_typed - 1}] = window.loupeTarget ? window.loupeTarget(false) "
                             ": ''; return a; }",
                          trigger_mode="always_last", **FAST).then(
-            None, None, None, api_name=False,
-            js="() => { window.loupeDone && window.loupeDone(); "
+            None, form_box, None, api_name=False,
+            js=f"(v) => {{ ({form_done_js})(v); "
                "setTimeout(() => window.loupeZBack && window.loupeZBack(), 50); }",
         )  # fmt: skip
         for btn, step in z_steps:
