@@ -66,6 +66,7 @@ class Run:
         self.bad: list[str] = []
         verdicts = {f"{c.key}|{c.task}": c.verdict for c in _candidates(ctx)}
         self.model = Model(verdicts)
+        self.model.elsewhere = self._elsewhere
         self.contexts = {e: browser.new_context(viewport=VIEWPORT) for e in EXPERTS}
         self.pages: dict[str, Any] = {}
         self.tabs: dict[str, Tab] = {}
@@ -79,6 +80,13 @@ class Run:
             self.tabs[name] = Tab(name, expert)
             self.model.serve(self.tabs[name], head(page))
         self.current = "ada1"
+
+    def _elsewhere(self, tab: Tab, key: str) -> bool:
+        """Whether the store leases `key` to another page of `tab`'s expert than its own."""
+        mine = self.pages[tab.name].evaluate("() => window.loupeTab ? window.loupeTab() : ''")
+        cid, task = key.split("|")
+        c = self.ctx.store.find_candidate(cid, task)
+        return self.ctx.queue().held_elsewhere(tab.expert, c.id, mine)
 
     def close(self) -> None:
         for c in self.contexts.values():
@@ -140,7 +148,7 @@ class Run:
             return f"switch to {self.current} ({head(self.page)})"
         if key is None and action not in ("j", "k", "undo", "reload"):
             return f"{action}: nothing shown"
-        stale = key is not None and m.holder.get((e, key)) not in (None, tab.name)
+        stale = key is not None and m.held_by_other(tab, key)
         if action == "type_comment":
             if stale:
                 return "type_comment: skipped (the tab is stale)"
@@ -267,7 +275,7 @@ class Run:
                 if "Nothing to undo" not in msg:
                     self.bad.append(f"undo: model has nothing to undo, page says {msg[:120]!r}")
                 return f"{self.current}: undo: nothing"
-            refused = m.holder.get((e, target)) not in (None, tab.name)
+            refused = m.held_by_other(tab, target)
             self.expect("elsewhere" if refused else None, f"undo of {target}")
             if not refused:
                 m.undo(tab, target)

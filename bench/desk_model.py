@@ -20,6 +20,7 @@ Its rules are the desk's, written down once more without the app's code:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +72,10 @@ class Model:
     def __init__(self, verdicts: dict[str, str | None]) -> None:
         self.cands = {k: Cand(k, v) for k, v in verdicts.items()}
         self.holder: dict[tuple[str, str], str] = {}  # (expert, key) -> tab name
+        # Whether another tab of the expert's holds the candidate, as the store's leases say
+        # (set by the fuzz): which items a page keeps leased as it moves (those drawn ahead
+        # of it) is the queue's to choose, and its own tests; `holder` is the fallback.
+        self.elsewhere: Callable[[Tab, str], bool] | None = None
         self.clock = 0
 
     # -- what a tab shows -----------------------------------------------------------------
@@ -129,8 +134,7 @@ class Model:
         """Why a write by `tab` on `key` is refused ("elsewhere", "taken", "changed"), or
         None."""
         c = self.c(key)
-        holder = self.holder.get((tab.expert, key))
-        if holder is not None and holder != tab.name:
+        if self.held_by_other(tab, key):
             return "elsewhere"
         mine = c.of(tab.expert).top()
         others = [e for e, m in c.mine.items() if e != tab.expert and m.top() is not None
@@ -140,6 +144,12 @@ class Model:
         if tab.seen.get(key) != c.rev:
             return "changed"
         return None
+
+    def held_by_other(self, tab: Tab, key: str) -> bool:
+        """Whether another tab of the same expert holds `key`: its writes are refused here."""
+        if self.elsewhere is not None:
+            return self.elsewhere(tab, key)
+        return self.holder.get((tab.expert, key)) not in (None, tab.name)
 
     def serve(self, tab: Tab, key: str | None) -> None:
         """The tab's page was answered with `key` drawn as it is now: it holds it."""
