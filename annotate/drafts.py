@@ -102,15 +102,22 @@ def get(store: Store, expert: str, candidate_id: int) -> dict[str, Any]:
     return {k: v for k, v in d.items() if k in FIELDS and v is not None}
 
 
-def set_field(store: Store, expert: str, candidate_id: int, **changes: Any) -> Any:
-    """Set draft fields on the candidate (None or "" clears one). Returns the expert's
-    decision when the saved fields amended it (a revision), else None (kept in the draft).
-    The template is always kept in the draft: it is how the page draws the candidate."""
+def _cleaned(changes: dict[str, Any]) -> dict[str, Any]:
+    """`changes` cleaned, with the redshift's source: none for no redshift, the expert's
+    where a redshift comes without one."""
     values = {k: clean(k, v) for k, v in changes.items()}
     if "redshift" in values and values["redshift"] is None:
         values["redshift_source"] = None
     if values.get("redshift") is not None and values.get("redshift_source") is None:
         values["redshift_source"] = "expert"
+    return values
+
+
+def set_field(store: Store, expert: str, candidate_id: int, **changes: Any) -> Any:
+    """Set draft fields on the candidate (None or "" clears one). Returns the expert's
+    decision when the saved fields amended it (a revision), else None (kept in the draft).
+    The template is always kept in the draft: it is how the page draws the candidate."""
+    values = _cleaned(changes)
     mine = review.my_decision(store, expert, candidate_id)
     d = get(store, expert, candidate_id)
     saved = {k: v for k, v in values.items() if k in SAVED}
@@ -137,9 +144,7 @@ def unchanged(store: Store, expert: str, candidate_id: int, **changes: Any) -> b
     """Whether setting `changes` (`set_field`'s) would change nothing: each field already
     holds that value, in the expert's decision where it amends one, else in their draft.
     A write that changes nothing acts on nothing, so no later write can have made it stale."""
-    values = {k: clean(k, v) for k, v in changes.items()}
-    if "redshift" in values and values.get("redshift_source") is None:
-        values["redshift_source"] = None if values["redshift"] is None else "expert"
+    values = _cleaned(changes)
     mine = review.my_decision(store, expert, candidate_id)
     d = get(store, expert, candidate_id)
     for k, v in values.items():

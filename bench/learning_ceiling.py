@@ -38,7 +38,7 @@ import numpy as np
 from agent.tasks import TASKS as _TASKS
 from bench.learning_curve import CEILING as BLOCK
 from bench.learning_curve import CEILING_END as BLOCK_END
-from bench.learning_curve import halves, predictions
+from bench.learning_curve import halves, predictions, put_block
 
 TASKS = tuple(sorted(_TASKS))  # the tables' order
 CLASSES = ("platt", "combiner", "isotonic", "logistic_l2", "hgb_monotone", "hgb_free", "hgb_all")
@@ -339,14 +339,7 @@ def _mean(v: list) -> str:
 
 def write_block(doc: Path, block: list[str]) -> None:
     """Put the block in `doc`: in place of the one there, else at its end."""
-    text = doc.read_text() if doc.exists() else ""
-    body = "\n".join(block)
-    if BLOCK in text and BLOCK_END in text:
-        head, rest = text.split(BLOCK, 1)
-        text = head + body + rest.split(BLOCK_END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + body + "\n"
-    doc.write_text(text)
+    put_block(doc, block, BLOCK, BLOCK_END)
 
 
 def main(argv: list[str] | None = None) -> int:
